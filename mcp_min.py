@@ -1,0 +1,2322 @@
+"""mcp_min: the Model Context Protocol in one file, standard library only.
+
+MCP lets an AI application (the *client*: VS Code, Claude Desktop, an agent)
+discover and call *tools*, read *resources* and fetch *prompts* from a
+*server*, over JSON-RPC 2.0. A session starts with a handshake::
+
+    client -> {"jsonrpc":"2.0","id":0,"method":"initialize","params":{...}}
+    server <- {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":...}}
+    client -> {"jsonrpc":"2.0","method":"notifications/initialized"}
+
+and then the client lists and calls what the server offers::
+
+    client -> {"jsonrpc":"2.0","id":1,"method":"tools/list"}
+    client -> {"jsonrpc":"2.0","id":2,"method":"tools/call",
+               "params":{"name":"add","arguments":{"a":2,"b":3}}}
+
+A server is a `Server` with decorated functions; type hints become the JSON
+Schema the client sees, and the docstring becomes the description:
+
+>>> server = Server("calculator")
+>>> @server.tool()
+... def add(a: int, b: int = 1) -> int:
+...     '''Add two integers.'''
+...     return a + b
+>>> server.tools["add"].input_schema["required"]
+['a']
+
+The session is transport-free: it takes messages and hands replies to a
+callback. Here it is wired by hand (stdio and HTTP do the same with bytes):
+
+>>> out = []
+>>> session = Session(server, lambda message, related: out.append(message))
+>>> session.receive(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":'
+...     b'{"protocolVersion":"2025-11-25","capabilities":{},'
+...     b'"clientInfo":{"name":"doc","version":"1"}}}')
+>>> out[-1]["result"]["protocolVersion"]
+'2025-11-25'
+>>> async def call():
+...     session.receive('{"jsonrpc":"2.0","id":1,"method":"tools/call",'
+...                     '"params":{"name":"add","arguments":{"a":2,"b":3}}}')
+...     await session.drain()
+>>> asyncio.run(call())
+>>> out[-1]["result"]["content"]
+[{'type': 'text', 'text': '5'}]
+
+Bad input is answered, never raised:
+
+>>> session.receive(b'{"jsonrpc":"2.0","id":2,"method":"nope"}')
+>>> out[-1]["error"]["code"] == METHOD_NOT_FOUND
+True
+
+Run it: ``python mcp_min.py serve --stdio`` (the built-in user-store demo),
+``python mcp_min.py serve --port 8080`` (HTTP: legacy SSE at /sse and
+Streamable HTTP at /mcp), ``python mcp_min.py client URL tools/list``.
+"""
+
+# SPDX-License-Identifier: MIT  (c) the mcp_min authors; see LICENSE.
+
+import asyncio
+import base64
+import dataclasses
+import enum
+import json
+import logging
+import os
+import sys
+import threading
+import typing
+
+__version__ = "0.1.0"
+__all__ = [
+    "Server", "Session", "Context", "Client", "McpError", "Content",
+    "text", "image", "audio", "resource_link", "embedded_resource",
+    "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS",
+    "INTERNAL_ERROR", "RESOURCE_NOT_FOUND", "PROTOCOL_VERSIONS",
+    "LATEST_PROTOCOL_VERSION", "__version__",
+]
+
+log = logging.getLogger("mcp_min")
+
+##############################################################################
+# Constants: versions, error codes, limits
+##############################################################################
+
+# Handshake-era revisions, oldest first. Compared by position, never as strings.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
+# 2025-03-26 basic/index: receivers MUST accept batches; later revisions removed them.
+BATCH_VERSIONS = ("2025-03-26",)
+
+# JSON-RPC 2.0 codes, and MCP's own.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002         # handshake era resources/read of an unknown URI
+CONNECTION_CLOSED = -32000          # our own: the peer went away (never sent on the wire)
+REQUEST_TIMEOUT = -32001            # our own: a request we sent was not answered in time
+
+# Limits. Each says what happens at the edge.
+MAX_LINE_BYTES = 16 * 1024 * 1024   # stdio: a longer line gets one error and is skipped to its "\n"
+MAX_IN_FLIGHT = 256                 # requests running per session; stdio stops reading at the cap
+PAGE_SIZE = 100                     # items per tools/resources/prompts list page
+SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes
+REQUEST_TIMEOUT_S = 60.0            # default wait for a reply to a request we send
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+##############################################################################
+# Errors
+##############################################################################
+
+
+class McpError(Exception):
+    """A JSON-RPC error: raised to answer a request with `code` and `message`.
+
+    Raised inside a tool it becomes an ``isError`` result carrying `message`,
+    which is how a tool tells the model what went wrong.
+    """
+
+    def __init__(self, code, message, data=None):
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+    def to_error(self):
+        error = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+##############################################################################
+# JSON-RPC framing: pure functions from bytes to messages and back
+##############################################################################
+
+
+def _pairs(pairs):
+    obj = dict(pairs)
+    if len(obj) != len(pairs):      # last-key-wins lets a message smuggle a second meaning
+        raise _DuplicateKey
+    return obj
+
+
+def _no_constant(name):
+    raise ValueError(name)          # NaN and Infinity are not JSON
+
+
+_decoder = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant)
+
+
+def decode(data):
+    """Parse one JSON text (bytes or str) strictly, or raise McpError.
+
+    >>> decode(b'{"a": 1}')
+    {'a': 1}
+    >>> decode('{"a": 1, "a": 2}')
+    Traceback (most recent call last):
+    mcp_min.McpError: Invalid request: duplicate key
+    """
+    try:
+        if not isinstance(data, str):
+            data = bytes(data).decode("utf-8")
+        return _decoder.decode(data)
+    except _DuplicateKey:
+        raise McpError(INVALID_REQUEST, "Invalid request: duplicate key") from None
+    except (ValueError, RecursionError):  # includes bad UTF-8, NaN, 4300+ digit integers
+        raise McpError(PARSE_ERROR, "Parse error") from None
+
+
+def encode(message):
+    """One message as compact JSON bytes, no newline.
+
+    ASCII output means a lone surrogate in a tool's text cannot break the wire.
+    """
+    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def _is_id(value):
+    return type(value) is str or type(value) is int   # bool is an int; 1 and "1" differ
+
+
+_REQUEST_KEYS = frozenset(("jsonrpc", "id", "method", "params"))
+_RESPONSE_KEYS = (frozenset(("jsonrpc", "id", "result")), frozenset(("jsonrpc", "id", "error")))
+
+
+def classify(message):
+    """Say what a parsed message is: 'request', 'notification' or 'response'.
+
+    Anything else raises McpError(INVALID_REQUEST) carrying the id when one
+    could be read.
+
+    >>> classify({"jsonrpc": "2.0", "id": 0, "method": "ping"})
+    'request'
+    >>> classify({"jsonrpc": "2.0", "id": True, "method": "ping"})
+    Traceback (most recent call last):
+    mcp_min.McpError: Invalid request
+    """
+    if type(message) is not dict or message.get("jsonrpc") != "2.0":
+        raise McpError(INVALID_REQUEST, "Invalid request")
+    keys = message.keys()
+    if "method" in message:
+        # Exact member names only: "Method" or "method\\u0000" must not pass.
+        if not keys <= _REQUEST_KEYS or type(message["method"]) is not str:
+            raise McpError(INVALID_REQUEST, "Invalid request")
+        if "id" not in message:
+            return "notification"
+        if not _is_id(message["id"]):
+            raise McpError(INVALID_REQUEST, "Invalid request")
+        return "request"
+    if keys in _RESPONSE_KEYS and (_is_id(message["id"]) or message["id"] is None):
+        return "response"
+    raise McpError(INVALID_REQUEST, "Invalid request")
+
+
+def _error(id_, code, message, data=None):
+    error = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": id_, "error": error}
+
+
+def _result(id_, result):
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+##############################################################################
+# Content: what tools return and prompts hold
+##############################################################################
+
+
+class Content(dict):
+    """A content block (a dict with a ``type``), marked so that a tool's own
+    dicts are never mistaken for one."""
+
+
+def text(value, **extra):
+    """A text content block."""
+    return Content(type="text", text=value, **extra)
+
+
+def image(data, mime_type="image/png", **extra):
+    """An image block from raw bytes (or an already base64 string)."""
+    return Content(type="image", data=_b64(data), mimeType=mime_type, **extra)
+
+
+def audio(data, mime_type="audio/wav", **extra):
+    """An audio block from raw bytes (or an already base64 string)."""
+    return Content(type="audio", data=_b64(data), mimeType=mime_type, **extra)
+
+
+def resource_link(uri, name, **extra):
+    """A link to a resource the client may read (2025-06-18+)."""
+    return Content(type="resource_link", uri=uri, name=name, **extra)
+
+
+def embedded_resource(uri, value, mime_type=None, **extra):
+    """A resource's contents inline: `value` is str (text) or bytes (blob)."""
+    return Content(type="resource", resource=_contents(uri, value, mime_type), **extra)
+
+
+def _b64(data):
+    return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
+
+
+def _contents(uri, value, mime_type=None):
+    item = {"uri": uri}
+    if mime_type:
+        item["mimeType"] = mime_type
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        item["blob"] = _b64(bytes(value))
+    else:
+        item["text"] = str(value)
+    return item
+
+##############################################################################
+# Schemas from type hints, and a small JSON Schema validator
+##############################################################################
+
+
+def _schema(tp, depth=0):
+    """JSON Schema for a Python type hint (str, int, list[T], TypedDict ...)."""
+    if depth > 20:
+        return {}
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        schema = dict(_schema(args[0], depth + 1))
+        for extra in args[1:]:
+            if isinstance(extra, str):
+                schema["description"] = extra
+            elif isinstance(extra, dict):
+                schema.update(extra)
+        return schema
+    simple = _SIMPLE_TYPES.get(tp)
+    if simple:
+        return {"type": simple}
+    if tp is typing.Any or tp is object or tp is None and depth:
+        return {"type": "null"} if tp is None else {}
+    if origin is typing.Literal:
+        schema = {"enum": list(args)}
+        kinds = {_SIMPLE_TYPES.get(type(a)) for a in args}
+        if len(kinds) == 1 and None not in kinds:
+            schema["type"] = kinds.pop()
+        return schema
+    if origin is typing.Union or type(tp).__name__ == "UnionType":
+        options = [_schema(a, depth + 1) for a in args]
+        return {"anyOf": options}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _schema(typing.Literal[tuple(m.value for m in tp)], depth + 1)
+    if origin in (list, tuple, set, frozenset) or tp in (list, tuple, set, frozenset):
+        schema = {"type": "array"}
+        if args and not (origin is tuple and len(args) != 2 or len(args) == 2 and args[1] is not Ellipsis) \
+                or origin in (list, set, frozenset) and args:
+            schema["items"] = _schema(args[0], depth + 1)
+        return schema
+    if origin is dict or tp is dict:
+        schema = {"type": "object"}
+        if len(args) == 2 and args[1] is not typing.Any:
+            schema["additionalProperties"] = _schema(args[1], depth + 1)
+        return schema
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        hints = typing.get_type_hints(tp, include_extras=True)
+        fields = dataclasses.fields(tp)
+        return _object_schema(
+            {f.name: hints.get(f.name, typing.Any) for f in fields},
+            {f.name for f in fields if f.default is dataclasses.MISSING
+             and f.default_factory is dataclasses.MISSING}, depth, tp)
+    if isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
+        hints = typing.get_type_hints(tp, include_extras=True)
+        return _object_schema(hints, set(tp.__required_keys__), depth, tp)
+    return {}
+
+
+_SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _object_schema(hints, required, depth, tp):
+    schema = {"type": "object",
+              "properties": {k: _schema(v, depth + 1) for k, v in hints.items()}}
+    if required:
+        schema["required"] = [k for k in hints if k in required]
+    doc = _first_paragraph(tp.__doc__)
+    if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
+        schema["description"] = doc
+    return schema
+
+
+def _first_paragraph(doc):
+    return " ".join((doc or "").strip().split("\n\n")[0].split()) or None
+
+
+_JSON_TYPES = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
+
+
+def _type_ok(value, kind):
+    if kind == "integer":
+        return type(value) is int or type(value) is float and value.is_integer()
+    if kind == "number":
+        return type(value) in (int, float)
+    return type(value) is _JSON_TYPES.get(kind, object)
+
+
+def validate(value, schema, root=None, path="", depth=0):
+    """First reason `value` does not match `schema`, or None.
+
+    A subset of JSON Schema 2020-12: type, enum, const, properties, required,
+    additionalProperties, items, anyOf/oneOf/allOf, $ref to local $defs,
+    min/max (length, items, value). Unknown keywords are ignored.
+
+    >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
+    "a: expected integer, got string"
+    """
+    root = schema if root is None else root
+    where = path or "arguments"
+    if depth > 64 or not isinstance(schema, dict):
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        if (problem := validate(value, target, root, path, depth + 1)):
+            return problem
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_type_ok(value, k) for k in kinds):
+            return f"{where}: expected {' or '.join(kinds)}, got {_json_type(value)}"
+    if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
+        return f"{where}: must be one of {json.dumps(schema['enum'])}"
+    if "const" in schema and not _same(value, schema["const"]):
+        return f"{where}: must be {json.dumps(schema['const'])}"
+    for key, test, say in _BOUNDS:
+        if key in schema and (measure := test(value)) is not None and say(measure, schema[key]):
+            return f"{where}: {key} is {schema[key]}"
+    if type(value) is dict:
+        props = schema.get("properties") or {}
+        for name in schema.get("required") or ():
+            if name not in value:
+                return f"{_join(path, name)}: required property is missing"
+        extra = schema.get("additionalProperties", True)
+        for name, item in value.items():
+            if name in props:
+                problem = validate(item, props[name], root, _join(path, name), depth + 1)
+            elif extra is False:
+                problem = f"{_join(path, name)}: unexpected property"
+            else:
+                problem = validate(item, extra, root, _join(path, name), depth + 1)
+            if problem:
+                return problem
+    if type(value) is list and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            if (problem := validate(item, schema["items"], root, f"{path}[{i}]", depth + 1)):
+                return problem
+    for sub in schema.get("allOf") or ():
+        if (problem := validate(value, sub, root, path, depth + 1)):
+            return problem
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            passed = sum(validate(value, sub, root, path, depth + 1) is None for sub in schema[key])
+            if passed == 0 or key == "oneOf" and passed > 1:
+                return f"{where}: does not match any allowed form" if not passed \
+                    else f"{where}: matches more than one allowed form"
+    return None
+
+
+def _join(path, name):
+    return f"{path}.{name}" if path else name
+
+
+def _json_type(value):
+    for name, kind in (("boolean", bool), ("integer", int), ("number", float), ("string", str),
+                       ("array", list), ("object", dict)):
+        if type(value) is kind:
+            return name
+    return "null"
+
+
+def _same(a, b):
+    return type(a) is type(b) and a == b or _type_ok(a, "number") and _type_ok(b, "number") and a == b
+
+
+def _size(value):
+    return len(value) if isinstance(value, (str, list)) else None
+
+
+def _number(value):
+    return value if type(value) in (int, float) else None
+
+
+_BOUNDS = (
+    ("minLength", lambda v: len(v) if type(v) is str else None, lambda m, b: m < b),
+    ("maxLength", lambda v: len(v) if type(v) is str else None, lambda m, b: m > b),
+    ("minItems", lambda v: len(v) if type(v) is list else None, lambda m, b: m < b),
+    ("maxItems", lambda v: len(v) if type(v) is list else None, lambda m, b: m > b),
+    ("minimum", _number, lambda m, b: m < b),
+    ("maximum", _number, lambda m, b: m > b),
+    ("exclusiveMinimum", _number, lambda m, b: m <= b),
+    ("exclusiveMaximum", _number, lambda m, b: m >= b),
+)
+
+
+def _convert(value, tp):
+    """Turn validated JSON into what a hint asks for (dataclass, Enum, tuple)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _convert(value, args[0])
+    if value is None:
+        return None
+    if origin is typing.Union or type(tp).__name__ == "UnionType":
+        for option in args:
+            if option is not type(None) and validate(value, _schema(option)) is None:
+                return _convert(value, option)
+        return value
+    if isinstance(tp, type):
+        if issubclass(tp, enum.Enum):
+            return tp(value)
+        if tp is float and type(value) is int:
+            return float(value)
+        if dataclasses.is_dataclass(tp) and type(value) is dict:
+            hints = typing.get_type_hints(tp)
+            return tp(**{k: _convert(v, hints.get(k, typing.Any)) for k, v in value.items()})
+    if type(value) is list and args:
+        if origin is tuple:
+            items = args if Ellipsis not in args else (args[0],) * len(value)
+            return tuple(_convert(v, t) for v, t in zip(value, items))
+        if origin in (list, set, frozenset):
+            return origin(_convert(v, args[0]) for v in value)
+    if type(value) is dict and origin is dict and len(args) == 2:
+        return {k: _convert(v, args[1]) for k, v in value.items()}
+    return value
+
+
+def _to_json(value):
+    """A tool's return value as plain JSON data (dataclasses, enums, tuples)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return _to_json(value.value)
+    if isinstance(value, dict):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_to_json(v) for v in value]
+    return value
+
+##############################################################################
+# The server's registry: tools, resources, prompts
+##############################################################################
+
+
+class _Handler:
+    """A registered function, with what its signature says about calling it."""
+
+    def __init__(self, fn, skip_context=True):
+        import inspect  # imported here: the cost is paid only when registering
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception:       # unresolvable forward references: no hints, no schema
+            hints = {}
+        self.hints = hints
+        self.context_param = None
+        self.params = []        # (name, hint, default or inspect.Parameter.empty)
+        self.var_keyword = False
+        for p in inspect.signature(fn).parameters.values():
+            hint = hints.get(p.name, typing.Any)
+            if _strip(hint) is Context:
+                self.context_param = p.name
+            elif p.kind is p.VAR_KEYWORD:
+                self.var_keyword = True
+            elif p.kind not in (p.VAR_POSITIONAL,):
+                self.params.append((p.name, hint, p.default))
+        self.empty = inspect.Parameter.empty
+        self.description = _first_paragraph(fn.__doc__)
+
+    def input_schema(self):
+        props, required = {}, []
+        for name, hint, default in self.params:
+            prop = _schema(hint)
+            if default is self.empty:
+                required.append(name)
+            else:
+                try:
+                    json.dumps(default, allow_nan=False)
+                    prop["default"] = default if not isinstance(default, enum.Enum) else default.value
+                except (TypeError, ValueError):
+                    pass
+            props[name] = prop
+        schema = {"type": "object", "properties": props}
+        if required:
+            schema["required"] = required
+        if not self.var_keyword:
+            schema["additionalProperties"] = False
+        return schema
+
+    async def call(self, arguments, context):
+        kwargs = {}
+        for name, hint, _ in self.params:
+            if name in arguments:
+                kwargs[name] = _convert(arguments[name], hint)
+        if self.var_keyword:
+            kwargs.update((k, v) for k, v in arguments.items() if k not in kwargs)
+        if self.context_param:
+            kwargs[self.context_param] = context
+        if self.is_async:
+            return await self.fn(**kwargs)
+        # Sync code runs off the loop so a slow tool never stalls other requests.
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+
+def _strip(hint):
+    while typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) is typing.Union or type(hint).__name__ == "UnionType":
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(options) == 1:
+            return _strip(options[0])
+    return hint
+
+
+class Tool(_Handler):
+    def __init__(self, fn, name=None, description=None, title=None, annotations=None,
+                 input_schema=None, output_schema=None, meta=None, icons=None):
+        super().__init__(fn)
+        self.name = name or fn.__name__
+        if not _valid_tool_name(self.name):
+            raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
+        self.description = description or self.description
+        self.input_schema = input_schema or self.input_schema()
+        returns = self.hints.get("return", None)
+        self.wrap = False       # structured output must be an object: others go under "result"
+        if output_schema is None and returns not in (None, str, Content) \
+                and _strip(returns) not in (str, Content, typing.Any) and "return" in self.hints:
+            output_schema = _schema(returns)
+            if output_schema and output_schema.get("type") != "object":
+                output_schema = {"type": "object", "properties": {"result": output_schema},
+                                 "required": ["result"]}
+                self.wrap = True
+        self.output_schema = output_schema or None
+        self.definition = {"name": self.name}
+        for key, value in (("title", title), ("description", self.description),
+                           ("inputSchema", self.input_schema), ("outputSchema", self.output_schema),
+                           ("annotations", annotations), ("icons", icons), ("_meta", meta)):
+            if value:
+                self.definition[key] = value
+
+    def result(self, value):
+        """A CallToolResult from whatever the function returned."""
+        if isinstance(value, Content):
+            return {"content": [value]}
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Content) for v in value):
+            return {"content": list(value)}
+        if value is None:
+            return {"content": []}
+        if isinstance(value, str) and not self.wrap:
+            return {"content": [text(value)]}
+        data = _to_json(value)
+        body = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        structured = {"result": data} if self.wrap or type(data) is not dict else data
+        if self.output_schema and (problem := validate(structured, self.output_schema)):
+            log.error("tool %s returned a value that does not match its outputSchema: %s",
+                      self.name, problem)
+            return _tool_error(f"Tool '{self.name}' returned malformed output.")
+        return {"content": [text(body)], "structuredContent": structured}
+
+
+def _tool_error(message):
+    return {"content": [text(message)], "isError": True}
+
+
+def _valid_tool_name(name):
+    # 2025-11-25 server/tools: 1-128 characters of A-Z a-z 0-9 _ - .
+    return 0 < len(name) <= 128 and all(c.isascii() and (c.isalnum() or c in "_-.") for c in name)
+
+
+class Resource(_Handler):
+    def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
+                 annotations=None, meta=None, icons=None, size=None):
+        super().__init__(fn)
+        self.uri = uri
+        self.template = _UriTemplate(uri) if "{" in uri else None
+        self.mime_type = mime_type
+        self.definition = {"uriTemplate" if self.template else "uri": uri,
+                           "name": name or fn.__name__}
+        for key, value in (("title", title), ("description", description or self.description),
+                           ("mimeType", mime_type), ("annotations", annotations),
+                           ("icons", icons), ("_meta", meta), ("size", size)):
+            if value is not None:
+                self.definition[key] = value
+
+    def contents(self, uri, value):
+        if isinstance(value, dict) and "uri" in value:
+            return [value]
+        if isinstance(value, list) and all(isinstance(v, dict) and "uri" in v for v in value):
+            return value
+        if not isinstance(value, (str, bytes, bytearray, memoryview)):
+            value = json.dumps(_to_json(value), ensure_ascii=False)
+            return [_contents(uri, value, self.mime_type or "application/json")]
+        return [_contents(uri, value, self.mime_type)]
+
+
+class _UriTemplate:
+    """RFC 6570 level 1 (``{name}``) matched in linear time.
+
+    Each variable takes the text up to the first occurrence of the literal
+    after it, never a '/'; no backtracking, so hostile URIs cost O(n).
+
+    >>> _UriTemplate("users://{name}/profile").match("users://ada%20l/profile")
+    {'name': 'ada l'}
+    """
+
+    def __init__(self, template):
+        self.parts = []         # alternating literal, variable name, literal, ...
+        rest = template
+        while "{" in rest:
+            literal, _, rest = rest.partition("{")
+            name, closed, rest = rest.partition("}")
+            if not closed or not name.isidentifier():
+                raise ValueError(f"bad URI template {template!r}: use {{name}} variables")
+            self.parts += [literal, name]
+        self.parts.append(rest)
+        self.variables = self.parts[1::2]
+
+    def match(self, uri):
+        from urllib.parse import unquote
+        parts = self.parts
+        if not uri.startswith(parts[0]):
+            return None
+        pos, found = len(parts[0]), {}
+        for i in range(1, len(parts), 2):
+            literal = parts[i + 1]
+            last = i + 2 == len(parts)
+            end = len(uri) if last and not literal else uri.find(literal, pos) if literal else -1
+            if last and literal:
+                end = len(uri) - len(literal) if uri.endswith(literal) else -1
+            if end < pos or end == pos or "/" in uri[pos:end] if end >= 0 else True:
+                return None
+            found[parts[i]] = unquote(uri[pos:end])
+            pos = end + len(literal)
+        return found if pos == len(uri) else None
+
+
+class Prompt(_Handler):
+    def __init__(self, fn, name=None, description=None, title=None, meta=None, icons=None):
+        super().__init__(fn)
+        self.name = name or fn.__name__
+        arguments = []
+        for pname, hint, default in self.params:
+            argument = {"name": pname}
+            description = _schema(hint).get("description")
+            if description:
+                argument["description"] = description
+            argument["required"] = default is self.empty
+            arguments.append(argument)
+        self.definition = {"name": self.name}
+        for key, value in (("title", title), ("description", description or self.description),
+                           ("arguments", arguments), ("icons", icons), ("_meta", meta)):
+            if value:
+                self.definition[key] = value
+
+    def messages(self, value):
+        items = value if isinstance(value, (list, tuple)) else [value]
+        messages = []
+        for item in items:
+            if isinstance(item, dict) and "role" in item:
+                messages.append(item)
+            else:
+                content = item if isinstance(item, Content) else text(str(item))
+                messages.append({"role": "user", "content": content})
+        return messages
+
+
+class Server:
+    """An MCP server: register tools, resources and prompts, then `run()`.
+
+    Capabilities are derived from what is registered; adding or removing
+    something while clients are connected sends them a list_changed notice.
+    """
+
+    def __init__(self, name, version="0.1.0", instructions=None, title=None, **info):
+        self.info = {"name": name, "version": version, **({"title": title} if title else {}), **info}
+        self.instructions = instructions
+        self.tools, self.resources, self.prompts = {}, {}, {}
+        self.completions = {}    # (ref kind, name or uri template, argument) -> function
+        self.sessions = set()    # live sessions, for change notifications
+
+    # -- registration ---------------------------------------------------------
+    def tool(self, name=None, **options):
+        """Decorator: register a function as a tool (see `Tool` options)."""
+        return lambda fn: self.add_tool(fn, name, **options) or fn
+
+    def add_tool(self, fn, name=None, **options):
+        tool = Tool(fn, name, **options)
+        self.tools[tool.name] = tool
+        self._changed("tools")
+        return tool
+
+    def remove_tool(self, name):
+        if self.tools.pop(name, None):
+            self._changed("tools")
+
+    def resource(self, uri, **options):
+        """Decorator: a resource at `uri`, or a template if it has {variables}."""
+        return lambda fn: self.add_resource(fn, uri, **options) or fn
+
+    def add_resource(self, fn, uri, **options):
+        resource = Resource(fn, uri, **options)
+        self.resources[uri] = resource
+        self._changed("resources")
+        return resource
+
+    def remove_resource(self, uri):
+        if self.resources.pop(uri, None):
+            self._changed("resources")
+
+    def prompt(self, name=None, **options):
+        """Decorator: register a function returning messages as a prompt."""
+        return lambda fn: self.add_prompt(fn, name, **options) or fn
+
+    def add_prompt(self, fn, name=None, **options):
+        prompt = Prompt(fn, name, **options)
+        self.prompts[prompt.name] = prompt
+        self._changed("prompts")
+        return prompt
+
+    def remove_prompt(self, name):
+        if self.prompts.pop(name, None):
+            self._changed("prompts")
+
+    def completion(self, ref, argument):
+        """Decorator: suggest values for `argument` of a prompt (by name) or a
+        resource template (by its URI template). The function takes the
+        partial value (and optionally the already-chosen arguments as a dict)
+        and returns a list of strings."""
+        def register(fn):
+            kind = "ref/resource" if ref in self.resources else "ref/prompt"
+            self.completions[kind, ref, argument] = fn
+            return fn
+        return register
+
+    def capabilities(self):
+        caps = {"logging": {}}
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.resources:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.completions:
+            caps["completions"] = {}
+        return caps
+
+    # -- notifications to every connected client ------------------------------
+    def _changed(self, kind):
+        for session in list(self.sessions):
+            session.notify(f"notifications/{kind}/list_changed")
+
+    def resource_updated(self, uri):
+        """Tell subscribed clients that the resource at `uri` changed."""
+        for session in list(self.sessions):
+            if uri in session.subscriptions:
+                session.notify("notifications/resources/updated", {"uri": uri})
+
+    # -- running ------------------------------------------------------------------
+    def run(self, argv=None):
+        """Serve over stdio, or HTTP with ``--port``: the same options as
+        ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``)."""
+        args = _serve_parser().parse_args(argv)
+        return _serve(self, args)
+
+##############################################################################
+# The session: one client's conversation, whatever carries it
+##############################################################################
+
+
+class Context:
+    """What a handler knows of the request it serves, and how it talks back.
+
+    Declare a parameter annotated ``Context`` to receive one. `log` and
+    `progress` may be awaited or not; `sample`, `elicit` and `list_roots`
+    are coroutines (from a sync tool, use ``ctx.run(ctx.sample(...))``).
+    """
+
+    def __init__(self, session, request_id=None, meta=None):
+        self.session, self.request_id = session, request_id
+        self.meta = meta or {}
+        self.progress_token = self.meta.get("progressToken")
+        self._last_progress = None
+
+    @property
+    def client_capabilities(self):
+        return self.session.client_capabilities
+
+    def log(self, level, data, logger=None):
+        """Send a notifications/message to the client if `level` passes its filter."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log level must be one of {LOG_LEVELS}")
+        if LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.session.log_level):
+            params = {"level": level, "data": data}
+            if logger:
+                params["logger"] = logger
+            self.session.notify("notifications/message", params, self.request_id)
+        return _DONE
+
+    def progress(self, progress, total=None, message=None):
+        """Report progress; sent only when the client asked (progressToken)."""
+        if self.progress_token is None or (self._last_progress is not None
+                                           and progress <= self._last_progress):
+            return _DONE        # spec: progress MUST increase with each notification
+        self._last_progress = progress
+        params = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self.session.notify("notifications/progress", params, self.request_id)
+        return _DONE
+
+    async def sample(self, messages, max_tokens=1000, **options):
+        """Ask the client's model: sampling/createMessage. `messages` may be a string."""
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": text(messages)}]
+        params = {"messages": messages, "maxTokens": max_tokens}
+        params.update((_camel(k), v) for k, v in options.items())
+        return await self._ask("sampling", "sampling/createMessage", params)
+
+    async def elicit(self, message, schema):
+        """Ask the user for input (form mode): returns {"action", "content"?}."""
+        if not isinstance(schema, dict) or "properties" not in schema:
+            schema = {"type": "object", "properties": schema or {}}
+        return await self._ask("elicitation", "elicitation/create",
+                               {"message": message, "requestedSchema": schema})
+
+    async def list_roots(self):
+        """The client's roots (file:// URIs it lets the server look at)."""
+        return (await self._ask("roots", "roots/list", {})).get("roots", [])
+
+    async def _ask(self, capability, method, params):
+        if capability not in (self.session.client_capabilities or {}):
+            raise McpError(METHOD_NOT_FOUND, f"The client does not support {capability}.")
+        return await self.session.request(method, params, self.request_id)
+
+    def run(self, coroutine):
+        """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.session.loop).result()
+
+
+class _Done:
+    """Lets ``ctx.log(...)`` be written with or without ``await``."""
+
+    def __await__(self):
+        return iter(())
+
+
+_DONE = _Done()
+
+
+def _camel(name):
+    head, *rest = name.split("_")
+    return head + "".join(w.title() for w in rest)
+
+
+class Session:
+    """One client's conversation with a `Server`, independent of transport.
+
+    Feed it what arrives with `receive`; it calls ``send(message, related)``
+    with each message to go out, where `related` is the id of the client
+    request the message belongs to (a response, or a notification or request
+    made while serving it), or None. ``send(None, id)`` means: that request
+    ends with no response (it was cancelled).
+
+    All per-client state lives here, so a transport creates one per client.
+    """
+
+    def __init__(self, server, send, stateless_version=None):
+        self.server, self._send = server, send
+        self.protocol_version = stateless_version
+        self.initialized = stateless_version is not None  # stateless HTTP needs no handshake
+        self.client_capabilities, self.client_info = {}, {}
+        self.log_level = "info"
+        self.subscriptions = set()
+        self.running = {}       # request id -> task serving it
+        self._cancelled = set()
+        self._pending = {}      # id of a request we sent -> future for its reply
+        self._next_id = 0
+        self.closed = False
+        self.loop = None
+        server.sessions.add(self)
+
+    # -- input ----------------------------------------------------------------
+    def receive(self, data, done=None):
+        """Handle one frame (bytes/str of JSON, or an already parsed message).
+
+        `done` is called once the frame's work has finished (for a request,
+        when it is answered), so a transport can bound what it reads ahead.
+        """
+        try:
+            message = decode(data) if isinstance(data, (bytes, bytearray, str)) else data
+        except McpError as e:
+            self._send(_error(None, e.code, e.message), None)
+            return done and done()
+        if type(message) is list:
+            return self._batch(message, done)
+        try:
+            kind = classify(message)
+        except McpError as e:
+            self._send(_error(_readable_id(message), e.code, e.message), None)
+            return done and done()
+        self.handle(message, kind, done)
+
+    def _batch(self, messages, done):
+        # 2025-03-26 only; initialize MUST NOT be in one.
+        if self.protocol_version not in BATCH_VERSIONS or not messages:
+            self._send(_error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
+                              if messages else "Invalid request: empty batch"), None)
+            return done and done()
+        remaining = [len(messages)]
+
+        def one_done():
+            remaining[0] -= 1
+            if remaining[0] == 0 and done:
+                done()
+        for message in messages:
+            if type(message) is dict and message.get("method") == "initialize":
+                self._send(_error(_readable_id(message), INVALID_REQUEST,
+                                  "Invalid request: initialize may not be batched"), None)
+                one_done()
+            else:
+                self.receive(message, one_done)
+
+    def handle(self, message, kind, done=None):
+        """Act on one classified message."""
+        if self.loop is None:
+            self.loop = _running_loop()
+        if kind == "response":
+            future = self._pending.pop(message["id"], None)
+            if future and not future.done():
+                if "error" in message:
+                    error = message["error"] if type(message["error"]) is dict else {}
+                    future.set_exception(McpError(error.get("code", INTERNAL_ERROR),
+                                                  str(error.get("message", "error")),
+                                                  error.get("data")))
+                else:
+                    future.set_result(message["result"])
+            return done and done()
+        method = message["method"]
+        params = message.get("params", {})
+        if kind == "notification":
+            handler = _NOTIFICATIONS.get(method)
+            if handler and type(params) is dict:
+                try:
+                    handler(self, params)
+                except Exception:
+                    log.exception("notification %r failed", method)
+            return done and done()
+        id_ = message["id"]
+        if id_ in self.running:
+            # Two live requests with one id would cross their answers.
+            self._send(_error(id_, INVALID_REQUEST, "Invalid request: id already in use"), id_)
+            return done and done()
+        if method == "initialize":
+            # Answered inline, so every later message sees the negotiated state.
+            self._send(self._answer(id_, self._initialize, params), id_)
+            return done and done()
+        entry = _METHODS.get(method)
+        if entry is None:
+            self._send(_error(id_, METHOD_NOT_FOUND, "Method not found"), id_)
+            return done and done()
+        handler, capability = entry
+        if not self.initialized and method != "ping":
+            self._send(_error(id_, INVALID_PARAMS,
+                              "Session not initialized: send initialize first"), id_)
+            return done and done()
+        if capability and capability not in self.server.capabilities():
+            self._send(_error(id_, METHOD_NOT_FOUND, "Method not found"), id_)
+            return done and done()
+        if type(params) is not dict:
+            self._send(_error(id_, INVALID_PARAMS, "Invalid params: expected an object"), id_)
+            return done and done()
+        if self.loop is None:   # no event loop (a bare doctest): answer synchronous methods only
+            return done and done()
+        task = self.loop.create_task(self._serve(id_, handler, params))
+        self.running[id_] = task
+        task.add_done_callback(lambda _: done and done())
+
+    def _answer(self, id_, handler, params):
+        try:
+            return _result(id_, handler(params))
+        except McpError as e:
+            return _error(id_, e.code, e.message, e.data)
+
+    async def _serve(self, id_, handler, params):
+        meta = params.get("_meta")
+        context = Context(self, id_, meta if type(meta) is dict else None)
+        try:
+            response = _result(id_, await handler(self, params, context))
+        except McpError as e:
+            response = _error(id_, e.code, e.message, e.data)
+        except asyncio.CancelledError:
+            response = None
+        except Exception:
+            log.exception("request %r (%s) failed", id_, handler.__name__)
+            response = _error(id_, INTERNAL_ERROR, "Internal error")
+        finally:
+            self.running.pop(id_, None)
+        if id_ in self._cancelled:   # cancelled: no response, even if the handler finished
+            self._cancelled.discard(id_)
+            response = None
+        if not self.closed or response is None:
+            try:
+                encode(response) if response else None
+            except (TypeError, ValueError):
+                log.error("request %r: result is not JSON-serializable", id_)
+                response = _error(id_, INTERNAL_ERROR, "Internal error")
+            self._send(response, id_)
+
+    async def drain(self):
+        """Wait until every running request has been answered."""
+        while self.running:
+            await asyncio.wait(list(self.running.values()))
+
+    # -- output -------------------------------------------------------------------
+    def notify(self, method, params=None, related=None):
+        """Send a notification (thread-safe: sync tools run in threads)."""
+        if self.closed or (not self.initialized and method != "notifications/message"):
+            return
+        message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        loop = self.loop
+        if loop is not None and _running_loop() is not loop:
+            loop.call_soon_threadsafe(self._send_open, message, related)
+        else:
+            self._send_open(message, related)
+
+    def _send_open(self, message, related):
+        if not self.closed:
+            self._send(message, related)
+
+    async def request(self, method, params=None, related=None, timeout=REQUEST_TIMEOUT_S):
+        """Send a request to the client and wait for its result (or McpError)."""
+        if self.closed:
+            raise McpError(CONNECTION_CLOSED, "Connection closed")
+        self._next_id += 1
+        id_ = self._next_id
+        future = self._pending[id_] = asyncio.get_running_loop().create_future()
+        message = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message, related)
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            self.notify("notifications/cancelled", {"requestId": id_, "reason": "timeout"}, related)
+            raise McpError(REQUEST_TIMEOUT, f"No reply to {method} within {timeout} s") from None
+        finally:
+            self._pending.pop(id_, None)
+
+    def close(self, cancel=False):
+        """End the session: fail our pending requests; cancel running ones if asked
+        (a vanished connection is not a cancel: by default the work finishes)."""
+        self.closed = True
+        self.server.sessions.discard(self)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(McpError(CONNECTION_CLOSED, "Connection closed"))
+        self._pending.clear()
+        if cancel:
+            for task in self.running.values():
+                task.cancel()
+
+    # -- the handshake ---------------------------------------------------------
+    def _initialize(self, params):
+        if self.initialized:
+            raise McpError(INVALID_REQUEST, "Invalid request: already initialized")
+        version, caps, info = (params.get(k) for k in ("protocolVersion", "capabilities", "clientInfo"))
+        if type(version) is not str or type(caps) is not dict or type(info) is not dict:
+            raise McpError(INVALID_PARAMS, "Invalid params: initialize needs protocolVersion, "
+                                           "capabilities and clientInfo")
+        # Echo a version we speak; otherwise offer our newest (lifecycle: never fail here).
+        self.protocol_version = version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        self.client_capabilities, self.client_info = caps, info
+        self.initialized = True
+        result = {"protocolVersion": self.protocol_version,
+                  "capabilities": self.server.capabilities(),
+                  "serverInfo": self.server.info}
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return result
+
+
+def _readable_id(message):
+    id_ = message.get("id") if type(message) is dict else None
+    return id_ if _is_id(id_) else None
+
+
+def _running_loop():
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+##############################################################################
+# Method handlers: what each request does
+##############################################################################
+
+
+def _page(items, params, key):
+    cursor = params.get("cursor")
+    start = 0
+    if cursor is not None:
+        if type(cursor) is not str or not cursor.isdigit() or int(cursor) > len(items):
+            raise McpError(INVALID_PARAMS, "Invalid params: unknown cursor")
+        start = int(cursor)
+    result = {key: items[start:start + PAGE_SIZE]}
+    if start + PAGE_SIZE < len(items):
+        result["nextCursor"] = str(start + PAGE_SIZE)
+    return result
+
+
+def _name(params, key="name"):
+    value = params.get(key)
+    if type(value) is not str:
+        raise McpError(INVALID_PARAMS, f"Invalid params: {key} must be a string")
+    return value
+
+
+async def _ping(session, params, ctx):
+    return {}
+
+
+async def _list_tools(session, params, ctx):
+    return _page([t.definition for t in session.server.tools.values()], params, "tools")
+
+
+async def _call_tool(session, params, ctx):
+    name = _name(params)
+    tool = session.server.tools.get(name)
+    if tool is None:    # -32602, not -32601: tools/call itself exists
+        raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:100]}")
+    arguments = params.get("arguments") or {}
+    if type(arguments) is not dict:
+        raise McpError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+    # 2025-11-25: bad argument values are a tool error the model can read and fix.
+    if (problem := validate(arguments, tool.input_schema)):
+        return _tool_error(f"Invalid arguments for tool '{name}': {problem}")
+    try:
+        return tool.result(await tool.call(arguments, ctx))
+    except McpError as e:
+        return _tool_error(e.message)
+    except Exception:
+        log.exception("tool %r failed", name)
+        return _tool_error(f"Tool '{name}' failed with an internal error.")
+
+
+async def _list_resources(session, params, ctx):
+    fixed = [r.definition for r in session.server.resources.values() if not r.template]
+    return _page(fixed, params, "resources")
+
+
+async def _list_templates(session, params, ctx):
+    templates = [r.definition for r in session.server.resources.values() if r.template]
+    return _page(templates, params, "resourceTemplates")
+
+
+def _find_resource(server, uri):
+    resource = server.resources.get(uri)
+    if resource and not resource.template:
+        return resource, {}
+    for resource in server.resources.values():
+        if resource.template and (found := resource.template.match(uri)) is not None:
+            return resource, found
+    return None, None
+
+
+async def _read_resource(session, params, ctx):
+    uri = _name(params, "uri")
+    resource, variables = _find_resource(session.server, uri)
+    if resource is None:
+        raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+    value = await resource.call(variables, ctx)
+    return {"contents": resource.contents(uri, value)}
+
+
+async def _subscribe(session, params, ctx):
+    session.subscriptions.add(_name(params, "uri"))
+    return {}
+
+
+async def _unsubscribe(session, params, ctx):
+    session.subscriptions.discard(_name(params, "uri"))
+    return {}
+
+
+async def _list_prompts(session, params, ctx):
+    return _page([p.definition for p in session.server.prompts.values()], params, "prompts")
+
+
+async def _get_prompt(session, params, ctx):
+    name = _name(params)
+    prompt = session.server.prompts.get(name)
+    if prompt is None:
+        raise McpError(INVALID_PARAMS, f"Unknown prompt: {name[:100]}")
+    arguments = params.get("arguments") or {}
+    if type(arguments) is not dict or not all(type(v) is str for v in arguments.values()):
+        raise McpError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
+    for pname, _, default in prompt.params:
+        if default is prompt.empty and pname not in arguments:
+            raise McpError(INVALID_PARAMS, f"Missing required argument: {pname}")
+    arguments = {k: v for k, v in arguments.items() if k in {p[0] for p in prompt.params}}
+    result = {"messages": prompt.messages(await prompt.call(arguments, ctx))}
+    if "description" in prompt.definition:
+        result["description"] = prompt.definition["description"]
+    return result
+
+
+async def _set_level(session, params, ctx):
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise McpError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
+    session.log_level = level
+    return {}
+
+
+async def _complete(session, params, ctx):
+    ref, argument = params.get("ref"), params.get("argument")
+    if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
+        raise McpError(INVALID_PARAMS, "Invalid params: completion needs ref and argument")
+    kind = ref.get("type")
+    key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
+    server = session.server
+    if kind == "ref/prompt" and key not in server.prompts \
+            or kind == "ref/resource" and key not in server.resources or kind not in ("ref/prompt", "ref/resource"):
+        raise McpError(INVALID_PARAMS, "Invalid params: unknown prompt or resource template")
+    fn = server.completions.get((kind, key, argument["name"]))
+    values = []
+    if fn is not None:
+        context = (params.get("context") or {}).get("arguments") or {}
+        handler = _Handler(fn)
+        args = {handler.params[0][0]: str(argument.get("value", ""))} if handler.params else {}
+        if len(handler.params) > 1:
+            args[handler.params[1][0]] = context
+        values = [str(v) for v in (await handler.call(args, ctx) or [])]
+    return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
+
+
+def _on_cancelled(session, params):
+    id_ = params.get("requestId")
+    task = session.running.get(id_) if _is_id(id_) else None
+    if task is not None:    # initialize never runs as a task, so it cannot be cancelled
+        session._cancelled.add(id_)
+        task.cancel()
+
+
+def _on_initialized(session, params):
+    session.ready = True
+
+
+# method -> (handler, server capability it needs)
+_METHODS = {
+    "ping": (_ping, None),
+    "tools/list": (_list_tools, "tools"),
+    "tools/call": (_call_tool, "tools"),
+    "resources/list": (_list_resources, "resources"),
+    "resources/templates/list": (_list_templates, "resources"),
+    "resources/read": (_read_resource, "resources"),
+    "resources/subscribe": (_subscribe, "resources"),
+    "resources/unsubscribe": (_unsubscribe, "resources"),
+    "prompts/list": (_list_prompts, "prompts"),
+    "prompts/get": (_get_prompt, "prompts"),
+    "logging/setLevel": (_set_level, "logging"),
+    "completion/complete": (_complete, "completions"),
+}
+_NOTIFICATIONS = {
+    "notifications/initialized": _on_initialized,
+    "notifications/cancelled": _on_cancelled,
+}
+
+##############################################################################
+# stdio transport: one JSON message per line on stdin and stdout
+##############################################################################
+
+
+def _read_lines(fd, deliver, too_long, limit=MAX_LINE_BYTES):
+    """Read `fd` to EOF, calling ``deliver(lines)`` with each chunk's complete
+    lines. Lines are cut on the byte b"\\n" only (never U+2028, never a bare
+    CR, which is JSON whitespace). A line over `limit` bytes is reported once
+    with ``too_long()`` and skipped up to its newline: its tail never runs."""
+    buffer, skipping = bytearray(), False
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        lines, start = [], 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if skipping:
+                skipping = end < 0
+            elif len(buffer) + len(piece) > limit:
+                buffer.clear()
+                too_long()
+                skipping = end < 0
+            elif end < 0:
+                buffer += piece
+            elif buffer:
+                lines.append(bytes(buffer + piece))
+                buffer.clear()
+            else:
+                lines.append(piece)
+            if end < 0:
+                break
+            start = end + 1
+        if lines:
+            deliver(lines)
+    if buffer and not skipping:
+        deliver([bytes(buffer)])    # a last line without "\n" still counts
+
+
+async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
+    """Serve one session over stdin/stdout until stdin closes.
+
+    Protocol goes to a private copy of stdout; fd 1 is pointed at stderr, so a
+    stray print() in a tool (or a child process) cannot corrupt the stream.
+    """
+    loop = asyncio.get_running_loop()
+    out = os.dup(stdout_fd)
+    if stdout_fd == 1:
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    finished = asyncio.Event()
+    slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+
+    def send(message, related):
+        if message is None or session.closed:
+            return
+        data = encode(message) + b"\n"
+        if trace:
+            trace.message("out", "stdout", message)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view):]
+        except OSError:     # the client stopped reading: end quietly
+            session.closed = True
+            finished.set()
+
+    session = Session(server, send)
+    session.loop = loop
+
+    def receive(lines):
+        for line in lines:
+            if trace:
+                trace.line("in", "stdin", line)
+            session.receive(line, slots.release)
+
+    def deliver(lines):
+        batch = []
+        for line in lines:
+            line = line[:-1] if line.endswith(b"\r") else line
+            if not line.strip():
+                continue
+            if not slots.acquire(blocking=False):  # at the cap: hand over what we have, then wait
+                if batch:
+                    loop.call_soon_threadsafe(receive, batch)
+                    batch = []
+                slots.acquire()
+            batch.append(line)
+        if batch:
+            loop.call_soon_threadsafe(receive, batch)
+
+    def too_long():
+        loop.call_soon_threadsafe(send, _error(None, INVALID_REQUEST,
+                                               f"Message too long (over {MAX_LINE_BYTES} bytes)"), None)
+
+    def reader():
+        _read_lines(stdin_fd, deliver, too_long)
+        loop.call_soon_threadsafe(finished.set)
+
+    # A thread, not connect_read_pipe: works for pipes, files and consoles on every OS.
+    threading.Thread(target=reader, name="mcp-stdin", daemon=True).start()
+    await finished.wait()
+    if session.running and not session.closed:
+        await asyncio.wait(list(session.running.values()), timeout=SHUTDOWN_GRACE)
+    session.close(cancel=True)
+    os.close(out)
+    return 0
+
+##############################################################################
+# HTTP: one asyncio server, legacy HTTP+SSE at /sse and Streamable HTTP at /mcp
+##############################################################################
+
+# Limits (SECURITY.md 1.5). Each answers with the status named, then closes.
+MAX_BODY_BYTES = 4 * 1024 * 1024    # POST body -> 413, checked before reading it
+MAX_REQUEST_LINE = 8 * 1024         # -> 414
+MAX_HEAD_BYTES = 64 * 1024          # request line + headers -> 431
+MAX_HEADERS = 100                   # -> 431
+HEADER_TIMEOUT = 10.0               # seconds to send a whole request head -> 408
+BODY_TIMEOUT = 30.0                 # seconds to send the body -> 408
+IDLE_TIMEOUT = 75.0                 # a kept-alive connection with no request is closed
+WRITE_TIMEOUT = 30.0                # a reader that stops reading is cut off after this
+KEEPALIVE_INTERVAL = 15.0           # SSE comment lines on quiet streams
+MAX_CONNECTIONS = 512               # -> 503
+MAX_SESSIONS = 10_000               # -> 503
+SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
+MAX_QUEUED = 1000                   # messages waiting per stream; beyond it notifications are dropped
+
+_REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
+            401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+            406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
+            413: "Content Too Large", 414: "URI Too Long", 415: "Unsupported Media Type",
+            431: "Request Header Fields Too Large", 501: "Not Implemented",
+            503: "Service Unavailable", 505: "HTTP Version Not Supported"}
+_LOOPBACK = ("localhost", "127.0.0.1", "[::1]", "::1")
+_SINGLE_HEADERS = frozenset((b"host", b"content-length", b"content-type", b"authorization",
+                             b"origin", b"mcp-session-id", b"mcp-protocol-version",
+                             b"transfer-encoding"))
+_TOKEN_CHARS = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
+                         b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+class _HttpError(Exception):
+    def __init__(self, status, message="", code=None, headers=()):
+        super().__init__(message)
+        self.status, self.message, self.code, self.headers = status, message, code, headers
+
+
+class _Request:
+    __slots__ = ("method", "path", "query", "version", "headers", "body")
+
+    def header(self, name, default=""):
+        return self.headers.get(name, default)
+
+
+def _parse_head(head):
+    """A request head (ending in CRLF CRLF) parsed strictly, or _HttpError.
+
+    Strict because lenient parsers disagree with proxies (request smuggling):
+    bare LF, folded lines, control bytes and repeated framing headers are 400.
+    """
+    lines = head[:-4].split(b"\r\n")
+    line = lines[0]
+    if len(line) > MAX_REQUEST_LINE:
+        raise _HttpError(414, "Request line too long")
+    parts = line.split(b" ")
+    if len(parts) != 3 or not parts[0] or not set(parts[0]) <= _TOKEN_CHARS \
+            or not parts[1].startswith(b"/") or any(b <= 32 or b == 127 for b in parts[1]):
+        raise _HttpError(400, "Bad request line")
+    if parts[2] not in (b"HTTP/1.1", b"HTTP/1.0"):
+        raise _HttpError(505 if parts[2].startswith(b"HTTP/") else 400, "Unsupported HTTP version")
+    if len(lines) - 1 > MAX_HEADERS:
+        raise _HttpError(431, "Too many headers")
+    headers = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or not set(name) <= _TOKEN_CHARS:
+            raise _HttpError(400, "Bad header line")    # includes folds, bare LF, "Name :"
+        value = value.strip(b" \t")
+        if any(b < 32 and b != 9 or b == 127 for b in value):
+            raise _HttpError(400, "Bad header value")
+        name = name.lower()
+        if name in headers:
+            if name in _SINGLE_HEADERS:
+                raise _HttpError(400, "Repeated header")
+            headers[name] += b", " + value
+        else:
+            headers[name] = value
+    request = _Request()
+    request.method = parts[0].decode("ascii")
+    target = parts[1].decode("ascii")
+    request.path, _, request.query = target.partition("?")
+    request.version = parts[2]
+    request.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers.items()}
+    request.body = b""
+    return request
+
+
+def _media_types(value):
+    return {item.split(";")[0].strip().lower() for item in value.split(",")}
+
+
+def _host_name(value):
+    """'localhost:8080' -> 'localhost', '[::1]:80' -> '[::1]'; None if malformed."""
+    if value.startswith("["):
+        name, bracket, rest = value.partition("]")
+        name += bracket
+    else:
+        name, _, rest = value.partition(":")
+        rest = ":" + rest if _ else ""
+    if rest and not (rest.startswith(":") and rest[1:].isascii() and rest[1:].isdigit()):
+        return None
+    return name.lower() or None
+
+
+class _Stream:
+    """Messages waiting to go out on one SSE stream (bounded)."""
+
+    def __init__(self):
+        self.items = []
+        self.wake = asyncio.Event()
+        self.closed = False
+        self.dropped = 0
+
+    def put(self, message):
+        if self.closed:
+            return False
+        if len(self.items) >= MAX_QUEUED and message and "id" not in message:
+            self.dropped += 1   # a reader that stopped: notifications go, responses never
+            return True
+        self.items.append(message)
+        self.wake.set()
+        return True
+
+    def close(self):
+        self.closed = True
+        self.wake.set()
+
+    async def get(self, timeout):
+        """Next message; None when closed; _KEEPALIVE when quiet for `timeout`."""
+        while not self.items:
+            if self.closed:
+                return None
+            self.wake.clear()
+            try:
+                await asyncio.wait_for(self.wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                return _KEEPALIVE
+        return self.items.pop(0)
+
+
+_KEEPALIVE = object()
+_FINISHED = {"finished": True}   # put on a POST stream when its request ends without a response
+
+
+class _HttpSession:
+    """A Session plus the HTTP streams its messages travel on."""
+
+    def __init__(self, server, sid, legacy, stateless_version=None):
+        self.sid, self.legacy = sid, legacy
+        self.routes = {}        # client request id -> _Stream of the POST that carried it
+        self.standalone = None  # the GET stream: legacy /sse, or GET /mcp
+        self.last_active = _now()
+        self.session = Session(server, self.send, stateless_version)
+
+    def send(self, message, related):
+        stream = self.routes.get(related) if related is not None and not self.legacy else None
+        if stream is not None:
+            final = message is None or related == message.get("id") and "method" not in message
+            if final:
+                del self.routes[related]
+                self.last_active = _now()
+            stream.put(message if message is not None else _FINISHED)
+        elif message is not None and self.standalone is not None:
+            self.standalone.put(message)
+        elif message is not None:
+            log.debug("session %.8s: no open stream for a message; dropped", self.sid or "-")
+
+    def close(self, cancel):
+        self.session.close(cancel=cancel)
+        for stream in list(self.routes.values()) + [self.standalone]:
+            if stream:
+                stream.close()
+        self.routes.clear()
+
+
+def _now():
+    import time
+    return time.monotonic()
+
+
+def _is_loopback(host):
+    return host in _LOOPBACK or host.startswith("127.")
+
+
+class HttpServer:
+    """The HTTP front door: routing, limits and security checks, no protocol.
+
+    Created by `serve_http` / `start_http`; `port` is the bound port.
+    """
+
+    def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(),
+                 allow_hosts=(), stateless=False, json_response=False, insecure=False,
+                 trace=None, session_idle=SESSION_IDLE):
+        if not _is_loopback(host) and not token and not insecure:
+            raise ValueError(f"refusing to serve on {host} without a token: pass --token "
+                             "(or --insecure if something else protects this port)")
+        self.server, self.host, self.port = server, host, port
+        self.token = token.encode() if token else None
+        self.allow_origins = set(allow_origins)
+        self.allow_hosts = {h.lower() for h in allow_hosts}
+        self.check_host = _is_loopback(host) or bool(allow_hosts)
+        self.stateless, self.json_response = stateless, json_response
+        self.trace, self.session_idle = trace, session_idle
+        self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
+        self.connections = 0
+        self._listener = self._reaper = None
+
+    async def start(self):
+        self._listener = await asyncio.start_server(self._connection, self.host, self.port,
+                                                    limit=MAX_HEAD_BYTES)
+        self.port = self._listener.sockets[0].getsockname()[1]
+        self._reaper = asyncio.get_running_loop().create_task(self._expire())
+        return self
+
+    async def close(self):
+        self._reaper.cancel()
+        self._listener.close()
+        for entry in list(self.sessions.values()):
+            entry.close(cancel=True)
+        self.sessions.clear()
+        await self._listener.wait_closed()
+
+    async def _expire(self):
+        interval = min(60.0, max(0.05, self.session_idle / 4))
+        while True:
+            await asyncio.sleep(interval)
+            limit = _now() - self.session_idle
+            for sid, entry in list(self.sessions.items()):
+                if not entry.legacy and entry.last_active < limit and not entry.session.running \
+                        and not entry.routes and entry.standalone is None:
+                    del self.sessions[sid]
+                    entry.close(cancel=True)
+
+    # -- one connection: read requests until it closes --------------------------
+    async def _connection(self, reader, writer):
+        self.connections += 1
+        try:
+            if self.connections > MAX_CONNECTIONS:
+                raise _HttpError(503, "Too many connections")
+            while True:
+                try:    # an idle kept-alive connection just closes; a slow request gets 408
+                    first = await asyncio.wait_for(reader.readexactly(1), IDLE_TIMEOUT)
+                except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
+                    return
+                try:
+                    head = first + await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"),
+                                                          HEADER_TIMEOUT)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                except asyncio.LimitOverrunError:
+                    start = first + await reader.read(MAX_REQUEST_LINE)
+                    raise _HttpError(431 if b"\r\n" in start else 414, "Request head too large") from None
+                request = _parse_head(head)
+                if self.trace:
+                    self.trace.http_request(request)
+                if not await self._route(request, reader, writer):
+                    return
+        except _HttpError as e:
+            self._write_error(writer, e, close=True)
+        except asyncio.TimeoutError:
+            self._write_error(writer, _HttpError(408, "Request timeout"), close=True)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except Exception:   # never let one connection take the server down
+            log.exception("HTTP connection failed")
+        finally:
+            self.connections -= 1
+            try:
+                if not writer.is_closing():
+                    await asyncio.wait_for(writer.drain(), 1.0)
+                writer.close()
+            except Exception:
+                writer.transport.abort()
+
+    def _write_error(self, writer, e, close=False, id_=None):
+        body = b""
+        if e.status >= 400 and e.status not in (405, 408, 413, 414, 431):
+            body = encode(_error(id_, e.code or INVALID_REQUEST if e.status != 503 else INTERNAL_ERROR,
+                                 e.message or _REASONS.get(e.status, "Error")))
+        self._write(writer, e.status, list(e.headers) + ([("Content-Type", "application/json")]
+                                                       if body else []), body, close)
+
+    def _write(self, writer, status, headers=(), body=b"", close=False, request=None):
+        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
+        lines += [f"{k}: {v}" for k, v in headers]
+        if body is not None:
+            lines.append(f"Content-Length: {len(body)}")
+        if close:
+            lines.append("Connection: close")
+        if self.trace:
+            self.trace.http_response(status, headers, body)
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
+
+    async def _send(self, writer, data):
+        writer.write(data)
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+
+    # -- checks and routing ------------------------------------------------------
+    async def _route(self, request, reader, writer):
+        """Serve one request. Returns False when the connection must close."""
+        self._check_peer(request)
+        cors = self._cors(request)
+        path, method = request.path, request.method
+        if path == "/mcp":
+            if method == "OPTIONS" and cors:
+                return self._preflight(writer, cors)
+            if method == "POST":
+                await self._read_body(request, reader)
+                return await self._mcp_post(request, writer, cors)
+            if method in ("GET", "DELETE") and not self.stateless:
+                self._no_body(request)
+                if method == "GET":
+                    return await self._mcp_get(request, reader, writer, cors)
+                return self._mcp_delete(request, writer, cors)
+            allow = "POST" if self.stateless else "GET, POST, DELETE"
+            raise _HttpError(405, headers=[("Allow", allow)])
+        if path == "/sse":
+            if method != "GET":     # VS Code probes with POST first: 405 sends it to GET
+                raise _HttpError(405, headers=[("Allow", "GET")])
+            self._no_body(request)
+            return await self._sse_get(request, reader, writer, cors)
+        if path == "/messages":
+            if method != "POST":
+                raise _HttpError(405, headers=[("Allow", "POST")])
+            await self._read_body(request, reader)
+            return self._sse_post(request, writer, cors)
+        raise _HttpError(404, "Not found")
+
+    def _check_peer(self, request):
+        # Host first: under DNS rebinding the Origin looks fine; only Host betrays it.
+        host = request.header("host")
+        if not host and request.version == b"HTTP/1.1":
+            raise _HttpError(400, "Missing Host header")
+        if self.check_host and host:
+            name = _host_name(host)
+            if name is None or name not in _LOOPBACK and name not in self.allow_hosts \
+                    and host.lower() not in self.allow_hosts:
+                raise _HttpError(403, "Host not allowed")
+        origin = request.header("origin")
+        if origin and origin not in self.allow_origins:
+            scheme, sep, rest = origin.partition("://")
+            if scheme not in ("http", "https") or not sep or "/" in rest \
+                    or _host_name(rest) not in _LOOPBACK:
+                raise _HttpError(403, "Origin not allowed")
+        if self.token:
+            import hmac
+            scheme, _, given = request.header("authorization").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
+                raise _HttpError(401, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
+
+    def _cors(self, request):
+        origin = request.header("origin")
+        if origin and origin in self.allow_origins:
+            return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                    ("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")]
+        return []
+
+    def _preflight(self, writer, cors):
+        self._write(writer, 204, cors + [
+            ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
+            ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+                                             "MCP-Protocol-Version, Last-Event-ID"),
+            ("Access-Control-Max-Age", "600")], b"")
+        return True
+
+    def _no_body(self, request):
+        if request.header("content-length", "0") != "0" or request.header("transfer-encoding"):
+            raise _HttpError(400, "Unexpected request body")
+
+    async def _read_body(self, request, reader):
+        if request.header("transfer-encoding"):
+            # Chunked bodies are not needed by MCP clients; CL+TE is a smuggling attempt.
+            raise _HttpError(400 if request.header("content-length") or request.version == b"HTTP/1.0"
+                             else 411, "Send the body with Content-Length")
+        length = request.header("content-length")
+        if not length:
+            raise _HttpError(411, "Content-Length required")
+        if not (length.isascii() and length.isdigit()) or len(length) > 12:
+            raise _HttpError(400, "Bad Content-Length")
+        if int(length) > MAX_BODY_BYTES:
+            raise _HttpError(413)
+        if _media_types(request.header("content-type")) != {"application/json"}:
+            raise _HttpError(415, "Content-Type must be application/json")
+        request.body = await asyncio.wait_for(reader.readexactly(int(length)), BODY_TIMEOUT)
+        if self.trace:
+            self.trace.http_body(request.body)
+
+    # -- Streamable HTTP (2025-03-26 and later) --------------------------------------
+    def _accepts(self, request, sse_needed):
+        accept = _media_types(request.header("accept"))
+        if "*/*" in accept:
+            return True
+        json_ok = "application/json" in accept or "application/*" in accept
+        sse_ok = "text/event-stream" in accept or "text/*" in accept
+        return sse_ok if sse_needed is None else json_ok and (sse_ok or not sse_needed)
+
+    def _lookup(self, request, legacy=False):
+        sid = request.header("mcp-session-id")
+        if not sid:
+            raise _HttpError(400, "Missing Mcp-Session-Id header")
+        entry = self.sessions.get(sid) if len(sid) <= 128 else None
+        if entry is None or entry.legacy != legacy:
+            raise _HttpError(404, "Session not found")
+        return entry
+
+    async def _mcp_post(self, request, writer, cors):
+        if not self._accepts(request, not self.json_response):
+            raise _HttpError(406, "Accept must list application/json and text/event-stream")
+        # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
+        version = request.header("mcp-protocol-version") or "2025-03-26"
+        if version not in PROTOCOL_VERSIONS:
+            raise _HttpError(400, "Unsupported MCP-Protocol-Version")
+        try:
+            body = decode(request.body)
+            messages = body if type(body) is list else [body]
+            kinds = [classify(m) for m in messages]
+        except McpError as e:
+            raise _HttpError(400, e.message, e.code) from None
+        initialize = any(m.get("method") == "initialize" for m in messages)
+        if self.stateless:
+            entry = _HttpSession(self.server, None, False, None if initialize else version)
+        elif initialize:
+            if type(body) is list or request.header("mcp-session-id"):
+                raise _HttpError(400, "Invalid request: initialize must be alone, without a session",
+                                 INVALID_REQUEST)
+            if len(self.sessions) >= MAX_SESSIONS:
+                raise _HttpError(503, "Too many sessions")
+            import secrets
+            entry = _HttpSession(self.server, secrets.token_urlsafe(24), False)
+        else:
+            entry = self._lookup(request)
+        if type(body) is list and entry.session.protocol_version not in BATCH_VERSIONS:
+            raise _HttpError(400, "Invalid request: batches are not accepted", INVALID_REQUEST)
+        entry.last_active = _now()
+        requests = [m["id"] for m, k in zip(messages, kinds) if k == "request"]
+        if not requests:
+            for message, kind in zip(messages, kinds):
+                entry.session.handle(message, kind)
+            self._write(writer, 202, cors, b"")
+            if self.stateless:
+                entry.close(cancel=False)
+            return True
+        if any(id_ in entry.routes for id_ in requests) or len(set(requests)) < len(requests):
+            raise _HttpError(409, "Invalid request: id already in use", INVALID_REQUEST)
+        stream = _Stream()
+        for id_ in requests:
+            entry.routes[id_] = stream
+        for message, kind in zip(messages, kinds):
+            entry.session.handle(message, kind)
+        headers = list(cors)
+        try:
+            if initialize and not self.stateless:
+                first = await stream.get(None)
+                if "result" in first:   # a session exists only once initialize succeeded
+                    self.sessions[entry.sid] = entry
+                    headers.append(("Mcp-Session-Id", entry.sid))
+                stream.items.insert(0, first)
+            return await self._answer(writer, stream, len(requests), headers, type(body) is list)
+        finally:
+            if self.stateless or initialize and entry.sid not in self.sessions:
+                entry.close(cancel=False)
+
+    async def _answer(self, writer, stream, expected, headers, batch):
+        """Write the responses to a POST: one JSON body if nothing came before
+        the result, else an SSE stream of everything related, result last."""
+        responses, sse = [], False
+        while expected:
+            message = await stream.get(None if sse or self.json_response or batch else KEEPALIVE_INTERVAL)
+            if message is None:
+                return False
+            if message is _FINISHED:
+                expected -= 1
+                continue
+            final = message is not _KEEPALIVE and "method" not in message
+            if not sse and not final and not self.json_response and not batch:
+                sse = True      # something before the result: switch to a stream
+                self._write(writer, 200, headers + [("Content-Type", "text/event-stream"),
+                                                    ("Cache-Control", "no-cache"),
+                                                    ("X-Accel-Buffering", "no"),
+                                                    ("Transfer-Encoding", "chunked")], None)
+            if message is _KEEPALIVE:
+                await self._send(writer, _chunk(b": keepalive\n\n"))
+                continue
+            if final:
+                expected -= 1
+            if sse:
+                await self._send(writer, _chunk(self._event(message)))
+            elif final:
+                responses.append(message)
+        if sse:
+            await self._send(writer, b"0\r\n\r\n")
+        elif responses:
+            body = encode(responses if batch else responses[0])
+            self._write(writer, 200, headers + [("Content-Type", "application/json")], body)
+        else:
+            self._write(writer, 202, headers, b"")
+        return True
+
+    def _event(self, message, event="message"):
+        data = encode(message)
+        if self.trace:
+            self.trace.sse_event(event, message)
+        return b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+
+    async def _mcp_get(self, request, reader, writer, cors):
+        if not self._accepts(request, None):
+            raise _HttpError(406, "Accept must list text/event-stream")
+        entry = self._lookup(request)
+        if entry.standalone is not None:
+            raise _HttpError(409, "A stream is already open for this session")
+        entry.standalone = _Stream()
+        try:
+            await self._stream(reader, writer, entry.standalone, cors, [])
+        finally:
+            entry.standalone = None
+            entry.last_active = _now()
+        return False
+
+    def _mcp_delete(self, request, writer, cors):
+        entry = self._lookup(request)
+        del self.sessions[entry.sid]
+        entry.close(cancel=True)
+        self._write(writer, 200, cors, b"")
+        return True
+
+    async def _stream(self, reader, writer, stream, headers, first_events):
+        """Hold a long-lived SSE response open until the client leaves."""
+        self._write(writer, 200, headers + [("Content-Type", "text/event-stream"),
+                                            ("Cache-Control", "no-cache, no-transform"),
+                                            ("X-Accel-Buffering", "no")], None, close=True)
+        # Nothing more is read from this connection: EOF means the client left.
+        watcher = asyncio.ensure_future(reader.read(1))
+        watcher.add_done_callback(lambda _: stream.close())
+        try:
+            for event in first_events:
+                await self._send(writer, event)
+            while True:
+                message = await stream.get(KEEPALIVE_INTERVAL)
+                if message is None:
+                    break
+                await self._send(writer, b": keepalive\n\n" if message is _KEEPALIVE
+                                 else self._event(message))
+        except (ConnectionError, asyncio.TimeoutError):
+            writer.transport.abort()
+        finally:
+            watcher.cancel()
+            stream.close()
+
+    # -- legacy HTTP+SSE (2024-11-05) --------------------------------------------
+    async def _sse_get(self, request, reader, writer, cors):
+        if len(self.sessions) >= MAX_SESSIONS:
+            raise _HttpError(503, "Too many sessions")
+        import secrets
+        sid = secrets.token_hex(16)
+        entry = self.sessions[sid] = _HttpSession(self.server, sid, True)
+        entry.standalone = _Stream()
+        # The endpoint is a fixed relative path, never built from the Host header.
+        endpoint = f"id: {sid}\nevent: endpoint\ndata: /messages?sessionId={sid}\n\n".encode()
+        if self.trace:
+            self.trace.sse_event("endpoint", f"/messages?sessionId={sid}")
+        try:
+            await self._stream(reader, writer, entry.standalone, cors, [endpoint])
+        finally:    # the stream was the session: it ends with it
+            self.sessions.pop(sid, None)
+            entry.close(cancel=False)
+        return False
+
+    def _sse_post(self, request, writer, cors):
+        from urllib.parse import parse_qs
+        query = parse_qs(request.query, keep_blank_values=True)
+        ids = query.get("sessionId", []) + query.get("session_id", [])
+        if len(ids) != 1 or not (0 < len(ids[0]) <= 128 and ids[0].isascii() and ids[0].isalnum()):
+            raise _HttpError(400, "Missing or malformed sessionId")
+        entry = self.sessions.get(ids[0])
+        if entry is None or not entry.legacy:
+            raise _HttpError(404, "Session not found")
+        try:
+            message = decode(request.body)
+            if type(message) is not list:
+                classify(message)
+        except McpError as e:
+            raise _HttpError(400, e.message, e.code) from None
+        entry.session.receive(message)
+        self._write(writer, 202, cors, b"")
+        return True
+
+
+def _chunk(data):
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+async def start_http(server, host="127.0.0.1", port=8080, **options):
+    """Start serving `server` over HTTP; returns the running HttpServer."""
+    return await HttpServer(server, host, port, **options).start()
+
+
+async def serve_http(server, host="127.0.0.1", port=8080, **options):
+    """Serve `server` over HTTP until cancelled."""
+    http = await start_http(server, host, port, **options)
+    log.warning("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)",
+                host, http.port)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await http.close()
+
+##############################################################################
+# Seeing the wire: --trace
+##############################################################################
+
+
+class _Trace:
+    """Every frame that enters or leaves, shaped like a packet capture.
+
+    On stderr: time, direction (C->S or S->C), channel, then the HTTP start
+    line and relevant headers, SSE fields, or the JSON message pretty-printed
+    and shortened. To a file: the same as JSON Lines.
+    """
+
+    SHOWN_HEADERS = ("host", "origin", "accept", "content-type", "mcp-session-id",
+                     "mcp-protocol-version", "last-event-id", "authorization", "location")
+
+    def __init__(self, target, side="server"):
+        import time
+        self.clock, self.start = time.monotonic, time.monotonic()
+        self.side = side
+        self.jsonl = target != "-"
+        self.file = open(target, "a", encoding="utf-8") if self.jsonl else sys.stderr
+        self.lock = threading.Lock()
+
+    def _arrow(self, direction):
+        inbound = (direction == "in") == (self.side == "server")
+        return "C->S" if inbound else "S->C"
+
+    def _emit(self, direction, channel, head, headers=None, message=None):
+        t = self.clock() - self.start
+        arrow = self._arrow(direction)
+        if headers:
+            headers = {k: ("Bearer ***" if k.lower() == "authorization" else v)
+                       for k, v in headers.items() if k.lower() in self.SHOWN_HEADERS}
+        if self.jsonl:
+            record = {"t": round(t, 6), "dir": arrow, "channel": channel, "head": head}
+            if headers:
+                record["headers"] = headers
+            if message is not None:
+                record["message"] = message
+            line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        else:
+            parts = [f"{t:9.3f}s {arrow} {channel:<6} {head}"]
+            parts += [f"{' ' * 22}{k}: {v}" for k, v in (headers or {}).items()]
+            if message is not None:
+                body = json.dumps(_shorten(message), indent=2, ensure_ascii=False, default=str)
+                parts += [" " * 22 + line for line in body.splitlines()]
+            line = "\n".join(parts) + "\n"
+        with self.lock:
+            self.file.write(line)
+            self.file.flush()
+
+    def message(self, direction, channel, message):
+        self._emit(direction, channel, "", message=message)
+
+    def line(self, direction, channel, data):
+        try:
+            self._emit(direction, channel, "", message=json.loads(data))
+        except ValueError:
+            self._emit(direction, channel, f"(not JSON) {bytes(data[:200])!r}")
+
+    def http(self, direction, head, headers, body=None):
+        message = None
+        if body:
+            try:
+                message = json.loads(body)
+            except ValueError:
+                message = f"({len(body)} bytes, not JSON)"
+        self._emit(direction, "http", head, headers, message)
+
+    def event(self, direction, event, data):
+        self._emit(direction, "sse", f"event: {event}", message=data)
+
+    # the server's side of HTTP
+    def http_request(self, request):
+        self.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
+                        f"{request.query}", request.headers)
+
+    def http_body(self, body):
+        self.http("in", "(body)", None, body)
+
+    def http_response(self, status, headers, body):
+        self.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
+
+    def sse_event(self, event, data):
+        self.event("out", event, data)
+
+
+def _shorten(value, limit=300):
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + f"... ({len(value) - limit} more characters)"
+    if isinstance(value, dict):
+        return {k: _shorten(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shorten(v, limit) for v in value[:50]] + (["..."] if len(value) > 50 else [])
+    return value
+
+##############################################################################
+# Command line, and the built-in demo
+##############################################################################
+
+
+def _serve_parser(prog=None):
+    import argparse
+    p = argparse.ArgumentParser(prog=prog, description="Serve MCP over stdio (default) or HTTP.")
+    p.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
+    p.add_argument("--port", type=int, help="serve HTTP on this port: /sse (legacy) and /mcp")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
+                   help="require 'Authorization: Bearer TOKEN' (default: $MCP_TOKEN)")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a browser origin allowed to call (repeatable; enables CORS for it)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                   help="an extra Host header value to accept (besides localhost)")
+    p.add_argument("--stateless", action="store_true",
+                   help="Streamable HTTP without sessions: every POST stands alone")
+    p.add_argument("--json-response", action="store_true",
+                   help="Streamable HTTP: answer requests with JSON, never SSE")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a non-loopback bind without --token")
+    p.add_argument("--trace", nargs="?", const="-", metavar="FILE",
+                   help="show every message on stderr, or write JSON Lines to FILE")
+    p.add_argument("--log-level", default="WARNING", help="Python log level on stderr")
+    return p
+
+
+def _serve(server, args):
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    trace = _Trace(args.trace) if args.trace else None
+
+    async def main():
+        from concurrent.futures import ThreadPoolExecutor
+        # Sync tools share this pool: room for many slow ones at once.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(64, "mcp-tool"))
+        if args.port is None:
+            return await serve_stdio(server, trace=trace)
+        return await serve_http(server, args.host, args.port, token=args.token,
+                                allow_origins=args.allow_origin, allow_hosts=args.allow_host,
+                                stateless=args.stateless, json_response=args.json_response,
+                                insecure=args.insecure, trace=trace)
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return 130
+    except (OSError, ValueError) as e:
+        print(f"mcp_min: {e}", file=sys.stderr)
+        return 1
+
+
+def _load_server(target):
+    """A Server from ``path/to/file.py[:name]`` or ``package.module[:name]``."""
+    import importlib
+    import importlib.util
+    spec, _, name = target.rpartition(":")
+    if not spec or not name.isidentifier():    # no ":name" (or a Windows drive letter)
+        spec, name = target, None
+    if spec.endswith(".py") or os.sep in spec or "/" in spec:
+        path = os.path.abspath(spec)
+        module_spec = importlib.util.spec_from_file_location(
+            os.path.splitext(os.path.basename(path))[0], path)
+        if module_spec is None or not os.path.exists(path):
+            raise ValueError(f"no such file: {spec}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.path.insert(0, os.path.dirname(path))
+        module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(spec)
+    if name:
+        server = getattr(module, name, None)
+    else:
+        found = [v for v in vars(module).values() if isinstance(v, Server)]
+        server = found[0] if len(found) == 1 else getattr(module, "server", None)
+    if not isinstance(server, Server):
+        raise ValueError(f"{target}: no Server found (name it with {spec}:NAME)")
+    return server
+
+
+def demo_server():
+    """The user store from the packet capture we started from, in memory."""
+    server = Server("user-store", version=__version__,
+                    instructions="Tools manage a small in-memory user directory.")
+    users = {"John": "john@example.com", "Jane": "jane@example.com"}
+
+    # These touch only a dict, so they are async: no thread hop per call.
+    @server.tool(annotations={"readOnlyHint": True})
+    async def getUsers() -> list:
+        """List every user with their email address."""
+        return [{"name": n, "email": e} for n, e in users.items()]
+
+    @server.tool()
+    async def addUser(name: typing.Annotated[str, "The user's name"],
+                      email: typing.Annotated[str, "An email address, like ada@example.com"]) -> str:
+        """Add a user to the directory."""
+        name, email = name.strip(), email.strip()
+        if not name:
+            raise McpError(INVALID_PARAMS, "The name must not be empty.")
+        if name in users:
+            raise McpError(INVALID_PARAMS, f"A user named {name!r} already exists.")
+        if not _looks_like_email(email):
+            raise McpError(INVALID_PARAMS, f"{email!r} is not an email address (like ada@example.com).")
+        users[name] = email
+        return f"Added {name} <{email}>."
+
+    @server.tool(annotations={"readOnlyHint": True})
+    async def getUser(name: str) -> dict:
+        """Look up one user by name."""
+        if name not in users:
+            raise McpError(INVALID_PARAMS, f"No user named {name!r}. Call getUsers to see who exists.")
+        return {"name": name, "email": users[name]}
+
+    @server.tool(annotations={"destructiveHint": True, "idempotentHint": True})
+    async def deleteUser(name: str) -> str:
+        """Remove a user from the directory."""
+        if users.pop(name, None) is None:
+            raise McpError(INVALID_PARAMS, f"No user named {name!r}.")
+        return f"Deleted {name}."
+
+    return server
+
+
+def _looks_like_email(value):
+    local, at, domain = value.partition("@")
+    return bool(local and at and "." in domain.strip(".") and not domain.startswith(".")
+                and not any(c.isspace() or c == "@" for c in value.replace("@", "", 1)))
+
+
+def main(argv=None):
+    import argparse
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(prog="mcp_min", description="MCP in one file.")
+    p.add_argument("--version", action="version", version=f"mcp_min {__version__}")
+    commands = p.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", parents=[_serve_parser()], add_help=False,
+                                help="serve a Server (default: the user-store demo)")
+    serve.add_argument("target", nargs="?", metavar="TARGET",
+                       help="path/to/file.py[:name] or package.module[:name]")
+    client = commands.add_parser("client", help="call a server: TARGET METHOD [ARGS...]")
+    client.add_argument("target", help="an http(s):// URL, or a quoted command that starts a stdio server")
+    client.add_argument("method", help="tools/list, tools/call NAME, resources/read URI, ping ...")
+    client.add_argument("args", nargs="*", help="NAME, URI, key=value pairs or one JSON object")
+    client.add_argument("--token", default=os.environ.get("MCP_TOKEN"), help="bearer token for HTTP")
+    client.add_argument("--timeout", type=float, default=REQUEST_TIMEOUT_S)
+    client.add_argument("--trace", nargs="?", const="-", metavar="FILE")
+    client.add_argument("--log-level", default="WARNING")
+    args = p.parse_args(argv)
+    if args.command == "serve":
+        try:
+            server = _load_server(args.target) if args.target else demo_server()
+        except Exception as e:
+            print(f"mcp_min: cannot load {args.target}: {e}", file=sys.stderr)
+            return 2
+        return _serve(server, args)
+    return _client_main(args)
+
+
+if __name__ == "__main__":
+    # Make `import mcp_min` (in a TARGET file) find this very module, not a second copy.
+    sys.modules.setdefault("mcp_min", sys.modules[__name__])
+    sys.exit(main())
