@@ -69,7 +69,7 @@ import typing
 
 __version__ = "0.1.0"
 __all__ = [
-    "Server", "Session", "Context", "Client", "McpError", "Content",
+    "Server", "Session", "Context", "Client", "SyncClient", "McpError", "Content",
     "text", "image", "audio", "resource_link", "embedded_resource",
     "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS",
     "INTERNAL_ERROR", "RESOURCE_NOT_FOUND", "PROTOCOL_VERSIONS",
@@ -2061,6 +2061,788 @@ async def serve_http(server, host="127.0.0.1", port=8080, **options):
         await http.close()
 
 ##############################################################################
+# Client: stdio, Streamable HTTP and legacy HTTP+SSE
+##############################################################################
+
+MAX_SSE_EVENT = 16 * 1024 * 1024    # client: a longer SSE event ends the connection
+CONNECT_TIMEOUT = 10.0              # client: seconds to reach a server and see its endpoint
+
+
+class Client:
+    """An MCP client, async at heart (see `SyncClient` for scripts).
+
+    `target` is an ``http(s)://`` URL, or a command as an argument list (or a
+    string split like a shell would, never run through one) that starts a
+    stdio server. A URL is tried as Streamable HTTP first; a 4xx to that
+    probe falls back to the legacy HTTP+SSE transport, as VS Code does.
+
+    >>> async def main():
+    ...     async with Client([sys.executable, "mcp_min.py", "serve"]) as client:
+    ...         return [t["name"] for t in await client.list_tools()]
+    >>> asyncio.run(main())                           # doctest: +SKIP
+    ['getUsers', 'addUser', 'getUser', 'deleteUser']
+
+    Handlers answer the server's requests: ``sampling(params) -> result``,
+    ``elicitation(params) -> result``, and `roots` (a list of Root dicts).
+    Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
+    """
+
+    def __init__(self, target, *, token=None, timeout=REQUEST_TIMEOUT_S, name="mcp_min",
+                 protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None,
+                 roots=None, on_log=None, on_notification=None, trace=None, transport="auto",
+                 env=None):
+        self.target, self.token, self.timeout = target, token, timeout
+        self.client_info = {"name": name, "version": __version__}
+        self.requested_version = protocol_version
+        self.sampling, self.elicitation, self.roots = sampling, elicitation, roots
+        self.on_log, self.on_notification = on_log, on_notification
+        self.trace = _Trace(trace, side="client") if isinstance(trace, str) else trace
+        self.transport_kind, self.env = transport, env
+        self.server_info = self.server_capabilities = self.protocol_version = None
+        self.instructions = None
+        self._transport = None
+        self._pending = {}
+        self._progress = {}
+        self._next_id = 0
+        self._tasks = set()
+
+    # -- connecting ----------------------------------------------------------------
+    async def __aenter__(self):
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    def capabilities(self):
+        caps = {}
+        if self.sampling:
+            caps["sampling"] = {}
+        if self.elicitation:
+            caps["elicitation"] = {"form": {}}
+        if self.roots is not None:
+            caps["roots"] = {"listChanged": True}
+        return caps
+
+    async def connect(self):
+        target = self.target
+        if isinstance(target, str) and target.startswith(("http://", "https://")):
+            kinds = ["http", "sse"] if self.transport_kind == "auto" else [self.transport_kind]
+            for kind in kinds:
+                self._transport = (_StreamableHttp if kind == "http" else _LegacySse)(target, self)
+                try:
+                    await self._transport.start()
+                    await self._initialize()
+                    break
+                except _Fallback:   # 2025-11-25 transports: 400/404/405 means "try legacy SSE"
+                    await self._transport.close()
+                    if kind == kinds[-1]:
+                        raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint") from None
+        else:
+            import shlex
+            argv = shlex.split(target) if isinstance(target, str) else list(target)
+            self._transport = _StdioClient(argv, self)
+            await self._transport.start()
+            await self._initialize()
+        return self
+
+    async def _initialize(self):
+        result = await self.request("initialize", {
+            "protocolVersion": self.requested_version, "capabilities": self.capabilities(),
+            "clientInfo": self.client_info})
+        version = result.get("protocolVersion")
+        if version not in PROTOCOL_VERSIONS:    # lifecycle: disconnect if we cannot speak it
+            await self.close()
+            raise McpError(INVALID_REQUEST, f"server speaks protocol {version!r}, which we do not")
+        self.protocol_version = version
+        self.server_info = result.get("serverInfo", {})
+        self.server_capabilities = result.get("capabilities", {})
+        self.instructions = result.get("instructions")
+        await self.notify("notifications/initialized")
+        await self._transport.initialized()
+
+    async def close(self):
+        if self._transport:
+            transport, self._transport = self._transport, None
+            await transport.close()
+        self._closed("Client closed")
+
+    # -- messages ------------------------------------------------------------------
+    async def request(self, method, params=None, timeout=None, on_progress=None):
+        """Send a request; return its result or raise McpError. On timeout the
+        server is sent notifications/cancelled."""
+        if self._transport is None:
+            raise McpError(CONNECTION_CLOSED, "Not connected")
+        self._next_id += 1
+        id_ = self._next_id
+        params = dict(params or {})
+        if on_progress:
+            params["_meta"] = {**params.get("_meta", {}), "progressToken": id_}
+            self._progress[id_] = on_progress
+        future = self._pending[id_] = asyncio.get_running_loop().create_future()
+        message = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params:
+            message["params"] = params
+        try:
+            await self._transport.send(message)
+            return await asyncio.wait_for(future, timeout or self.timeout)
+        except asyncio.TimeoutError:
+            if method != "initialize":   # initialize is never cancelled
+                await self._safe_notify("notifications/cancelled",
+                                        {"requestId": id_, "reason": "timeout"})
+            raise McpError(REQUEST_TIMEOUT, f"{method}: no answer within {timeout or self.timeout} s") \
+                from None
+        finally:
+            self._pending.pop(id_, None)
+            self._progress.pop(id_, None)
+
+    async def notify(self, method, params=None):
+        message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._transport.send(message)
+
+    async def _safe_notify(self, method, params):
+        try:
+            await self.notify(method, params)
+        except Exception:
+            pass
+
+    def _received(self, message):
+        """Every message from the server comes through here."""
+        try:
+            kind = classify(message)
+        except McpError:
+            log.warning("ignoring a malformed message from the server")
+            return
+        if kind == "response":
+            future = self._pending.get(message["id"])
+            if future is not None and not future.done():
+                if "error" in message:
+                    error = message["error"] if type(message["error"]) is dict else {}
+                    future.set_exception(McpError(error.get("code", INTERNAL_ERROR),
+                                                  str(error.get("message", "error")), error.get("data")))
+                else:
+                    future.set_result(message["result"])
+        elif kind == "request":
+            task = asyncio.get_running_loop().create_task(self._answer(message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            params = message.get("params") or {}
+            method = message["method"]
+            if method == "notifications/progress" and params.get("progressToken") in self._progress:
+                self._call(self._progress[params["progressToken"]], params)
+            elif method == "notifications/message" and self.on_log:
+                self._call(self.on_log, params)
+            elif self.on_notification:
+                self._call(self.on_notification, method, params)
+
+    def _call(self, fn, *args):
+        try:
+            result = fn(*args)
+            if asyncio.iscoroutine(result):
+                asyncio.ensure_future(result)
+        except Exception:
+            log.exception("client callback failed")
+
+    async def _answer(self, message):
+        method, params = message["method"], message.get("params") or {}
+        handler = {"sampling/createMessage": self.sampling,
+                   "elicitation/create": self.elicitation}.get(method)
+        try:
+            if method == "ping":
+                result = {}
+            elif method == "roots/list" and self.roots is not None:
+                result = {"roots": list(self.roots() if callable(self.roots) else self.roots)}
+            elif handler is None:
+                raise McpError(METHOD_NOT_FOUND, "Method not found")
+            else:
+                result = handler(params)
+                if asyncio.iscoroutine(result):
+                    result = await result
+            reply = _result(message["id"], result)
+        except McpError as e:
+            reply = _error(message["id"], e.code, e.message, e.data)
+        except Exception:
+            log.exception("handler for %s failed", method)
+            reply = _error(message["id"], INTERNAL_ERROR, "Internal error")
+        if self._transport:
+            try:
+                await self._transport.send(reply)
+            except Exception:
+                log.warning("could not answer the server's %s", method)
+
+    def _closed(self, reason):
+        """The connection is gone: every waiting request fails now, not later."""
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(McpError(CONNECTION_CLOSED, reason))
+
+    # -- the protocol's methods --------------------------------------------------------
+    async def _all(self, method, key, params=None):
+        items, cursor = [], None
+        while True:
+            page = await self.request(method, dict(params or {}, **({"cursor": cursor} if cursor else {})))
+            items += page.get(key, [])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return items
+
+    async def ping(self):
+        return await self.request("ping")
+
+    async def list_tools(self):
+        return await self._all("tools/list", "tools")
+
+    async def call_tool(self, name, arguments=None, on_progress=None, timeout=None):
+        """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception."""
+        return await self.request("tools/call", {"name": name, "arguments": arguments or {}},
+                                  timeout=timeout, on_progress=on_progress)
+
+    async def list_resources(self):
+        return await self._all("resources/list", "resources")
+
+    async def list_resource_templates(self):
+        return await self._all("resources/templates/list", "resourceTemplates")
+
+    async def read_resource(self, uri):
+        return await self.request("resources/read", {"uri": uri})
+
+    async def subscribe(self, uri):
+        return await self.request("resources/subscribe", {"uri": uri})
+
+    async def list_prompts(self):
+        return await self._all("prompts/list", "prompts")
+
+    async def get_prompt(self, name, arguments=None):
+        return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
+
+    async def complete(self, ref, argument, value, context=None):
+        """Completions for `argument`; `ref` is {"type": "ref/prompt", "name": ...}
+        or {"type": "ref/resource", "uri": ...}."""
+        params = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": context}
+        return (await self.request("completion/complete", params))["completion"]
+
+    async def set_log_level(self, level):
+        return await self.request("logging/setLevel", {"level": level})
+
+
+class SyncClient:
+    """`Client` for scripts and the REPL: the same methods, without ``await``.
+
+    >>> with SyncClient("python mcp_min.py serve") as c:     # doctest: +SKIP
+    ...     c.call_tool("getUser", {"name": "John"})["structuredContent"]
+    {'name': 'John', 'email': 'john@example.com'}
+    """
+
+    def __init__(self, target, **options):
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
+        self._thread.start()
+        self.client = Client(target, **options)
+        self._run(self.client.connect())
+
+    def _run(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def __getattr__(self, name):
+        method = getattr(self.client, name)
+        if not asyncio.iscoroutinefunction(method):
+            return method
+        return lambda *args, **kwargs: self._run(method(*args, **kwargs))
+
+    def close(self):
+        if self._loop.is_running():
+            self._run(self.client.close())
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Fallback(Exception):
+    """The URL did not take a Streamable HTTP initialize: try legacy SSE."""
+
+
+class _StdioClient:
+    """Spawns the server (argv list, no shell) and speaks lines on its pipes."""
+
+    def __init__(self, argv, client):
+        self.argv, self.client = argv, client
+        self.process = None
+        self._reader = None
+
+    async def start(self):
+        self.process = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env=self.client.env)
+        self._reader = asyncio.ensure_future(self._read())
+
+    async def _read(self):
+        buffer = b""
+        trace = self.client.trace
+        try:
+            while True:
+                chunk = await self.process.stdout.read(1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+                if len(buffer) > MAX_LINE_BYTES and b"\n" not in buffer:
+                    log.error("server sent a line over %d bytes; closing", MAX_LINE_BYTES)
+                    break
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    if trace:
+                        trace.line("in", "stdout", line)
+                    try:
+                        self.client._received(decode(line))
+                    except McpError:
+                        log.warning("server wrote a line that is not JSON-RPC")
+        finally:
+            self.client._closed("The server closed its output")
+
+    async def send(self, message):
+        if self.client.trace:
+            self.client.trace.message("out", "stdin", message)
+        try:
+            self.process.stdin.write(encode(message) + b"\n")
+            await self.process.stdin.drain()
+        except (ConnectionError, AttributeError):
+            raise McpError(CONNECTION_CLOSED, "The server is gone") from None
+
+    async def initialized(self):
+        pass
+
+    async def close(self):
+        # stdio shutdown: close stdin, wait; then SIGTERM; then SIGKILL.
+        process = self.process
+        if process is None or process.returncode is not None:
+            return
+        try:
+            process.stdin.close()
+        except Exception:
+            pass
+        for step in (None, process.terminate, process.kill):
+            if step:
+                try:
+                    step()
+                except ProcessLookupError:
+                    break
+            try:
+                await asyncio.wait_for(process.wait(), 2.0)
+                break
+            except asyncio.TimeoutError:
+                continue
+        if self._reader:
+            self._reader.cancel()
+
+
+class _HttpResponse:
+    def __init__(self, status, headers, reader, writer):
+        self.status, self.headers, self.reader, self.writer = status, headers, reader, writer
+
+    async def chunks(self):
+        """The body, piece by piece, as framed by the headers."""
+        reader = self.reader
+        if "chunked" in self.headers.get("transfer-encoding", ""):
+            while True:
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                if size == 0:
+                    await reader.readuntil(b"\r\n")
+                    return
+                yield await reader.readexactly(size)
+                await reader.readexactly(2)
+        elif "content-length" in self.headers:
+            left = int(self.headers["content-length"])
+            while left:
+                data = await reader.read(min(left, 1 << 16))
+                if not data:
+                    raise ConnectionError("body cut short")
+                left -= len(data)
+                yield data
+        else:
+            while (data := await reader.read(1 << 16)):
+                yield data
+
+    async def body(self, limit=MAX_SSE_EVENT):
+        data = b""
+        async for chunk in self.chunks():
+            data += chunk
+            if len(data) > limit:
+                raise McpError(INTERNAL_ERROR, "HTTP response too large")
+        return data
+
+    def close(self):
+        self.writer.close()
+
+
+async def _http(url, method, headers, body=b"", trace=None):
+    """One HTTP/1.1 request on a new connection."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    tls = parts.scheme == "https"
+    ssl_context = None
+    if tls:
+        import ssl
+        ssl_context = ssl.create_default_context()
+    port = parts.port or (443 if tls else 80)
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(parts.hostname, port, ssl=ssl_context, limit=MAX_HEAD_BYTES),
+        CONNECT_TIMEOUT)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    host = parts.netloc.rpartition("@")[2]
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    if body or method == "POST":
+        lines.append(f"Content-Length: {len(body)}")
+    if trace:
+        trace.http("out", f"{method} {target}", headers, body)
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT_S)
+    except Exception:
+        writer.close()
+        raise
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    status = int(status_line.split(" ")[1])
+    response_headers = {}
+    for line in header_lines:
+        if ":" in line:
+            k, _, v = line.partition(":")
+            response_headers[k.strip().lower()] = v.strip()
+    if trace:
+        trace.http("in", status_line.partition(" ")[2], response_headers)
+    return _HttpResponse(status, response_headers, reader, writer)
+
+
+class _SseParser:
+    """WHATWG server-sent events from bytes: yields dicts (event, data, id, retry)."""
+
+    def __init__(self):
+        self.buffer = b""
+        self.event = {}
+
+    def feed(self, data):
+        self.buffer += data
+        if len(self.buffer) > MAX_SSE_EVENT:
+            raise McpError(INTERNAL_ERROR, "SSE event too large")
+        events = []
+        while True:
+            end = self.buffer.find(b"\n")
+            if end < 0:
+                return events
+            line = self.buffer[:end].rstrip(b"\r").decode("utf-8", "replace")
+            self.buffer = self.buffer[end + 1:]
+            if not line:
+                if self.event:
+                    self.event.setdefault("event", "message")
+                    events.append(self.event)
+                self.event = {}
+            elif not line.startswith(":"):
+                field, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if field == "data":
+                    self.event["data"] = self.event["data"] + "\n" + value if "data" in self.event else value
+                elif field in ("event", "id", "retry"):
+                    self.event[field] = value
+
+
+class _StreamableHttp:
+    """Streamable HTTP (2025-03-26+): a POST per message, JSON or SSE replies."""
+
+    def __init__(self, url, client):
+        self.url, self.client = url, client
+        self.session_id = None
+        self._tasks = set()
+        self._get_stream = None
+        self._closing = False
+
+    def _headers(self, accept="application/json, text/event-stream"):
+        headers = {"Accept": accept}
+        if self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.client.protocol_version:
+            headers["MCP-Protocol-Version"] = self.client.protocol_version
+        if self.client.token:   # never in the URL
+            headers["Authorization"] = f"Bearer {self.client.token}"
+        return headers
+
+    async def start(self):
+        pass
+
+    async def send(self, message):
+        headers = self._headers()
+        headers["Content-Type"] = "application/json"
+        is_request = "method" in message and "id" in message
+        try:
+            response = await _http(self.url, "POST", headers, encode(message), self.client.trace)
+        except OSError as e:
+            raise McpError(CONNECTION_CLOSED, f"cannot reach {self.url}: {e}") from None
+        status = response.status
+        if message.get("method") == "initialize":
+            if status in (400, 404, 405) or 400 <= status < 500 and status not in (401, 403, 413):
+                response.close()
+                raise _Fallback
+            self.session_id = response.headers.get("mcp-session-id")
+        if status == 404 and self.session_id:
+            # transports: a 404 for our session means it is gone: start over, then resend.
+            response.close()
+            await self._reinitialize()
+            return await self.send(message)
+        if status >= 400:
+            body = await response.body(1 << 16)
+            response.close()
+            error = McpError(CONNECTION_CLOSED, f"HTTP {status} from {self.url}")
+            try:
+                detail = json.loads(body)["error"]
+                error = McpError(detail["code"], detail["message"], detail.get("data"))
+            except Exception:
+                pass
+            if status == 401:
+                error = McpError(CONNECTION_CLOSED, "HTTP 401: the server wants a valid --token")
+            raise error
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "text/event-stream":
+            task = asyncio.ensure_future(self._events(response, message.get("id") if is_request else None))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        body = await response.body()
+        response.writer.close()
+        if body.strip():
+            data = decode(body)
+            for item in data if type(data) is list else [data]:
+                if self.client.trace:
+                    self.client.trace.message("in", "http", item)
+                self.client._received(item)
+
+    async def _reinitialize(self):
+        self.session_id = None
+        version, self.client.protocol_version = self.client.protocol_version, None
+        log.info("session expired: initializing again")
+        try:
+            await self.client._initialize()
+        except Exception:
+            self.client.protocol_version = version
+            raise
+
+    async def _events(self, response, request_id, retry=1.0):
+        """Read an SSE response; if it ends before our answer came, resume it
+        with GET and Last-Event-ID after the server's `retry` delay."""
+        last_id = None
+        answered = request_id is None
+        while True:
+            parser = _SseParser()
+            try:
+                async for chunk in response.chunks():
+                    for event in parser.feed(chunk):
+                        last_id = event.get("id", last_id)
+                        if event.get("retry", "").isdigit():
+                            retry = int(event["retry"]) / 1000
+                        if not event.get("data"):
+                            continue    # priming event: no data
+                        if self.client.trace:
+                            self.client.trace.event("in", event["event"], event["data"])
+                        if event["event"] == "message":
+                            message = decode(event["data"])
+                            answered |= type(message) is dict and message.get("id") == request_id \
+                                and "method" not in message
+                            self.client._received(message)
+            except (OSError, asyncio.IncompleteReadError, McpError):
+                pass
+            finally:
+                response.close()
+            if answered or last_id is None or self._closing:
+                return
+            await asyncio.sleep(retry)
+            headers = self._headers("text/event-stream")
+            headers["Last-Event-ID"] = last_id
+            try:
+                response = await _http(self.url, "GET", headers, trace=self.client.trace)
+            except OSError:
+                return
+            if response.status != 200:
+                response.close()
+                return
+
+    async def initialized(self):
+        """Open the GET stream for messages the server starts (405 = none)."""
+        if self._get_stream is None:
+            self._get_stream = asyncio.ensure_future(self._listen())
+
+    async def _listen(self):
+        try:
+            response = await _http(self.url, "GET", self._headers("text/event-stream"),
+                                   trace=self.client.trace)
+        except OSError:
+            return
+        if response.status != 200:
+            response.close()
+            return
+        await self._events(response, None)
+
+    async def close(self):
+        self._closing = True
+        for task in list(self._tasks) + ([self._get_stream] if self._get_stream else []):
+            task.cancel()
+        if self.session_id:     # tell the server we are done with the session
+            try:
+                response = await asyncio.wait_for(
+                    _http(self.url, "DELETE", self._headers(), trace=self.client.trace), 5)
+                response.close()
+            except Exception:
+                pass
+            self.session_id = None
+
+
+class _LegacySse:
+    """HTTP+SSE (2024-11-05): a GET stream for everything the server says,
+    POSTs to the endpoint it names for everything we say."""
+
+    def __init__(self, url, client):
+        self.url, self.client = url, client
+        self.endpoint = None
+        self._reader = None
+        self._response = None
+
+    async def start(self):
+        headers = {"Accept": "text/event-stream"}
+        if self.client.token:
+            headers["Authorization"] = f"Bearer {self.client.token}"
+        response = self._response = await _http(self.url, "GET", headers, trace=self.client.trace)
+        if response.status != 200:
+            response.close()
+            raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.url}")
+        found = asyncio.get_running_loop().create_future()
+        self._reader = asyncio.ensure_future(self._read(response, found))
+        try:
+            self.endpoint = await asyncio.wait_for(found, CONNECT_TIMEOUT)
+        except asyncio.TimeoutError:
+            raise McpError(CONNECTION_CLOSED, f"{self.url} sent no endpoint event") from None
+
+    async def _read(self, response, found):
+        from urllib.parse import urljoin, urlsplit
+        parser = _SseParser()
+        trace = self.client.trace
+        try:
+            async for chunk in response.chunks():
+                for event in parser.feed(chunk):
+                    if trace:
+                        trace.event("in", event["event"], event.get("data"))
+                    if event["event"] == "endpoint" and not found.done():
+                        endpoint = urljoin(self.url, event.get("data", ""))
+                        a, b = urlsplit(endpoint), urlsplit(self.url)
+                        if (a.scheme, a.netloc) != (b.scheme, b.netloc):
+                            found.set_exception(McpError(
+                                CONNECTION_CLOSED, "the server named an endpoint on another origin"))
+                            return
+                        found.set_result(endpoint)
+                    elif event["event"] == "message" and event.get("data"):
+                        self.client._received(decode(event["data"]))
+        except (OSError, asyncio.IncompleteReadError, McpError):
+            pass
+        finally:
+            response.close()
+            if not found.done():
+                found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
+            self.client._closed("The SSE stream ended")
+
+    async def send(self, message):
+        headers = {"Content-Type": "application/json"}
+        if self.client.token:
+            headers["Authorization"] = f"Bearer {self.client.token}"
+        try:
+            response = await _http(self.endpoint, "POST", headers, encode(message), self.client.trace)
+        except OSError as e:
+            raise McpError(CONNECTION_CLOSED, f"cannot reach {self.endpoint}: {e}") from None
+        await response.body(1 << 16)
+        response.close()
+        if response.status >= 300:
+            raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.endpoint}")
+
+    async def initialized(self):
+        pass
+
+    async def close(self):
+        if self._reader:
+            self._reader.cancel()
+        if self._response:
+            self._response.close()
+
+
+def _cli_arguments(words):
+    """``k=v`` pairs (values parsed as JSON when they are JSON) or one JSON object."""
+    if len(words) == 1 and words[0].lstrip().startswith("{"):
+        return json.loads(words[0])
+    arguments = {}
+    for word in words:
+        key, eq, value = word.partition("=")
+        if not eq:
+            raise ValueError(f"expected key=value, got {word!r}")
+        try:
+            arguments[key] = json.loads(value)
+        except ValueError:
+            arguments[key] = value
+    return arguments
+
+
+async def _client_run(args):
+    client = Client(args.target, token=args.token, timeout=args.timeout,
+                    trace=_Trace(args.trace, side="client") if args.trace else None,
+                    on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr))
+    method, words = args.method, list(args.args)
+    async with client:
+        if method in ("tools/list", "resources/list", "resources/templates/list", "prompts/list"):
+            key = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
+                   "resources/templates/list": "resourceTemplates"}[method]
+            return {key: await client._all(method, key)}
+        if method in ("tools/call", "prompts/get") and words:
+            arguments = _cli_arguments(words[1:])
+            if method == "prompts/get":
+                return await client.get_prompt(words[0], {k: str(v) for k, v in arguments.items()})
+            tool = next((t for t in await client.list_tools() if t["name"] == words[0]), {}) \
+                if arguments else {}
+            props = tool.get("inputSchema", {}).get("properties", {})
+            for key in arguments:   # a value the schema says is a string stays one: zip=02134
+                if props.get(key, {}).get("type") == "string" and not isinstance(arguments[key], str):
+                    arguments[key] = next(w.partition("=")[2] for w in words[1:] if w.startswith(key + "="))
+            return await client.call_tool(words[0], arguments)
+        if method in ("resources/read", "resources/subscribe") and words:
+            return await client.request(method, {"uri": words[0]})
+        if method == "logging/setLevel" and words:
+            return await client.set_log_level(words[0])
+        return await client.request(method, _cli_arguments(words) if words else None)
+
+
+def _client_main(args):
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        result = asyncio.run(_client_run(args))
+    except McpError as e:
+        print(f"error {e.code}: {e.message}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"mcp_min: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    if isinstance(result, dict) and result.get("isError"):
+        print("the tool reported an error", file=sys.stderr)
+        return 1
+    return 0
+
+##############################################################################
 # Seeing the wire: --trace
 ##############################################################################
 
@@ -2131,6 +2913,11 @@ class _Trace:
         self._emit(direction, "http", head, headers, message)
 
     def event(self, direction, event, data):
+        if isinstance(data, (str, bytes)):
+            try:
+                data = json.loads(data)
+            except ValueError:
+                pass
         self._emit(direction, "sse", f"event: {event}", message=data)
 
     # the server's side of HTTP
