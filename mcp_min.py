@@ -710,9 +710,9 @@ class Prompt(_Handler):
         arguments = []
         for pname, hint, default in self.params:
             argument = {"name": pname}
-            description = _schema(hint).get("description")
-            if description:
-                argument["description"] = description
+            about = _schema(hint).get("description")
+            if about:
+                argument["description"] = about
             argument["required"] = default is self.empty
             arguments.append(argument)
         self.definition = {"name": self.name}

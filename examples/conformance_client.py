@@ -1,0 +1,50 @@
+"""The client side of the official MCP conformance suite, as a client API example.
+
+The suite starts a mock server and runs ``conformance_client.py URL`` with the
+scenario's name in $MCP_CONFORMANCE_SCENARIO; we must do what it asks and exit 0.
+
+    bash ../shared/conformance/run-client.sh "python3 examples/conformance_client.py"
+"""
+import asyncio
+import os
+import sys
+
+try:
+    import mcp_min
+except ImportError:     # run from a checkout: mcp_min.py is one folder up
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import mcp_min
+
+from mcp_min import Client
+
+
+def accept_defaults(params):
+    """Answer an elicitation by accepting every field's default value."""
+    properties = params.get("requestedSchema", {}).get("properties", {})
+    content = {name: field["default"] for name, field in properties.items() if "default" in field}
+    return {"action": "accept", "content": content}
+
+
+async def main(url, scenario):
+    async with Client(url, name="mcp_min-conformance", elicitation=accept_defaults) as client:
+        if scenario == "initialize":
+            await client.list_tools()
+        elif scenario == "tools_call":
+            tools = {t["name"] for t in await client.list_tools()}
+            result = await client.call_tool("add_numbers", {"a": 5, "b": 3})
+            assert "add_numbers" in tools and not result.get("isError"), result
+        elif scenario == "elicitation-sep1034-client-defaults":
+            tools = [t["name"] for t in await client.list_tools()]
+            # The server elicits while the tool runs; accept_defaults answers it.
+            await client.call_tool(next(n for n in tools if "elicit" in n) if tools else "test")
+        elif scenario == "sse-retry":
+            tools = [t["name"] for t in await client.list_tools()]
+            # The server drops the call's stream after a priming event; the client
+            # resumes it with GET + Last-Event-ID after the advertised retry delay.
+            await client.call_tool(tools[0])
+        else:
+            await client.list_tools()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], os.environ.get("MCP_CONFORMANCE_SCENARIO", "")))

@@ -1,0 +1,243 @@
+"""Every server feature of MCP in one place: a tour of the mcp_min API.
+
+It also carries the fixtures the official conformance suite looks for
+(the test_* tools, test:// resources and test_* prompts), so CI runs the
+suite against it:
+
+    python examples/everything.py                # stdio
+    python examples/everything.py --port 3001    # HTTP: /mcp and legacy /sse
+"""
+import asyncio
+import base64
+import os
+import struct
+import sys
+import zlib
+from typing import Annotated
+
+try:
+    import mcp_min
+except ImportError:     # run from a checkout: mcp_min.py is one folder up
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import mcp_min
+
+from mcp_min import (Context, McpError, Server, INVALID_PARAMS, audio, embedded_resource,
+                     image, text)
+
+server = Server("everything", instructions="A showcase of every MCP server feature.")
+
+
+def tiny_png():
+    """A 1x1 red PNG, built by hand (no imaging library needed)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
+def tiny_wav():
+    """A tenth of a second of silence as 8 kHz 8-bit mono WAV."""
+    samples = b"\x80" * 800
+    fmt = struct.pack("<HHIIHH", 1, 1, 8000, 8000, 1, 8)
+    return (b"RIFF" + struct.pack("<I", 36 + len(samples)) + b"WAVEfmt " + struct.pack("<I", 16) + fmt
+            + b"data" + struct.pack("<I", len(samples)) + samples)
+
+
+# -- Tools: return values become content ---------------------------------------------
+
+@server.tool()
+def echo(text: Annotated[str, "Text to send back"]) -> str:
+    """Echo the text back."""
+    return text
+
+
+@server.tool()
+def test_simple_text() -> str:
+    """Return a plain text message."""
+    return "This is a simple text response for testing."
+
+
+@server.tool()
+def test_image_content():
+    """Return an image."""
+    return image(tiny_png(), "image/png")
+
+
+@server.tool()
+def test_audio_content():
+    """Return an audio clip."""
+    return audio(tiny_wav(), "audio/wav")
+
+
+@server.tool()
+def test_embedded_resource():
+    """Return a resource embedded in the result."""
+    return embedded_resource("test://embedded-resource", "This is an embedded resource content.",
+                             "text/plain")
+
+
+@server.tool()
+def test_multiple_content_types():
+    """Return text, an image and a resource together."""
+    return [text("Multiple content types test:"), image(tiny_png(), "image/png"),
+            embedded_resource("test://mixed-content-resource", '{"test": "data", "value": 123}',
+                              "application/json")]
+
+
+@server.tool()
+def test_error_handling():
+    """Always fail: the model sees the message as an isError result."""
+    raise McpError(INVALID_PARAMS, "This tool intentionally returns an error for testing")
+
+
+# -- Tools that talk back while they run: a Context parameter --------------------------
+
+@server.tool()
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Send three log messages, then answer."""
+    for step in ("Tool execution started", "Tool processing data", "Tool execution completed"):
+        await ctx.log("info", step)
+        await asyncio.sleep(0.05)
+    return "Tool with logging executed successfully"
+
+
+@server.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Report progress three times, then answer."""
+    for done in (0, 50, 100):
+        await ctx.progress(done, 100, f"{done}% done")
+        await asyncio.sleep(0.05)
+    return "Tool with progress executed successfully"
+
+
+@server.tool()
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    """Ask the client's language model to answer a prompt."""
+    result = await ctx.sample(prompt, max_tokens=100)
+    content = result.get("content", {})
+    answer = content.get("text", "") if isinstance(content, dict) else str(content)
+    return f"LLM response: {answer}"
+
+
+@server.tool()
+async def test_elicitation(message: str, ctx: Context) -> str:
+    """Ask the user for a username and email."""
+    result = await ctx.elicit(message, {
+        "username": {"type": "string", "description": "Your username"},
+        "email": {"type": "string", "format": "email", "description": "Your email address"}})
+    return f"User response: action={result.get('action')}, content={result.get('content')}"
+
+
+@server.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Ask for values that all come with defaults (2025-11-25)."""
+    result = await ctx.elicit("Please review and update the form fields with defaults", {
+        "name": {"type": "string", "description": "User name", "default": "John Doe"},
+        "age": {"type": "integer", "description": "User age", "default": 30},
+        "score": {"type": "number", "description": "User score", "default": 95.5},
+        "status": {"type": "string", "description": "User status",
+                   "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "description": "Verification status", "default": True}})
+    return f"Elicitation completed: action={result.get('action')}, content={result.get('content')}"
+
+
+@server.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Ask with every enum form: plain, titled, legacy, and multi-select."""
+    options = ["option1", "option2", "option3"]
+    titled = [{"const": v, "title": f"Option {v[-1]}"} for v in options]
+    result = await ctx.elicit("Please select options from the enum fields", {
+        "untitledSingle": {"type": "string", "description": "Select one option", "enum": options},
+        "titledSingle": {"type": "string", "description": "Select one option with titles",
+                         "oneOf": titled},
+        "legacyEnum": {"type": "string", "description": "Select one option (legacy)",
+                       "enum": options, "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "description": "Select multiple options",
+                          "items": {"type": "string", "enum": options}},
+        "titledMulti": {"type": "array", "description": "Select multiple options with titles",
+                        "items": {"anyOf": titled}}})
+    return f"Elicitation completed: action={result.get('action')}, content={result.get('content')}"
+
+
+# A hand-written JSON Schema (2020-12, with $defs) instead of one from type hints.
+@server.tool(input_schema={
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"type": "object", "properties": {
+        "street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "additionalProperties": False})
+def json_schema_2020_12_tool(**arguments) -> str:
+    """A tool whose input schema uses JSON Schema 2020-12 features."""
+    return f"Received: {arguments}"
+
+
+# -- Resources: fixed URIs and templates ---------------------------------------------------
+
+@server.resource("test://static-text", mime_type="text/plain", name="Static text")
+def static_text():
+    """A fixed text resource."""
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", mime_type="image/png", name="Static binary")
+def static_binary():
+    """A fixed binary resource (an image)."""
+    return tiny_png()
+
+
+@server.resource("test://template/{id}/data", mime_type="application/json", name="Template data")
+def template_data(id: str):
+    """Data for any id."""
+    return {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}
+
+
+@server.resource("test://watched-resource", mime_type="text/plain", name="Watched resource")
+def watched():
+    """A resource clients may subscribe to."""
+    return "Watched resource content"
+
+
+# -- Prompts: arguments come from the signature ---------------------------------------------
+
+@server.prompt()
+def test_simple_prompt():
+    """A prompt with no arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt()
+def test_prompt_with_arguments(arg1: Annotated[str, "First test argument"],
+                               arg2: Annotated[str, "Second test argument"]):
+    """A prompt with two required arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt()
+def test_prompt_with_embedded_resource(resourceUri: Annotated[str, "URI of the resource to embed"]):
+    """A prompt that carries a resource."""
+    return [embedded_resource(resourceUri, "Embedded resource content for testing.", "text/plain"),
+            "Please process the embedded resource above."]
+
+
+@server.prompt()
+def test_prompt_with_image():
+    """A prompt that carries an image."""
+    return [image(tiny_png(), "image/png"), "Please analyze the image above."]
+
+
+# -- Completion: suggestions while the user types an argument ----------------------------------
+
+@server.completion("test_prompt_with_arguments", "arg1")
+def complete_arg1(value: str):
+    return [v for v in ("paris", "park", "party", "test", "testing") if v.startswith(value)]
+
+
+@server.completion("test://template/{id}/data", "id")
+def complete_id(value: str):
+    return [v for v in ("123", "124", "200") if v.startswith(value)]
+
+
+if __name__ == "__main__":
+    sys.exit(server.run())
