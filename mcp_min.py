@@ -3049,6 +3049,7 @@ def demo_server():
         if not _looks_like_email(email):
             raise McpError(INVALID_PARAMS, f"{email!r} is not an email address (like ada@example.com).")
         users[name] = email
+        server.resource_updated("users://all")
         return f"Added {name} <{email}>."
 
     @server.tool(annotations={"readOnlyHint": True})
@@ -3063,7 +3064,30 @@ def demo_server():
         """Remove a user from the directory."""
         if users.pop(name, None) is None:
             raise McpError(INVALID_PARAMS, f"No user named {name!r}.")
+        server.resource_updated("users://all")
         return f"Deleted {name}."
+
+    @server.resource("users://all", mime_type="application/json")
+    async def all_users():
+        """Every user, as JSON."""
+        return [{"name": n, "email": e} for n, e in users.items()]
+
+    @server.resource("users://{name}", mime_type="application/json")
+    async def one_user(name: str):
+        """One user, as JSON."""
+        if name not in users:
+            raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": f"users://{name}"})
+        return {"name": name, "email": users[name]}
+
+    @server.prompt()
+    async def greet(name: typing.Annotated[str, "Who to welcome"]) -> str:
+        """Ask the model to welcome a user."""
+        return f"Write a short, friendly welcome message for {name}, a new member of our directory."
+
+    @server.completion("greet", "name")
+    @server.completion("users://{name}", "name")
+    async def user_names(prefix: str):
+        return [n for n in users if n.lower().startswith(prefix.lower())]
 
     return server
 
