@@ -1,0 +1,95 @@
+"""The task from our packet capture, played by a scripted agent (no model needed):
+
+    "Check the user list for Carson; if he is missing, add Carson,
+     carson@gmail.com; check again; then greet him."
+
+    python examples/agent_walkthrough.py                    # stdio: spawns the demo server
+    python examples/agent_walkthrough.py --transport http   # the demo on HTTP, via /mcp
+    python examples/agent_walkthrough.py --transport sse    # the demo on HTTP, via legacy /sse
+    python examples/agent_walkthrough.py --url http://127.0.0.1:8080/mcp   # a running server
+    ... --trace                                             # every frame, as the capture showed
+
+The agent's thoughts go to stdout; the trace goes to stderr.
+"""
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+try:
+    import mcp_min
+except ImportError:     # run from a checkout: mcp_min.py is one folder up
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    import mcp_min
+
+from mcp_min import Client
+
+SERVER = os.path.join(HERE, "..", "mcp_min.py")
+
+
+def say(line):
+    print(f"agent: {line}", flush=True)
+
+
+def names(result):
+    return [u["name"] for u in result["structuredContent"]["result"]]
+
+
+async def walk(target, trace):
+    async with Client(target, name="walkthrough-agent", trace="-" if trace else None) as client:
+        say(f"connected to {client.server_info['name']} (protocol {client.protocol_version})")
+        tools = [t["name"] for t in await client.list_tools()]
+        say(f"I can use: {', '.join(tools)}")
+        users = names(await client.call_tool("getUsers"))
+        say(f"users now: {', '.join(users)}")
+        if "Carson" not in users:
+            say("Carson is missing, so I add him")
+            result = await client.call_tool("addUser", {"name": "Carson", "email": "carson@gmail.com"})
+            say(result["content"][0]["text"])
+            users = names(await client.call_tool("getUsers"))
+            say(f"users now: {', '.join(users)}")
+        assert "Carson" in users, "Carson should be there now"
+        prompt = await client.get_prompt("greet", {"name": "Carson"})
+        say(f"(the server's greet prompt asks me: {prompt['messages'][0]['content']['text']!r})")
+        say("Hello Carson, and welcome to the directory!")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
+    p.add_argument("--url", help="use a server that is already running")
+    p.add_argument("--trace", action="store_true", help="show every frame on stderr")
+    args = p.parse_args()
+    if args.url:
+        return asyncio.run(walk(args.url, args.trace))
+    if args.transport == "stdio":
+        return asyncio.run(walk([sys.executable, SERVER, "serve", "--stdio"], args.trace))
+    port = free_port()
+    server = subprocess.Popen([sys.executable, SERVER, "serve", "--port", str(port)],
+                              stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):    # wait until it listens
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        path = "/mcp" if args.transport == "http" else "/sse"
+        asyncio.run(walk(f"http://127.0.0.1:{port}{path}", args.trace))
+    finally:
+        server.terminate()
+        server.wait(5)
+
+
+if __name__ == "__main__":
+    main()
