@@ -370,31 +370,33 @@ def validate(value, schema, root=None, path="", depth=0):
     min/max (length, items, value). Unknown keywords are ignored.
 
     >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
-    "a: expected integer, got string"
+    'a: expected integer, got string'
     """
+    if depth > 64 or type(schema) is not dict:
+        return None
     root = schema if root is None else root
     where = path or "arguments"
-    if depth > 64 or not isinstance(schema, dict):
-        return None
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/"):
+    if type(ref) is str and ref.startswith("#/"):
         target = root
         for part in ref[2:].split("/"):
-            target = target.get(part, {}) if isinstance(target, dict) else {}
+            target = target.get(part, {}) if type(target) is dict else {}
         if (problem := validate(value, target, root, path, depth + 1)):
             return problem
     kinds = schema.get("type")
     if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if type(kinds) is str:
+            kinds = (kinds,)
         if not any(_type_ok(value, k) for k in kinds):
             return f"{where}: expected {' or '.join(kinds)}, got {_json_type(value)}"
     if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
         return f"{where}: must be one of {json.dumps(schema['enum'])}"
     if "const" in schema and not _same(value, schema["const"]):
         return f"{where}: must be {json.dumps(schema['const'])}"
-    for key, test, say in _BOUNDS:
-        if key in schema and (measure := test(value)) is not None and say(measure, schema[key]):
-            return f"{where}: {key} is {schema[key]}"
+    if not _BOUND_KEYS.isdisjoint(schema):
+        for key, test, say in _BOUNDS:
+            if key in schema and (measure := test(value)) is not None and say(measure, schema[key]):
+                return f"{where}: {key} is {schema[key]}"
     if type(value) is dict:
         props = schema.get("properties") or {}
         for name in schema.get("required") or ():
@@ -414,6 +416,8 @@ def validate(value, schema, root=None, path="", depth=0):
         for i, item in enumerate(value):
             if (problem := validate(item, schema["items"], root, f"{path}[{i}]", depth + 1)):
                 return problem
+    if _COMBINERS.isdisjoint(schema):
+        return None
     for sub in schema.get("allOf") or ():
         if (problem := validate(value, sub, root, path, depth + 1)):
             return problem
@@ -424,6 +428,9 @@ def validate(value, schema, root=None, path="", depth=0):
                 return f"{where}: does not match any allowed form" if not passed \
                     else f"{where}: matches more than one allowed form"
     return None
+
+
+_COMBINERS = frozenset(("allOf", "anyOf", "oneOf"))
 
 
 def _join(path, name):
@@ -460,6 +467,7 @@ _BOUNDS = (
     ("exclusiveMinimum", _number, lambda m, b: m <= b),
     ("exclusiveMaximum", _number, lambda m, b: m >= b),
 )
+_BOUND_KEYS = frozenset(key for key, _, _ in _BOUNDS)
 
 
 def _convert(value, tp):
@@ -733,6 +741,10 @@ class Prompt(_Handler):
         return messages
 
 
+_REGISTRY_OF = {"tools": "tools", "resources": "resources", "prompts": "prompts",
+                "completions": "completions"}
+
+
 class Server:
     """An MCP server: register tools, resources and prompts, then `run()`.
 
@@ -800,6 +812,10 @@ class Server:
             self.completions[kind, ref, argument] = fn
             return fn
         return register
+
+    def offers(self, capability):
+        """Whether the server declares `capability` (without building the dict)."""
+        return capability == "logging" or bool(getattr(self, _REGISTRY_OF[capability]))
 
     def capabilities(self):
         caps = {"logging": {}}
@@ -1034,7 +1050,7 @@ class Session:
             self._send(_error(id_, INVALID_PARAMS,
                               "Session not initialized: send initialize first"), id_)
             return done and done()
-        if capability and capability not in self.server.capabilities():
+        if capability and not self.server.offers(capability):
             self._send(_error(id_, METHOD_NOT_FOUND, "Method not found"), id_)
             return done and done()
         if type(params) is not dict:
@@ -1071,11 +1087,10 @@ class Session:
             response = None
         if not self.closed or response is None:
             try:
-                encode(response) if response else None
-            except (TypeError, ValueError):
-                log.error("request %r: result is not JSON-serializable", id_)
-                response = _error(id_, INTERNAL_ERROR, "Internal error")
-            self._send(response, id_)
+                self._send(response, id_)
+            except (TypeError, ValueError):     # a handler returned something JSON cannot carry
+                log.error("request %r: the result is not JSON-serializable", id_)
+                self._send(_error(id_, INTERNAL_ERROR, "Internal error"), id_)
 
     async def drain(self):
         """Wait until every running request has been answered."""
