@@ -1724,7 +1724,8 @@ class HttpServer:
                 request = _parse_head(head)
                 if self.trace:
                     self.trace.http_request(request)
-                if not await self._route(request, reader, writer):
+                if not await self._route(request, reader, writer) \
+                        or request.header("connection").lower() == "close" or request.version == b"HTTP/1.0":
                     return
         except _HttpError as e:
             self._write_error(writer, e, close=True)

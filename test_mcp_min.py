@@ -1,0 +1,2567 @@
+"""Tests for mcp_min.py, in the file's order and in three tiers (STYLE.md 11):
+
+1. pure functions: framing, schemas, validation, URI templates, tool results;
+2. a Session wired in memory to a list that collects what it sends;
+3. real subprocesses over real pipes (stdio) and real sockets on 127.0.0.1
+   port 0 (HTTP), sending exact bytes.
+
+Adversarial cases follow SECURITY.md section 3 (groups B-I); the item number
+is given where a test pins one down. A test that shows a bug in mcp_min.py is
+kept as it should pass and marked ``@unittest.expectedFailure`` with a
+``# BUG:`` comment.
+
+Run: ``python -m unittest`` from the directory holding mcp_min.py.
+"""
+
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import doctest
+import enum
+import hmac
+import inspect
+import json
+import logging
+import os
+import queue
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import types
+import typing
+import unittest
+from unittest import mock
+
+import mcp_min
+from mcp_min import (
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, LATEST_PROTOCOL_VERSION, METHOD_NOT_FOUND,
+    PARSE_ERROR, PROTOCOL_VERSIONS, RESOURCE_NOT_FOUND, Content, Context, McpError, Server,
+    Session, classify, decode, encode, start_http, validate,
+)
+
+HERE = os.path.dirname(os.path.abspath(mcp_min.__file__))
+MCP_MIN = os.path.join(HERE, "mcp_min.py")
+TIMEOUT = 10.0          # upper bound on any single wait; tests normally take milliseconds
+
+
+def setUpModule():
+    # Tool failures are logged with tracebacks by design; keep the test output clean.
+    logging.getLogger("mcp_min").addHandler(_quiet)
+
+
+def tearDownModule():
+    logging.getLogger("mcp_min").removeHandler(_quiet)
+
+
+_quiet = logging.NullHandler()
+
+
+def init_params(version=LATEST_PROTOCOL_VERSION, capabilities=None):
+    return {"protocolVersion": version, "capabilities": capabilities or {},
+            "clientInfo": {"name": "test-client", "version": "1.0"}}
+
+
+def rpc(id_, method, params=None):
+    message = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def note(method, params=None):
+    message = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def call(id_, name, arguments=None, meta=None):
+    params = {"name": name, "arguments": arguments or {}}
+    if meta is not None:
+        params["_meta"] = meta
+    return rpc(id_, "tools/call", params)
+
+
+def tool_text(response):
+    """The first text block of a tools/call response."""
+    return response["result"]["content"][0]["text"]
+
+
+def make_server(instructions="Be nice."):
+    """A server with one of everything; `state` lets tests see and steer tools."""
+    server = Server("test-server", version="1.2.3", instructions=instructions)
+    state = types.SimpleNamespace(calls=0, gate=asyncio.Event(), entered=asyncio.Event(),
+                                  thread_gate=threading.Event(), cancelled=False,
+                                  finished=False, flood_done=asyncio.Event())
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        await asyncio.sleep(0.005)      # lets concurrent calls overlap
+        return text
+
+    @server.tool()
+    def count() -> str:
+        state.calls += 1
+        return "counted"
+
+    @server.tool()
+    async def wait(label: str = "") -> str:
+        state.entered.set()
+        try:
+            await state.gate.wait()
+        except asyncio.CancelledError:
+            state.cancelled = True
+            raise
+        state.finished = True
+        return label or "released"
+
+    @server.tool()
+    def blocking() -> str:
+        state.thread_gate.wait(TIMEOUT)     # blocks its thread, never the loop
+        return "unblocked"
+
+    @server.tool()
+    async def refuse() -> str:
+        raise McpError(INVALID_PARAMS, "No such user: bob.")
+
+    @server.tool()
+    async def leak() -> str:
+        raise ValueError("token=abc /home/u/.ssh/id_rsa")
+
+    @server.tool()
+    async def steps(ctx: Context, n: int = 3) -> str:
+        for i in range(1, n + 1):
+            ctx.progress(i, n, f"step {i}")
+            ctx.progress(i, n)              # not increasing: must not be sent
+            await asyncio.sleep(0)
+        return "done"
+
+    @server.tool()
+    async def chat(ctx: Context) -> str:
+        await ctx.log("debug", "d")
+        ctx.log("info", "i")
+        ctx.log("warning", "w", logger="test")
+        ctx.log("error", "e")
+        return "logged"
+
+    @server.tool()
+    async def ask_model(ctx: Context, prompt: str) -> str:
+        reply = await ctx.sample(prompt, max_tokens=50, system_prompt="Be brief.")
+        return reply["content"]["text"]
+
+    @server.tool()
+    async def ask_user(ctx: Context) -> dict:
+        return await ctx.elicit("Your name?", {"name": {"type": "string"}})
+
+    @server.tool()
+    async def roots(ctx: Context) -> list:
+        return [root["uri"] for root in await ctx.list_roots()]
+
+    @server.tool()
+    async def flood(ctx: Context, n: int, size: int) -> str:
+        await state.gate.wait()
+        blob = "x" * size
+        for i in range(1, n + 1):
+            ctx.progress(i, n, blob)
+            await asyncio.sleep(0)
+        state.flood_done.set()
+        return "flooded"
+
+    @server.resource("config://app", mime_type="application/json")
+    def config() -> dict:
+        """App configuration."""
+        return {"debug": True}
+
+    @server.resource("users://{name}/profile")
+    def profile(name: str) -> str:
+        return f"profile of {name}"
+
+    @server.resource("blob://logo", mime_type="image/png")
+    def logo() -> bytes:
+        return b"\x89PNG"
+
+    @server.prompt()
+    def review(code: typing.Annotated[str, "The code to review"], style: str = "short") -> str:
+        """Review some code."""
+        return f"Review ({style}): {code}"
+
+    @server.completion("review", "style")
+    def complete_style(value: str) -> list:
+        return [s for s in ("short", "long", "loud") if s.startswith(value)]
+
+    return server, state
+
+
+##############################################################################
+# Tier 1. Pure functions
+##############################################################################
+
+class ModuleTest(unittest.TestCase):
+    def test_all_names_exist(self):
+        for name in mcp_min.__all__:
+            self.assertTrue(hasattr(mcp_min, name), name)
+
+    # BUG: the validate() docstring shows its result with double quotes, but the
+    # repr of a str uses single quotes, so the doctest fails (STYLE.md 10: the tour runs).
+    @unittest.expectedFailure
+    def test_doctests_run(self):
+        result = doctest.testmod(mcp_min, verbose=False, report=False)
+        self.assertGreater(result.attempted, 0)
+        self.assertEqual(result.failed, 0)
+
+    def test_version_and_limits_are_named(self):
+        self.assertRegex(mcp_min.__version__, r"^\d+\.\d+\.\d+")
+        self.assertEqual(PROTOCOL_VERSIONS, ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"))
+        self.assertEqual(LATEST_PROTOCOL_VERSION, "2025-11-25")
+        self.assertEqual(mcp_min.MAX_LINE_BYTES, 16 * 1024 * 1024)
+
+
+class DecodeTest(unittest.TestCase):
+    """JSON-RPC framing: decode (SECURITY.md R20, E32-E38, E45)."""
+
+    def assertCode(self, data, code):
+        with self.assertRaises(McpError) as caught:
+            decode(data)
+        self.assertEqual(caught.exception.code, code, data[:80])
+
+    def test_bytes_and_str(self):
+        self.assertEqual(decode(b'{"a": [1, "x", null, true]}'), {"a": [1, "x", None, True]})
+        self.assertEqual(decode('{"a": 1}'), {"a": 1})
+        self.assertEqual(decode(bytearray(b"[]")), [])
+
+    def test_duplicate_keys_are_invalid_request(self):
+        self.assertCode(b'{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}',
+                        INVALID_REQUEST)
+        self.assertCode(b'{"params":{"a":1,"a":2}}', INVALID_REQUEST)
+
+    def test_nan_and_infinity_rejected(self):
+        for constant in ("NaN", "Infinity", "-Infinity"):
+            self.assertCode('{"x": %s}' % constant, PARSE_ERROR)
+
+    def test_huge_integer_rejected(self):
+        self.assertCode('{"jsonrpc":"2.0","id":%s,"method":"ping"}' % ("9" * 5000), PARSE_ERROR)
+
+    def test_deep_nesting_is_a_parse_error_not_recursion_error(self):
+        self.assertCode("[" * 200_000 + "]" * 200_000, PARSE_ERROR)
+        self.assertCode('{"a":' * 100_000 + "1" + "}" * 100_000, PARSE_ERROR)
+
+    def test_bad_utf8(self):
+        self.assertCode(b'{"a":"\xff"}', PARSE_ERROR)
+        self.assertCode(b"\xff\xfe", PARSE_ERROR)
+
+    def test_not_json(self):
+        for data in (b"", b"   ", b"\x00", b"hello",
+                     b'{"jsonrpc":"2.0","id":1,"method":"ping"', b'{"a":1} x'):
+            self.assertCode(data, PARSE_ERROR)
+
+    def test_lone_surrogate_is_accepted_and_encodes_safely(self):
+        value = decode('{"t":"\\ud800"}')
+        self.assertEqual(value["t"], "\ud800")
+        self.assertEqual(decode(encode(value)), value)
+
+
+class EncodeTest(unittest.TestCase):
+    def test_compact_ascii(self):
+        self.assertEqual(encode({"a": "é", "b": [1, 2]}), b'{"a":"\\u00e9","b":[1,2]}')
+
+    def test_lone_surrogate_stays_escaped(self):
+        data = encode({"t": "\ud800"})
+        self.assertEqual(data, b'{"t":"\\ud800"}')
+        data.decode("ascii")
+
+    def test_line_separators_never_raw(self):
+        data = encode({"t": "a\u2028b\u0085c\nd\re"})
+        self.assertNotIn(b"\n", data)
+        self.assertNotIn(b"\r", data)
+        self.assertNotIn("\u2028".encode(), data)
+        self.assertEqual(json.loads(data)["t"], "a\u2028b\u0085c\nd\re")
+
+    def test_nan_never_emitted(self):
+        with self.assertRaises(ValueError):
+            encode({"x": float("nan")})
+
+
+class ClassifyTest(unittest.TestCase):
+    """classify: PROTOCOL.md 2.2, SECURITY.md E38-E41."""
+
+    def assertInvalid(self, message):
+        with self.assertRaises(McpError) as caught:
+            classify(message)
+        self.assertEqual(caught.exception.code, INVALID_REQUEST, message)
+
+    def test_kinds(self):
+        self.assertEqual(classify(rpc(0, "ping")), "request")         # id 0 is an id
+        self.assertEqual(classify(rpc("abc", "ping", {})), "request")
+        self.assertEqual(classify(note("notifications/initialized")), "notification")
+        self.assertEqual(classify({"jsonrpc": "2.0", "id": 3, "result": {}}), "response")
+        self.assertEqual(classify({"jsonrpc": "2.0", "id": None,
+                                   "error": {"code": -1, "message": "x"}}), "response")
+
+    def test_bad_id_types(self):
+        for bad in (True, False, 1.5, 100.0, None, {}, [], [1]):
+            self.assertInvalid({"jsonrpc": "2.0", "id": bad, "method": "ping"})
+
+    def test_one_and_string_one_are_both_ids(self):
+        self.assertEqual(classify(rpc(1, "ping")), "request")
+        self.assertEqual(classify(rpc("1", "ping")), "request")
+
+    def test_member_names_are_exact(self):
+        for key in ("Method", "METHOD", "method\u0000"):
+            self.assertInvalid({"jsonrpc": "2.0", "id": 1, key: "tools/call"})
+        self.assertInvalid({"jsonrpc": "2.0", "id": 1, "method": "ping", "method\u0000": "tools/call"})
+        self.assertInvalid({"jsonrpc": "2.0", "id": 1, "method": "ping", "paramſ": {}})
+
+    def test_envelope(self):
+        self.assertInvalid({"jsonrpc": "1.0", "id": 1, "method": "ping"})
+        self.assertInvalid({"id": 1, "method": "ping"})
+        self.assertInvalid({"jsonrpc": "2.0", "id": 1, "method": 5})
+        self.assertInvalid({"jsonrpc": "2.0", "id": 1, "result": {}, "error": {}})
+        self.assertInvalid({"jsonrpc": "2.0", "id": 1})
+        for not_object in ([], "x", 1, None):
+            self.assertInvalid(not_object)
+
+
+class SchemaTest(unittest.TestCase):
+    """Input schemas from type hints."""
+
+    @staticmethod
+    def schema(fn):
+        return mcp_min.Tool(fn).input_schema
+
+    def prop(self, hint, **default):
+        ns = {"T": hint}
+        if default:
+            exec("def f(x: T = D): pass", {"D": default["default"], **ns}, ns)
+        else:
+            exec("def f(x: T): pass", ns, ns)
+        return self.schema(ns["f"])["properties"]["x"]
+
+    def test_simple_types(self):
+        def f(s: str, i: int, x: float, b: bool):
+            pass
+        schema = self.schema(f)
+        self.assertEqual(schema, {"type": "object", "properties": {
+            "s": {"type": "string"}, "i": {"type": "integer"}, "x": {"type": "number"},
+            "b": {"type": "boolean"}}, "required": ["s", "i", "x", "b"],
+            "additionalProperties": False})
+
+    def test_optional(self):
+        for hint in (typing.Optional[int], int | None):
+            prop = self.prop(hint, default=None)
+            self.assertEqual(prop["anyOf"], [{"type": "integer"}, {"type": "null"}])
+        def f(x: typing.Optional[int] = None):
+            pass
+        self.assertNotIn("required", self.schema(f))
+
+    def test_containers(self):
+        self.assertEqual(self.prop(list[int]), {"type": "array", "items": {"type": "integer"}})
+        self.assertEqual(self.prop(dict[str, int]),
+                         {"type": "object", "additionalProperties": {"type": "integer"}})
+        self.assertEqual(self.prop(list), {"type": "array"})
+
+    def test_literal_and_enum(self):
+        self.assertEqual(self.prop(typing.Literal["a", "b"]), {"enum": ["a", "b"], "type": "string"})
+
+        class Color(enum.Enum):
+            RED = "red"
+            BLUE = "blue"
+        self.assertEqual(self.prop(Color), {"enum": ["red", "blue"], "type": "string"})
+
+    def test_typeddict(self):
+        class Point(typing.TypedDict):
+            """A point."""
+            x: int
+            y: int
+
+        class Partial(typing.TypedDict, total=False):
+            x: int
+        point = self.prop(Point)
+        self.assertEqual(point["type"], "object")
+        self.assertEqual(point["properties"], {"x": {"type": "integer"}, "y": {"type": "integer"}})
+        self.assertEqual(point["required"], ["x", "y"])
+        self.assertEqual(point["description"], "A point.")
+        self.assertNotIn("required", self.prop(Partial))
+
+    def test_dataclass(self):
+        @dataclasses.dataclass
+        class Item:
+            name: str
+            qty: int = 1
+        item = self.prop(Item)
+        self.assertEqual(item["properties"], {"name": {"type": "string"}, "qty": {"type": "integer"}})
+        self.assertEqual(item["required"], ["name"])
+        self.assertNotIn("description", item)   # the generated "Item(name: str, ...)" doc is skipped
+
+    def test_annotated_description(self):
+        self.assertEqual(self.prop(typing.Annotated[str, "The user's name"]),
+                         {"type": "string", "description": "The user's name"})
+
+    def test_defaults_are_optional(self):
+        def f(a: int, b: int = 2, c: str = "x"):
+            """Do it.
+
+            Details that are not the description."""
+        tool = mcp_min.Tool(f)
+        self.assertEqual(tool.input_schema["required"], ["a"])
+        self.assertEqual(tool.input_schema["properties"]["b"], {"type": "integer", "default": 2})
+        self.assertEqual(tool.definition["description"], "Do it.")
+
+    def test_context_hidden_and_kwargs_open(self):
+        def f(x: int, ctx: Context, **rest):
+            pass
+        schema = self.schema(f)
+        self.assertEqual(list(schema["properties"]), ["x"])
+        self.assertNotIn("additionalProperties", schema)
+
+
+class ConvertTest(unittest.IsolatedAsyncioTestCase):
+    """Validated arguments become what the hints ask for."""
+
+    async def test_arguments_are_converted(self):
+        class Color(enum.Enum):
+            RED = "red"
+
+        @dataclasses.dataclass
+        class Item:
+            name: str
+
+        seen = {}
+
+        def f(color: Color, item: Item, pair: tuple[int, int], ratio: float):
+            seen.update(color=color, item=item, pair=pair, ratio=ratio)
+        await mcp_min.Tool(f).call({"color": "red", "item": {"name": "x"}, "pair": [1, 2],
+                                    "ratio": 2}, None)
+        self.assertIs(seen["color"], Color.RED)
+        self.assertEqual(seen["item"], Item("x"))
+        self.assertEqual(seen["pair"], (1, 2))
+        self.assertIs(type(seen["ratio"]), float)
+
+
+class ValidateTest(unittest.TestCase):
+    obj = {"type": "object", "properties": {"a": {"type": "integer"},
+                                            "p": {"type": "object", "properties": {"x": {"type": "string"}}},
+                                            "xs": {"type": "array", "items": {"type": "number"}}},
+           "required": ["a"], "additionalProperties": False}
+
+    def test_valid(self):
+        self.assertIsNone(validate({"a": 1, "p": {"x": "y"}, "xs": [1, 2.5]}, self.obj))
+        self.assertIsNone(validate(2.0, {"type": "integer"}))
+        self.assertIsNone(validate("x", {"unknownKeyword": 1}))
+
+    def test_messages_name_the_place(self):
+        self.assertEqual(validate({"a": "x"}, self.obj), "a: expected integer, got string")
+        self.assertEqual(validate({}, self.obj), "a: required property is missing")
+        self.assertEqual(validate({"a": 1, "b": 2}, self.obj), "b: unexpected property")
+        self.assertEqual(validate({"a": 1, "p": {"x": 1}}, self.obj), "p.x: expected string, got integer")
+        self.assertEqual(validate({"a": 1, "xs": [1, "2"]}, self.obj), "xs[1]: expected number, got string")
+        self.assertEqual(validate([], self.obj), "arguments: expected object, got array")
+
+    def test_bool_is_not_a_number(self):
+        self.assertEqual(validate(True, {"type": "integer"}), "arguments: expected integer, got boolean")
+        self.assertIsNotNone(validate(True, {"type": "number"}))
+
+    def test_keywords(self):
+        self.assertIsNotNone(validate("c", {"enum": ["a", "b"]}))
+        self.assertIsNone(validate(1, {"enum": [1.0]}))
+        self.assertIsNotNone(validate(True, {"enum": [1]}))
+        self.assertIsNotNone(validate("b", {"const": "a"}))
+        self.assertIsNotNone(validate(0, {"minimum": 1}))
+        self.assertIsNotNone(validate(1, {"exclusiveMaximum": 1}))
+        self.assertIsNotNone(validate("abc", {"maxLength": 2}))
+        self.assertIsNotNone(validate([], {"minItems": 1}))
+        self.assertIsNone(validate(None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}))
+        self.assertIsNotNone(validate("x", {"anyOf": [{"type": "integer"}, {"type": "null"}]}))
+        self.assertIsNotNone(validate(1, {"oneOf": [{"type": "integer"}, {"type": "number"}]}))
+        self.assertIsNotNone(validate(1, {"allOf": [{"type": "integer"}, {"minimum": 5}]}))
+        ref = {"$defs": {"n": {"type": "integer"}}, "type": "object",
+               "properties": {"v": {"$ref": "#/$defs/n"}}}
+        self.assertIsNone(validate({"v": 1}, ref))
+        self.assertEqual(validate({"v": "1"}, ref), "v: expected integer, got string")
+
+    def test_hostile_inputs_terminate(self):
+        loop_schema = {"$ref": "#"}             # refers to itself
+        self.assertIsNone(validate(1, loop_schema))
+        deep = []
+        for _ in range(10_000):
+            deep = [deep]
+        self.assertIsNone(validate(deep, {"type": "array", "items": {"$ref": "#"}}))
+
+
+class UriTemplateTest(unittest.TestCase):
+    def test_match(self):
+        t = mcp_min._UriTemplate("users://{name}/profile")
+        self.assertEqual(t.match("users://ada/profile"), {"name": "ada"})
+        self.assertEqual(t.match("users://ada%20l/profile"), {"name": "ada l"})
+        self.assertIsNone(t.match("users://a/b/profile"))        # a variable never spans '/'
+        self.assertIsNone(t.match("users:///profile"))           # nor is empty
+        self.assertIsNone(t.match("users://ada/profile/x"))
+        self.assertIsNone(t.match("other://ada/profile"))
+        two = mcp_min._UriTemplate("repo://{owner}/{name}")
+        self.assertEqual(two.match("repo://me/proj"), {"owner": "me", "name": "proj"})
+        self.assertIsNone(two.match("repo://me/proj/x"))
+
+    def test_unsupported_template_rejected(self):
+        for bad in ("r://{/ids*}", "r://{a", "r://{}"):
+            with self.assertRaises(ValueError):
+                mcp_min._UriTemplate(bad)
+
+    def test_hostile_uri_is_linear(self):
+        # SECURITY.md J74 / CVE-2026-0621: 50,000 characters answer in far less than a second.
+        templates = [mcp_min._UriTemplate(t) for t in
+                     ("users://{name}/profile", "r://{a},{b},{c}X", "r://{a}/{b}")]
+        uris = ["users://" + "1," * 25_000 + "X", "r://" + "1," * 25_000 + "Y",
+                "r://" + "a" * 50_000, "users://" + "a" * 50_000 + "/profil"]
+        started = time.perf_counter()
+        for t in templates:
+            for uri in uris:
+                t.match(uri)
+        self.assertLess(time.perf_counter() - started, 1.0)
+
+
+class ToolResultTest(unittest.TestCase):
+    """What a tool returns becomes a CallToolResult."""
+
+    def result(self, fn, value):
+        return mcp_min.Tool(fn).result(value)
+
+    def test_str(self):
+        def f() -> str: ...
+        self.assertEqual(self.result(f, "hi"), {"content": [{"type": "text", "text": "hi"}]})
+
+    def test_dict_is_structured(self):
+        def f() -> dict: ...
+        result = self.result(f, {"a": 1})
+        self.assertEqual(result["structuredContent"], {"a": 1})
+        self.assertEqual(json.loads(result["content"][0]["text"]), {"a": 1})
+
+    def test_list_and_int_are_wrapped(self):
+        def f() -> list[int]: ...
+        tool = mcp_min.Tool(f)
+        self.assertEqual(tool.output_schema["properties"]["result"], {"type": "array", "items": {"type": "integer"}})
+        self.assertEqual(tool.result([1, 2])["structuredContent"], {"result": [1, 2]})
+
+        def g() -> int: ...
+        self.assertEqual(self.result(g, 5)["structuredContent"], {"result": 5})
+
+        def h(): ...
+        self.assertEqual(self.result(h, [1])["structuredContent"], {"result": [1]})
+
+    def test_dataclass(self):
+        @dataclasses.dataclass
+        class User:
+            name: str
+            tags: tuple = ()
+
+        def f() -> User: ...
+        result = self.result(f, User("ada", ("x",)))
+        self.assertEqual(result["structuredContent"], {"name": "ada", "tags": ["x"]})
+
+    def test_content_blocks(self):
+        def f(): ...
+        block = mcp_min.text("hello", annotations={"priority": 1})
+        self.assertEqual(self.result(f, block), {"content": [block]})
+        pic = mcp_min.image(b"\x89PNG")
+        self.assertEqual(pic, {"type": "image", "data": base64.b64encode(b"\x89PNG").decode(),
+                               "mimeType": "image/png"})
+        sound = mcp_min.audio(b"RIFF", "audio/x-wav")
+        self.assertEqual(sound["type"], "audio")
+        self.assertEqual(base64.b64decode(sound["data"]), b"RIFF")
+        self.assertEqual(self.result(f, [pic, sound]), {"content": [pic, sound]})
+        self.assertEqual(mcp_min.image("QUJD")["data"], "QUJD")     # already base64
+        link = mcp_min.resource_link("file:///a", "a")
+        self.assertEqual(link, {"type": "resource_link", "uri": "file:///a", "name": "a"})
+        embedded = mcp_min.embedded_resource("file:///b", b"\x00", "application/octet-stream")
+        self.assertEqual(embedded["resource"], {"uri": "file:///b", "mimeType": "application/octet-stream",
+                                                "blob": "AA=="})
+
+    def test_plain_dict_is_not_a_content_block(self):
+        def f(): ...
+        result = self.result(f, {"type": "text", "text": "x"})
+        self.assertEqual(result["structuredContent"], {"type": "text", "text": "x"})
+
+    def test_none(self):
+        def f(): ...
+        self.assertEqual(self.result(f, None), {"content": []})
+
+    def test_output_not_matching_schema_is_an_error(self):
+        def f() -> int: ...
+        result = self.result(f, "not an int")
+        self.assertTrue(result["isError"])
+        self.assertNotIn("structuredContent", result)
+
+
+class ToolNameTest(unittest.TestCase):
+    def test_valid(self):
+        for name in ("a", "get_user", "users.get-v2", "A" * 128):
+            self.assertEqual(mcp_min.Tool(lambda: None, name).name, name)
+
+    def test_invalid(self):
+        for name in ("", "a b", "x/y", "ü", "A" * 129, "tool\u0000", "a:b"):
+            with self.assertRaises(ValueError, msg=repr(name)):
+                mcp_min.Tool(lambda: None, name)
+
+
+##############################################################################
+# Tier 2. A Session wired in memory
+##############################################################################
+
+class Wire:
+    """The client's end of an in-memory Session: everything it was sent."""
+
+    def __init__(self, server):
+        self.sent = []      # (message, related); message None = "ended with no response"
+        self.session = Session(server, lambda message, related: self.sent.append((message, related)))
+
+    @property
+    def messages(self):
+        return [m for m, _ in self.sent if m is not None]
+
+    def feed(self, data):
+        self.session.receive(data if isinstance(data, (bytes, str)) else json.dumps(data))
+
+    async def wait_for(self, predicate, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while True:
+            for message in self.messages:
+                if predicate(message):
+                    return message
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no such message; sent: {self.messages!r}"[:3000])
+            await asyncio.sleep(0.002)
+
+    async def response(self, id_):
+        return await self.wait_for(lambda m: "method" not in m and m.get("id") == id_
+                                   and type(m.get("id")) is type(id_))
+
+    async def request(self, message):
+        self.feed(message)
+        return await self.response(message["id"])
+
+    async def initialize(self, version=LATEST_PROTOCOL_VERSION, capabilities=None):
+        response = await self.request(rpc(0, "initialize", init_params(version, capabilities)))
+        self.feed(note("notifications/initialized"))
+        return response
+
+    def answers(self, id_):
+        return [m for m in self.messages if "method" not in m and m.get("id") == id_
+                and type(m.get("id")) is type(id_)]
+
+    async def settle(self):
+        """Let every running request finish, and a few loop turns pass."""
+        await asyncio.wait_for(self.session.drain(), TIMEOUT)
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+
+class SessionLifecycleTest(unittest.IsolatedAsyncioTestCase):
+    """initialize, capabilities, early requests (PROTOCOL.md 3)."""
+
+    async def test_known_versions_are_echoed(self):
+        for version in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"):
+            wire = Wire(make_server()[0])
+            result = (await wire.initialize(version))["result"]
+            self.assertEqual(result["protocolVersion"], version)
+            self.assertEqual(wire.session.protocol_version, version)
+
+    async def test_unknown_version_gets_latest(self):
+        for version in ("1999-01-01", "2026-07-28", "2025-11-26"):
+            wire = Wire(make_server()[0])
+            result = (await wire.initialize(version))["result"]
+            self.assertEqual(result["protocolVersion"], "2025-11-25")
+
+    async def test_server_info_instructions_and_capabilities(self):
+        wire = Wire(make_server()[0])
+        result = (await wire.initialize())["result"]
+        self.assertEqual(result["serverInfo"], {"name": "test-server", "version": "1.2.3"})
+        self.assertEqual(result["instructions"], "Be nice.")
+        self.assertEqual(result["capabilities"], {
+            "logging": {}, "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True}, "completions": {}})
+        bare = Wire(Server("bare"))
+        result = (await bare.initialize())["result"]
+        self.assertNotIn("instructions", result)
+        self.assertEqual(result["capabilities"], {"logging": {}})
+
+    async def test_capabilities_follow_the_registry(self):
+        server = Server("s")
+        server.tool()(lambda: "x")
+        self.assertEqual(set(server.capabilities()), {"logging", "tools"})
+        server.prompt("p")(lambda: "x")
+        self.assertEqual(set(server.capabilities()), {"logging", "tools", "prompts"})
+
+    async def test_initialize_without_params(self):
+        wire = Wire(make_server()[0])
+        response = await wire.request(rpc(1, "initialize"))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+        self.assertFalse(wire.session.initialized)
+        response = await wire.request(rpc(2, "initialize", {"protocolVersion": 5}))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+
+    # BUG: initialize whose params is not an object ("x", null, []) raises
+    # AttributeError out of Session.receive instead of answering -32602 (CVE-2025-53366 class).
+    @unittest.expectedFailure
+    async def test_initialize_params_not_object(self):
+        wire = Wire(make_server()[0])
+        for i, params in enumerate(('"x"', "null", "[]")):
+            wire.feed('{"jsonrpc":"2.0","id":%d,"method":"initialize","params":%s}' % (i, params))
+            self.assertEqual((await wire.response(i))["error"]["code"], INVALID_PARAMS)
+        self.assertEqual((await wire.initialize())["result"]["protocolVersion"], "2025-11-25")
+
+    async def test_second_initialize_refused(self):
+        wire = Wire(make_server()[0])
+        await wire.initialize("2025-06-18")
+        response = await wire.request(rpc(9, "initialize", init_params("2024-11-05")))
+        self.assertEqual(response["error"]["code"], INVALID_REQUEST)
+        self.assertEqual(wire.session.protocol_version, "2025-06-18")
+
+    async def test_ping_before_initialize(self):
+        wire = Wire(make_server()[0])
+        self.assertEqual(await wire.request(rpc(1, "ping")), {"jsonrpc": "2.0", "id": 1, "result": {}})
+
+    async def test_other_requests_before_initialize_refused(self):
+        server, state = make_server()
+        wire = Wire(server)
+        response = await wire.request(rpc(1, "tools/list"))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+        response = await wire.request(call(2, "count"))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+        self.assertEqual(state.calls, 0)
+
+    async def test_unknown_method(self):
+        wire = Wire(make_server()[0])
+        response = await wire.request(rpc(1, "server/discover"))
+        self.assertEqual(response["error"]["code"], METHOD_NOT_FOUND)
+        await wire.initialize()
+        for i, method in enumerate(("server/discover", "tools/List", "notifications/cancelled")):
+            response = await wire.request(rpc(10 + i, method, {"requestId": 1}))
+            self.assertEqual(response["error"]["code"], METHOD_NOT_FOUND, method)
+
+    async def test_method_of_undeclared_capability(self):
+        wire = Wire(Server("bare"))
+        await wire.initialize()
+        for i, method in enumerate(("tools/list", "prompts/list", "resources/read", "completion/complete")):
+            response = await wire.request(rpc(i, method))
+            self.assertEqual(response["error"]["code"], METHOD_NOT_FOUND, method)
+
+    async def test_notifications_never_answered(self):
+        wire = Wire(make_server()[0])
+        quiet = [note("notifications/initialized"), note("notifications/whatever", {"a": 1}),
+                 note("notifications/cancelled", {"requestId": 999}),
+                 note("notifications/cancelled", "not an object"),
+                 note("notifications/cancelled", {"requestId": True}),
+                 note("notifications/progress", {"progressToken": 1, "progress": 1})]
+        for message in quiet:
+            wire.feed(message)
+        await wire.initialize()
+        before = len(wire.sent)
+        for message in quiet:
+            wire.feed(message)
+        wire.feed({"jsonrpc": "2.0", "id": 12345, "result": {}})        # a response nobody asked for
+        await wire.settle()
+        self.assertEqual(len(wire.sent), before)
+
+    async def test_params_must_be_an_object(self):
+        wire = Wire(make_server()[0])
+        await wire.initialize()
+        response = await wire.request(rpc(1, "tools/list", [1]))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+        response = await wire.request(rpc(2, "tools/call", {"arguments": {}}))  # no name
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+        self.assertEqual((await wire.request(rpc(3, "ping")))["result"], {})
+
+    async def test_list_changed_after_initialize(self):
+        server, _ = make_server()
+        early, late = Wire(server), Wire(server)
+        await late.initialize()
+        server.add_tool(lambda: "new", "new_tool")
+        server.remove_tool("new_tool")
+        server.add_prompt(lambda: "p", "new_prompt")
+        server.add_resource(lambda: "r", "mem://r")
+        await late.settle()
+        methods = [m.get("method") for m in late.messages]
+        self.assertEqual(methods.count("notifications/tools/list_changed"), 2)
+        self.assertIn("notifications/prompts/list_changed", methods)
+        self.assertIn("notifications/resources/list_changed", methods)
+        self.assertEqual(early.messages, [])        # not initialized: nothing but logs
+        late.session.close()
+        server.add_tool(lambda: "x", "after_close")
+        self.assertEqual(methods, [m.get("method") for m in late.messages])
+        self.assertNotIn(late.session, server.sessions)
+
+
+class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
+    """Ids, bad envelopes, batches (SECURITY.md group E on the session)."""
+
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.wire = Wire(self.server)
+
+    async def test_parse_error_has_null_id(self):
+        for data in (b"{bad", b"", b'{"a":"\xff"}', "[" * 200_000):
+            self.wire.feed(data)
+            self.assertEqual(self.wire.messages[-1], {"jsonrpc": "2.0", "id": None, "error": {
+                "code": PARSE_ERROR, "message": "Parse error"}})
+
+    async def test_bad_envelopes_run_nothing(self):
+        await self.wire.initialize()
+        bad = ['{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call",'
+               '"params":{"name":"count"}}',
+               '{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"count"}}',
+               '{"jsonrpc":"2.0","id":1,"method":"ping","method\\u0000":"tools/call"}',
+               '{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"count"}}',
+               '{"jsonrpc":"2.0","id":1,"method":5}']
+        for data in bad:
+            before = len(self.wire.messages)
+            self.wire.feed(data)
+            self.assertEqual(len(self.wire.messages), before + 1, data)
+            self.assertEqual(self.wire.messages[-1]["error"]["code"], INVALID_REQUEST, data)
+        await self.wire.settle()
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_bad_id_types_get_null_id_and_run_nothing(self):
+        await self.wire.initialize()
+        self.wire.feed(call(1, "wait"))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        for bad in ("true", "1.5", "1e2", "null", "{}", "[]"):
+            self.wire.feed('{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"count"}}' % bad)
+            self.assertEqual(self.wire.messages[-1], {"jsonrpc": "2.0", "id": None, "error": {
+                "code": INVALID_REQUEST, "message": "Invalid request"}}, bad)
+        self.state.gate.set()
+        self.assertEqual(tool_text(await self.wire.response(1)), "released")   # id true did not touch id 1
+        await self.wire.settle()
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_ids_1_and_string_1_are_distinct(self):
+        # SECURITY.md E40 and R20: never coerce 1 and "1" to one key.
+        await self.wire.initialize()
+        self.wire.feed(call(1, "wait", {"label": "int"}))
+        self.wire.feed(call("1", "wait", {"label": "str"}))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        self.assertEqual(len(self.wire.session.running), 2)
+        self.wire.feed(note("notifications/cancelled", {"requestId": "1"}))
+        self.state.gate.set()
+        self.assertEqual(tool_text(await self.wire.response(1)), "int")
+        await self.wire.settle()
+        self.assertEqual(self.wire.answers("1"), [])       # only "1" was cancelled
+
+    async def test_duplicate_in_flight_id(self):
+        # SECURITY.md F55: the second gets -32600 with the id; the first gets its own result.
+        await self.wire.initialize()
+        self.wire.feed(call(7, "wait", {"label": "first"}))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        self.wire.feed(rpc(7, "ping"))
+        duplicate = await self.wire.response(7)
+        self.assertEqual(duplicate["error"]["code"], INVALID_REQUEST)
+        self.state.gate.set()
+        await self.wire.settle()
+        answers = self.wire.answers(7)
+        self.assertEqual(len(answers), 2)
+        self.assertEqual(tool_text(answers[1]), "first")
+        self.assertEqual((await self.wire.request(rpc(7, "ping")))["result"], {})  # free again
+
+    async def test_batch_on_2025_03_26(self):
+        await self.wire.initialize("2025-03-26")
+        self.wire.feed([rpc(1, "ping"), call(2, "add", {"a": 1, "b": 2}), note("notifications/x")])
+        self.assertEqual((await self.wire.response(1))["result"], {})
+        self.assertEqual(tool_text(await self.wire.response(2)), "3")
+        await self.wire.settle()
+        self.assertEqual(len(self.wire.messages), 3)    # initialize + two answers
+
+    async def test_batch_refused_on_other_versions(self):
+        for version in ("2024-11-05", "2025-06-18", "2025-11-25"):
+            server, state = make_server()
+            wire = Wire(server)
+            await wire.initialize(version)
+            wire.feed([call(1, "count"), rpc(2, "ping")])
+            await wire.settle()
+            self.assertEqual(wire.messages[1:], [{"jsonrpc": "2.0", "id": None, "error": {
+                "code": INVALID_REQUEST, "message": "Invalid request: batches are not accepted"}}])
+            self.assertEqual(state.calls, 0, version)
+
+    async def test_batch_before_initialize_refused(self):
+        self.wire.feed([rpc(1, "initialize", init_params("2025-03-26"))])
+        self.assertEqual(self.wire.messages[-1]["error"]["code"], INVALID_REQUEST)
+        self.assertFalse(self.wire.session.initialized)
+
+    async def test_initialize_inside_batch_refused(self):
+        await self.wire.initialize("2025-03-26")
+        self.wire.feed([rpc(5, "initialize", init_params("2025-03-26")), rpc(6, "ping")])
+        self.assertEqual((await self.wire.response(5))["error"]["code"], INVALID_REQUEST)
+        self.assertEqual((await self.wire.response(6))["result"], {})
+
+    async def test_empty_batch_refused(self):
+        await self.wire.initialize("2025-03-26")
+        self.wire.feed("[]")
+        self.assertEqual(self.wire.messages[-1]["error"]["code"], INVALID_REQUEST)
+        self.assertIsNone(self.wire.messages[-1]["id"])
+
+
+class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.wire = Wire(self.server)
+        await self.wire.initialize()
+
+    async def test_list(self):
+        tools = {t["name"]: t for t in (await self.wire.request(rpc(1, "tools/list")))["result"]["tools"]}
+        self.assertEqual(tools["add"]["description"], "Add two integers.")
+        self.assertEqual(tools["add"]["inputSchema"]["required"], ["a", "b"])
+        self.assertNotIn("ctx", tools["steps"]["inputSchema"]["properties"])
+
+    async def test_pagination(self):
+        server = Server("many")
+        for i in range(250):
+            server.add_tool(lambda: "x", f"tool{i:03d}")
+        wire = Wire(server)
+        await wire.initialize()
+        names, cursor, pages = [], None, 0
+        while True:
+            params = {} if cursor is None else {"cursor": cursor}
+            result = (await wire.request(rpc(100 + pages, "tools/list", params)))["result"]
+            names += [t["name"] for t in result["tools"]]
+            pages += 1
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                break
+        self.assertEqual(pages, 3)
+        self.assertEqual(names, [f"tool{i:03d}" for i in range(250)])
+        for i, bad in enumerate(("abc", "99999", 5, "-1", "")):
+            response = await wire.request(rpc(200 + i, "tools/list", {"cursor": bad}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, bad)
+
+    async def test_call(self):
+        response = await self.wire.request(call(1, "add", {"a": 2, "b": 3}))
+        self.assertEqual(response["result"], {"content": [{"type": "text", "text": "5"}],
+                                              "structuredContent": {"result": 5}})
+
+    async def test_unknown_tool(self):
+        response = await self.wire.request(call(1, "nope"))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+        self.assertEqual(response["id"], 1)
+
+    async def test_bad_arguments_are_a_tool_error(self):
+        cases = [({"a": "x", "b": 1}, "Invalid arguments for tool 'add': a: expected integer, got string"),
+                 ({"a": 1}, "Invalid arguments for tool 'add': b: required property is missing"),
+                 ({"a": 1, "b": 2, "c": 3}, "Invalid arguments for tool 'add': c: unexpected property"),
+                 ({"a": True, "b": 2}, "Invalid arguments for tool 'add': a: expected integer, got boolean")]
+        for i, (arguments, message) in enumerate(cases):
+            result = (await self.wire.request(call(i, "add", arguments)))["result"]
+            self.assertEqual(result, {"content": [{"type": "text", "text": message}], "isError": True})
+        response = await self.wire.request(rpc(9, "tools/call", {"name": "add", "arguments": [1, 2]}))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+
+    async def test_mcp_error_becomes_tool_error(self):
+        result = (await self.wire.request(call(1, "refuse")))["result"]
+        self.assertEqual(result, {"content": [{"type": "text", "text": "No such user: bob."}], "isError": True})
+
+    async def test_exception_text_never_leaks(self):
+        # SECURITY.md G56: the secret and the path stay in the server log.
+        with self.assertLogs("mcp_min", "ERROR") as logs:
+            result = (await self.wire.request(call(1, "leak")))["result"]
+        self.assertTrue(result["isError"])
+        wire_text = json.dumps(result)
+        for secret in ("abc", "token", ".ssh", "/home", "id_rsa", "ValueError", "Traceback"):
+            self.assertNotIn(secret, wire_text)
+        self.assertIn("id_rsa", "\n".join(logs.output))
+
+    async def test_sync_tool_runs_off_the_loop(self):
+        # The sync tool blocks its thread until released; a ping must still be answered.
+        try:
+            self.wire.feed(call(1, "blocking"))
+            self.assertEqual((await self.wire.request(rpc(2, "ping")))["result"], {})
+            self.assertEqual(self.wire.answers(1), [])
+        finally:
+            self.state.thread_gate.set()
+        self.assertEqual(tool_text(await self.wire.response(1)), "unblocked")
+
+    async def test_cancellation(self):
+        self.wire.feed(call(5, "wait"))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        self.wire.feed(note("notifications/cancelled", {"requestId": 5, "reason": "user"}))
+        await self.wire.settle()
+        self.assertTrue(self.state.cancelled)
+        self.assertEqual(self.wire.answers(5), [])
+        self.assertIn((None, 5), self.wire.sent)       # the transport learns the request ended
+        self.assertEqual(self.wire.session.running, {})
+        self.wire.feed(note("notifications/cancelled", {"requestId": 5}))     # again: ignored
+        self.assertEqual((await self.wire.request(rpc(6, "ping")))["result"], {})
+        self.assertEqual(tool_text(await self.wire.request(call(5, "add", {"a": 1, "b": 1}))), "2")
+
+    async def test_progress(self):
+        response = await self.wire.request(call(1, "steps", meta={"progressToken": "tok-1"}))
+        self.assertEqual(tool_text(response), "done")
+        progress = [(m, related) for m, related in self.wire.sent
+                    if m and m.get("method") == "notifications/progress"]
+        self.assertEqual([m["params"] for m, _ in progress], [
+            {"progressToken": "tok-1", "progress": i, "total": 3, "message": f"step {i}"}
+            for i in (1, 2, 3)])
+        self.assertTrue(all(related == 1 for _, related in progress))
+        order = [m.get("method") or m.get("id") for m in self.wire.messages[1:]]
+        self.assertEqual(order, ["notifications/progress"] * 3 + [1])
+
+    async def test_progress_token_zero_and_absent(self):
+        await self.wire.request(call(1, "steps", {"n": 2}, meta={"progressToken": 0}))
+        tokens = [m["params"]["progressToken"] for m in self.wire.messages
+                  if m.get("method") == "notifications/progress"]
+        self.assertEqual(tokens, [0, 0])
+        await self.wire.request(call(2, "steps", {"n": 2}))
+        self.assertEqual(len([m for m in self.wire.messages if m.get("method") == "notifications/progress"]), 2)
+
+    async def test_log_level(self):
+        def logs():
+            return [(m["params"]["level"], m["params"].get("logger")) for m in self.wire.messages
+                    if m.get("method") == "notifications/message"]
+        await self.wire.request(call(1, "chat"))
+        self.assertEqual(logs(), [("info", None), ("warning", "test"), ("error", None)])
+        self.assertEqual((await self.wire.request(rpc(2, "logging/setLevel", {"level": "error"})))["result"], {})
+        await self.wire.request(call(3, "chat"))
+        self.assertEqual(logs()[3:], [("error", None)])
+        response = await self.wire.request(rpc(4, "logging/setLevel", {"level": "loud"}))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+
+
+class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
+    """Server -> client requests: sampling, elicitation, roots."""
+
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.wire = Wire(self.server)
+        await self.wire.initialize(capabilities={"sampling": {}, "elicitation": {}, "roots": {}})
+
+    async def server_request(self, method):
+        return await self.wire.wait_for(lambda m: m.get("method") == method and "id" in m)
+
+    async def test_sample(self):
+        self.wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
+        request = await self.server_request("sampling/createMessage")
+        self.assertEqual(request["params"], {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Hi?"}}],
+            "maxTokens": 50, "systemPrompt": "Be brief."})
+        self.assertEqual([r for m, r in self.wire.sent if m is request], [1])    # related to call 1
+        self.wire.feed({"jsonrpc": "2.0", "id": request["id"], "result": {
+            "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
+        self.assertEqual(tool_text(await self.wire.response(1)), "Hello.")
+
+    async def test_elicit(self):
+        self.wire.feed(call(1, "ask_user"))
+        request = await self.server_request("elicitation/create")
+        self.assertEqual(request["params"]["message"], "Your name?")
+        self.assertEqual(request["params"]["requestedSchema"],
+                         {"type": "object", "properties": {"name": {"type": "string"}}})
+        self.wire.feed({"jsonrpc": "2.0", "id": request["id"],
+                        "result": {"action": "accept", "content": {"name": "Ada"}}})
+        response = await self.wire.response(1)
+        self.assertEqual(response["result"]["structuredContent"],
+                         {"action": "accept", "content": {"name": "Ada"}})
+
+    async def test_list_roots(self):
+        self.wire.feed(call(1, "roots"))
+        request = await self.server_request("roots/list")
+        self.wire.feed({"jsonrpc": "2.0", "id": request["id"],
+                        "result": {"roots": [{"uri": "file:///work", "name": "work"}]}})
+        self.assertEqual((await self.wire.response(1))["result"]["structuredContent"],
+                         {"result": ["file:///work"]})
+
+    async def test_client_error_reply(self):
+        self.wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
+        request = await self.server_request("sampling/createMessage")
+        self.wire.feed({"jsonrpc": "2.0", "id": request["id"],
+                        "error": {"code": -1, "message": "User rejected sampling"}})
+        result = (await self.wire.response(1))["result"]
+        self.assertEqual(result, {"content": [{"type": "text", "text": "User rejected sampling"}],
+                                  "isError": True})
+
+    async def test_refused_when_not_declared(self):
+        wire = Wire(self.server)
+        await wire.initialize(capabilities={})
+        for i, name in enumerate(("ask_model", "ask_user", "roots")):
+            arguments = {"prompt": "x"} if name == "ask_model" else {}
+            result = (await wire.request(call(i, name, arguments)))["result"]
+            self.assertTrue(result["isError"], name)
+            self.assertIn("does not support", result["content"][0]["text"])
+        self.assertFalse([m for m in wire.messages if "method" in m and "id" in m])
+
+
+class SessionResourcesPromptsTest(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.wire = Wire(self.server)
+        await self.wire.initialize()
+
+    async def test_list_and_templates(self):
+        result = (await self.wire.request(rpc(1, "resources/list")))["result"]
+        self.assertEqual(sorted(r["uri"] for r in result["resources"]), ["blob://logo", "config://app"])
+        config = next(r for r in result["resources"] if r["uri"] == "config://app")
+        self.assertEqual(config, {"uri": "config://app", "name": "config",
+                                  "description": "App configuration.", "mimeType": "application/json"})
+        result = (await self.wire.request(rpc(2, "resources/templates/list")))["result"]
+        self.assertEqual(result["resourceTemplates"], [{"uriTemplate": "users://{name}/profile",
+                                                        "name": "profile"}])
+
+    async def test_read(self):
+        result = (await self.wire.request(rpc(1, "resources/read", {"uri": "config://app"})))["result"]
+        self.assertEqual(result["contents"], [{"uri": "config://app", "mimeType": "application/json",
+                                               "text": '{"debug": true}'}])
+        result = (await self.wire.request(rpc(2, "resources/read", {"uri": "users://ada%20l/profile"})))["result"]
+        self.assertEqual(result["contents"], [{"uri": "users://ada%20l/profile", "text": "profile of ada l"}])
+        result = (await self.wire.request(rpc(3, "resources/read", {"uri": "blob://logo"})))["result"]
+        self.assertEqual(result["contents"], [{"uri": "blob://logo", "mimeType": "image/png",
+                                               "blob": base64.b64encode(b"\x89PNG").decode()}])
+
+    async def test_unknown_resource(self):
+        response = await self.wire.request(rpc(1, "resources/read", {"uri": "nope://x"}))
+        self.assertEqual(response["error"], {"code": RESOURCE_NOT_FOUND, "message": "Resource not found",
+                                             "data": {"uri": "nope://x"}})
+        response = await self.wire.request(rpc(2, "resources/read", {}))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+
+    async def test_hostile_uri_answered_quickly(self):
+        uri = "users://" + "1," * 25_000 + "X"
+        started = time.perf_counter()
+        response = await self.wire.request(rpc(1, "resources/read", {"uri": uri}))
+        self.assertLess(time.perf_counter() - started, 1.0)
+        self.assertEqual(response["error"]["code"], RESOURCE_NOT_FOUND)
+
+    async def test_subscribe(self):
+        other = Wire(self.server)
+        await other.initialize()
+        self.assertEqual((await self.wire.request(rpc(1, "resources/subscribe", {"uri": "config://app"})))["result"], {})
+        self.server.resource_updated("config://app")
+        self.server.resource_updated("blob://logo")
+        update = await self.wire.wait_for(lambda m: m.get("method") == "notifications/resources/updated")
+        self.assertEqual(update["params"], {"uri": "config://app"})
+        await self.wire.request(rpc(2, "resources/unsubscribe", {"uri": "config://app"}))
+        self.server.resource_updated("config://app")
+        await self.wire.settle()
+        updates = [m for m in self.wire.messages if m.get("method") == "notifications/resources/updated"]
+        self.assertEqual(len(updates), 1)
+        self.assertFalse([m for m in other.messages if m.get("method") == "notifications/resources/updated"])
+
+    async def test_prompts(self):
+        prompts = (await self.wire.request(rpc(1, "prompts/list")))["result"]["prompts"]
+        self.assertEqual(prompts, [{"name": "review", "description": "Review some code.", "arguments": [
+            {"name": "code", "description": "The code to review", "required": True},
+            {"name": "style", "required": False}]}])
+        result = (await self.wire.request(rpc(2, "prompts/get", {"name": "review",
+                                                                "arguments": {"code": "x=1"}})))["result"]
+        self.assertEqual(result, {"description": "Review some code.", "messages": [
+            {"role": "user", "content": {"type": "text", "text": "Review (short): x=1"}}]})
+
+    async def test_prompt_errors(self):
+        cases = [{"name": "review", "arguments": {}},                  # missing required argument
+                 {"name": "nope"},                                      # unknown prompt
+                 {"name": "review", "arguments": {"code": 5}},         # arguments are strings
+                 {}]
+        for i, params in enumerate(cases):
+            response = await self.wire.request(rpc(i, "prompts/get", params))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, params)
+
+    async def test_completion(self):
+        params = {"ref": {"type": "ref/prompt", "name": "review"},
+                  "argument": {"name": "style", "value": "l"}}
+        result = (await self.wire.request(rpc(1, "completion/complete", params)))["result"]
+        self.assertEqual(result, {"completion": {"values": ["long", "loud"], "total": 2, "hasMore": False}})
+        params["argument"] = {"name": "code", "value": "x"}           # nothing registered: no values
+        result = (await self.wire.request(rpc(2, "completion/complete", params)))["result"]
+        self.assertEqual(result["completion"]["values"], [])
+        params["ref"] = {"type": "ref/prompt", "name": "nope"}
+        response = await self.wire.request(rpc(3, "completion/complete", params))
+        self.assertEqual(response["error"]["code"], INVALID_PARAMS)
+
+
+##############################################################################
+# Tier 3a. stdio over real subprocess pipes (SECURITY.md group H)
+##############################################################################
+
+TARGET_SOURCE = textwrap.dedent('''
+    import asyncio, os, subprocess, sys
+    from mcp_min import Server
+
+    server = Server("target")
+    MARKS = os.environ["MCP_TEST_MARKS"]
+
+    @server.tool()
+    def noisy() -> str:
+        print("print noise")
+        sys.stdout.write("sys.stdout noise\\n")
+        sys.stdout.flush()
+        os.write(1, b"fd1 noise\\n")
+        subprocess.run([sys.executable, "-c", "print('child noise')"], check=True)
+        return "quiet"
+
+    @server.tool()
+    async def slow(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "slept"
+
+    @server.tool()
+    def mark(name: str) -> str:
+        open(os.path.join(MARKS, name), "w").close()
+        return "marked"
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+''')
+
+
+def _clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("MCP_TOKEN", "PYTHONSTARTUP")}
+    env["PYTHONPATH"] = HERE
+    env.update(extra)
+    return env
+
+
+class StdioProcess:
+    """`python mcp_min.py serve --stdio [TARGET]`, with a line reader thread."""
+
+    def __init__(self, target=None, read=True, env=None):
+        self.stderr_file = tempfile.TemporaryFile()
+        args = [sys.executable, MCP_MIN, "serve", "--stdio"] + ([target] if target else [])
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr_file, cwd=HERE, env=env or _clean_env())
+        self.lines = queue.Queue()
+        if read:
+            threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        try:
+            for line in iter(self.proc.stdout.readline, b""):
+                self.lines.put(line)
+        except (OSError, ValueError):
+            pass
+        self.lines.put(None)
+
+    def write(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def write_in_background(self, data):
+        def run():
+            with contextlib.suppress(OSError, ValueError):
+                self.write(data)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+    def send(self, message):
+        self.write(json.dumps(message).encode() + b"\n")
+
+    def read_line(self, timeout=TIMEOUT):
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no output within {timeout} s; stderr: {self.stderr()[-2000:]}") from None
+
+    def read(self, timeout=TIMEOUT):
+        line = self.read_line(timeout)
+        if line is None:
+            raise AssertionError(f"stdout closed; stderr: {self.stderr()[-2000:]}")
+        self.last_line = line
+        return json.loads(line)
+
+    def initialize(self):
+        self.send(rpc(0, "initialize", init_params()))
+        result = self.read()
+        self.send(note("notifications/initialized"))
+        return result
+
+    def close_stdin(self):
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+
+    def wait(self, timeout=TIMEOUT):
+        return self.proc.wait(timeout)
+
+    def stderr(self):
+        self.stderr_file.seek(0)
+        return self.stderr_file.read().decode("utf-8", "replace")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(TIMEOUT)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError, ValueError):
+                if pipe:
+                    pipe.close()
+        self.stderr_file.close()
+
+
+class StdioTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.target = os.path.join(cls.tmp.name, "target_server.py")
+        with open(cls.target, "w") as f:
+            f.write(TARGET_SOURCE)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def start(self, target=False, read=True):
+        self.marks = tempfile.mkdtemp(dir=self.tmp.name)
+        process = StdioProcess(self.target if target else None, read,
+                               _clean_env(MCP_TEST_MARKS=self.marks))
+        self.addCleanup(process.kill)
+        return process
+
+    def assertCleanExit(self, process, code=0):
+        self.assertEqual(process.wait(), code)
+        self.assertNotIn("Traceback", process.stderr())
+
+    def test_demo_round_trip(self):
+        p = self.start()
+        result = p.initialize()["result"]
+        self.assertEqual(result["serverInfo"]["name"], "user-store")
+        p.send(rpc(1, "tools/list"))
+        names = [t["name"] for t in p.read()["result"]["tools"]]
+        self.assertEqual(sorted(names), ["addUser", "deleteUser", "getUser", "getUsers"])
+        p.send(call(2, "getUser", {"name": "Jane"}))
+        self.assertEqual(p.read()["result"]["structuredContent"], {"name": "Jane", "email": "jane@example.com"})
+        p.close_stdin()
+        self.assertCleanExit(p)
+
+    def test_eof_when_idle_exits_zero(self):
+        p = self.start()
+        p.close_stdin()
+        self.assertCleanExit(p)
+        self.assertIsNone(p.read_line())        # nothing was written
+
+    def test_in_flight_request_finished_on_eof(self):
+        p = self.start(target=True)
+        p.initialize()
+        p.send(call(1, "slow", {"seconds": 0.3}))
+        p.close_stdin()
+        self.assertEqual(tool_text(p.read()), "slept")
+        self.assertCleanExit(p)
+
+    def test_final_line_without_newline(self):
+        p = self.start()
+        p.write(json.dumps(rpc(1, "ping")).encode())
+        p.close_stdin()
+        self.assertEqual(p.read(), {"jsonrpc": "2.0", "id": 1, "result": {}})
+        self.assertCleanExit(p)
+
+    def test_crlf(self):
+        p = self.start()
+        p.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\r\n')
+        self.assertEqual(p.read(), {"jsonrpc": "2.0", "id": 1, "result": {}})
+
+    def test_bare_cr_inside_json_is_one_message(self):
+        p = self.start()
+        p.write(b'{"jsonrpc":"2.0","id":1,\r"method":"ping"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+        self.assertEqual(p.read()["id"], 1)
+        self.assertEqual(p.read()["id"], 2)
+
+    def test_unicode_line_separators_inside_a_string(self):
+        p = self.start(target=True)
+        p.initialize()
+        text = "a\u2028b\u0085c\u2029d"
+        p.write(json.dumps(call(1, "echo", {"text": text}), ensure_ascii=False).encode() + b"\n")
+        p.send(rpc(2, "ping"))
+        self.assertEqual(tool_text(p.read()), text)
+        self.assertTrue(p.last_line.isascii())
+        self.assertEqual(p.read()["id"], 2)
+
+    def test_invalid_utf8_line_then_ping(self):
+        p = self.start()
+        p.write(b"\xff\xfe\n" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        error = p.read()
+        self.assertIsNone(error["id"])
+        self.assertEqual(error["error"]["code"], PARSE_ERROR)
+        self.assertEqual(p.read(), {"jsonrpc": "2.0", "id": 1, "result": {}})
+
+    def test_non_json_line(self):
+        p = self.start()
+        p.write(b"hello\n")
+        self.assertEqual(p.read(), {"jsonrpc": "2.0", "id": None,
+                                    "error": {"code": PARSE_ERROR, "message": "Parse error"}})
+        p.send(rpc(1, "ping"))
+        self.assertEqual(p.read()["id"], 1)
+
+    def test_blank_lines_ignored(self):
+        p = self.start()
+        p.write(b"\n\n   \n\r\n\t\n" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        self.assertEqual(p.read()["id"], 1)
+        p.send(rpc(2, "ping"))
+        self.assertEqual(p.read()["id"], 2)
+
+    def test_notification_not_answered(self):
+        p = self.start()
+        p.initialize()
+        p.send(note("notifications/cancelled", {"requestId": 77}))
+        p.send(rpc(2, "ping"))
+        self.assertEqual(p.read()["id"], 2)
+
+    def test_tool_output_never_reaches_stdout(self):
+        # SECURITY.md H67: print(), sys.stdout, os.write(1) and a child's stdout go to stderr.
+        p = self.start(target=True)
+        p.initialize()
+        p.send(call(1, "noisy"))
+        p.send(call(2, "noisy"))
+        p.send(rpc(3, "ping"))
+        seen = set()
+        while len(seen) < 3:
+            message = p.read()
+            self.assertEqual(message["jsonrpc"], "2.0")
+            seen.add(message["id"])
+            if message["id"] in (1, 2):
+                self.assertEqual(tool_text(message), "quiet")
+        p.close_stdin()
+        self.assertCleanExit(p)
+        self.assertIsNone(p.read_line())
+        stderr = p.stderr()
+        for noise in ("print noise", "sys.stdout noise", "fd1 noise", "child noise"):
+            self.assertIn(noise, stderr)
+
+    def test_oversized_line_is_one_error_and_its_tail_never_runs(self):
+        # SECURITY.md H68: the line is 20 MB of JSON whitespace followed by a valid
+        # tools/call, so only the length limit can stop it.
+        p = self.start(target=True)
+        p.initialize()
+        tail = json.dumps(call(99, "mark", {"name": "tail-ran"})).encode()
+        line = b" " * (20 * 1024 * 1024 - len(tail)) + tail + b"\n"
+        self.assertGreater(len(line), mcp_min.MAX_LINE_BYTES)
+        writer = p.write_in_background(line + b'{"jsonrpc":"2.0","id":100,"method":"ping"}\n')
+        error = p.read(timeout=30)
+        self.assertIn("error", error)
+        self.assertIsNone(error["id"])
+        self.assertEqual(p.read(timeout=30), {"jsonrpc": "2.0", "id": 100, "result": {}})
+        writer.join(TIMEOUT)
+        p.close_stdin()
+        self.assertCleanExit(p)
+        self.assertIsNone(p.read_line())         # exactly one error, no answer for id 99
+        self.assertEqual(os.listdir(self.marks), [])
+
+    def test_message_fed_one_byte_at_a_time(self):
+        p = self.start()
+        for byte in b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n':
+            p.write(bytes([byte]))
+            time.sleep(0.003)
+        self.assertEqual(p.read(), {"jsonrpc": "2.0", "id": 1, "result": {}})
+        p.send(rpc(2, "ping"))
+        self.assertEqual(p.read()["id"], 2)
+
+    def test_many_pipelined_pings(self):
+        p = self.start()
+        count = 3000        # more than MAX_IN_FLIGHT, so reading must pause and resume
+        writer = p.write_in_background(b"".join(
+            b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(count)))
+        ids = {p.read()["id"] for _ in range(count)}
+        self.assertEqual(ids, set(range(count)))
+        writer.join(TIMEOUT)
+        p.close_stdin()
+        self.assertCleanExit(p)
+
+    def test_closed_stdout_quiet_exit(self):
+        # SECURITY.md H62: the client stops reading: exit quietly, no busy loop.
+        p = self.start(read=False)
+        p.proc.stdout.close()
+        with contextlib.suppress(OSError):
+            for i in range(3):
+                p.send(rpc(i, "ping"))
+        self.assertCleanExit(p)
+
+    # BUG: initialize with non-object params raises AttributeError inside the
+    # stdin callback: no answer, the rest of that read's lines are dropped and
+    # the in-flight slot is never released.
+    @unittest.expectedFailure
+    def test_malformed_initialize_then_ping(self):
+        p = self.start()
+        p.write(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}\n'
+                b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+        self.assertEqual(p.read(timeout=3)["error"]["code"], INVALID_PARAMS)
+        self.assertEqual(p.read(timeout=3)["id"], 2)
+
+
+class CliTest(unittest.TestCase):
+    def run_cli(self, *args, timeout=TIMEOUT):
+        return subprocess.run([sys.executable, MCP_MIN, *args], capture_output=True, text=True,
+                              timeout=timeout, cwd=HERE, env=_clean_env(), stdin=subprocess.DEVNULL)
+
+    def test_version(self):
+        done = self.run_cli("--version")
+        self.assertEqual(done.returncode, 0)
+        self.assertIn(mcp_min.__version__, done.stdout)
+
+    def test_non_loopback_bind_refused_without_token(self):
+        for host in ("0.0.0.0", "::"):
+            done = self.run_cli("serve", "--port", "0", "--host", host)
+            self.assertEqual(done.returncode, 1, done.stderr)
+            self.assertIn("refusing", done.stderr)
+            self.assertNotIn("Traceback", done.stderr)
+
+    def test_bad_target(self):
+        done = self.run_cli("serve", "--stdio", os.path.join(HERE, "no_such_file.py"))
+        self.assertEqual(done.returncode, 2)
+        self.assertNotIn("Traceback", done.stderr)
+
+
+##############################################################################
+# Tier 3b. HTTP over real sockets on 127.0.0.1 (SECURITY.md groups B-F, I)
+##############################################################################
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    def header(self, name):
+        values = self.headers.get(name.lower())
+        return values[0] if values else None
+
+    def json(self):
+        return json.loads(self.body)
+
+    def events(self):
+        return parse_events(self.body or b"")
+
+    def messages(self):
+        """The JSON-RPC messages carried, whether as JSON or as an SSE stream."""
+        if (self.header("content-type") or "").startswith("text/event-stream"):
+            return [json.loads(e["data"]) for e in self.events()
+                    if e.get("event", "message") == "message" and e.get("data")]
+        if not self.body:
+            return []
+        body = self.json()
+        return body if type(body) is list else [body]
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.headers} {self.body!r:.300}>"
+
+
+def parse_events(data):
+    events = []
+    for block in data.decode().replace("\r\n", "\n").split("\n\n"):
+        event = {}
+        for line in block.split("\n"):
+            if not line or line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            event[name] = event[name] + "\n" + value if name == "data" and name in event else value
+        if event:
+            events.append(event)
+    return events
+
+
+async def read_head(reader, timeout=TIMEOUT):
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
+    lines = head[:-4].split(b"\r\n")
+    version, status, _ = (lines[0].split(b" ", 2) + [b""])[:3]
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        headers.setdefault(name.strip().lower().decode("latin-1"), []).append(
+            value.strip().decode("latin-1"))
+    return Response(int(status), headers, None)
+
+
+async def read_response(reader, timeout=TIMEOUT):
+    """One response; for a long-lived stream (no length, not chunked) the body is None."""
+    response = await read_head(reader, timeout)
+    if response.header("content-length") is not None:
+        response.body = await asyncio.wait_for(
+            reader.readexactly(int(response.header("content-length"))), timeout)
+    elif "chunked" in (response.header("transfer-encoding") or ""):
+        body = b""
+        while True:
+            size = int((await asyncio.wait_for(reader.readuntil(b"\r\n"), timeout)).strip(), 16)
+            if size == 0:
+                await asyncio.wait_for(reader.readuntil(b"\r\n"), timeout)
+                break
+            body += await asyncio.wait_for(reader.readexactly(size + 2), timeout)
+            body = body[:-2]
+        response.body = body
+    return response
+
+
+async def read_event(reader, timeout=TIMEOUT):
+    """The next SSE event (comments skipped) from a raw stream."""
+    while True:
+        block = await asyncio.wait_for(reader.readuntil(b"\n\n"), timeout)
+        events = parse_events(block)
+        if events:
+            return events[0]
+
+
+async def closed_by_server(reader, timeout=TIMEOUT):
+    try:
+        return await asyncio.wait_for(reader.read(), timeout) == b""
+    except ConnectionError:
+        return True
+
+
+class HttpClient:
+    """Builds exact request bytes; one connection per request unless told otherwise."""
+
+    def __init__(self, port, token=None):
+        self.port, self.token = port, token
+
+    def build(self, method, path, body=None, headers=None):
+        h = {"Host": f"127.0.0.1:{self.port}"}
+        if path.startswith("/mcp"):
+            h["Accept"] = "application/json, text/event-stream"
+        if self.token:
+            h["Authorization"] = f"Bearer {self.token}"
+        if body is not None:
+            if not isinstance(body, bytes):
+                body = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+            h["Content-Length"] = str(len(body))
+        for name, value in (headers or {}).items():
+            for old in [k for k in h if k.lower() == name.lower()]:
+                del h[old]
+            if value is not None:
+                h[name] = value
+        head = "".join(f"{k}: {v}\r\n" for k, v in h.items())
+        return f"{method} {path} HTTP/1.1\r\n{head}\r\n".encode("latin-1") + (body or b"")
+
+    async def connect(self):
+        return await asyncio.open_connection("127.0.0.1", self.port)
+
+    async def exchange(self, data, timeout=TIMEOUT, check_close=False):
+        reader, writer = await self.connect()
+        try:
+            writer.write(data)
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+            response = await read_response(reader, timeout)
+            if check_close:
+                response.closed = await closed_by_server(reader, timeout)
+            return response
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def request(self, method, path, body=None, headers=None, **options):
+        return await self.exchange(self.build(method, path, body, headers), **options)
+
+    async def post(self, message, sid=None, version=None, headers=None, **options):
+        h = {}
+        if sid:
+            h["Mcp-Session-Id"] = sid
+        if version:
+            h["MCP-Protocol-Version"] = version
+        h.update(headers or {})
+        return await self.request("POST", "/mcp", message, h, **options)
+
+    async def initialize(self, version=LATEST_PROTOCOL_VERSION):
+        response = await self.post(rpc(0, "initialize", init_params(version)))
+        if response.status != 200 or not response.header("mcp-session-id"):
+            raise AssertionError(f"initialize failed: {response!r}")
+        sid = response.header("mcp-session-id")
+        done = await self.post(note("notifications/initialized"), sid, version)
+        if done.status != 202:
+            raise AssertionError(f"initialized notification: {done!r}")
+        return sid
+
+
+class HttpTestCase(unittest.IsolatedAsyncioTestCase):
+    options = {}
+
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.http = await start_http(self.server, "127.0.0.1", 0, **self.options)
+        self.port = self.http.port
+        self.client = HttpClient(self.port, self.options.get("token"))
+
+    async def asyncTearDown(self):
+        self.state.gate.set()
+        self.state.thread_gate.set()
+        await asyncio.wait_for(self.http.close(), TIMEOUT)
+
+    async def ping(self, sid, id_=1, version=LATEST_PROTOCOL_VERSION, **headers):
+        return await self.client.post(rpc(id_, "ping"), sid, version, headers or None)
+
+    def assertJsonRpcError(self, response, status, code, id_=None):
+        self.assertEqual(response.status, status, response)
+        body = response.json()
+        self.assertEqual(body["jsonrpc"], "2.0")
+        self.assertEqual(body["error"]["code"], code, response)
+        self.assertIn("id", body)
+        self.assertEqual(body["id"], id_)
+        return body
+
+
+class HttpHostOriginTest(HttpTestCase):
+    """SECURITY.md B4-B8 and A3: DNS rebinding, Origin, CORS."""
+
+    async def test_rebinding_probe_refused_and_mints_nothing(self):
+        response = await self.client.post(rpc(0, "initialize", init_params()),
+                                          headers={"Host": "evil.example.com",
+                                                   "Origin": "http://evil.example.com"})
+        self.assertEqual(response.status, 403)
+        self.assertNotIn(b"evil", response.body)
+        self.assertIsNone(response.header("mcp-session-id"))
+        self.assertEqual(self.http.sessions, {})
+
+    async def test_good_localhost_hosts(self):
+        for host in (f"localhost:{self.port}", f"127.0.0.1:{self.port}", f"[::1]:{self.port}",
+                     "localhost", f"LOCALHOST:{self.port}"):
+            origin = "http://" + host
+            response = await self.client.post(rpc(0, "initialize", init_params()),
+                                              headers={"Host": host, "Origin": origin})
+            self.assertEqual(response.status, 200, host)
+
+    async def test_bad_hosts_on_every_endpoint(self):
+        sid = await self.client.initialize()
+        for host in (f"0.0.0.0:{self.port}", f"192.168.1.5:{self.port}", "localhost.evil.example.com",
+                     f"evil.example.com:{self.port}", "localhost:abc", "127.0.0.2", "[::2]:80"):
+            for method, path, body in (("GET", "/mcp", None), ("GET", "/sse", None),
+                                       ("POST", "/messages?sessionId=abc", rpc(1, "ping")),
+                                       ("POST", "/mcp", call(1, "count")),
+                                       ("DELETE", "/mcp", None)):
+                response = await self.client.request(method, path, body, {
+                    "Host": host, "Mcp-Session-Id": sid, "Accept": "text/event-stream, application/json"})
+                self.assertEqual(response.status, 403, (host, method, path))
+        self.assertEqual(self.state.calls, 0)
+        self.assertEqual(list(self.http.sessions), [sid])
+
+    async def test_missing_and_duplicate_host(self):
+        response = await self.client.request("POST", "/mcp", rpc(1, "ping"), {"Host": None})
+        self.assertEqual(response.status, 400)
+        data = self.client.build("POST", "/mcp", rpc(1, "ping")).replace(
+            b"\r\n", f"\r\nHost: localhost:{self.port}\r\n".encode(), 1)
+        response = await self.client.exchange(data, check_close=True)
+        self.assertEqual(response.status, 400)
+        self.assertTrue(response.closed)
+
+    async def test_origins(self):
+        for origin in ("http://evil.example.com", "null", "about:blank", "not a url",
+                       "http://localhost.evil.example.com", f"http://localhost:{self.port}/path",
+                       "file://localhost", "http://localhost@evil.example.com"):
+            response = await self.client.post(rpc(0, "initialize", init_params()),
+                                              headers={"Origin": origin})
+            self.assertEqual(response.status, 403, origin)
+            self.assertNotIn(b"evil", response.body)
+        self.assertEqual(self.http.sessions, {})
+        for origin in (f"http://localhost:{self.port}", f"https://127.0.0.1:{self.port}", None):
+            response = await self.client.post(rpc(0, "initialize", init_params()), headers={"Origin": origin})
+            self.assertEqual(response.status, 200, origin)
+
+    async def test_no_permissive_cors(self):
+        response = await self.client.request("OPTIONS", "/mcp", headers={
+            "Origin": "http://evil.example.com", "Access-Control-Request-Method": "POST"})
+        self.assertIn(response.status, (403, 405))
+        self.assertFalse([k for k in response.headers if k.startswith("access-control-")])
+        response = await self.client.post(rpc(0, "initialize", init_params()))
+        self.assertIsNone(response.header("access-control-allow-origin"))
+
+
+class HttpContentTypeTest(HttpTestCase):
+    """SECURITY.md B9 / GO GHSA-89xv-2j6f-qhc8: the tool must not run."""
+
+    async def test_rejected_content_types(self):
+        sid = await self.client.initialize()
+        for content_type in ("text/plain", "application/x-www-form-urlencoded",
+                             "multipart/form-data; boundary=x", "text/plain; a=application/json",
+                             None, "application/json, text/plain", "application/jsonx", ""):
+            response = await self.client.post(call(1, "count"), sid, LATEST_PROTOCOL_VERSION,
+                                              {"Content-Type": content_type}, check_close=True)
+            self.assertEqual(response.status, 415, content_type)
+        data = self.client.build("POST", "/mcp", call(1, "count"), {"Mcp-Session-Id": sid}).replace(
+            b"\r\n", b"\r\nContent-Type: text/plain\r\n", 1)
+        self.assertEqual((await self.client.exchange(data)).status, 400)     # two Content-Type lines
+        await asyncio.sleep(0.05)
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_accepted_content_types(self):
+        sid = await self.client.initialize()
+        for i, content_type in enumerate(("application/json; charset=utf-8", "Application/JSON",
+                                          "application/json ; charset=UTF-8")):
+            response = await self.client.post(call(i, "count"), sid, LATEST_PROTOCOL_VERSION,
+                                              {"Content-Type": content_type})
+            self.assertEqual(response.status, 200, content_type)
+        self.assertEqual(self.state.calls, 3)
+
+    async def test_accept_header(self):
+        sid = await self.client.initialize()
+        for accept in ("application/json", "text/event-stream", None, "text/html"):
+            response = await self.client.post(rpc(1, "ping"), sid, headers={"Accept": accept})
+            self.assertEqual(response.status, 406, accept)
+
+
+TOKEN = "k" * 20 + "-test-token-0123456789abcdef"
+
+
+class HttpAuthTest(HttpTestCase):
+    """SECURITY.md B10-B11: static bearer token."""
+    options = {"token": TOKEN}
+
+    async def test_wrong_or_missing_token(self):
+        sid = await self.client.initialize()
+        for authorization in (None, "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x",
+                              f"Bearer {TOKEN[:-1]}", "Bearer", f"{TOKEN}"):
+            for method, path, body in (("POST", "/mcp", call(1, "count")), ("GET", "/mcp", None),
+                                       ("DELETE", "/mcp", None), ("GET", "/sse", None),
+                                       ("POST", "/messages?sessionId=abc", rpc(1, "ping")),
+                                       ("POST", f"/mcp?access_token={TOKEN}", call(1, "count"))):
+                response = await self.client.request(method, path, body, {
+                    "Authorization": authorization, "Mcp-Session-Id": sid})
+                self.assertEqual(response.status, 401, (authorization, method, path))
+                self.assertEqual(response.header("www-authenticate"), "Bearer")
+                self.assertNotIn(TOKEN.encode(), response.body)
+        self.assertEqual(self.state.calls, 0)
+        self.assertEqual(list(self.http.sessions), [sid])
+
+    async def test_right_token(self):
+        sid = await self.client.initialize()
+        self.assertEqual((await self.client.post(call(1, "count"), sid)).status, 200)
+        # RFC 7235: the scheme name is case-insensitive.
+        response = await self.client.post(call(2, "count"), sid, headers={"Authorization": f"bearer {TOKEN}"})
+        self.assertEqual(response.status, 200)
+        self.assertEqual(self.state.calls, 2)
+
+    async def test_auth_before_body(self):
+        reader, writer = await self.client.connect()
+        try:
+            writer.write(self.client.build("POST", "/mcp", None, {
+                "Authorization": None, "Content-Type": "application/json",
+                "Content-Length": "4000000"}))
+            response = await read_response(reader, timeout=5)     # the body timeout is 30 s
+            self.assertEqual(response.status, 401)
+            self.assertTrue(await closed_by_server(reader))
+        finally:
+            writer.close()
+
+    async def test_comparison_is_timing_safe(self):
+        with mock.patch("hmac.compare_digest", wraps=hmac.compare_digest) as compare:
+            response = await self.client.request("GET", "/mcp", headers={"Authorization": "Bearer nope"})
+        self.assertEqual(response.status, 401)
+        compare.assert_called()
+
+
+class HttpBindTest(unittest.TestCase):
+    """SECURITY.md A1-A2."""
+
+    def test_default_host_is_loopback(self):
+        self.assertEqual(inspect.signature(start_http).parameters["host"].default, "127.0.0.1")
+        self.assertEqual(mcp_min._serve_parser().parse_args([]).host, "127.0.0.1")
+
+    def test_non_loopback_needs_token_or_insecure(self):
+        server = make_server()[0]
+        for host in ("0.0.0.0", "::", "192.168.1.5", "example.com"):
+            with self.assertRaises(ValueError):
+                mcp_min.HttpServer(server, host, 0)
+            mcp_min.HttpServer(server, host, 0, token=TOKEN)
+            mcp_min.HttpServer(server, host, 0, insecure=True)
+        for host in ("127.0.0.1", "localhost", "::1", "127.0.0.5"):
+            mcp_min.HttpServer(server, host, 0)
+
+
+class HttpSessionTest(HttpTestCase):
+    """SECURITY.md group C."""
+
+    async def test_session_ids(self):
+        ids = [await self.client.initialize() for _ in range(20)]
+        self.assertEqual(len(set(ids)), 20)
+        for sid in ids:
+            self.assertRegex(sid, r"^[\x21-\x7e]{22,128}$")
+        self.assertEqual(sorted(self.http.sessions), sorted(ids))
+
+    async def test_missing_session_id(self):
+        await self.client.initialize()
+        self.assertJsonRpcError(await self.client.post(call(1, "count")), 400, INVALID_REQUEST)
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_unknown_and_malformed_session_ids(self):
+        response = await self.ping(os.urandom(16).hex())
+        self.assertJsonRpcError(response, 404, INVALID_REQUEST)
+        for sid in ("a b", "\xe9" * 8, "x" * 10_000, "../../etc"):
+            response = await self.ping(sid)
+            self.assertIn(response.status, (400, 404), repr(sid[:20]))
+
+    async def test_delete_then_404(self):
+        sid = await self.client.initialize()
+        self.assertEqual((await self.ping(sid)).status, 200)
+        response = await self.client.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid})
+        self.assertIn(response.status, (200, 204))
+        self.assertEqual((await self.ping(sid)).status, 404)
+        for method in ("GET", "DELETE"):
+            response = await self.client.request(method, "/mcp", headers={
+                "Mcp-Session-Id": sid, "Accept": "text/event-stream"})
+            self.assertEqual(response.status, 404, method)
+        self.assertEqual(self.http.sessions, {})
+
+    async def test_delete_cancels_in_flight_work(self):
+        sid = await self.client.initialize()
+        pending = asyncio.ensure_future(self.client.post(call(3, "wait"), sid))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        response = await self.client.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid})
+        self.assertEqual(response.status, 200)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(pending, TIMEOUT)
+        self.assertTrue(self.state.cancelled)
+
+    async def test_reinitialize_refused(self):
+        sid = await self.client.initialize()
+        response = await self.client.post(rpc(5, "initialize", init_params()), sid)
+        self.assertJsonRpcError(response, 400, INVALID_REQUEST)
+        response = await self.client.post([rpc(5, "initialize", init_params("2025-03-26"))],
+                                          version="2025-03-26")
+        self.assertJsonRpcError(response, 400, INVALID_REQUEST)
+        self.assertEqual(list(self.http.sessions), [sid])
+
+    async def test_protocol_version_header(self):
+        sid = await self.client.initialize()
+        for bad in ("1999-01-01", "2026-07-28", "latest", "2025-11-25 "):
+            response = await self.client.post(rpc(1, "ping"), sid, headers={"MCP-Protocol-Version": bad})
+            self.assertEqual(response.status, 400, bad)
+        self.assertEqual((await self.client.post(rpc(1, "ping"), sid)).status, 200)     # absent: 2025-03-26
+        self.assertEqual((await self.ping(sid, version="2025-11-25")).status, 200)
+
+    # BUG: MCP-Protocol-Version is checked on POST only; GET and DELETE with an
+    # unsupported value are served (2025-06-18 transports: 400 on every request).
+    @unittest.expectedFailure
+    async def test_protocol_version_header_on_get_and_delete(self):
+        sid = await self.client.initialize()
+        response = await self.client.request("DELETE", "/mcp", headers={
+            "Mcp-Session-Id": sid, "MCP-Protocol-Version": "1999-01-01"})
+        self.assertEqual(response.status, 400)
+
+    async def test_rejected_requests_leave_no_session(self):
+        # SECURITY.md C20 / PY #3228.
+        init = rpc(0, "initialize", init_params())
+        rejected = [
+            self.client.post(init, headers={"Host": "evil.example.com"}),
+            self.client.post(init, headers={"Origin": "http://evil.example.com"}),
+            self.client.post(init, headers={"Content-Type": "text/plain"}),
+            self.client.post(init, headers={"Accept": "application/json"}),
+            self.client.post(init, headers={"MCP-Protocol-Version": "1999-01-01"}),
+            self.client.post(b'{"jsonrpc":"2.0","id":0,"method":"initialize"'),
+            self.client.post(rpc(0, "initialize")),                            # -32602: no params
+            self.client.post(rpc(0, "initialize", {"protocolVersion": "2025-11-25"})),
+            self.client.post([init], version="2025-03-26"),
+            self.client.post(init, sid="made-up"),
+        ]
+        for attempt in rejected:
+            response = await attempt
+            self.assertIsNone(response.header("mcp-session-id"), response)
+        self.assertEqual(self.http.sessions, {})
+
+    async def test_failed_initialize_answers_error_without_session(self):
+        response = await self.client.post(rpc(0, "initialize"))
+        self.assertEqual(response.status, 200)
+        self.assertEqual(response.json()["error"]["code"], INVALID_PARAMS)
+        self.assertEqual(response.json()["id"], 0)
+
+    # BUG: initialize whose params is not an object raises AttributeError inside
+    # the connection handler: the client gets no response at all (CVE-2025-53366 class).
+    @unittest.expectedFailure
+    async def test_initialize_params_not_object(self):
+        response = await self.client.post(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":"x"}',
+                                          timeout=3)
+        self.assertIn(response.status, (200, 400))
+        self.assertEqual(response.json()["error"]["code"], INVALID_PARAMS)
+
+    async def test_legacy_session_id_not_valid_on_mcp(self):
+        reader, writer = await self.client.connect()
+        try:
+            writer.write(self.client.build("GET", "/sse", headers={"Accept": "text/event-stream"}))
+            await read_head(reader)
+            sid = parse_qs_session((await read_event(reader))["data"])
+            self.assertEqual((await self.ping(sid)).status, 404)
+        finally:
+            writer.close()
+
+
+class HttpExpiryTest(HttpTestCase):
+    options = {"session_idle": 0.25}
+
+    async def test_idle_session_expires(self):
+        sid = await self.client.initialize()
+        self.assertEqual((await self.ping(sid)).status, 200)
+        await asyncio.sleep(0.7)
+        self.assertJsonRpcError(await self.ping(sid), 404, INVALID_REQUEST)
+        self.assertEqual(self.http.sessions, {})
+
+    async def test_not_expired_mid_call(self):
+        sid = await self.client.initialize()
+        pending = asyncio.ensure_future(self.client.post(call(3, "wait", {"label": "late"}), sid))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        await asyncio.sleep(0.7)
+        self.state.gate.set()
+        response = await asyncio.wait_for(pending, TIMEOUT)
+        self.assertEqual(tool_text(response.messages()[-1]), "late")
+        self.assertEqual((await self.ping(sid)).status, 200)
+        await asyncio.sleep(0.7)
+        self.assertEqual((await self.ping(sid)).status, 404)
+
+
+class HttpFramingTest(HttpTestCase):
+    """SECURITY.md group D: raw bytes at the parser."""
+
+    async def raw(self, data, **options):
+        return await self.client.exchange(data, check_close=True, **options)
+
+    async def test_413_before_the_body_is_read(self):
+        sid = await self.client.initialize()
+        reader, writer = await self.client.connect()
+        try:
+            writer.write(self.client.build("POST", "/mcp", None, {
+                "Mcp-Session-Id": sid, "Content-Type": "application/json",
+                "Content-Length": str(10 * 1024 * 1024)}))
+            response = await read_response(reader, timeout=5)     # no body was sent
+            self.assertEqual(response.status, 413)
+            self.assertTrue(await closed_by_server(reader))
+        finally:
+            writer.close()
+        self.assertEqual(list(self.http.sessions), [sid])
+
+    async def test_body_limit_edge(self):
+        sid = await self.client.initialize()
+        message = json.dumps(rpc(1, "ping")).encode()
+        exact = message + b" " * (mcp_min.MAX_BODY_BYTES - len(message))
+        response = await self.client.post(exact, sid)
+        self.assertEqual(response.status, 200)
+        over = exact + b" "
+        response = await self.raw(self.client.build("POST", "/mcp", None, {
+            "Mcp-Session-Id": sid, "Content-Type": "application/json",
+            "Content-Length": str(len(over))}))
+        self.assertEqual(response.status, 413)
+
+    async def test_smuggling_set(self):
+        body = json.dumps(call(1, "count")).encode()
+        sid = await self.client.initialize()
+        base = {"Mcp-Session-Id": sid}
+        cases = {
+            "CL+TE": {"Transfer-Encoding": "chunked"},
+            "CL +5": {"Content-Length": "+%d" % len(body)},
+            "CL -1": {"Content-Length": "-1"},
+            "CL 0x10": {"Content-Length": "0x10"},
+            "CL 5,6": {"Content-Length": "%d,%d" % (len(body), len(body))},
+            "CL arabic digit": {"Content-Length": "\u0665"},
+            "CL 1e2": {"Content-Length": "1e2"},
+        }
+        for name, headers in cases.items():
+            data = self.client.build("POST", "/mcp", body, {**base, **{
+                k: v for k, v in headers.items() if k != "Content-Length"}})
+            if "Content-Length" in headers:
+                data = data.replace(b"Content-Length: %d" % len(body),
+                                    b"Content-Length: " + headers["Content-Length"].encode("utf-8"))
+            response = await self.raw(data)
+            self.assertEqual(response.status, 400, name)
+            self.assertTrue(response.closed, name)
+        data = self.client.build("POST", "/mcp", body, base).replace(
+            b"\r\n", b"\r\nContent-Length: %d\r\n" % (len(body) + 1), 1)
+        self.assertEqual((await self.raw(data)).status, 400)                 # two Content-Lengths
+        data = self.client.build("POST", "/mcp", body, {**base, "Content-Length": None,
+                                                      "Transfer-Encoding": "xchunked"})
+        self.assertIn((await self.raw(data)).status, (400, 411, 501))        # TE alone: refused
+        data = self.client.build("POST", "/mcp", body, {**base, "Transfer-Encoding": "chunked"}).replace(
+            b"HTTP/1.1\r\n", b"HTTP/1.0\r\n", 1)
+        self.assertEqual((await self.raw(data)).status, 400)                 # TE on HTTP/1.0
+        await asyncio.sleep(0.05)
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_bad_lines_and_bytes(self):
+        sid = await self.client.initialize()
+        good = self.client.build("POST", "/mcp", call(1, "count"), {"Mcp-Session-Id": sid})
+        host = f"Host: 127.0.0.1:{self.port}\r\n".encode()
+        cases = {
+            "bare LF inside the head": good.replace(host, host[:-2] + b"\nX-A: 1\r\n"),
+            "obs-fold": good.replace(host, host + b"X-A: 1\r\n  folded\r\n"),
+            "NUL in value": good.replace(host, host + b"X-A: a\x00b\r\n"),
+            "bare CR in value": good.replace(host, host + b"X-A: a\rb\r\n"),
+            "space before colon": good.replace(b"Content-Length:", b"Content-Length :"),
+            "colon-less line": good.replace(host, host + b"NoColonHere\r\n"),
+            "bad method": good.replace(b"POST /mcp", b"P?ST /mcp"),
+            "absolute target": good.replace(b"POST /mcp", b"POST http://127.0.0.1/mcp"),
+            "two spaces": good.replace(b"POST /mcp", b"POST  /mcp"),
+        }
+        for name, data in cases.items():
+            response = await self.raw(data)
+            self.assertEqual(response.status, 400, name)
+            self.assertTrue(response.closed, name)
+        await asyncio.sleep(0.05)
+        self.assertEqual(self.state.calls, 0)
+
+    # BUG: a request target with a non-ASCII byte raises UnicodeDecodeError in
+    # _parse_head; the connection is dropped with no 400 and the error is logged
+    # as "HTTP connection failed".
+    @unittest.expectedFailure
+    async def test_non_ascii_target(self):
+        response = await self.raw(f"GET /mcp\xe9 HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n\r\n"
+                                  .encode("latin-1"), timeout=3)
+        self.assertEqual(response.status, 400)
+
+    async def test_bare_lf_request_is_never_served(self):
+        data = self.client.build("POST", "/mcp", call(1, "count")).replace(b"\r\n", b"\n")
+        reader, writer = await self.client.connect()
+        try:
+            writer.write(data)
+            writer.write_eof()
+            reply = await asyncio.wait_for(reader.read(), TIMEOUT)
+        finally:
+            writer.close()
+        self.assertTrue(reply == b"" or reply.startswith(b"HTTP/1.1 4"), reply)
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_sizes(self):
+        long_target = b"GET /mcp?" + b"a" * 100_000 + f" HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n\r\n".encode()
+        self.assertEqual((await self.raw(long_target)).status, 414)
+        medium_target = b"GET /mcp?" + b"a" * 10_000 + f" HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n\r\n".encode()
+        self.assertEqual((await self.raw(medium_target)).status, 414)
+        huge_header = self.client.build("GET", "/mcp", headers={"X-Big": "b" * 100_000})
+        self.assertEqual((await self.raw(huge_header)).status, 431)
+        many = self.client.build("GET", "/mcp", headers={f"X-H{i}": "1" for i in range(200)})
+        self.assertEqual((await self.raw(many)).status, 431)
+
+    async def test_huge_header_in_small_segments(self):
+        reader, writer = await self.client.connect()
+        try:
+            writer.write(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nX-Big: ".encode())
+            for _ in range(100):
+                writer.write(b"b" * 1000)
+                await writer.drain()
+                await asyncio.sleep(0)
+            writer.write(b"\r\n\r\n")
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+            response = await read_response(reader)
+            self.assertEqual(response.status, 431)
+        finally:
+            writer.close()
+
+    async def test_routing(self):
+        response = await self.client.request("GET", "/nope")
+        self.assertEqual(response.status, 404)
+        response = await self.client.request("GET", "/mcp/../etc/passwd")
+        self.assertEqual(response.status, 404)
+        for method in ("PUT", "PATCH"):
+            response = await self.client.request(method, "/mcp", rpc(1, "ping"))
+            self.assertEqual(response.status, 405, method)
+            self.assertEqual(response.header("allow"), "GET, POST, DELETE")
+        response = await self.client.request("GET", "/messages")
+        self.assertEqual(response.status, 405)
+
+    async def test_pipelined_requests(self):
+        sid = await self.client.initialize()
+        data = b"".join(self.client.build("POST", "/mcp", rpc(i, "ping"), {"Mcp-Session-Id": sid})
+                        for i in range(1, 21))
+        reader, writer = await self.client.connect()
+        try:
+            writer.write(data)
+            for i in range(1, 21):
+                response = await read_response(reader)
+                self.assertEqual(response.status, 200)
+                self.assertEqual(response.json(), {"jsonrpc": "2.0", "id": i, "result": {}})
+        finally:
+            writer.close()
+
+    async def test_error_response_holds_nothing_of_the_next_request(self):
+        sid = await self.client.initialize()
+        bad = self.client.build("GET", "/mcp", headers={"X-A": "a\x00b"})
+        nxt = self.client.build("POST", "/mcp", call(1, "count", {"marker": "MARKER-123"}),
+                                {"Mcp-Session-Id": sid})
+        response = await self.raw(bad + nxt)
+        self.assertEqual(response.status, 400)
+        self.assertTrue(response.closed)
+        self.assertNotIn(b"MARKER", response.body)
+        await asyncio.sleep(0.05)
+        self.assertEqual(self.state.calls, 0)
+
+
+class HttpJsonRpcTest(HttpTestCase):
+    """SECURITY.md group E over Streamable HTTP."""
+
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.sid = await self.client.initialize()
+        self.bodies = []
+
+    async def post(self, body, version=LATEST_PROTOCOL_VERSION, sid=None):
+        response = await self.client.post(body, sid or self.sid, version)
+        self.bodies.append(response.body or b"")
+        return response
+
+    def assertNoLeaks(self):
+        # SECURITY.md E47: no exception names, tracebacks, paths or echoed input.
+        for body in self.bodies:
+            for leak in (b"Traceback", b"Exception", b"Error:", b".py", b"line ", b"json.",
+                         b"Expecting", b"MARKER", b"/home"):
+                self.assertNotIn(leak, body)
+
+    async def test_parse_errors(self):
+        for body in (b'{"jsonrpc":"2.0","id":1,"method":"ping"', b"", b"   ", b"\x00",
+                     b"[" * 200_000 + b"]" * 200_000, b'{"a":"\xff"}',
+                     b'{"jsonrpc":"2.0","id":%s,"method":"ping"}' % (b"9" * 5000),
+                     b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
+                     b'"arguments":{"text":NaN}}}', b"MARKER not json"):
+            response = await self.post(body)
+            self.assertEqual(response.json(), {"jsonrpc": "2.0", "id": None, "error": {
+                "code": PARSE_ERROR, "message": "Parse error"}}, body[:50])
+            self.assertEqual(response.status, 400)
+        self.assertEqual((await self.ping(self.sid)).status, 200)     # the session is still usable
+        self.assertNoLeaks()
+
+    async def test_invalid_envelopes_run_nothing(self):
+        bodies = [b'{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call","params":{"name":"count"}}',
+                  b'{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"count"}}',
+                  b'{"jsonrpc":"2.0","id":1,"method":"tools/call","method\\u0000":"x","params":{"name":"count"}}',
+                  b'{"jsonrpc":"2.0","id":1,"method":"tools/call","paramS":{"name":"count"}}',
+                  b'{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"count"}}',
+                  b'{"id":1,"method":"tools/call","params":{"name":"count"}}',
+                  b'{"jsonrpc":"2.0","id":1,"method":5}', b'"MARKER"', b"5", b"null"]
+        for bad_id in (b"{}", b"[]", b"true", b"1.5", b"1e2", b"null"):
+            bodies.append(b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"count"}}' % bad_id)
+        for body in bodies:
+            response = await self.post(body)
+            self.assertEqual(response.status, 400, body)
+            self.assertEqual(response.json()["error"]["code"], INVALID_REQUEST, body)
+        for bad_id in (b"true", b"1.5", b"null"):
+            body = b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"count"}}' % bad_id
+            self.assertIsNone((await self.post(body)).json()["id"])
+        await asyncio.sleep(0.05)
+        self.assertEqual(self.state.calls, 0)
+        self.assertNoLeaks()
+
+    async def test_method_and_params_errors_keep_the_id(self):
+        response = await self.post(rpc(7, "server/discover"))
+        self.assertJsonRpcError(response, 200, METHOD_NOT_FOUND, 7)
+        response = await self.post(rpc(8, "tools/call", {"arguments": {}}))
+        self.assertJsonRpcError(response, 200, INVALID_PARAMS, 8)
+        response = await self.post(call("9", "nope"))
+        self.assertJsonRpcError(response, 200, INVALID_PARAMS, "9")
+        self.assertEqual((await self.ping(self.sid)).status, 200)
+
+    async def test_batch_refused_on_later_versions(self):
+        response = await self.post([call(1, "count"), rpc(2, "ping")])
+        self.assertJsonRpcError(response, 400, INVALID_REQUEST)
+        await asyncio.sleep(0.05)
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_batch_on_2025_03_26(self):
+        sid = await self.client.initialize("2025-03-26")
+        response = await self.post([rpc(1, "ping"), call(2, "count"), note("notifications/x")],
+                                   "2025-03-26", sid)
+        self.assertEqual(response.status, 200)
+        answers = {m["id"]: m for m in response.messages()}
+        self.assertEqual(set(answers), {1, 2})
+        self.assertEqual(tool_text(answers[2]), "counted")
+        response = await self.post([note("notifications/x")], "2025-03-26", sid)
+        self.assertEqual(response.status, 202)
+
+    # BUG: an empty batch on a 2025-03-26 session is answered 202 as if it held
+    # only notifications; JSON-RPC (and SECURITY.md E44) want a single -32600.
+    @unittest.expectedFailure
+    async def test_empty_batch(self):
+        sid = await self.client.initialize("2025-03-26")
+        response = await self.post(b"[]", "2025-03-26", sid)
+        self.assertJsonRpcError(response, 400, INVALID_REQUEST)
+
+    async def test_notifications_and_responses_get_202(self):
+        for body in (note("notifications/initialized"), note("notifications/unknown"),
+                     note("notifications/cancelled", "x"), note("notifications/cancelled", {"requestId": 4242}),
+                     {"jsonrpc": "2.0", "id": 999, "result": {}},
+                     {"jsonrpc": "2.0", "id": 998, "error": {"code": 1, "message": "x"}}):
+            response = await self.post(body)
+            self.assertEqual(response.status, 202, body)
+            self.assertEqual(response.body, b"")
+
+    async def test_lone_surrogate_echo(self):
+        response = await self.post(b'{"jsonrpc":"2.0","id":1,"method":"tools/call",'
+                                   b'"params":{"name":"echo","arguments":{"text":"a\\ud800b"}}}')
+        self.assertEqual(response.status, 200)
+        self.assertTrue(response.body.isascii())
+        self.assertEqual(tool_text(response.json()), "a\ud800b")
+
+    async def test_duplicate_in_flight_id_returns_409(self):
+        pending = asyncio.ensure_future(self.client.post(call(7, "wait", {"label": "mine"}), self.sid))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        response = await self.client.post(rpc(7, "ping"), self.sid)
+        self.assertEqual(response.status, 409)
+        self.assertEqual(response.json()["error"]["code"], INVALID_REQUEST)
+        self.state.gate.set()
+        first = await asyncio.wait_for(pending, TIMEOUT)
+        self.assertEqual(tool_text(first.messages()[-1]), "mine")
+
+    # BUG: the 409 for a duplicate in-flight id carries "id": null, not the
+    # offending id (SECURITY.md F55: 409 + -32600 carrying id 7).
+    @unittest.expectedFailure
+    async def test_duplicate_in_flight_id_409_carries_the_id(self):
+        pending = asyncio.ensure_future(self.client.post(call(7, "wait"), self.sid))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        try:
+            response = await self.client.post(rpc(7, "ping"), self.sid)
+            self.assertJsonRpcError(response, 409, INVALID_REQUEST, 7)
+        finally:
+            self.state.gate.set()
+            await asyncio.wait_for(pending, TIMEOUT)
+
+    async def test_ids_1_and_string_1_in_flight_together(self):
+        one = asyncio.ensure_future(self.client.post(call(1, "wait", {"label": "int"}), self.sid))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        other = asyncio.ensure_future(self.client.post(call("1", "wait", {"label": "str"}), self.sid))
+        await asyncio.sleep(0.05)
+        self.state.gate.set()
+        first, second = await asyncio.wait_for(asyncio.gather(one, other), TIMEOUT)
+        self.assertEqual(first.messages()[-1]["id"], 1)
+        self.assertEqual(tool_text(first.messages()[-1]), "int")
+        self.assertEqual(second.messages()[-1]["id"], "1")
+        self.assertEqual(tool_text(second.messages()[-1]), "str")
+
+
+class HttpStreamingTest(HttpTestCase):
+    """SECURITY.md group F: streams, disconnects, concurrency, backpressure."""
+
+    async def test_progress_makes_the_answer_a_stream(self):
+        sid = await self.client.initialize()
+        response = await self.client.post(call(1, "steps", meta={"progressToken": "p-1"}), sid)
+        self.assertEqual(response.status, 200)
+        self.assertTrue(response.header("content-type").startswith("text/event-stream"))
+        messages = response.messages()
+        self.assertEqual([m.get("method") for m in messages], ["notifications/progress"] * 3 + [None])
+        self.assertEqual([m["params"]["progressToken"] for m in messages[:3]], ["p-1"] * 3)
+        self.assertEqual([m["params"]["progress"] for m in messages[:3]], [1, 2, 3])
+        self.assertEqual(tool_text(messages[-1]), "done")
+        plain = await self.client.post(call(2, "steps"), sid)        # no token: plain JSON
+        self.assertEqual(plain.header("content-type"), "application/json")
+
+    async def test_client_disconnect_mid_call(self):
+        # SECURITY.md F48 / PY CVE-2025-53365: a disconnect is not a cancel.
+        sid = await self.client.initialize()
+        for attempt in range(3):
+            self.state.gate.clear()
+            self.state.entered.clear()
+            self.state.finished = False
+            reader, writer = await self.client.connect()
+            writer.write(self.client.build("POST", "/mcp", call(10 + attempt, "wait"),
+                                           {"Mcp-Session-Id": sid}))
+            await writer.drain()
+            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+            writer.transport.abort()
+            await asyncio.sleep(0.02)
+            self.state.gate.set()
+            for _ in range(500):
+                if self.state.finished:
+                    break
+                await asyncio.sleep(0.01)
+            self.assertTrue(self.state.finished)
+            self.assertFalse(self.state.cancelled)
+            self.assertEqual((await self.ping(sid, 100 + attempt)).status, 200)
+        fresh = await self.client.initialize()
+        response = await self.client.post(rpc(1, "tools/list"), fresh)
+        self.assertEqual(response.status, 200)
+        self.assertTrue(response.json()["result"]["tools"])
+
+    async def test_fifty_sessions_with_id_1(self):
+        # SECURITY.md F50 / TS CVE-2026-25536.
+        async def one(i):
+            sid = await self.client.initialize()
+            response = await self.client.post(call(1, "echo", {"text": f"nonce-{i}"}), sid)
+            return tool_text(response.messages()[-1])
+        texts = await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(50))), 30)
+        self.assertEqual(texts, [f"nonce-{i}" for i in range(50)])
+
+    async def test_slow_consumer_is_bounded(self):
+        # SECURITY.md F51, kept cheap: ~16 MB of progress to a client that reads
+        # only the response head. The stream's queue must stay bounded, the
+        # result must not be dropped, and other sessions must not wait.
+        sid = await self.client.initialize()
+        canary = await self.client.initialize()
+        reader, writer = await self.client.connect()
+        try:
+            writer.write(self.client.build("POST", "/mcp", call(7, "flood", {"n": 4000, "size": 4000},
+                                                                meta={"progressToken": 1}),
+                                           {"Mcp-Session-Id": sid}))
+            await writer.drain()
+            entry = self.http.sessions[sid]
+            for _ in range(500):
+                if 7 in entry.routes:
+                    break
+                await asyncio.sleep(0.01)
+            stream = entry.routes[7]
+            self.state.gate.set()
+            await read_head(reader)        # ... and read nothing more
+            await asyncio.wait_for(self.state.flood_done.wait(), 30)
+            for _ in range(500):
+                if stream.items and "result" in stream.items[-1]:
+                    break
+                await asyncio.sleep(0.01)
+            self.assertLessEqual(len(stream.items), mcp_min.MAX_QUEUED + 1)
+            self.assertGreater(stream.dropped, 0)
+            self.assertEqual(stream.items[-1]["id"], 7)
+            self.assertEqual(stream.items[-1]["result"]["content"][0]["text"], "flooded")
+            self.assertEqual((await self.ping(canary)).status, 200)
+        finally:
+            writer.transport.abort()
+        for _ in range(500):
+            if self.http.connections == 0:
+                break
+            await asyncio.sleep(0.01)
+        self.assertEqual(self.http.connections, 0)      # the stalled writer was let go
+
+    async def test_standalone_get_stream(self):
+        sid = await self.client.initialize()
+        reader, writer = await self.client.connect()
+        try:
+            writer.write(self.client.build("GET", "/mcp", headers={
+                "Mcp-Session-Id": sid, "Accept": "text/event-stream"}))
+            head = await read_head(reader)
+            self.assertEqual(head.status, 200)
+            self.assertTrue(head.header("content-type").startswith("text/event-stream"))
+            second = await self.client.request("GET", "/mcp", headers={
+                "Mcp-Session-Id": sid, "Accept": "text/event-stream"})
+            self.assertEqual(second.status, 409)
+            self.server.add_tool(lambda: "x", "late_tool")
+            event = await read_event(reader)
+            self.assertEqual(json.loads(event["data"])["method"], "notifications/tools/list_changed")
+            response = await self.client.request("GET", "/mcp", headers={
+                "Mcp-Session-Id": sid, "Accept": "application/json"})
+            self.assertIn(response.status, (406, 409))
+        finally:
+            writer.close()
+
+
+def parse_qs_session(endpoint):
+    from urllib.parse import parse_qs, urlsplit
+    return parse_qs(urlsplit(endpoint).query)["sessionId"][0]
+
+
+class HttpLegacySseTest(HttpTestCase):
+    """SECURITY.md group I: HTTP+SSE (2024-11-05)."""
+
+    async def open_sse(self, **headers):
+        reader, writer = await self.client.connect()
+        self.addCleanup(writer.close)
+        writer.write(self.client.build("GET", "/sse", headers={"Accept": "text/event-stream", **headers}))
+        head = await read_head(reader)
+        self.assertEqual(head.status, 200)
+        self.assertTrue(head.header("content-type").startswith("text/event-stream"))
+        event = await read_event(reader)
+        return reader, writer, event
+
+    async def post(self, sid, message):
+        return await self.client.request("POST", f"/messages?sessionId={sid}", message)
+
+    async def test_endpoint_event(self):
+        _, _, event = await self.open_sse(**{"X-Forwarded-Host": "evil.example.com"})
+        self.assertEqual(event["event"], "endpoint")
+        endpoint = event["data"]
+        self.assertTrue(endpoint.startswith("/messages?"), endpoint)
+        self.assertNotIn("://", endpoint)
+        self.assertNotIn("evil", endpoint)
+        self.assertTrue(parse_qs_session(endpoint))
+
+    async def test_messages_arrive_on_the_stream(self):
+        reader, _, event = await self.open_sse()
+        sid = parse_qs_session(event["data"])
+        response = await self.client.request("POST", event["data"], rpc(0, "initialize", init_params("2024-11-05")))
+        self.assertEqual(response.status, 202)
+        event = await read_event(reader)
+        self.assertEqual(event["event"], "message")
+        self.assertEqual(json.loads(event["data"])["result"]["protocolVersion"], "2024-11-05")
+        self.assertEqual((await self.post(sid, note("notifications/initialized"))).status, 202)
+        self.assertEqual((await self.post(sid, call(1, "add", {"a": 1, "b": 2}))).status, 202)
+        self.assertEqual((await self.post(sid, rpc(2, "ping"))).status, 202)
+        answers = {}
+        while len(answers) < 2:
+            message = json.loads((await read_event(reader))["data"])
+            answers[message["id"]] = message
+        self.assertEqual(tool_text(answers[1]), "3")
+        self.assertEqual(answers[2]["result"], {})
+
+    async def test_bad_session_ids(self):
+        await self.open_sse()
+        self.assertEqual((await self.post("0" * 32, rpc(1, "ping"))).status, 404)
+        response = await self.client.request("POST", "/messages", rpc(1, "ping"))
+        self.assertEqual(response.status, 400)
+        for query in ("sessionId=", "sessionId=abc%0d%0aSet-Cookie:%20x=1", "sessionId=" + "a" * 10_000,
+                      "sessionId=a&sessionId=b"):
+            response = await self.client.request("POST", "/messages?" + query, rpc(1, "ping"))
+            self.assertIn(response.status, (400, 404), query[:30])
+            self.assertIsNone(response.header("set-cookie"))
+            self.assertNotIn(b"Set-Cookie", response.body)
+
+    async def test_closing_the_stream_ends_the_session(self):
+        reader, writer, event = await self.open_sse()
+        sid = parse_qs_session(event["data"])
+        self.assertEqual((await self.post(sid, rpc(1, "ping"))).status, 202)
+        writer.close()
+        for _ in range(300):
+            response = await self.post(sid, rpc(2, "ping"))
+            if response.status == 404:
+                break
+            await asyncio.sleep(0.01)
+        self.assertEqual(response.status, 404)
+        self.assertNotIn(sid, self.http.sessions)
+
+    async def test_post_to_sse_is_405(self):
+        response = await self.client.request("POST", "/sse", rpc(1, "ping"))
+        self.assertEqual(response.status, 405)
+        self.assertEqual(response.header("allow"), "GET")
+
+    async def test_legacy_body_errors(self):
+        _, _, event = await self.open_sse()
+        response = await self.client.request("POST", event["data"], b'{"jsonrpc":"2.0","id":1,')
+        self.assertEqual(response.status, 400)
+        self.assertEqual(response.json()["error"]["code"], PARSE_ERROR)
+        response = await self.client.request("POST", event["data"], rpc(1, "ping"),
+                                             {"Content-Type": "text/plain"})
+        self.assertEqual(response.status, 415)
+
+
+class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
+    """`python mcp_min.py serve --port 0`: a real server process on a real socket."""
+
+    async def test_serve_port_zero(self):
+        proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
+                                env=_clean_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        lines = queue.Queue()
+
+        def read():
+            for line in iter(proc.stderr.readline, b""):
+                lines.put(line)
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            port = None
+            deadline = time.monotonic() + TIMEOUT
+            while port is None and time.monotonic() < deadline:
+                try:
+                    line = lines.get(timeout=0.1).decode()
+                except queue.Empty:
+                    continue
+                match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+                port = int(match.group(1)) if match else None
+            self.assertIsNotNone(port, "the server did not say where it listens")
+            client = HttpClient(port)
+            sid = await client.initialize()
+            response = await client.post(call(1, "getUsers"), sid)
+            self.assertEqual([u["name"] for u in response.json()["result"]["structuredContent"]["result"]],
+                             ["John", "Jane"])
+            response = await client.post(rpc(2, "ping"), sid, headers={"Host": "evil.example.com"})
+            self.assertEqual(response.status, 403)
+        finally:
+            proc.kill()
+            proc.wait(TIMEOUT)
+            proc.stderr.close()
+
+
+##############################################################################
+# Client (mcp_min.Client, SyncClient)
+##############################################################################
+# Reserved for the Client tests, to be written with the Client class:
+# stdio spawning with an argv list (K80), cross-origin endpoint refusal (K75),
+# token never in URLs or sent cross-origin (K76), re-initialize on 404 (K77),
+# SSE event size cap (K78), timeout + notifications/cancelled (K79), and
+# client/server pairs in memory and over real transports.
+
+
+if __name__ == "__main__":
+    unittest.main()
