@@ -985,7 +985,13 @@ class Session:
         except McpError as e:
             self._send(_error(_readable_id(message), e.code, e.message), None)
             return done and done()
-        self.handle(message, kind, done)
+        try:
+            self.handle(message, kind, done)
+        except Exception:   # a bug here must not take the transport down with it
+            log.exception("failed to handle a %s", kind)
+            if kind == "request" and message["id"] not in self.running:
+                self._send(_error(message["id"], INTERNAL_ERROR, "Internal error"), message["id"])
+                done and done()
 
     def _batch(self, messages, done):
         # 2025-03-26 only; initialize MUST NOT be in one.
@@ -1037,6 +1043,9 @@ class Session:
             # Two live requests with one id would cross their answers.
             self._send(_error(id_, INVALID_REQUEST, "Invalid request: id already in use"), id_)
             return done and done()
+        if type(params) is not dict:
+            self._send(_error(id_, INVALID_PARAMS, "Invalid params: expected an object"), id_)
+            return done and done()
         if method == "initialize":
             # Answered inline, so every later message sees the negotiated state.
             self._send(self._answer(id_, self._initialize, params), id_)
@@ -1052,9 +1061,6 @@ class Session:
             return done and done()
         if capability and not self.server.offers(capability):
             self._send(_error(id_, METHOD_NOT_FOUND, "Method not found"), id_)
-            return done and done()
-        if type(params) is not dict:
-            self._send(_error(id_, INVALID_PARAMS, "Invalid params: expected an object"), id_)
             return done and done()
         if self.loop is None:   # no event loop (a bare doctest): answer synchronous methods only
             return done and done()
@@ -1501,9 +1507,9 @@ _TOKEN_CHARS = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 class _HttpError(Exception):
-    def __init__(self, status, message="", code=None, headers=()):
+    def __init__(self, status, message="", code=None, headers=(), id_=None):
         super().__init__(message)
-        self.status, self.message, self.code, self.headers = status, message, code, headers
+        self.status, self.message, self.code, self.headers, self.id = status, message, code, headers, id_
 
 
 class _Request:
@@ -1525,7 +1531,7 @@ def _parse_head(head):
         raise _HttpError(414, "Request line too long")
     parts = line.split(b" ")
     if len(parts) != 3 or not parts[0] or not set(parts[0]) <= _TOKEN_CHARS \
-            or not parts[1].startswith(b"/") or any(b <= 32 or b == 127 for b in parts[1]):
+            or not parts[1].startswith(b"/") or any(b <= 32 or b >= 127 for b in parts[1]):
         raise _HttpError(400, "Bad request line")
     if parts[2] not in (b"HTTP/1.1", b"HTTP/1.0"):
         raise _HttpError(505 if parts[2].startswith(b"HTTP/") else 400, "Unsupported HTTP version")
@@ -1728,7 +1734,7 @@ class HttpServer:
                         or request.header("connection").lower() == "close" or request.version == b"HTTP/1.0":
                     return
         except _HttpError as e:
-            self._write_error(writer, e, close=True)
+            self._write_error(writer, e, close=True, id_=e.id)
         except asyncio.TimeoutError:
             self._write_error(writer, _HttpError(408, "Request timeout"), close=True)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -1765,7 +1771,11 @@ class HttpServer:
 
     async def _send(self, writer, data):
         writer.write(data)
-        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+        try:
+            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+        except asyncio.TimeoutError:    # the reader stopped reading: cut it off, free its state
+            writer.transport.abort()
+            raise ConnectionError("write timeout") from None
 
     # -- checks and routing ------------------------------------------------------
     async def _route(self, request, reader, writer):
@@ -1776,6 +1786,9 @@ class HttpServer:
         if path == "/mcp":
             if method == "OPTIONS" and cors:
                 return self._preflight(writer, cors)
+            # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
+            if request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
+                raise _HttpError(400, "Unsupported MCP-Protocol-Version")
             if method == "POST":
                 await self._read_body(request, reader)
                 return await self._mcp_post(request, writer, cors)
@@ -1878,12 +1891,11 @@ class HttpServer:
     async def _mcp_post(self, request, writer, cors):
         if not self._accepts(request, not self.json_response):
             raise _HttpError(406, "Accept must list application/json and text/event-stream")
-        # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
         version = request.header("mcp-protocol-version") or "2025-03-26"
-        if version not in PROTOCOL_VERSIONS:
-            raise _HttpError(400, "Unsupported MCP-Protocol-Version")
         try:
             body = decode(request.body)
+            if body == []:
+                raise McpError(INVALID_REQUEST, "Invalid request: empty batch")
             messages = body if type(body) is list else [body]
             kinds = [classify(m) for m in messages]
         except McpError as e:
@@ -1912,8 +1924,9 @@ class HttpServer:
             if self.stateless:
                 entry.close(cancel=False)
             return True
-        if any(id_ in entry.routes for id_ in requests) or len(set(requests)) < len(requests):
-            raise _HttpError(409, "Invalid request: id already in use", INVALID_REQUEST)
+        clash = [id_ for i, id_ in enumerate(requests) if id_ in entry.routes or id_ in requests[:i]]
+        if clash:
+            raise _HttpError(409, "Invalid request: id already in use", INVALID_REQUEST, id_=clash[0])
         stream = _Stream()
         for id_ in requests:
             entry.routes[id_] = stream
@@ -2012,7 +2025,7 @@ class HttpServer:
                     break
                 await self._send(writer, b": keepalive\n\n" if message is _KEEPALIVE
                                  else self._event(message))
-        except (ConnectionError, asyncio.TimeoutError):
+        except ConnectionError:
             writer.transport.abort()
         finally:
             watcher.cancel()
@@ -2288,6 +2301,11 @@ class Client:
                 await self._transport.send(reply)
             except Exception:
                 log.warning("could not answer the server's %s", method)
+
+    def _fail(self, id_, error):
+        future = self._pending.get(id_)
+        if future is not None and not future.done():
+            future.set_exception(error)
 
     def _closed(self, reason):
         """The connection is gone: every waiting request fails now, not later."""
@@ -2596,9 +2614,26 @@ class _StreamableHttp:
         pass
 
     async def send(self, message):
+        is_request = "method" in message and "id" in message
+        if is_request and message["method"] != "initialize":
+            # The POST may stream for as long as the tool runs: don't hold the caller,
+            # who waits on its own future (with its own timeout).
+            task = asyncio.ensure_future(self._post_request(message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        await self._post(message, is_request)
+
+    async def _post_request(self, message):
+        try:
+            await self._post(message, True)
+        except Exception as e:
+            self.client._fail(message["id"], e if isinstance(e, McpError)
+                              else McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}"))
+
+    async def _post(self, message, is_request):
         headers = self._headers()
         headers["Content-Type"] = "application/json"
-        is_request = "method" in message and "id" in message
         try:
             response = await _http(self.url, "POST", headers, encode(message), self.client.trace)
         except OSError as e:

@@ -6,9 +6,8 @@
    port 0 (HTTP), sending exact bytes.
 
 Adversarial cases follow SECURITY.md section 3 (groups B-I); the item number
-is given where a test pins one down. A test that shows a bug in mcp_min.py is
-kept as it should pass and marked ``@unittest.expectedFailure`` with a
-``# BUG:`` comment.
+is given where a test pins one down; a regression test names the bug it
+pins.
 
 Run: ``python -m unittest`` from the directory holding mcp_min.py.
 """
@@ -20,12 +19,14 @@ import dataclasses
 import doctest
 import enum
 import hmac
+import importlib.util
 import inspect
 import json
 import logging
 import os
 import queue
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,7 @@ from mcp_min import (
 
 HERE = os.path.dirname(os.path.abspath(mcp_min.__file__))
 MCP_MIN = os.path.join(HERE, "mcp_min.py")
+ROOT = HERE
 TIMEOUT = 10.0          # upper bound on any single wait; tests normally take milliseconds
 
 
@@ -211,10 +213,8 @@ class ModuleTest(unittest.TestCase):
         for name in mcp_min.__all__:
             self.assertTrue(hasattr(mcp_min, name), name)
 
-    # BUG: the validate() docstring shows its result with double quotes, but the
-    # repr of a str uses single quotes, so the doctest fails (STYLE.md 10: the tour runs).
-    @unittest.expectedFailure
     def test_doctests_run(self):
+        # STYLE.md 10: the docstring tour runs.
         result = doctest.testmod(mcp_min, verbose=False, report=False)
         self.assertGreater(result.attempted, 0)
         self.assertEqual(result.failed, 0)
@@ -620,6 +620,7 @@ class Wire:
 
     def __init__(self, server):
         self.sent = []      # (message, related); message None = "ended with no response"
+        self.taken = set()  # ids of messages a test already waited for
         self.session = Session(server, lambda message, related: self.sent.append((message, related)))
 
     @property
@@ -630,10 +631,12 @@ class Wire:
         self.session.receive(data if isinstance(data, (bytes, str)) else json.dumps(data))
 
     async def wait_for(self, predicate, timeout=TIMEOUT):
+        """The first message matching `predicate` not yet waited for."""
         deadline = time.monotonic() + timeout
         while True:
             for message in self.messages:
-                if predicate(message):
+                if id(message) not in self.taken and predicate(message):
+                    self.taken.add(id(message))
                     return message
             if time.monotonic() > deadline:
                 raise AssertionError(f"no such message; sent: {self.messages!r}"[:3000])
@@ -694,10 +697,13 @@ class SessionLifecycleTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(result["capabilities"], {"logging": {}})
 
     async def test_capabilities_follow_the_registry(self):
+        def thing():
+            return "x"
         server = Server("s")
-        server.tool()(lambda: "x")
+        self.assertEqual(server.capabilities(), {"logging": {}})
+        server.tool()(thing)
         self.assertEqual(set(server.capabilities()), {"logging", "tools"})
-        server.prompt("p")(lambda: "x")
+        server.prompt()(thing)
         self.assertEqual(set(server.capabilities()), {"logging", "tools", "prompts"})
 
     async def test_initialize_without_params(self):
@@ -708,9 +714,6 @@ class SessionLifecycleTest(unittest.IsolatedAsyncioTestCase):
         response = await wire.request(rpc(2, "initialize", {"protocolVersion": 5}))
         self.assertEqual(response["error"]["code"], INVALID_PARAMS)
 
-    # BUG: initialize whose params is not an object ("x", null, []) raises
-    # AttributeError out of Session.receive instead of answering -32602 (CVE-2025-53366 class).
-    @unittest.expectedFailure
     async def test_initialize_params_not_object(self):
         wire = Wire(make_server()[0])
         for i, params in enumerate(('"x"', "null", "[]")):
@@ -864,10 +867,8 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
         duplicate = await self.wire.response(7)
         self.assertEqual(duplicate["error"]["code"], INVALID_REQUEST)
         self.state.gate.set()
-        await self.wire.settle()
-        answers = self.wire.answers(7)
-        self.assertEqual(len(answers), 2)
-        self.assertEqual(tool_text(answers[1]), "first")
+        self.assertEqual(tool_text(await self.wire.response(7)), "first")
+        self.assertEqual(len(self.wire.answers(7)), 2)
         self.assertEqual((await self.wire.request(rpc(7, "ping")))["result"], {})  # free again
 
     async def test_batch_on_2025_03_26(self):
@@ -1371,9 +1372,9 @@ class StdioTest(unittest.TestCase):
         p.initialize()
         text = "a\u2028b\u0085c\u2029d"
         p.write(json.dumps(call(1, "echo", {"text": text}), ensure_ascii=False).encode() + b"\n")
-        p.send(rpc(2, "ping"))
         self.assertEqual(tool_text(p.read()), text)
         self.assertTrue(p.last_line.isascii())
+        p.send(rpc(2, "ping"))
         self.assertEqual(p.read()["id"], 2)
 
     def test_invalid_utf8_line_then_ping(self):
@@ -1475,10 +1476,6 @@ class StdioTest(unittest.TestCase):
                 p.send(rpc(i, "ping"))
         self.assertCleanExit(p)
 
-    # BUG: initialize with non-object params raises AttributeError inside the
-    # stdin callback: no answer, the rest of that read's lines are dropped and
-    # the in-flight slot is never released.
-    @unittest.expectedFailure
     def test_malformed_initialize_then_ping(self):
         p = self.start()
         p.write(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}\n'
@@ -1609,6 +1606,7 @@ class HttpClient:
 
     def __init__(self, port, token=None):
         self.port, self.token = port, token
+        self.writers = []       # every connection opened, closed at the end of a test
 
     def build(self, method, path, body=None, headers=None):
         h = {"Host": f"127.0.0.1:{self.port}"}
@@ -1630,15 +1628,25 @@ class HttpClient:
         return f"{method} {path} HTTP/1.1\r\n{head}\r\n".encode("latin-1") + (body or b"")
 
     async def connect(self):
-        return await asyncio.open_connection("127.0.0.1", self.port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        self.writers.append(writer)
+        return reader, writer
+
+    async def close(self):
+        for writer in self.writers:
+            writer.close()
+        self.writers.clear()
 
     async def exchange(self, data, timeout=TIMEOUT, check_close=False):
         reader, writer = await self.connect()
         try:
+            # Read while writing: a server that answers early (413, 431) and
+            # closes must still be heard, whatever happens to the rest we send.
+            reading = asyncio.ensure_future(read_response(reader, timeout))
             writer.write(data)
             with contextlib.suppress(ConnectionError):
                 await writer.drain()
-            response = await read_response(reader, timeout)
+            response = await reading
             if check_close:
                 response.closed = await closed_by_server(reader, timeout)
             return response
@@ -1682,7 +1690,12 @@ class HttpTestCase(unittest.IsolatedAsyncioTestCase):
     async def asyncTearDown(self):
         self.state.gate.set()
         self.state.thread_gate.set()
+        await self.client.close()
         await asyncio.wait_for(self.http.close(), TIMEOUT)
+        for _ in range(300):       # let connection handlers finish before the loop closes
+            if self.http.connections == 0:
+                break
+            await asyncio.sleep(0.01)
 
     async def ping(self, sid, id_=1, version=LATEST_PROTOCOL_VERSION, **headers):
         return await self.client.post(rpc(id_, "ping"), sid, version, headers or None)
@@ -1918,15 +1931,12 @@ class HttpSessionTest(HttpTestCase):
 
     async def test_protocol_version_header(self):
         sid = await self.client.initialize()
-        for bad in ("1999-01-01", "2026-07-28", "latest", "2025-11-25 "):
+        for bad in ("1999-01-01", "2026-07-28", "latest", "2025-11-25x", "2025-11-25,2025-06-18"):
             response = await self.client.post(rpc(1, "ping"), sid, headers={"MCP-Protocol-Version": bad})
             self.assertEqual(response.status, 400, bad)
         self.assertEqual((await self.client.post(rpc(1, "ping"), sid)).status, 200)     # absent: 2025-03-26
         self.assertEqual((await self.ping(sid, version="2025-11-25")).status, 200)
 
-    # BUG: MCP-Protocol-Version is checked on POST only; GET and DELETE with an
-    # unsupported value are served (2025-06-18 transports: 400 on every request).
-    @unittest.expectedFailure
     async def test_protocol_version_header_on_get_and_delete(self):
         sid = await self.client.initialize()
         response = await self.client.request("DELETE", "/mcp", headers={
@@ -1959,9 +1969,6 @@ class HttpSessionTest(HttpTestCase):
         self.assertEqual(response.json()["error"]["code"], INVALID_PARAMS)
         self.assertEqual(response.json()["id"], 0)
 
-    # BUG: initialize whose params is not an object raises AttributeError inside
-    # the connection handler: the client gets no response at all (CVE-2025-53366 class).
-    @unittest.expectedFailure
     async def test_initialize_params_not_object(self):
         response = await self.client.post(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":"x"}',
                                           timeout=3)
@@ -2090,10 +2097,6 @@ class HttpFramingTest(HttpTestCase):
         await asyncio.sleep(0.05)
         self.assertEqual(self.state.calls, 0)
 
-    # BUG: a request target with a non-ASCII byte raises UnicodeDecodeError in
-    # _parse_head; the connection is dropped with no 400 and the error is logged
-    # as "HTTP connection failed".
-    @unittest.expectedFailure
     async def test_non_ascii_target(self):
         response = await self.raw(f"GET /mcp\xe9 HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n\r\n"
                                   .encode("latin-1"), timeout=3)
@@ -2123,19 +2126,16 @@ class HttpFramingTest(HttpTestCase):
 
     async def test_huge_header_in_small_segments(self):
         reader, writer = await self.client.connect()
-        try:
-            writer.write(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nX-Big: ".encode())
+        reading = asyncio.ensure_future(read_response(reader))
+        writer.write(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nX-Big: ".encode())
+        with contextlib.suppress(ConnectionError):
             for _ in range(100):
                 writer.write(b"b" * 1000)
                 await writer.drain()
-                await asyncio.sleep(0)
+                await asyncio.sleep(0.001)
             writer.write(b"\r\n\r\n")
-            with contextlib.suppress(ConnectionError):
-                await writer.drain()
-            response = await read_response(reader)
-            self.assertEqual(response.status, 431)
-        finally:
-            writer.close()
+            await writer.drain()
+        self.assertEqual((await reading).status, 431)
 
     async def test_routing(self):
         response = await self.client.request("GET", "/nope")
@@ -2174,6 +2174,82 @@ class HttpFramingTest(HttpTestCase):
         self.assertNotIn(b"MARKER", response.body)
         await asyncio.sleep(0.05)
         self.assertEqual(self.state.calls, 0)
+
+
+class HttpLimitsTest(HttpTestCase):
+    """SECURITY.md 1.5: the named limits, shrunk so that hitting them is cheap."""
+
+    async def test_header_deadline(self):
+        with mock.patch.object(mcp_min, "HEADER_TIMEOUT", 0.2):
+            reader, writer = await self.client.connect()
+            writer.write(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n".encode())
+            response = await read_response(reader)
+            self.assertEqual(response.status, 408)
+            self.assertTrue(await closed_by_server(reader))
+
+    async def test_body_deadline(self):
+        sid = await self.client.initialize()
+        with mock.patch.object(mcp_min, "BODY_TIMEOUT", 0.2):
+            reader, writer = await self.client.connect()
+            writer.write(self.client.build("POST", "/mcp", None, {
+                "Mcp-Session-Id": sid, "Content-Type": "application/json",
+                "Content-Length": "100"}) + b'{"jsonrpc"')
+            response = await read_response(reader)
+            self.assertEqual(response.status, 408)
+            self.assertTrue(await closed_by_server(reader))
+
+    async def test_idle_keep_alive_closed(self):
+        with mock.patch.object(mcp_min, "IDLE_TIMEOUT", 0.2):
+            reader, writer = await self.client.connect()
+            writer.write(self.client.build("POST", "/mcp", rpc(0, "initialize", init_params())))
+            self.assertEqual((await read_response(reader)).status, 200)
+            self.assertEqual(await asyncio.wait_for(reader.read(), TIMEOUT), b"")
+
+    async def test_connection_cap(self):
+        with mock.patch.object(mcp_min, "MAX_CONNECTIONS", 1):
+            reader, writer = await self.client.connect()
+            for _ in range(300):
+                if self.http.connections == 1:
+                    break
+                await asyncio.sleep(0.01)
+            response = await self.client.request("POST", "/mcp", rpc(0, "initialize", init_params()))
+            self.assertEqual(response.status, 503)
+            writer.close()
+            for _ in range(300):
+                if self.http.connections == 0:
+                    break
+                await asyncio.sleep(0.01)
+            response = await self.client.request("POST", "/mcp", rpc(0, "initialize", init_params()))
+            self.assertEqual(response.status, 200)
+
+    async def test_session_cap(self):
+        with mock.patch.object(mcp_min, "MAX_SESSIONS", 2):
+            await self.client.initialize()
+            await self.client.initialize()
+            response = await self.client.post(rpc(0, "initialize", init_params()))
+            self.assertJsonRpcError(response, 503, INTERNAL_ERROR)
+            response = await self.client.request("GET", "/sse", headers={"Accept": "text/event-stream"})
+            self.assertEqual(response.status, 503)
+        self.assertEqual(len(self.http.sessions), 2)
+
+    async def test_write_deadline_frees_a_stalled_stream(self):
+        # SECURITY.md R25: a reader that stops reading is cut off after WRITE_TIMEOUT.
+        sid = await self.client.initialize()
+        with mock.patch.object(mcp_min, "WRITE_TIMEOUT", 0.3):
+            reader, writer = await self.client.connect()
+            writer.write(self.client.build("POST", "/mcp", call(7, "flood", {"n": 3000, "size": 4000},
+                                                                meta={"progressToken": 1}),
+                                           {"Mcp-Session-Id": sid}))
+            self.state.gate.set()
+            await read_head(reader)            # then never read again, never close
+            await asyncio.wait_for(self.state.flood_done.wait(), 30)
+            for _ in range(500):
+                if self.http.connections == 0:
+                    break
+                await asyncio.sleep(0.01)
+            self.assertEqual(self.http.connections, 0)
+            self.assertEqual(self.http.sessions[sid].routes, {})
+            self.assertEqual((await self.ping(sid)).status, 200)
 
 
 class HttpJsonRpcTest(HttpTestCase):
@@ -2256,9 +2332,6 @@ class HttpJsonRpcTest(HttpTestCase):
         response = await self.post([note("notifications/x")], "2025-03-26", sid)
         self.assertEqual(response.status, 202)
 
-    # BUG: an empty batch on a 2025-03-26 session is answered 202 as if it held
-    # only notifications; JSON-RPC (and SECURITY.md E44) want a single -32600.
-    @unittest.expectedFailure
     async def test_empty_batch(self):
         sid = await self.client.initialize("2025-03-26")
         response = await self.post(b"[]", "2025-03-26", sid)
@@ -2290,9 +2363,6 @@ class HttpJsonRpcTest(HttpTestCase):
         first = await asyncio.wait_for(pending, TIMEOUT)
         self.assertEqual(tool_text(first.messages()[-1]), "mine")
 
-    # BUG: the 409 for a duplicate in-flight id carries "id": null, not the
-    # offending id (SECURITY.md F55: 409 + -32600 carrying id 7).
-    @unittest.expectedFailure
     async def test_duplicate_in_flight_id_409_carries_the_id(self):
         pending = asyncio.ensure_future(self.client.post(call(7, "wait"), self.sid))
         await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
@@ -2438,7 +2508,6 @@ class HttpLegacySseTest(HttpTestCase):
 
     async def open_sse(self, **headers):
         reader, writer = await self.client.connect()
-        self.addCleanup(writer.close)
         writer.write(self.client.build("GET", "/sse", headers={"Accept": "text/event-stream", **headers}))
         head = await read_head(reader)
         self.assertEqual(head.status, 200)
@@ -2484,7 +2553,7 @@ class HttpLegacySseTest(HttpTestCase):
         for query in ("sessionId=", "sessionId=abc%0d%0aSet-Cookie:%20x=1", "sessionId=" + "a" * 10_000,
                       "sessionId=a&sessionId=b"):
             response = await self.client.request("POST", "/messages?" + query, rpc(1, "ping"))
-            self.assertIn(response.status, (400, 404), query[:30])
+            self.assertIn(response.status, (400, 404, 414), query[:30])
             self.assertIsNone(response.header("set-cookie"))
             self.assertNotIn(b"Set-Cookie", response.body)
 
@@ -2534,8 +2603,9 @@ class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
             deadline = time.monotonic() + TIMEOUT
             while port is None and time.monotonic() < deadline:
                 try:
-                    line = lines.get(timeout=0.1).decode()
+                    line = lines.get_nowait().decode()
                 except queue.Empty:
+                    await asyncio.sleep(0.02)
                     continue
                 match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
                 port = int(match.group(1)) if match else None
@@ -2554,13 +2624,239 @@ class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
 
 
 ##############################################################################
-# Client (mcp_min.Client, SyncClient)
+# Client: our client against our server over every transport
 ##############################################################################
-# Reserved for the Client tests, to be written with the Client class:
-# stdio spawning with an argv list (K80), cross-origin endpoint refusal (K75),
-# token never in URLs or sent cross-origin (K76), re-initialize on 404 (K77),
-# SSE event size cap (K78), timeout + notifications/cancelled (K79), and
-# client/server pairs in memory and over real transports.
+
+SLOW_SERVER = '''
+import asyncio, sys, os
+sys.path.insert(0, {root!r})
+from mcp_min import Server, Context
+server = Server("slow")
+state = {{"cancelled": 0}}
+
+@server.tool()
+async def slow(seconds: float = 5.0) -> str:
+    """Sleep, noting a cancel."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        state["cancelled"] += 1
+        raise
+    return "done"
+
+@server.tool()
+def cancelled() -> int:
+    """How many calls were cancelled."""
+    return state["cancelled"]
+
+@server.tool()
+async def chatty(ctx: Context) -> str:
+    """Log, report progress, ask the client's model and the user."""
+    ctx.log("info", "hello from the tool")
+    for i in range(3):
+        ctx.progress(i + 1, 3)
+    answer = await ctx.sample("Say hi", max_tokens=10)
+    form = await ctx.elicit("Name?", {{"name": {{"type": "string"}}}})
+    roots = await ctx.list_roots()
+    return f"{{answer['content']['text']}} / {{form['content']['name']}} / {{roots[0]['uri']}}"
+
+if __name__ == "__main__":
+    server.run()
+'''
+
+
+def _slow_server_file(tmp):
+    path = os.path.join(tmp, "slow_server.py")
+    with open(path, "w") as f:
+        f.write(SLOW_SERVER.format(root=ROOT))
+    return path
+
+
+class ClientTests(unittest.IsolatedAsyncioTestCase):
+    """mcp_min.Client against mcp_min servers: pipes, sockets, both HTTP transports."""
+
+    async def asyncSetUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.server_file = _slow_server_file(self.tmp)
+        spec = importlib.util.spec_from_file_location("slow_server", self.server_file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.slow = module.server
+        self.http = await mcp_min.start_http(self.slow, "127.0.0.1", 0)
+        self.base = f"http://127.0.0.1:{self.http.port}"
+
+    async def asyncTearDown(self):
+        await self.http.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def handlers(self, seen):
+        return dict(
+            sampling=lambda p: {"role": "assistant", "content": {"type": "text", "text": "hi"},
+                                "model": "test"},
+            elicitation=lambda p: {"action": "accept", "content": {"name": "Ada"}},
+            roots=[{"uri": "file:///tmp/project", "name": "project"}],
+            on_log=lambda p: seen.append(("log", p["data"])))
+
+    async def check_full_exchange(self, target):
+        seen = []
+        async with mcp_min.Client(target, timeout=10, **self.handlers(seen)) as client:
+            self.assertIn(client.protocol_version, mcp_min.PROTOCOL_VERSIONS)
+            names = [t["name"] for t in await client.list_tools()]
+            self.assertEqual(names, ["slow", "cancelled", "chatty"])
+            progress = []
+            result = await client.call_tool("chatty", on_progress=progress.append)
+            self.assertEqual(result["content"][0]["text"], "hi / Ada / file:///tmp/project")
+            self.assertEqual([p["progress"] for p in progress], [1, 2, 3])
+            self.assertIn(("log", "hello from the tool"), seen)
+            self.assertEqual(await client.ping(), {})
+        return client
+
+    async def test_stdio(self):
+        await self.check_full_exchange([sys.executable, self.server_file])
+
+    async def test_streamable_http(self):
+        client = await self.check_full_exchange(self.base + "/mcp")
+        self.assertEqual(self.http.sessions, {}, "the client DELETEs its session on close")
+
+    async def test_legacy_sse(self):
+        await self.check_full_exchange(self.base + "/sse")
+
+    async def test_probe_picks_the_transport(self):
+        async with mcp_min.Client(self.base + "/mcp") as client:
+            self.assertIsInstance(client._transport, mcp_min._StreamableHttp)
+        async with mcp_min.Client(self.base + "/sse") as client:
+            self.assertIsInstance(client._transport, mcp_min._LegacySse)
+
+    async def test_timeout_cancels_on_the_server(self):
+        for target in (self.base + "/mcp", [sys.executable, self.server_file]):
+            async with mcp_min.Client(target, timeout=10) as client:
+                with self.assertRaises(mcp_min.McpError) as caught:
+                    await client.call_tool("slow", {"seconds": 30}, timeout=0.3)
+                self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
+                for _ in range(50):     # the cancel notification reaches the tool
+                    count = await client.call_tool("cancelled")
+                    if count["structuredContent"]["result"] == 1:
+                        break
+                    await asyncio.sleep(0.05)
+                self.assertEqual(count["structuredContent"]["result"], 1)
+
+    async def test_dying_server_fails_pending_calls_at_once(self):
+        client = mcp_min.Client([sys.executable, self.server_file], timeout=30)
+        await client.connect()
+        call = asyncio.ensure_future(client.call_tool("slow", {"seconds": 30}))
+        await asyncio.sleep(0.2)
+        client._transport.process.kill()
+        started = time.monotonic()
+        with self.assertRaises(mcp_min.McpError) as caught:
+            await call
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertEqual(caught.exception.code, mcp_min.CONNECTION_CLOSED)
+        await client.close()
+
+    async def test_reinitializes_when_the_session_is_gone(self):
+        async with mcp_min.Client(self.base + "/mcp") as client:
+            old = client._transport.session_id
+            for entry in list(self.http.sessions.values()):     # the server forgets us
+                entry.close(cancel=True)
+            self.http.sessions.clear()
+            result = await client.call_tool("cancelled")
+            self.assertFalse(result.get("isError"))
+            self.assertNotEqual(client._transport.session_id, old)
+
+    async def test_token_goes_in_a_header_never_the_url(self):
+        secure = await mcp_min.start_http(self.slow, "127.0.0.1", 0, token="s3cret")
+        try:
+            url = f"http://127.0.0.1:{secure.port}/mcp"
+            with self.assertRaises(mcp_min.McpError):
+                async with mcp_min.Client(url, transport="http"):
+                    pass
+            lines = []
+            trace = mcp_min._Trace("-", side="client")
+            trace.file = _Lines(lines)
+            async with mcp_min.Client(url, token="s3cret", trace=trace) as client:
+                await client.ping()
+            wire = "".join(lines)
+            self.assertNotIn("s3cret", wire)    # the trace hides it too
+            self.assertIn("Bearer ***", wire)
+            self.assertNotIn("token", wire.split("\n")[0])
+        finally:
+            await secure.close()
+
+    async def test_endpoint_on_another_origin_is_refused(self):
+        async def fake(reader, writer):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+                         b"event: endpoint\ndata: http://evil.example.com/messages?s=1\n\n")
+            await writer.drain()
+            writer.close()
+        fake_server = await asyncio.start_server(fake, "127.0.0.1", 0)
+        port = fake_server.sockets[0].getsockname()[1]
+        try:
+            with self.assertRaises(mcp_min.McpError) as caught:
+                await mcp_min.Client(f"http://127.0.0.1:{port}/sse", transport="sse").connect()
+            self.assertIn("another origin", caught.exception.message)
+        finally:
+            fake_server.close()
+
+
+class _Lines:
+    def __init__(self, lines):
+        self.lines = lines
+
+    def write(self, text):
+        self.lines.append(text)
+
+    def flush(self):
+        pass
+
+
+class ClientCliTests(unittest.TestCase):
+    """`python mcp_min.py client TARGET METHOD ARGS` as a user types it."""
+
+    def run_cli(self, *args, timeout=30):
+        return subprocess.run([sys.executable, MCP_MIN, "client", *args], capture_output=True,
+                              text=True, timeout=timeout, cwd=ROOT)
+
+    def test_stdio_target_and_key_value_arguments(self):
+        server = f"{sys.executable} {MCP_MIN} serve --stdio"
+        done = self.run_cli(server, "tools/call", "getUser", "name=John")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout)["structuredContent"],
+                         {"name": "John", "email": "john@example.com"})
+        failed = self.run_cli(server, "tools/call", "getUser", "name=Nobody")
+        self.assertEqual(failed.returncode, 1)
+        self.assertTrue(json.loads(failed.stdout)["isError"])
+        unknown = self.run_cli(server, "tools/call", "nope")
+        self.assertEqual(unknown.returncode, 1)
+        self.assertIn("-32602", unknown.stderr)
+
+    def test_trace_shows_the_exchange(self):
+        server = f"{sys.executable} {MCP_MIN} serve --stdio"
+        done = self.run_cli(server, "ping", "--trace")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        lines = [l for l in done.stderr.splitlines() if "->" in l]
+        shape = [(l.split()[1], l.split()[2]) for l in lines]
+        self.assertEqual(shape, [("C->S", "stdin"), ("S->C", "stdout"), ("C->S", "stdin"),
+                                 ("C->S", "stdin"), ("S->C", "stdout")])
+        self.assertIn('"method": "initialize"', done.stderr)
+
+    def test_trace_file_is_json_lines(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.jsonl")
+            done = self.run_cli(f"{sys.executable} {MCP_MIN} serve", "tools/list", f"--trace={path}")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            with open(path) as f:
+                records = [json.loads(line) for line in f]
+        self.assertEqual(records[0]["message"]["method"], "initialize")
+        self.assertEqual({r["dir"] for r in records}, {"C->S", "S->C"})
+        self.assertTrue(all(set(r) >= {"t", "dir", "channel"} for r in records))
+
+    def test_command_runs_without_a_shell(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = os.path.join(tmp, "pwned")
+            done = self.run_cli(f"{sys.executable} {MCP_MIN} serve '; touch {marker}'", "ping")
+            self.assertFalse(os.path.exists(marker))
+            self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
 
 
 if __name__ == "__main__":
