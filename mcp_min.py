@@ -63,8 +63,10 @@ import enum
 import json
 import logging
 import os
+import re
 import sys
 import threading
+import time
 import typing
 
 __version__ = "0.1.0"
@@ -1502,8 +1504,9 @@ _LOOPBACK = ("localhost", "127.0.0.1", "[::1]", "::1")
 _SINGLE_HEADERS = frozenset((b"host", b"content-length", b"content-type", b"authorization",
                              b"origin", b"mcp-session-id", b"mcp-protocol-version",
                              b"transfer-encoding"))
-_TOKEN_CHARS = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
-                         b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")    # tab is allowed in values
+_BAD_TARGET = re.compile(rb"[\x00-\x20\x7f-\xff]")
 
 
 class _HttpError(Exception):
@@ -1530,8 +1533,8 @@ def _parse_head(head):
     if len(line) > MAX_REQUEST_LINE:
         raise _HttpError(414, "Request line too long")
     parts = line.split(b" ")
-    if len(parts) != 3 or not parts[0] or not set(parts[0]) <= _TOKEN_CHARS \
-            or not parts[1].startswith(b"/") or any(b <= 32 or b >= 127 for b in parts[1]):
+    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith(b"/") \
+            or _BAD_TARGET.search(parts[1]):
         raise _HttpError(400, "Bad request line")
     if parts[2] not in (b"HTTP/1.1", b"HTTP/1.0"):
         raise _HttpError(505 if parts[2].startswith(b"HTTP/") else 400, "Unsupported HTTP version")
@@ -1540,10 +1543,10 @@ def _parse_head(head):
     headers = {}
     for line in lines[1:]:
         name, colon, value = line.partition(b":")
-        if not colon or not name or not set(name) <= _TOKEN_CHARS:
+        if not colon or not _TOKEN.fullmatch(name):
             raise _HttpError(400, "Bad header line")    # includes folds, bare LF, "Name :"
         value = value.strip(b" \t")
-        if any(b < 32 and b != 9 or b == 127 for b in value):
+        if _CONTROL.search(value):
             raise _HttpError(400, "Bad header value")
         name = name.lower()
         if name in headers:
@@ -1604,15 +1607,15 @@ class _Stream:
 
     async def get(self, timeout):
         """Next message; None when closed; _KEEPALIVE when quiet for `timeout`."""
-        while not self.items:
-            if self.closed:
-                return None
+        if not self.items and not self.closed:
             self.wake.clear()
-            try:
-                await asyncio.wait_for(self.wake.wait(), timeout)
-            except asyncio.TimeoutError:
-                return _KEEPALIVE
-        return self.items.pop(0)
+            timer = timeout and asyncio.get_running_loop().call_later(timeout, self.wake.set)
+            await self.wake.wait()
+            if timer:
+                timer.cancel()
+        if self.items:
+            return self.items.pop(0)
+        return None if self.closed else _KEEPALIVE
 
 
 _KEEPALIVE = object()
@@ -1650,9 +1653,7 @@ class _HttpSession:
         self.routes.clear()
 
 
-def _now():
-    import time
-    return time.monotonic()
+_now = time.monotonic
 
 
 def _is_loopback(host):
@@ -1715,18 +1716,24 @@ class HttpServer:
             if self.connections > MAX_CONNECTIONS:
                 raise _HttpError(503, "Too many connections")
             while True:
-                try:    # an idle kept-alive connection just closes; a slow request gets 408
-                    first = await asyncio.wait_for(reader.readexactly(1), IDLE_TIMEOUT)
-                except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
-                    return
+                # Timers, not wait_for: they cost a heap entry, not a task, per read.
+                timer = self._deadline(writer, IDLE_TIMEOUT)    # idle: just close
                 try:
-                    head = first + await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"),
-                                                          HEADER_TIMEOUT)
+                    first = await reader.readexactly(1)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                finally:
+                    timer.cancel()
+                timer = self._deadline(writer, HEADER_TIMEOUT, 408)
+                try:
+                    head = first + await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
                 except asyncio.LimitOverrunError:
                     start = first + await reader.read(MAX_REQUEST_LINE)
                     raise _HttpError(431 if b"\r\n" in start else 414, "Request head too large") from None
+                finally:
+                    timer.cancel()
                 request = _parse_head(head)
                 if self.trace:
                     self.trace.http_request(request)
@@ -1734,9 +1741,8 @@ class HttpServer:
                         or request.header("connection").lower() == "close" or request.version == b"HTTP/1.0":
                     return
         except _HttpError as e:
-            self._write_error(writer, e, close=True, id_=e.id)
-        except asyncio.TimeoutError:
-            self._write_error(writer, _HttpError(408, "Request timeout"), close=True)
+            if not writer.is_closing():
+                self._write_error(writer, e, close=True, id_=e.id)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except Exception:   # never let one connection take the server down
@@ -1749,6 +1755,14 @@ class HttpServer:
                 writer.close()
             except Exception:
                 writer.transport.abort()
+
+    def _deadline(self, writer, seconds, status=None):
+        """Close the connection in `seconds` (answering `status` first) unless cancelled."""
+        def expire():
+            if status and not writer.is_closing():
+                self._write_error(writer, _HttpError(status, "Request timeout"), close=True)
+            writer.close()      # a pending read now ends with IncompleteReadError
+        return asyncio.get_running_loop().call_later(seconds, expire)
 
     def _write_error(self, writer, e, close=False, id_=None):
         body = b""
@@ -1770,12 +1784,16 @@ class HttpServer:
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
 
     async def _send(self, writer, data):
+        if writer.is_closing():
+            raise ConnectionError("connection closed")
         writer.write(data)
-        try:
-            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
-        except asyncio.TimeoutError:    # the reader stopped reading: cut it off, free its state
-            writer.transport.abort()
-            raise ConnectionError("write timeout") from None
+        if writer.transport.get_write_buffer_size() > 1 << 16:
+            # The reader is slow: wait, but a reader that stopped is cut off (state freed).
+            timer = asyncio.get_running_loop().call_later(WRITE_TIMEOUT, writer.transport.abort)
+            try:
+                await writer.drain()
+            finally:
+                timer.cancel()
 
     # -- checks and routing ------------------------------------------------------
     async def _route(self, request, reader, writer):
@@ -1790,7 +1808,7 @@ class HttpServer:
             if request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
                 raise _HttpError(400, "Unsupported MCP-Protocol-Version")
             if method == "POST":
-                await self._read_body(request, reader)
+                await self._read_body(request, reader, writer)
                 return await self._mcp_post(request, writer, cors)
             if method in ("GET", "DELETE") and not self.stateless:
                 self._no_body(request)
@@ -1807,7 +1825,7 @@ class HttpServer:
         if path == "/messages":
             if method != "POST":
                 raise _HttpError(405, headers=[("Allow", "POST")])
-            await self._read_body(request, reader)
+            await self._read_body(request, reader, writer)
             return self._sse_post(request, writer, cors)
         raise _HttpError(404, "Not found")
 
@@ -1852,7 +1870,7 @@ class HttpServer:
         if request.header("content-length", "0") != "0" or request.header("transfer-encoding"):
             raise _HttpError(400, "Unexpected request body")
 
-    async def _read_body(self, request, reader):
+    async def _read_body(self, request, reader, writer):
         if request.header("transfer-encoding"):
             # Chunked bodies are not needed by MCP clients; CL+TE is a smuggling attempt.
             raise _HttpError(400 if request.header("content-length") or request.version == b"HTTP/1.0"
@@ -1866,7 +1884,11 @@ class HttpServer:
             raise _HttpError(413)
         if _media_types(request.header("content-type")) != {"application/json"}:
             raise _HttpError(415, "Content-Type must be application/json")
-        request.body = await asyncio.wait_for(reader.readexactly(int(length)), BODY_TIMEOUT)
+        timer = self._deadline(writer, BODY_TIMEOUT, 408)
+        try:
+            request.body = await reader.readexactly(int(length))
+        finally:
+            timer.cancel()
         if self.trace:
             self.trace.http_body(request.body)
 
@@ -2529,17 +2551,17 @@ async def _http(url, method, headers, body=b"", trace=None):
         import ssl
         ssl_context = ssl.create_default_context()
     port = parts.port or (443 if tls else 80)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    host = parts.netloc.rpartition("@")[2]
+    if trace:   # before connecting, so a refused connection still shows what was tried
+        trace.http("out", f"{method} {target}", headers, body)
     reader, writer = await asyncio.wait_for(
         asyncio.open_connection(parts.hostname, port, ssl=ssl_context, limit=MAX_HEAD_BYTES),
         CONNECT_TIMEOUT)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    host = parts.netloc.rpartition("@")[2]
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     if body or method == "POST":
         lines.append(f"Content-Length: {len(body)}")
-    if trace:
-        trace.http("out", f"{method} {target}", headers, body)
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
     try:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT_S)
@@ -2712,18 +2734,22 @@ class _StreamableHttp:
                 pass
             finally:
                 response.close()
-            if answered or last_id is None or self._closing:
+            if answered or self._closing:
                 return
-            await asyncio.sleep(retry)
-            headers = self._headers("text/event-stream")
-            headers["Last-Event-ID"] = last_id
-            try:
-                response = await _http(self.url, "GET", headers, trace=self.client.trace)
-            except OSError:
-                return
-            if response.status != 200:
-                response.close()
-                return
+            if last_id is not None:
+                await asyncio.sleep(retry)
+                headers = self._headers("text/event-stream")
+                headers["Last-Event-ID"] = last_id
+                try:
+                    response = await _http(self.url, "GET", headers, trace=self.client.trace)
+                    if response.status == 200:
+                        continue
+                    response.close()
+                except OSError:
+                    pass
+            # The stream is gone and cannot be resumed: the caller hears it now, not at its timeout.
+            self.client._fail(request_id, McpError(CONNECTION_CLOSED, "The response stream ended"))
+            return
 
     async def initialized(self):
         """Open the GET stream for messages the server starts (405 = none)."""

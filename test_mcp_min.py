@@ -2645,6 +2645,13 @@ async def slow(seconds: float = 5.0) -> str:
     return "done"
 
 @server.tool()
+async def stream_then_wait(ctx: Context) -> str:
+    """Start an SSE answer (a progress notice), then hang."""
+    ctx.log("info", "working")
+    await asyncio.sleep(30)
+    return "late"
+
+@server.tool()
 def cancelled() -> int:
     """How many calls were cancelled."""
     return state["cancelled"]
@@ -2702,7 +2709,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         async with mcp_min.Client(target, timeout=10, **self.handlers(seen)) as client:
             self.assertIn(client.protocol_version, mcp_min.PROTOCOL_VERSIONS)
             names = [t["name"] for t in await client.list_tools()]
-            self.assertEqual(names, ["slow", "cancelled", "chatty"])
+            self.assertEqual(names, ["slow", "stream_then_wait", "cancelled", "chatty"])
             progress = []
             result = await client.call_tool("chatty", on_progress=progress.append)
             self.assertEqual(result["content"][0]["text"], "hi / Ada / file:///tmp/project")
@@ -2746,6 +2753,22 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         call = asyncio.ensure_future(client.call_tool("slow", {"seconds": 30}))
         await asyncio.sleep(0.2)
         client._transport.process.kill()
+        started = time.monotonic()
+        with self.assertRaises(mcp_min.McpError) as caught:
+            await call
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertEqual(caught.exception.code, mcp_min.CONNECTION_CLOSED)
+        await client.close()
+
+    async def test_server_gone_mid_stream_fails_the_call_at_once(self):
+        # Regression: a Streamable HTTP answer stream that ended without the result
+        # left the call waiting for its own timeout.
+        other = await mcp_min.start_http(self.slow, "127.0.0.1", 0)
+        client = mcp_min.Client(f"http://127.0.0.1:{other.port}/mcp", timeout=30)
+        await client.connect()
+        call = asyncio.ensure_future(client.call_tool("stream_then_wait"))
+        await asyncio.sleep(0.3)
+        await other.close()
         started = time.monotonic()
         with self.assertRaises(mcp_min.McpError) as caught:
             await call
