@@ -2073,9 +2073,9 @@ class HttpServer:
         return False
 
     def _sse_post(self, request, writer, cors):
-        from urllib.parse import parse_qs
-        query = parse_qs(request.query, keep_blank_values=True)
-        ids = query.get("sessionId", []) + query.get("session_id", [])
+        ids = [value for key, _, value in (p.partition("=") for p in request.query.split("&"))
+               if key in ("sessionId", "session_id")]
+        # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
         if len(ids) != 1 or not (0 < len(ids[0]) <= 128 and ids[0].isascii() and ids[0].isalnum()):
             raise _HttpError(400, "Missing or malformed sessionId")
         entry = self.sessions.get(ids[0])
