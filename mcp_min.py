@@ -295,11 +295,11 @@ def _schema(tp, depth=0):
             elif isinstance(extra, dict):
                 schema.update(extra)
         return schema
-    simple = _SIMPLE_TYPES.get(tp)
+    simple = _SIMPLE_TYPES.get(type(None) if tp is None else tp)
     if simple:
         return {"type": simple}
-    if tp is typing.Any or tp is object or tp is None and depth:
-        return {"type": "null"} if tp is None else {}
+    if tp is typing.Any or tp is object:
+        return {}
     if origin is typing.Literal:
         schema = {"enum": list(args)}
         kinds = {_SIMPLE_TYPES.get(type(a)) for a in args}
@@ -311,10 +311,12 @@ def _schema(tp, depth=0):
         return {"anyOf": options}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _schema(typing.Literal[tuple(m.value for m in tp)], depth + 1)
-    if origin in (list, tuple, set, frozenset) or tp in (list, tuple, set, frozenset):
+    if origin in _ARRAYS or tp in _ARRAYS:
         schema = {"type": "array"}
-        if args and not (origin is tuple and len(args) != 2 or len(args) == 2 and args[1] is not Ellipsis) \
-                or origin in (list, set, frozenset) and args:
+        if origin is tuple and args and args[-1] is not Ellipsis:     # tuple[int, str]
+            schema["prefixItems"] = [_schema(a, depth + 1) for a in args]
+            schema["minItems"] = schema["maxItems"] = len(args)
+        elif args:
             schema["items"] = _schema(args[0], depth + 1)
         return schema
     if origin is dict or tp is dict:
@@ -336,6 +338,7 @@ def _schema(tp, depth=0):
 
 
 _SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+_ARRAYS = (list, tuple, set, frozenset)
 
 
 def _object_schema(hints, required, depth, tp):
@@ -449,10 +452,6 @@ def _json_type(value):
 
 def _same(a, b):
     return type(a) is type(b) and a == b or _type_ok(a, "number") and _type_ok(b, "number") and a == b
-
-
-def _size(value):
-    return len(value) if isinstance(value, (str, list)) else None
 
 
 def _number(value):
@@ -965,6 +964,7 @@ class Session:
         self._pending = {}      # id of a request we sent -> future for its reply
         self._next_id = 0
         self.closed = False
+        self.ready = False      # the client sent notifications/initialized
         self.loop = None
         server.sessions.add(self)
 
