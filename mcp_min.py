@@ -125,12 +125,6 @@ class McpError(Exception):
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
 
-    def to_error(self):
-        error = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
 
 class _DuplicateKey(ValueError):
     pass
@@ -179,6 +173,15 @@ def encode(message):
     ASCII output means a lone surrogate in a tool's text cannot break the wire.
     """
     return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def _encode_safely(message):
+    """encode(), but a result JSON cannot carry becomes an error for its request."""
+    try:
+        return encode(message)
+    except (TypeError, ValueError):
+        log.error("a message is not JSON-serializable: %.200r", message)
+        return encode(_error(message.get("id"), INTERNAL_ERROR, "Internal error"))
 
 
 def _is_id(value):
@@ -622,7 +625,7 @@ class Tool(_Handler):
             return {"content": [value]}
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, Content) for v in value):
             return {"content": list(value)}
-        if value is None:
+        if value is None and not self.output_schema:
             return {"content": []}
         if isinstance(value, str) and not self.wrap:
             return {"content": [text(value)]}
@@ -675,7 +678,9 @@ class _UriTemplate:
     """RFC 6570 level 1 (``{name}``) matched in linear time.
 
     Each variable takes the text up to the first occurrence of the literal
-    after it, never a '/'; no backtracking, so hostile URIs cost O(n).
+    after it; no backtracking, so hostile URIs cost O(n). A value is
+    percent-decoded, and may not then hold '/', '\\', NUL, or be '.' or '..',
+    so a variable can never walk a path (SECURITY.md R31).
 
     >>> _UriTemplate("users://{name}/profile").match("users://ada%20l/profile")
     {'name': 'ada l'}
@@ -700,14 +705,19 @@ class _UriTemplate:
             return None
         pos, found = len(parts[0]), {}
         for i in range(1, len(parts), 2):
-            literal = parts[i + 1]
-            last = i + 2 == len(parts)
-            end = len(uri) if last and not literal else uri.find(literal, pos) if literal else -1
-            if last and literal:
+            literal, last = parts[i + 1], i + 2 == len(parts)
+            if last:        # the final variable runs to the final literal
                 end = len(uri) - len(literal) if uri.endswith(literal) else -1
-            if end < pos or end == pos or "/" in uri[pos:end] if end >= 0 else True:
+            elif literal:
+                end = uri.find(literal, pos)
+            else:           # "{a}{b}": adjacent variables cannot be told apart
                 return None
-            found[parts[i]] = unquote(uri[pos:end])
+            if end <= pos:
+                return None
+            value = unquote(uri[pos:end])
+            if value in (".", "..") or any(c in value for c in "/\\\x00"):
+                return None
+            found[parts[i]] = value
             pos = end + len(literal)
         return found if pos == len(uri) else None
 
@@ -740,10 +750,6 @@ class Prompt(_Handler):
                 content = item if isinstance(item, Content) else text(str(item))
                 messages.append({"role": "user", "content": content})
         return messages
-
-
-_REGISTRY_OF = {"tools": "tools", "resources": "resources", "prompts": "prompts",
-                "completions": "completions"}
 
 
 class Server:
@@ -809,14 +815,14 @@ class Server:
         partial value (and optionally the already-chosen arguments as a dict)
         and returns a list of strings."""
         def register(fn):
-            kind = "ref/resource" if ref in self.resources else "ref/prompt"
-            self.completions[kind, ref, argument] = fn
+            kind = "ref/resource" if "://" in ref else "ref/prompt"
+            self.completions[kind, ref, argument] = _Handler(fn)
             return fn
         return register
 
     def offers(self, capability):
         """Whether the server declares `capability` (without building the dict)."""
-        return capability == "logging" or bool(getattr(self, _REGISTRY_OF[capability]))
+        return capability == "logging" or bool(getattr(self, capability))
 
     def capabilities(self):
         caps = {"logging": {}}
@@ -964,7 +970,7 @@ class Session:
         self._pending = {}      # id of a request we sent -> future for its reply
         self._next_id = 0
         self.closed = False
-        self.ready = False      # the client sent notifications/initialized
+        self.ready = self.initialized   # the client sent notifications/initialized
         self.loop = None
         server.sessions.add(self)
 
@@ -974,14 +980,35 @@ class Session:
 
         `done` is called once the frame's work has finished (for a request,
         when it is answered), so a transport can bound what it reads ahead.
+        Nothing raises out of here: bad input is answered.
         """
         try:
             message = decode(data) if isinstance(data, (bytes, bytearray, str)) else data
         except McpError as e:
             self._send(_error(None, e.code, e.message), None)
             return done and done()
-        if type(message) is list:
-            return self._batch(message, done)
+        if type(message) is not list:
+            return self._one(message, done)
+        # Batches: 2025-03-26 only; initialize MUST NOT be in one.
+        if self.protocol_version not in BATCH_VERSIONS or not message:
+            self._send(_error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
+                              if message else "Invalid request: empty batch"), None)
+            return done and done()
+        remaining = [len(message)]
+
+        def one_done():
+            remaining[0] -= 1
+            if remaining[0] == 0 and done:
+                done()
+        for item in message:
+            if type(item) is dict and item.get("method") == "initialize":
+                self._send(_error(_readable_id(item), INVALID_REQUEST,
+                                  "Invalid request: initialize may not be batched"), None)
+                one_done()
+            else:
+                self._one(item, one_done)   # a nested list is simply not a valid message
+
+    def _one(self, message, done):
         try:
             kind = classify(message)
         except McpError as e:
@@ -995,40 +1022,12 @@ class Session:
                 self._send(_error(message["id"], INTERNAL_ERROR, "Internal error"), message["id"])
                 done and done()
 
-    def _batch(self, messages, done):
-        # 2025-03-26 only; initialize MUST NOT be in one.
-        if self.protocol_version not in BATCH_VERSIONS or not messages:
-            self._send(_error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
-                              if messages else "Invalid request: empty batch"), None)
-            return done and done()
-        remaining = [len(messages)]
-
-        def one_done():
-            remaining[0] -= 1
-            if remaining[0] == 0 and done:
-                done()
-        for message in messages:
-            if type(message) is dict and message.get("method") == "initialize":
-                self._send(_error(_readable_id(message), INVALID_REQUEST,
-                                  "Invalid request: initialize may not be batched"), None)
-                one_done()
-            else:
-                self.receive(message, one_done)
-
     def handle(self, message, kind, done=None):
         """Act on one classified message."""
         if self.loop is None:
             self.loop = _running_loop()
         if kind == "response":
-            future = self._pending.pop(message["id"], None)
-            if future and not future.done():
-                if "error" in message:
-                    error = message["error"] if type(message["error"]) is dict else {}
-                    future.set_exception(McpError(error.get("code", INTERNAL_ERROR),
-                                                  str(error.get("message", "error")),
-                                                  error.get("data")))
-                else:
-                    future.set_result(message["result"])
+            _settle(self._pending.pop(message["id"], None), message)
             return done and done()
         method = message["method"]
         params = message.get("params", {})
@@ -1041,40 +1040,39 @@ class Session:
                     log.exception("notification %r failed", method)
             return done and done()
         id_ = message["id"]
-        if id_ in self.running:
-            # Two live requests with one id would cross their answers.
-            self._send(_error(id_, INVALID_REQUEST, "Invalid request: id already in use"), id_)
-            return done and done()
-        if type(params) is not dict:
-            self._send(_error(id_, INVALID_PARAMS, "Invalid params: expected an object"), id_)
+        problem = self._refusal(id_, method, params)
+        if problem:
+            self._send(_error(id_, *problem), id_)
             return done and done()
         if method == "initialize":
             # Answered inline, so every later message sees the negotiated state.
-            self._send(self._answer(id_, self._initialize, params), id_)
-            return done and done()
-        entry = _METHODS.get(method)
-        if entry is None:
-            self._send(_error(id_, METHOD_NOT_FOUND, "Method not found"), id_)
-            return done and done()
-        handler, capability = entry
-        if not self.initialized and method != "ping":
-            self._send(_error(id_, INVALID_PARAMS,
-                              "Session not initialized: send initialize first"), id_)
-            return done and done()
-        if capability and not self.server.offers(capability):
-            self._send(_error(id_, METHOD_NOT_FOUND, "Method not found"), id_)
+            try:
+                self._send(_result(id_, self._initialize(params)), id_)
+            except McpError as e:
+                self._send(_error(id_, e.code, e.message, e.data), id_)
             return done and done()
         if self.loop is None:   # no event loop (a bare doctest): answer synchronous methods only
             return done and done()
-        task = self.loop.create_task(self._serve(id_, handler, params))
+        task = self.loop.create_task(self._serve(id_, _METHODS[method][0], params))
         self.running[id_] = task
-        task.add_done_callback(lambda _: done and done())
+        task.add_done_callback(lambda task: self._finished(id_, task, done))
 
-    def _answer(self, id_, handler, params):
-        try:
-            return _result(id_, handler(params))
-        except McpError as e:
-            return _error(id_, e.code, e.message, e.data)
+    def _refusal(self, id_, method, params):
+        """Why a request cannot run, as (code, message), or None."""
+        if id_ in self.running:     # two live requests with one id would cross their answers
+            return INVALID_REQUEST, "Invalid request: id already in use"
+        if len(self.running) >= MAX_IN_FLIGHT:
+            return INTERNAL_ERROR, "Too many requests in flight"
+        if type(params) is not dict:
+            return INVALID_PARAMS, "Invalid params: expected an object"
+        if method == "initialize":
+            return None
+        entry = _METHODS.get(method)
+        if entry is None or entry[1] and not self.server.offers(entry[1]):
+            return METHOD_NOT_FOUND, "Method not found"
+        if not self.initialized and method != "ping":
+            return INVALID_PARAMS, "Session not initialized: send initialize first"
+        return None
 
     async def _serve(self, id_, handler, params):
         meta = params.get("_meta")
@@ -1083,22 +1081,20 @@ class Session:
             response = _result(id_, await handler(self, params, context))
         except McpError as e:
             response = _error(id_, e.code, e.message, e.data)
-        except asyncio.CancelledError:
-            response = None
         except Exception:
             log.exception("request %r (%s) failed", id_, handler.__name__)
             response = _error(id_, INTERNAL_ERROR, "Internal error")
-        finally:
-            self.running.pop(id_, None)
-        if id_ in self._cancelled:   # cancelled: no response, even if the handler finished
+        if id_ not in self._cancelled and not self.closed:
+            self._send(response, id_)
+
+    def _finished(self, id_, task, done):
+        # Here, not in _serve: a task cancelled before it ever ran never enters _serve.
+        self.running.pop(id_, None)
+        if task.cancelled() or id_ in self._cancelled:
             self._cancelled.discard(id_)
-            response = None
-        if not self.closed or response is None:
-            try:
-                self._send(response, id_)
-            except (TypeError, ValueError):     # a handler returned something JSON cannot carry
-                log.error("request %r: the result is not JSON-serializable", id_)
-                self._send(_error(id_, INTERNAL_ERROR, "Internal error"), id_)
+            self._send(None, id_)   # cancelled: no response, even if the handler finished
+        if done:
+            done()
 
     async def drain(self):
         """Wait until every running request has been answered."""
@@ -1108,7 +1104,8 @@ class Session:
     # -- output -------------------------------------------------------------------
     def notify(self, method, params=None, related=None):
         """Send a notification (thread-safe: sync tools run in threads)."""
-        if self.closed or (not self.initialized and method != "notifications/message"):
+        # lifecycle: before notifications/initialized, only what a request causes, and logs.
+        if self.closed or not (self.ready or related is not None or method == "notifications/message"):
             return
         message = {"jsonrpc": "2.0", "method": method}
         if params is not None:
@@ -1141,6 +1138,12 @@ class Session:
             raise McpError(REQUEST_TIMEOUT, f"No reply to {method} within {timeout} s") from None
         finally:
             self._pending.pop(id_, None)
+
+    def refuse(self, id_, reason):
+        """A request we sent cannot reach the client: fail its waiter now."""
+        future = self._pending.pop(id_, None)
+        if future is not None and not future.done():
+            future.set_exception(McpError(CONNECTION_CLOSED, reason))
 
     def close(self, cancel=False):
         """End the session: fail our pending requests; cancel running ones if asked
@@ -1175,6 +1178,18 @@ class Session:
         return result
 
 
+def _settle(future, message):
+    """Resolve the future waiting for a response with its result, or McpError."""
+    if future is None or future.done():
+        return
+    if "error" in message:
+        error = message["error"] if type(message["error"]) is dict else {}
+        future.set_exception(McpError(error.get("code", INTERNAL_ERROR),
+                                      str(error.get("message", "error")), error.get("data")))
+    else:
+        future.set_result(message["result"])
+
+
 def _readable_id(message):
     id_ = message.get("id") if type(message) is dict else None
     return id_ if _is_id(id_) else None
@@ -1195,7 +1210,8 @@ def _page(items, params, key):
     cursor = params.get("cursor")
     start = 0
     if cursor is not None:
-        if type(cursor) is not str or not cursor.isdigit() or int(cursor) > len(items):
+        if type(cursor) is not str or not (cursor.isascii() and cursor.isdigit()) \
+                or int(cursor) > len(items):
             raise McpError(INVALID_PARAMS, "Invalid params: unknown cursor")
         start = int(cursor)
     result = {key: items[start:start + PAGE_SIZE]}
@@ -1223,7 +1239,7 @@ async def _call_tool(session, params, ctx):
     name = _name(params)
     tool = session.server.tools.get(name)
     if tool is None:    # -32602, not -32601: tools/call itself exists
-        raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:100]}")
+        raise McpError(INVALID_PARAMS, "Unknown tool: call tools/list for the tools there are")
     arguments = params.get("arguments") or {}
     if type(arguments) is not dict:
         raise McpError(INVALID_PARAMS, "Invalid params: arguments must be an object")
@@ -1286,7 +1302,7 @@ async def _get_prompt(session, params, ctx):
     name = _name(params)
     prompt = session.server.prompts.get(name)
     if prompt is None:
-        raise McpError(INVALID_PARAMS, f"Unknown prompt: {name[:100]}")
+        raise McpError(INVALID_PARAMS, "Unknown prompt: call prompts/list for the prompts there are")
     arguments = params.get("arguments") or {}
     if type(arguments) is not dict or not all(type(v) is str for v in arguments.values()):
         raise McpError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
@@ -1314,18 +1330,17 @@ async def _complete(session, params, ctx):
         raise McpError(INVALID_PARAMS, "Invalid params: completion needs ref and argument")
     kind = ref.get("type")
     key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
-    server = session.server
-    if kind == "ref/prompt" and key not in server.prompts \
-            or kind == "ref/resource" and key not in server.resources or kind not in ("ref/prompt", "ref/resource"):
+    registry = {"ref/prompt": session.server.prompts, "ref/resource": session.server.resources}
+    if type(key) is not str or key not in registry.get(kind, ()):
         raise McpError(INVALID_PARAMS, "Invalid params: unknown prompt or resource template")
-    fn = server.completions.get((kind, key, argument["name"]))
+    handler = session.server.completions.get((kind, key, argument["name"]))
     values = []
-    if fn is not None:
-        context = (params.get("context") or {}).get("arguments") or {}
-        handler = _Handler(fn)
+    if handler is not None:
+        context = params.get("context")
+        context = context.get("arguments") if type(context) is dict else None
         args = {handler.params[0][0]: str(argument.get("value", ""))} if handler.params else {}
         if len(handler.params) > 1:
-            args[handler.params[1][0]] = context
+            args[handler.params[1][0]] = context if type(context) is dict else {}
         values = [str(v) for v in (await handler.call(args, ctx) or [])]
     return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
 
@@ -1423,7 +1438,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     def send(message, related):
         if message is None or session.closed:
             return
-        data = encode(message) + b"\n"
+        data = _encode_safely(message) + b"\n"
         if trace:
             trace.message("out", "stdout", message)
         try:
@@ -1437,24 +1452,37 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     session = Session(server, send)
     session.loop = loop
 
-    def receive(lines):
-        for line in lines:
+    def receive(items):
+        for line, message, done in items:
             if trace:
                 trace.line("in", "stdin", line)
-            session.receive(line, slots.release)
+            if isinstance(message, McpError):
+                send(_error(None, message.code, message.message), None)
+            else:
+                session.receive(message, done)
 
     def deliver(lines):
+        """In the reader thread: parse, and stop reading while MAX_IN_FLIGHT
+        requests run. Only requests take a slot: a cancel, or the client's
+        answer to a request of ours, must always get through."""
         batch = []
         for line in lines:
             line = line[:-1] if line.endswith(b"\r") else line
             if not line.strip():
                 continue
-            if not slots.acquire(blocking=False):  # at the cap: hand over what we have, then wait
-                if batch:
-                    loop.call_soon_threadsafe(receive, batch)
-                    batch = []
-                slots.acquire()
-            batch.append(line)
+            try:
+                message = decode(line)
+            except McpError as e:
+                message = e
+            done = None
+            if type(message) is list or type(message) is dict and "id" in message and "method" in message:
+                if not slots.acquire(blocking=False):  # at the cap: hand over what we have, wait
+                    if batch:
+                        loop.call_soon_threadsafe(receive, batch)
+                        batch = []
+                    slots.acquire()
+                done = slots.release
+            batch.append((line, message, done))
         if batch:
             loop.call_soon_threadsafe(receive, batch)
 
@@ -1585,11 +1613,12 @@ def _host_name(value):
 class _Stream:
     """Messages waiting to go out on one SSE stream (bounded)."""
 
-    def __init__(self):
+    def __init__(self, streams=True):
         self.items = []
         self.wake = asyncio.Event()
         self.closed = False
         self.dropped = 0
+        self.streams = streams  # False: a JSON-only answer, which carries responses alone
 
     def put(self, message):
         if self.closed:
@@ -1633,17 +1662,26 @@ class _HttpSession:
         self.session = Session(server, self.send, stateless_version)
 
     def send(self, message, related):
-        stream = self.routes.get(related) if related is not None and not self.legacy else None
-        if stream is not None:
-            final = message is None or related == message.get("id") and "method" not in message
-            if final:
+        """Route one outgoing message to exactly one stream (never broadcast)."""
+        if self.legacy:         # 2024-11-05: everything goes on the one SSE stream
+            if message is not None and self.standalone is not None:
+                self.standalone.put(message)
+            return
+        stream = self.routes.get(related) if related is not None else None
+        if message is None or "method" not in message:     # a response, or "no response"
+            if stream is not None:
                 del self.routes[related]
                 self.last_active = _now()
-            stream.put(message if message is not None else _FINISHED)
-        elif message is not None and self.standalone is not None:
+                stream.put(_FINISHED if message is None else message)
+            return
+        if stream is not None and stream.streams:
+            stream.put(message)     # on the answer stream of the request that caused it
+        elif related is not None and stream is None:
+            pass    # its request is over (answered or cancelled): nothing more belongs to it
+        elif self.standalone is not None:
             self.standalone.put(message)
-        elif message is not None:
-            log.debug("session %.8s: no open stream for a message; dropped", self.sid or "-")
+        elif "id" in message:
+            self.session.refuse(message["id"], "No open stream can carry a request to the client")
 
     def close(self, cancel):
         self.session.close(cancel=cancel)
@@ -1681,6 +1719,7 @@ class HttpServer:
         self.trace, self.session_idle = trace, session_idle
         self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
         self.connections = 0
+        self.writers = set()    # open connections, closed with the server
         self._listener = self._reaper = None
 
     async def start(self):
@@ -1696,6 +1735,8 @@ class HttpServer:
         for entry in list(self.sessions.values()):
             entry.close(cancel=True)
         self.sessions.clear()
+        for writer in list(self.writers):   # from 3.12 wait_closed() waits for every client
+            writer.transport.abort()
         await self._listener.wait_closed()
 
     async def _expire(self):
@@ -1712,6 +1753,8 @@ class HttpServer:
     # -- one connection: read requests until it closes --------------------------
     async def _connection(self, reader, writer):
         self.connections += 1
+        self.writers.add(writer)
+        cors = []
         try:
             if self.connections > MAX_CONNECTIONS:
                 raise _HttpError(503, "Too many connections")
@@ -1737,11 +1780,14 @@ class HttpServer:
                 request = _parse_head(head)
                 if self.trace:
                     self.trace.http_request(request)
-                if not await self._route(request, reader, writer) \
+                cors = self._cors(request)
+                if not await self._route(request, reader, writer, cors) \
                         or request.header("connection").lower() == "close" or request.version == b"HTTP/1.0":
                     return
+                await self._send(writer, b"")   # a client that reads no answers is cut off
         except _HttpError as e:
             if not writer.is_closing():
+                e.headers = list(e.headers) + cors
                 self._write_error(writer, e, close=True, id_=e.id)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -1749,6 +1795,7 @@ class HttpServer:
             log.exception("HTTP connection failed")
         finally:
             self.connections -= 1
+            self.writers.discard(writer)
             try:
                 if not writer.is_closing():
                     await asyncio.wait_for(writer.drain(), 1.0)
@@ -1766,13 +1813,13 @@ class HttpServer:
 
     def _write_error(self, writer, e, close=False, id_=None):
         body = b""
-        if e.status >= 400 and e.status not in (405, 408, 413, 414, 431):
-            body = encode(_error(id_, e.code or INVALID_REQUEST if e.status != 503 else INTERNAL_ERROR,
-                                 e.message or _REASONS.get(e.status, "Error")))
+        if e.status not in (405, 408, 413, 414, 431):     # these need no explaining
+            code = INTERNAL_ERROR if e.status == 503 else (e.code or INVALID_REQUEST)
+            body = encode(_error(id_, code, e.message or _REASONS.get(e.status, "Error")))
         self._write(writer, e.status, list(e.headers) + ([("Content-Type", "application/json")]
                                                        if body else []), body, close)
 
-    def _write(self, writer, status, headers=(), body=b"", close=False, request=None):
+    def _write(self, writer, status, headers=(), body=b"", close=False):
         lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
         lines += [f"{k}: {v}" for k, v in headers]
         if body is not None:
@@ -1796,14 +1843,14 @@ class HttpServer:
                 timer.cancel()
 
     # -- checks and routing ------------------------------------------------------
-    async def _route(self, request, reader, writer):
+    async def _route(self, request, reader, writer, cors):
         """Serve one request. Returns False when the connection must close."""
         self._check_peer(request)
-        cors = self._cors(request)
         path, method = request.path, request.method
+        if method == "OPTIONS" and cors and path in ("/mcp", "/sse", "/messages"):
+            return self._preflight(writer, cors)    # browsers send no Authorization here
+        self._check_token(request)
         if path == "/mcp":
-            if method == "OPTIONS" and cors:
-                return self._preflight(writer, cors)
             # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
             if request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
                 raise _HttpError(400, "Unsupported MCP-Protocol-Version")
@@ -1845,6 +1892,8 @@ class HttpServer:
             if scheme not in ("http", "https") or not sep or "/" in rest \
                     or _host_name(rest) not in _LOOPBACK:
                 raise _HttpError(403, "Origin not allowed")
+
+    def _check_token(self, request):
         if self.token:
             import hmac
             scheme, _, given = request.header("authorization").partition(" ")
@@ -1922,7 +1971,7 @@ class HttpServer:
             kinds = [classify(m) for m in messages]
         except McpError as e:
             raise _HttpError(400, e.message, e.code) from None
-        initialize = any(m.get("method") == "initialize" for m in messages)
+        initialize = any(k == "request" and m["method"] == "initialize" for m, k in zip(messages, kinds))
         if self.stateless:
             entry = _HttpSession(self.server, None, False, None if initialize else version)
         elif initialize:
@@ -1935,7 +1984,15 @@ class HttpServer:
             entry = _HttpSession(self.server, secrets.token_urlsafe(24), False)
         else:
             entry = self._lookup(request)
-        if type(body) is list and entry.session.protocol_version not in BATCH_VERSIONS:
+        try:
+            return await self._mcp_messages(entry, messages, kinds, writer, cors, initialize,
+                                            type(body) is list)
+        finally:    # a refused or failed opening request leaves nothing behind
+            if self.stateless or initialize and entry.sid not in self.sessions:
+                entry.close(cancel=False)
+
+    async def _mcp_messages(self, entry, messages, kinds, writer, cors, initialize, batch):
+        if batch and entry.session.protocol_version not in BATCH_VERSIONS:
             raise _HttpError(400, "Invalid request: batches are not accepted", INVALID_REQUEST)
         entry.last_active = _now()
         requests = [m["id"] for m, k in zip(messages, kinds) if k == "request"]
@@ -1943,43 +2000,37 @@ class HttpServer:
             for message, kind in zip(messages, kinds):
                 entry.session.handle(message, kind)
             self._write(writer, 202, cors, b"")
-            if self.stateless:
-                entry.close(cancel=False)
             return True
         clash = [id_ for i, id_ in enumerate(requests) if id_ in entry.routes or id_ in requests[:i]]
         if clash:
             raise _HttpError(409, "Invalid request: id already in use", INVALID_REQUEST, id_=clash[0])
-        stream = _Stream()
+        stream = _Stream(streams=not (self.json_response or batch))
         for id_ in requests:
             entry.routes[id_] = stream
         for message, kind in zip(messages, kinds):
             entry.session.handle(message, kind)
         headers = list(cors)
-        try:
-            if initialize and not self.stateless:
-                first = await stream.get(None)
-                if "result" in first:   # a session exists only once initialize succeeded
-                    self.sessions[entry.sid] = entry
-                    headers.append(("Mcp-Session-Id", entry.sid))
-                stream.items.insert(0, first)
-            return await self._answer(writer, stream, len(requests), headers, type(body) is list)
-        finally:
-            if self.stateless or initialize and entry.sid not in self.sessions:
-                entry.close(cancel=False)
+        if initialize and not self.stateless:
+            first = await stream.get(None)
+            if "result" in first:   # a session exists only once initialize succeeded
+                self.sessions[entry.sid] = entry
+                headers.append(("Mcp-Session-Id", entry.sid))
+            stream.items.insert(0, first)
+        return await self._answer(writer, stream, len(requests), headers, batch)
 
     async def _answer(self, writer, stream, expected, headers, batch):
         """Write the responses to a POST: one JSON body if nothing came before
         the result, else an SSE stream of everything related, result last."""
         responses, sse = [], False
         while expected:
-            message = await stream.get(None if sse or self.json_response or batch else KEEPALIVE_INTERVAL)
+            message = await stream.get(KEEPALIVE_INTERVAL if stream.streams else None)
             if message is None:
                 return False
             if message is _FINISHED:
                 expected -= 1
                 continue
             final = message is not _KEEPALIVE and "method" not in message
-            if not sse and not final and not self.json_response and not batch:
+            if not sse and not final:
                 sse = True      # something before the result: switch to a stream
                 self._write(writer, 200, headers + [("Content-Type", "text/event-stream"),
                                                     ("Cache-Control", "no-cache"),
@@ -1997,17 +2048,17 @@ class HttpServer:
         if sse:
             await self._send(writer, b"0\r\n\r\n")
         elif responses:
-            body = encode(responses if batch else responses[0])
+            body = b"[" + b",".join(map(_encode_safely, responses)) + b"]" if batch \
+                else _encode_safely(responses[0])
             self._write(writer, 200, headers + [("Content-Type", "application/json")], body)
         else:
             self._write(writer, 202, headers, b"")
         return True
 
-    def _event(self, message, event="message"):
-        data = encode(message)
+    def _event(self, message):
         if self.trace:
-            self.trace.sse_event(event, message)
-        return b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+            self.trace.sse_event("message", message)
+        return b"event: message\ndata: " + _encode_safely(message) + b"\n\n"
 
     async def _mcp_get(self, request, reader, writer, cors):
         if not self._accepts(request, None):
@@ -2176,6 +2227,13 @@ class Client:
         return caps
 
     async def connect(self):
+        try:
+            return await self._connect()
+        except BaseException:   # a failed connect leaves no child process or task behind
+            await self.close()
+            raise
+
+    async def _connect(self):
         target = self.target
         if isinstance(target, str) and target.startswith(("http://", "https://")):
             kinds = ["http", "sse"] if self.transport_kind == "auto" else [self.transport_kind]
@@ -2185,7 +2243,7 @@ class Client:
                     await self._transport.start()
                     await self._initialize()
                     break
-                except _Fallback:   # 2025-11-25 transports: 400/404/405 means "try legacy SSE"
+                except _Fallback:   # a 4xx to the probe means "try legacy SSE" (transports)
                     await self._transport.close()
                     if kind == kinds[-1]:
                         raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint") from None
@@ -2267,14 +2325,7 @@ class Client:
             log.warning("ignoring a malformed message from the server")
             return
         if kind == "response":
-            future = self._pending.get(message["id"])
-            if future is not None and not future.done():
-                if "error" in message:
-                    error = message["error"] if type(message["error"]) is dict else {}
-                    future.set_exception(McpError(error.get("code", INTERNAL_ERROR),
-                                                  str(error.get("message", "error")), error.get("data")))
-                else:
-                    future.set_result(message["result"])
+            _settle(self._pending.get(message["id"]), message)
         elif kind == "request":
             task = asyncio.get_running_loop().create_task(self._answer(message))
             self._tasks.add(task)
@@ -2515,7 +2566,12 @@ class _HttpResponse:
                 if size == 0:
                     await reader.readuntil(b"\r\n")
                     return
-                yield await reader.readexactly(size)
+                while size:     # in pieces: the server picks the size, not our memory
+                    piece = await reader.read(min(size, 1 << 16))
+                    if not piece:
+                        raise ConnectionError("body cut short")
+                    size -= len(piece)
+                    yield piece
                 await reader.readexactly(2)
         elif "content-length" in self.headers:
             left = int(self.headers["content-length"])
@@ -2608,6 +2664,8 @@ class _SseParser:
                 value = value[1:] if value.startswith(" ") else value
                 if field == "data":
                     self.event["data"] = self.event["data"] + "\n" + value if "data" in self.event else value
+                    if len(self.event["data"]) > MAX_SSE_EVENT:
+                        raise McpError(INTERNAL_ERROR, "SSE event too large")
                 elif field in ("event", "id", "retry"):
                     self.event[field] = value
 
@@ -2662,7 +2720,8 @@ class _StreamableHttp:
             raise McpError(CONNECTION_CLOSED, f"cannot reach {self.url}: {e}") from None
         status = response.status
         if message.get("method") == "initialize":
-            if status in (400, 404, 405) or 400 <= status < 500 and status not in (401, 403, 413):
+            # 2025-03-26: any 4xx; 2025-11-25: 400, 404, 405. Auth and size problems are real.
+            if 400 <= status < 500 and status not in (401, 403, 413):
                 response.close()
                 raise _Fallback
             self.session_id = response.headers.get("mcp-session-id")
@@ -2889,9 +2948,10 @@ async def _client_run(args):
             tool = next((t for t in await client.list_tools() if t["name"] == words[0]), {}) \
                 if arguments else {}
             props = tool.get("inputSchema", {}).get("properties", {})
+            raw = dict(w.partition("=")[::2] for w in words[1:] if "=" in w and not w.startswith("{"))
             for key in arguments:   # a value the schema says is a string stays one: zip=02134
-                if props.get(key, {}).get("type") == "string" and not isinstance(arguments[key], str):
-                    arguments[key] = next(w.partition("=")[2] for w in words[1:] if w.startswith(key + "="))
+                if props.get(key, {}).get("type") == "string" and key in raw:
+                    arguments[key] = raw[key]
             return await client.call_tool(words[0], arguments)
         if method in ("resources/read", "resources/subscribe") and words:
             return await client.request(method, {"uri": words[0]})

@@ -2623,6 +2623,128 @@ class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
             proc.stderr.close()
 
 
+class ReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
+    """Bugs a code review found, each pinned by the input that showed it."""
+
+    async def test_request_cancelled_before_its_task_ran_is_not_stuck(self):
+        # Regression: cancel in the same loop turn as the request left the id in
+        # `running` forever (no response, the id refused, drain() spinning).
+        server, state = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        wire.feed(call(7, "wait"))
+        wire.feed(note("notifications/cancelled", {"requestId": 7}))
+        await wire.settle()
+        self.assertEqual(wire.session.running, {})
+        self.assertEqual(wire.answers(7), [])
+        self.assertIn((None, 7), wire.sent)          # "no response" reaches the transport
+        self.assertEqual((await wire.request(rpc(7, "ping")))["result"], {})
+
+    async def test_nested_batch_is_answered_not_raised(self):
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize("2025-03-26")
+        wire.feed("[" * 450 + "]" * 450)
+        wire.feed("[[1], 2, {\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\"}]")
+        self.assertEqual((await wire.response(5))["result"], {})
+        errors = [m for m in wire.messages if m.get("error", {}).get("code") == INVALID_REQUEST]
+        self.assertEqual(len(errors), 3)
+
+    async def test_requests_in_flight_are_bounded_per_session(self):
+        server, state = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3):
+            for i in range(1, 5):
+                wire.feed(call(i, "wait"))
+            refused = await wire.response(4)
+        self.assertEqual(refused["error"]["code"], INTERNAL_ERROR)
+        state.gate.set()
+        await wire.settle()
+
+    def test_uri_template_values_cannot_walk_a_path(self):
+        template = mcp_min._UriTemplate("file:///docs/{name}")
+        for uri in ("file:///docs/..%2F..%2Fetc%2Fpasswd", "file:///docs/a%00b", "file:///docs/..",
+                    "file:///docs/a%5Cb", "file:///docs/a/b"):
+            self.assertIsNone(template.match(uri), uri)
+        self.assertEqual(template.match("file:///docs/read%20me"), {"name": "read me"})
+
+    def test_optional_return_of_none_meets_the_output_schema(self):
+        server = Server("s")
+
+        @server.tool()
+        def maybe() -> typing.Optional[dict]:
+            return None
+        result = server.tools["maybe"].result(None)
+        self.assertEqual(result["structuredContent"], {"result": None})
+        self.assertIsNone(validate(result["structuredContent"], server.tools["maybe"].output_schema))
+
+    async def test_failed_connect_leaves_no_child_process(self):
+        client = mcp_min.Client([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
+        with self.assertRaises(McpError):
+            await client.connect()
+        process = client._transport.process if client._transport else None
+        self.assertIsNone(client._transport)
+        self.assertTrue(process is None or process.returncode is not None)
+
+
+class HttpReviewRegressionTest(HttpTestCase):
+    """HTTP bugs a code review found."""
+
+    async def test_rejected_posts_leave_no_session_behind(self):
+        before = len(self.server.sessions)
+        for _ in range(5):      # a notification named initialize
+            response = await self.client.post(note("initialize"))
+            self.assertIn(response.status, (202, 400))
+        self.assertEqual(len(self.server.sessions), before)
+        self.assertEqual(self.http.sessions, {})
+
+    async def test_json_response_mode_refuses_requests_to_the_client_at_once(self):
+        json_only = await start_http(self.server, "127.0.0.1", 0, json_response=True)
+        try:
+            client = HttpClient(json_only.port)
+            sid = await client.initialize()
+            started = time.monotonic()
+            response = await client.post(call(2, "ask_user"), sid)
+            self.assertLess(time.monotonic() - started, 5)
+            self.assertEqual(response.status, 200)
+            self.assertTrue(response.json()["result"]["isError"])
+            await client.close()
+        finally:
+            await json_only.close()
+
+    async def test_unserializable_result_is_an_error_not_a_dead_connection(self):
+        @self.server.resource("data://raw")
+        def raw():
+            return {"uri": "data://raw", "text": b"bytes are not JSON"}
+        sid = await self.client.initialize()
+        response = await self.client.post(rpc(2, "resources/read", {"uri": "data://raw"}), sid)
+        self.assertJsonRpcError(response, 200, INTERNAL_ERROR, 2)
+        self.assertEqual((await self.ping(sid, 3)).json()["result"], {})
+
+    async def test_close_does_not_wait_for_idle_keepalive_connections(self):
+        other = await start_http(self.server, "127.0.0.1", 0)
+        client = HttpClient(other.port)
+        await client.initialize()          # leaves a kept-alive connection open
+        await asyncio.wait_for(other.close(), 5)
+        await client.close()
+
+
+class HttpCorsTokenTest(HttpTestCase):
+    options = {"token": "t0k3n", "allow_origins": ["http://app.example.com"]}
+
+    async def test_preflight_needs_no_token_and_errors_carry_cors(self):
+        preflight = await self.client.request("OPTIONS", "/mcp", headers={
+            "Origin": "http://app.example.com", "Access-Control-Request-Method": "POST",
+            "Authorization": None})
+        self.assertEqual(preflight.status, 204)
+        self.assertEqual(preflight.header("access-control-allow-origin"), "http://app.example.com")
+        missing = await self.client.post(rpc(1, "ping"), "no-such-session",
+                                         headers={"Origin": "http://app.example.com"})
+        self.assertEqual(missing.status, 404)
+        self.assertEqual(missing.header("access-control-allow-origin"), "http://app.example.com")
+
+
 ##############################################################################
 # Client: our client against our server over every transport
 ##############################################################################
