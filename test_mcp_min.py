@@ -219,6 +219,26 @@ class ModuleTest(unittest.TestCase):
         self.assertGreater(result.attempted, 0)
         self.assertEqual(result.failed, 0)
 
+    def test_readme_snippets_run(self):
+        # STYLE.md 10: the README's Python snippets are real code. The server ones are
+        # served over stdio and asked for their tools; the client one needs a URL.
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            snippets = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        servers = [s for s in snippets if "Server(" in s]
+        self.assertGreaterEqual(len(servers), 2)
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, snippet in enumerate(servers):
+                path = os.path.join(tmp, f"snippet{i}.py")
+                with open(path, "w") as f:
+                    f.write(snippet)
+                done = subprocess.run([sys.executable, MCP_MIN, "client",
+                                       f"{sys.executable} {MCP_MIN} serve {path}", "tools/list"],
+                                      capture_output=True, text=True, timeout=30, cwd=HERE)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                self.assertTrue(json.loads(done.stdout)["tools"], snippet)
+        client = next(s for s in snippets if "Client(" in s)
+        compile(client, "README client snippet", "exec")
+
     def test_version_and_limits_are_named(self):
         self.assertRegex(mcp_min.__version__, r"^\d+\.\d+\.\d+")
         self.assertEqual(PROTOCOL_VERSIONS, ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"))
