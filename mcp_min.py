@@ -773,27 +773,20 @@ class Server:
 
     def add_tool(self, fn, name=None, **options):
         tool = Tool(fn, name, **options)
-        self.tools[tool.name] = tool
-        self._changed("tools")
-        return tool
+        return self._add("tools", tool.name, tool)
 
     def remove_tool(self, name):
-        if self.tools.pop(name, None):
-            self._changed("tools")
+        self._remove("tools", name)
 
     def resource(self, uri, **options):
         """Decorator: a resource at `uri`, or a template if it has {variables}."""
         return lambda fn: self.add_resource(fn, uri, **options) or fn
 
     def add_resource(self, fn, uri, **options):
-        resource = Resource(fn, uri, **options)
-        self.resources[uri] = resource
-        self._changed("resources")
-        return resource
+        return self._add("resources", uri, Resource(fn, uri, **options))
 
     def remove_resource(self, uri):
-        if self.resources.pop(uri, None):
-            self._changed("resources")
+        self._remove("resources", uri)
 
     def prompt(self, name=None, **options):
         """Decorator: register a function returning messages as a prompt."""
@@ -801,13 +794,19 @@ class Server:
 
     def add_prompt(self, fn, name=None, **options):
         prompt = Prompt(fn, name, **options)
-        self.prompts[prompt.name] = prompt
-        self._changed("prompts")
-        return prompt
+        return self._add("prompts", prompt.name, prompt)
 
     def remove_prompt(self, name):
-        if self.prompts.pop(name, None):
-            self._changed("prompts")
+        self._remove("prompts", name)
+
+    def _add(self, kind, key, item):
+        getattr(self, kind)[key] = item
+        self._changed(kind)
+        return item
+
+    def _remove(self, kind, key):
+        if getattr(self, kind).pop(key, None):
+            self._changed(kind)
 
     def completion(self, ref, argument):
         """Decorator: suggest values for `argument` of a prompt (by name) or a

@@ -2889,34 +2889,33 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
                     await asyncio.sleep(0.05)
                 self.assertEqual(count["structuredContent"]["result"], 1)
 
-    async def test_dying_server_fails_pending_calls_at_once(self):
-        client = mcp_min.Client([sys.executable, self.server_file], timeout=30)
+    async def assert_call_fails_when_server_dies(self, target, tool, kill):
+        client = mcp_min.Client(target, timeout=30)
         await client.connect()
-        call = asyncio.ensure_future(client.call_tool("slow", {"seconds": 30}))
-        await asyncio.sleep(0.2)
-        client._transport.process.kill()
+        call = asyncio.ensure_future(client.call_tool(tool))
+        await asyncio.sleep(0.3)
+        await kill(client)
         started = time.monotonic()
         with self.assertRaises(mcp_min.McpError) as caught:
             await call
-        self.assertLess(time.monotonic() - started, 5)
+        self.assertLess(time.monotonic() - started, 5)     # at once, not at the timeout
         self.assertEqual(caught.exception.code, mcp_min.CONNECTION_CLOSED)
         await client.close()
+
+    async def test_dying_server_fails_pending_calls_at_once(self):
+        async def kill(client):
+            client._transport.process.kill()
+        await self.assert_call_fails_when_server_dies([sys.executable, self.server_file], "slow", kill)
 
     async def test_server_gone_mid_stream_fails_the_call_at_once(self):
         # Regression: a Streamable HTTP answer stream that ended without the result
         # left the call waiting for its own timeout.
         other = await mcp_min.start_http(self.slow, "127.0.0.1", 0)
-        client = mcp_min.Client(f"http://127.0.0.1:{other.port}/mcp", timeout=30)
-        await client.connect()
-        call = asyncio.ensure_future(client.call_tool("stream_then_wait"))
-        await asyncio.sleep(0.3)
-        await other.close()
-        started = time.monotonic()
-        with self.assertRaises(mcp_min.McpError) as caught:
-            await call
-        self.assertLess(time.monotonic() - started, 5)
-        self.assertEqual(caught.exception.code, mcp_min.CONNECTION_CLOSED)
-        await client.close()
+
+        async def kill(client):
+            await other.close()
+        await self.assert_call_fails_when_server_dies(f"http://127.0.0.1:{other.port}/mcp",
+                                                      "stream_then_wait", kill)
 
     async def test_reinitializes_when_the_session_is_gone(self):
         async with mcp_min.Client(self.base + "/mcp") as client:
