@@ -60,6 +60,7 @@ import asyncio
 import base64
 import dataclasses
 import enum
+import functools
 import json
 import logging
 import os
@@ -1528,12 +1529,12 @@ _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
             431: "Request Header Fields Too Large", 501: "Not Implemented",
             503: "Service Unavailable", 505: "HTTP Version Not Supported"}
 _LOOPBACK = ("localhost", "127.0.0.1", "[::1]", "::1")
-_SINGLE_HEADERS = frozenset((b"host", b"content-length", b"content-type", b"authorization",
-                             b"origin", b"mcp-session-id", b"mcp-protocol-version",
-                             b"transfer-encoding"))
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")    # tab is allowed in values
-_BAD_TARGET = re.compile(rb"[\x00-\x20\x7f-\xff]")
+_SINGLE_HEADERS = frozenset(("host", "content-length", "content-type", "authorization",
+                             "origin", "mcp-session-id", "mcp-protocol-version",
+                             "transfer-encoding"))
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")     # tab is allowed in values
+_BAD_TARGET = re.compile(r"[\x00-\x20\x7f-\xff]")
 
 
 class _HttpError(Exception):
@@ -1555,45 +1556,45 @@ def _parse_head(head):
     Strict because lenient parsers disagree with proxies (request smuggling):
     bare LF, folded lines, control bytes and repeated framing headers are 400.
     """
-    lines = head[:-4].split(b"\r\n")
+    lines = head[:-4].decode("latin-1").split("\r\n")
     line = lines[0]
     if len(line) > MAX_REQUEST_LINE:
         raise _HttpError(414, "Request line too long")
-    parts = line.split(b" ")
-    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith(b"/") \
+    parts = line.split(" ")
+    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith("/") \
             or _BAD_TARGET.search(parts[1]):
         raise _HttpError(400, "Bad request line")
-    if parts[2] not in (b"HTTP/1.1", b"HTTP/1.0"):
-        raise _HttpError(505 if parts[2].startswith(b"HTTP/") else 400, "Unsupported HTTP version")
+    if parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
+        raise _HttpError(505 if parts[2].startswith("HTTP/") else 400, "Unsupported HTTP version")
     if len(lines) - 1 > MAX_HEADERS:
         raise _HttpError(431, "Too many headers")
     headers = {}
     for line in lines[1:]:
-        name, colon, value = line.partition(b":")
+        name, colon, value = line.partition(":")
         if not colon or not _TOKEN.fullmatch(name):
             raise _HttpError(400, "Bad header line")    # includes folds, bare LF, "Name :"
-        value = value.strip(b" \t")
+        value = value.strip(" \t")
         if _CONTROL.search(value):
             raise _HttpError(400, "Bad header value")
         name = name.lower()
         if name in headers:
             if name in _SINGLE_HEADERS:
                 raise _HttpError(400, "Repeated header")
-            headers[name] += b", " + value
+            headers[name] += ", " + value
         else:
             headers[name] = value
     request = _Request()
-    request.method = parts[0].decode("ascii")
-    target = parts[1].decode("ascii")
-    request.path, _, request.query = target.partition("?")
+    request.method = parts[0]
+    request.path, _, request.query = parts[1].partition("?")
     request.version = parts[2]
-    request.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers.items()}
+    request.headers = headers
     request.body = b""
     return request
 
 
+@functools.lru_cache(maxsize=64)
 def _media_types(value):
-    return {item.split(";")[0].strip().lower() for item in value.split(",")}
+    return frozenset(item.split(";")[0].strip().lower() for item in value.split(","))
 
 
 def _host_name(value):
@@ -1736,6 +1737,10 @@ class HttpServer:
         self.sessions.clear()
         for writer in list(self.writers):   # from 3.12 wait_closed() waits for every client
             writer.transport.abort()
+        for _ in range(100):    # let the connection handlers see it and finish
+            if not self.connections:
+                break
+            await asyncio.sleep(0.01)
         await self._listener.wait_closed()
 
     async def _expire(self):
@@ -1781,7 +1786,7 @@ class HttpServer:
                     self.trace.http_request(request)
                 cors = self._cors(request)
                 if not await self._route(request, reader, writer, cors) \
-                        or request.header("connection").lower() == "close" or request.version == b"HTTP/1.0":
+                        or request.header("connection").lower() == "close" or request.version == "HTTP/1.0":
                     return
                 await self._send(writer, b"")   # a client that reads no answers is cut off
         except _HttpError as e:
@@ -1789,6 +1794,8 @@ class HttpServer:
                 e.headers = list(e.headers) + cors
                 self._write_error(writer, e, close=True, id_=e.id)
         except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:  # the loop is shutting down: this connection just ends
             pass
         except Exception:   # never let one connection take the server down
             log.exception("HTTP connection failed")
@@ -1878,7 +1885,7 @@ class HttpServer:
     def _check_peer(self, request):
         # Host first: under DNS rebinding the Origin looks fine; only Host betrays it.
         host = request.header("host")
-        if not host and request.version == b"HTTP/1.1":
+        if not host and request.version == "HTTP/1.1":
             raise _HttpError(400, "Missing Host header")
         if self.check_host and host:
             name = _host_name(host)
@@ -1921,7 +1928,7 @@ class HttpServer:
     async def _read_body(self, request, reader, writer):
         if request.header("transfer-encoding"):
             # Chunked bodies are not needed by MCP clients; CL+TE is a smuggling attempt.
-            raise _HttpError(400 if request.header("content-length") or request.version == b"HTTP/1.0"
+            raise _HttpError(400 if request.header("content-length") or request.version == "HTTP/1.0"
                              else 411, "Send the body with Content-Length")
         length = request.header("content-length")
         if not length:
