@@ -103,7 +103,8 @@ REQUEST_TIMEOUT = -32001            # our own: a request we sent was not answere
 
 # Limits. Each says what happens at the edge.
 MAX_LINE_BYTES = 16 * 1024 * 1024   # stdio: a longer line gets one error and is skipped to its "\n"
-MAX_IN_FLIGHT = 256                 # requests running per session; stdio stops reading at the cap
+MAX_IN_FLIGHT = 256                 # requests running per session; more are refused (-32603);
+                                    # stdio stops reading at the cap instead
 PAGE_SIZE = 100                     # items per tools/resources/prompts list page
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes
 REQUEST_TIMEOUT_S = 60.0            # default wait for a reply to a request we send
@@ -526,7 +527,7 @@ def _to_json(value):
 class _Handler:
     """A registered function, with what its signature says about calling it."""
 
-    def __init__(self, fn, skip_context=True):
+    def __init__(self, fn):
         import inspect  # imported here: the cost is paid only when registering
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn)
@@ -595,6 +596,10 @@ def _strip(hint):
 
 
 class Tool(_Handler):
+    """A tool. Options: `name` (default: the function's), `description` (default: the
+    docstring's first paragraph), `title`, `annotations` (readOnlyHint ...),
+    `input_schema` / `output_schema` (default: from the type hints), `meta`, `icons`."""
+
     def __init__(self, fn, name=None, description=None, title=None, annotations=None,
                  input_schema=None, output_schema=None, meta=None, icons=None):
         super().__init__(fn)
