@@ -178,11 +178,14 @@ def encode(message):
 
 
 def _encode_safely(message):
-    """encode(), but a result JSON cannot carry becomes an error for its request."""
+    """encode(), but a response JSON cannot carry becomes an error for its request,
+    and a notification JSON cannot carry is dropped (None)."""
     try:
         return encode(message)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         log.error("a message is not JSON-serializable: %.200r", message)
+        if "method" in message:
+            return None
         return encode(_error(message.get("id"), INTERNAL_ERROR, "Internal error"))
 
 
@@ -685,7 +688,7 @@ class _UriTemplate:
 
     Each variable takes the text up to the first occurrence of the literal
     after it; no backtracking, so hostile URIs cost O(n). A value is
-    percent-decoded, and may not then hold '/', '\\', NUL, or be '.' or '..',
+    percent-decoded, and may not then hold '/', '\\', NUL, a drive ('C:'), or be '.' or '..',
     so a variable can never walk a path (SECURITY.md R31).
 
     >>> _UriTemplate("users://{name}/profile").match("users://ada%20l/profile")
@@ -721,7 +724,7 @@ class _UriTemplate:
             if end <= pos:
                 return None
             value = unquote(uri[pos:end])
-            if value in (".", "..") or any(c in value for c in "/\\\x00"):
+            if value in (".", "..") or any(c in value for c in "/\\\x00") or value[1:2] == ":":
                 return None
             found[parts[i]] = value
             pos = end + len(literal)
@@ -1086,15 +1089,23 @@ class Session:
             response = _result(id_, await handler(self, params, context))
         except McpError as e:
             response = _error(id_, e.code, e.message, e.data)
+        except asyncio.CancelledError:
+            if id_ in self._cancelled or self.closed:
+                raise
+            log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
+            response = _error(id_, INTERNAL_ERROR, "Internal error")
         except Exception:
             log.exception("request %r (%s) failed", id_, handler.__name__)
             response = _error(id_, INTERNAL_ERROR, "Internal error")
+        if self.running.get(id_) is asyncio.current_task():
+            del self.running[id_]   # before the answer: the client may reuse the id at once
         if id_ not in self._cancelled and not self.closed:
             self._send(response, id_)
 
     def _finished(self, id_, task, done):
-        # Here, not in _serve: a task cancelled before it ever ran never enters _serve.
-        self.running.pop(id_, None)
+        # Also here: a task cancelled before it ever ran never enters _serve.
+        if self.running.get(id_) is task:
+            del self.running[id_]
         if task.cancelled() or id_ in self._cancelled:
             self._cancelled.discard(id_)
             self._send(None, id_)   # cancelled: no response, even if the handler finished
@@ -1135,6 +1146,11 @@ class Session:
         message = {"jsonrpc": "2.0", "id": id_, "method": method}
         if params is not None:
             message["params"] = params
+        try:
+            encode(message)     # fail here, in the tool, rather than on the wire
+        except (TypeError, ValueError) as e:
+            self._pending.pop(id_, None)
+            raise McpError(INVALID_PARAMS, f"{method}: parameters are not JSON ({e})") from None
         self._send(message, related)
         try:
             return await asyncio.wait_for(future, timeout)
@@ -1438,12 +1454,28 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     finished = asyncio.Event()
-    slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+    # At most MAX_IN_FLIGHT requests run; later ones wait in `queued` (and reading
+    # pauses once as many wait). Everything else -- a cancel, the client's answer
+    # to a request of ours -- is never held behind them.
+    lock = threading.Condition()
+    free, queued = [MAX_IN_FLIGHT], []
+
+    def request_done():                 # on the loop: a request ended; start a queued one
+        with lock:
+            if not queued:
+                free[0] += 1
+                return
+            item = queued.pop(0)
+            lock.notify()
+        receive([item + (request_done,)])
 
     def send(message, related):
         if message is None or session.closed:
             return
-        data = _encode_safely(message) + b"\n"
+        data = _encode_safely(message)
+        if data is None:
+            return
+        data += b"\n"
         if trace:
             trace.message("out", "stdout", message)
         try:
@@ -1467,9 +1499,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 session.receive(message, done)
 
     def deliver(lines):
-        """In the reader thread: parse, and stop reading while MAX_IN_FLIGHT
-        requests run. Only requests take a slot: a cancel, or the client's
-        answer to a request of ours, must always get through."""
+        """In the reader thread: parse, and hand over to the loop."""
         batch = []
         for line in lines:
             line = line[:-1] if line.endswith(b"\r") else line
@@ -1479,17 +1509,20 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 message = decode(line)
             except McpError as e:
                 message = e
-            done = None
             if type(message) is list or type(message) is dict and "id" in message and "method" in message:
-                if not slots.acquire(blocking=False):  # at the cap: hand over what we have, wait
-                    if batch:
-                        loop.call_soon_threadsafe(receive, batch)
-                        batch = []
-                    slots.acquire()
-                done = slots.release
-            batch.append((line, message, done))
+                with lock:
+                    if free[0] and not queued:
+                        free[0] -= 1
+                        batch.append((line, message, request_done))
+                    else:
+                        queued.append((line, message))
+                continue
+            batch.append((line, message, None))
         if batch:
             loop.call_soon_threadsafe(receive, batch)
+        with lock:      # a client far ahead of us: stop reading until it catches up
+            while len(queued) >= MAX_IN_FLIGHT:
+                lock.wait()
 
     def too_long():
         loop.call_soon_threadsafe(send, _error(None, INVALID_REQUEST,
@@ -1628,7 +1661,7 @@ class _Stream:
     def put(self, message):
         if self.closed:
             return False
-        if len(self.items) >= MAX_QUEUED and message and "id" not in message:
+        if len(self.items) >= MAX_QUEUED and message is not _FINISHED and "id" not in message:
             self.dropped += 1   # a reader that stopped: notifications go, responses never
             return True
         self.items.append(message)
@@ -1725,6 +1758,7 @@ class HttpServer:
         self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
         self.connections = 0
         self.writers = set()    # open connections, closed with the server
+        self.stateless_entries = set()  # --stateless: the sessions of POSTs being answered
         self._listener = self._reaper = None
 
     async def start(self):
@@ -1737,7 +1771,7 @@ class HttpServer:
     async def close(self):
         self._reaper.cancel()
         self._listener.close()
-        for entry in list(self.sessions.values()):
+        for entry in list(self.sessions.values()) + list(self.stateless_entries):
             entry.close(cancel=True)
         self.sessions.clear()
         for writer in list(self.writers):   # from 3.12 wait_closed() waits for every client
@@ -1985,6 +2019,7 @@ class HttpServer:
         initialize = any(k == "request" and m["method"] == "initialize" for m, k in zip(messages, kinds))
         if self.stateless:
             entry = _HttpSession(self.server, None, False, None if initialize else version)
+            self.stateless_entries.add(entry)
         elif initialize:
             if type(body) is list or request.header("mcp-session-id"):
                 raise _HttpError(400, "Invalid request: initialize must be alone, without a session",
@@ -2001,6 +2036,7 @@ class HttpServer:
         finally:    # a refused or failed opening request leaves nothing behind
             if self.stateless or initialize and entry.sid not in self.sessions:
                 entry.close(cancel=False)
+                self.stateless_entries.discard(entry)
 
     async def _mcp_messages(self, entry, messages, kinds, writer, cors, initialize, batch):
         if batch and entry.session.protocol_version not in BATCH_VERSIONS:
@@ -2052,8 +2088,8 @@ class HttpServer:
                 continue
             if final:
                 expected -= 1
-            if sse:
-                await self._send(writer, _chunk(self._event(message)))
+            if sse and (event := self._event(message)):
+                await self._send(writer, _chunk(event))
             elif final:
                 responses.append(message)
         if sse:
@@ -2067,9 +2103,12 @@ class HttpServer:
         return True
 
     def _event(self, message):
+        data = _encode_safely(message)
+        if data is None:
+            return b""
         if self.trace:
             self.trace.sse_event("message", message)
-        return b"event: message\ndata: " + _encode_safely(message) + b"\n\n"
+        return b"event: message\ndata: " + data + b"\n\n"
 
     async def _mcp_get(self, request, reader, writer, cors):
         if not self._accepts(request, None):
@@ -2461,7 +2500,12 @@ class SyncClient:
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
         self._thread.start()
         self.client = Client(target, **options)
-        self._run(self.client.connect())
+        try:
+            self._run(self.client.connect())
+        except BaseException:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+            raise
 
     def _run(self, coroutine):
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
@@ -2800,7 +2844,7 @@ class _StreamableHttp:
                             answered |= type(message) is dict and message.get("id") == request_id \
                                 and "method" not in message
                             self.client._received(message)
-            except (OSError, asyncio.IncompleteReadError, McpError):
+            except Exception:   # reset, malformed framing, oversized event: the stream is over
                 pass
             finally:
                 response.close()
@@ -2823,7 +2867,7 @@ class _StreamableHttp:
 
     async def initialized(self):
         """Open the GET stream for messages the server starts (405 = none)."""
-        if self._get_stream is None:
+        if self._get_stream is None or self._get_stream.done():
             self._get_stream = asyncio.ensure_future(self._listen())
 
     async def _listen(self):
@@ -2895,7 +2939,7 @@ class _LegacySse:
                         found.set_result(endpoint)
                     elif event["event"] == "message" and event.get("data"):
                         self.client._received(decode(event["data"]))
-        except (OSError, asyncio.IncompleteReadError, McpError):
+        except Exception:   # reset, malformed framing, oversized event: the stream is over
             pass
         finally:
             response.close()
@@ -3048,7 +3092,7 @@ class _Trace:
     def line(self, direction, channel, data):
         try:
             self._emit(direction, channel, "", message=json.loads(data))
-        except ValueError:
+        except (ValueError, RecursionError):
             self._emit(direction, channel, f"(not JSON) {bytes(data[:200])!r}")
 
     def http(self, direction, head, headers, body=None):
@@ -3056,7 +3100,7 @@ class _Trace:
         if body:
             try:
                 message = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):
                 message = f"({len(body)} bytes, not JSON)"
         self._emit(direction, "http", head, headers, message)
 
@@ -3064,7 +3108,7 @@ class _Trace:
         if isinstance(data, (str, bytes)):
             try:
                 data = json.loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         self._emit(direction, "sse", f"event: {event}", message=data)
 
@@ -3129,9 +3173,19 @@ def _serve(server, args):
     async def main():
         from concurrent.futures import ThreadPoolExecutor
         # Sync tools share this pool: room for many slow ones at once.
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(64, "mcp-tool"))
+        pool = ThreadPoolExecutor(64, "mcp-tool")
+        asyncio.get_running_loop().set_default_executor(pool)
         if args.port is None:
-            return await serve_stdio(server, trace=trace)
+            code = await serve_stdio(server, trace=trace)
+            pool.shutdown(wait=False, cancel_futures=True)
+            await asyncio.sleep(0.05)
+            if any(t.name.startswith("mcp-tool") for t in threading.enumerate()):
+                # A sync tool still runs past the grace period: threads cannot be
+                # cancelled, and the client is gone, so leave without it.
+                log.warning("stdin closed; exiting with a tool still running")
+                sys.stderr.flush()
+                os._exit(code)
+            return code
         return await serve_http(server, args.host, args.port, token=args.token,
                                 allow_origins=args.allow_origin, allow_hosts=args.allow_host,
                                 stateless=args.stateless, json_response=args.json_response,

@@ -2660,6 +2660,45 @@ class ReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn((None, 7), wire.sent)          # "no response" reaches the transport
         self.assertEqual((await wire.request(rpc(7, "ping")))["result"], {})
 
+    async def test_an_id_can_be_reused_as_soon_as_it_is_answered(self):
+        # Regression: `running` was cleared after the answer went out, so a client
+        # reusing id 1 at once (the claude.ai connector does) got "id already in use".
+        server, _ = make_server()
+        out = []
+
+        def send(message, related):
+            out.append(message)
+            if message and message.get("id") == 1 and len(out) < 6:
+                session.receive(call(1, "add", {"a": len(out), "b": 0}))
+        session = Session(server, send)
+        session.receive(rpc(0, "initialize", init_params()))
+        session.receive(call(1, "add", {"a": 1, "b": 0}))
+        for _ in range(100):
+            await asyncio.sleep(0.005)
+        answers = [m for m in out if m and m.get("id") == 1]
+        self.assertGreaterEqual(len(answers), 3)
+        self.assertTrue(all("result" in m for m in answers), answers)
+
+    async def test_unencodable_request_to_the_client_fails_in_the_tool(self):
+        server = Server("s")
+
+        @server.tool()
+        async def bad(ctx: Context) -> str:
+            await ctx.sample([{"role": "user", "content": {"type": "text", "text": b"bytes"}}])
+            return "unreachable"
+        wire = Wire(server)
+        await wire.initialize(capabilities={"sampling": {}})
+        result = (await wire.request(call(2, "bad")))["result"]
+        self.assertTrue(result["isError"])
+        self.assertFalse([m for m in wire.messages if m.get("method") == "sampling/createMessage"])
+
+    def test_a_full_stream_still_takes_its_end_marker(self):
+        stream = mcp_min._Stream()
+        for i in range(mcp_min.MAX_QUEUED):
+            stream.put(note("notifications/progress", {"progress": i}))
+        stream.put(mcp_min._FINISHED)
+        self.assertIs(stream.items[-1], mcp_min._FINISHED)
+
     async def test_nested_batch_is_answered_not_raised(self):
         server, _ = make_server()
         wire = Wire(server)
@@ -2685,6 +2724,7 @@ class ReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
     def test_uri_template_values_cannot_walk_a_path(self):
         template = mcp_min._UriTemplate("file:///docs/{name}")
         for uri in ("file:///docs/..%2F..%2Fetc%2Fpasswd", "file:///docs/a%00b", "file:///docs/..",
+                    "file:///docs/C:..", "file:///docs/%43%3Ax",
                     "file:///docs/a%5Cb", "file:///docs/a/b"):
             self.assertIsNone(template.match(uri), uri)
         self.assertEqual(template.match("file:///docs/read%20me"), {"name": "read me"})
@@ -2763,6 +2803,51 @@ class HttpCorsTokenTest(HttpTestCase):
                                          headers={"Origin": "http://app.example.com"})
         self.assertEqual(missing.status, 404)
         self.assertEqual(missing.header("access-control-allow-origin"), "http://app.example.com")
+
+
+class StdioReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
+    """serve_stdio in-process on os.pipe()s, with the cap lowered."""
+
+    async def test_cancel_gets_through_past_the_in_flight_cap(self):
+        # Regression: the reader blocked on request #cap+1, so a cancel (or EOF)
+        # behind it was never read.
+        server, state = make_server()
+        to_server, from_client = os.pipe()
+        to_client, from_server = os.pipe()
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+            serving = asyncio.ensure_future(mcp_min.serve_stdio(server, to_server, from_server))
+            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized")]
+            lines += [call(i, "wait") for i in range(1, 5)]
+            lines.append(note("notifications/cancelled", {"requestId": 1}))
+            os.write(from_client, "".join(json.dumps(m) + "\n" for m in lines).encode())
+            await asyncio.sleep(0.2)    # the cancel must be read now, before any request ends
+            state.gate.set()
+            os.close(from_client)
+            self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
+        out = b""
+        while chunk := os.read(to_client, 65536):
+            out += chunk
+            if out.count(b"\n") >= 4:
+                break
+        answered = {json.loads(line).get("id") for line in out.splitlines()}
+        self.assertEqual(answered, {0, 2, 3, 4})    # 1 was cancelled: no answer
+        for fd in (to_server, to_client, from_server):
+            os.close(fd)
+
+    async def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "stuck.py")
+            with open(path, "w") as f:
+                f.write("import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
+                        "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n")
+            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                     call(1, "stuck")]
+            started = time.monotonic()
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", path],
+                                  input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+            self.assertEqual(done.returncode, 0)
+            self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
 
 
 ##############################################################################
