@@ -1403,43 +1403,40 @@ _NOTIFICATIONS = {
 ##############################################################################
 
 
-def _read_lines(fd, deliver, too_long, limit=MAX_LINE_BYTES):
-    """Read `fd` to EOF, calling ``deliver(lines)`` with each chunk's complete
-    lines. Lines are cut on the byte b"\\n" only (never U+2028, never a bare
+class _Lines:
+    """Cuts a byte stream into lines on b"\n" only (never U+2028, never a bare
     CR, which is JSON whitespace). A line over `limit` bytes is reported once
     with ``too_long()`` and skipped up to its newline: its tail never runs."""
-    buffer, skipping = bytearray(), False
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            break
+
+    def __init__(self, too_long, limit=MAX_LINE_BYTES):
+        self.buffer, self.skipping = bytearray(), False
+        self.too_long, self.limit = too_long, limit
+
+    def feed(self, chunk):
         lines, start = [], 0
         while True:
             end = chunk.find(b"\n", start)
             piece = chunk[start:] if end < 0 else chunk[start:end]
-            if skipping:
-                skipping = end < 0
-            elif len(buffer) + len(piece) > limit:
-                buffer.clear()
-                too_long()
-                skipping = end < 0
+            if self.skipping:
+                self.skipping = end < 0
+            elif len(self.buffer) + len(piece) > self.limit:
+                self.buffer.clear()
+                self.too_long()
+                self.skipping = end < 0
             elif end < 0:
-                buffer += piece
-            elif buffer:
-                lines.append(bytes(buffer + piece))
-                buffer.clear()
+                self.buffer += piece
+            elif self.buffer:
+                lines.append(bytes(self.buffer + piece))
+                self.buffer.clear()
             else:
                 lines.append(piece)
             if end < 0:
-                break
+                return lines
             start = end + 1
-        if lines:
-            deliver(lines)
-    if buffer and not skipping:
-        deliver([bytes(buffer)])    # a last line without "\n" still counts
+
+    def end(self):
+        """At EOF: a last line without "\n" still counts."""
+        return [bytes(self.buffer)] if self.buffer and not self.skipping else []
 
 
 async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
@@ -1454,20 +1451,11 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     finished = asyncio.Event()
-    # At most MAX_IN_FLIGHT requests run; later ones wait in `queued` (and reading
-    # pauses once as many wait). Everything else -- a cancel, the client's answer
+    # At most MAX_IN_FLIGHT requests run; later ones wait in `queued`, and reading
+    # pauses once as many wait. Everything else -- a cancel, the client's answer
     # to a request of ours -- is never held behind them.
     lock = threading.Condition()
-    free, queued = [MAX_IN_FLIGHT], []
-
-    def request_done():                 # on the loop: a request ended; start a queued one
-        with lock:
-            if not queued:
-                free[0] += 1
-                return
-            item = queued.pop(0)
-            lock.notify()
-        receive([item + (request_done,)])
+    free, queued, paused = [MAX_IN_FLIGHT], [], [False]
 
     def send(message, related):
         if message is None or session.closed:
@@ -1475,11 +1463,10 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         data = _encode_safely(message)
         if data is None:
             return
-        data += b"\n"
         if trace:
             trace.message("out", "stdout", message)
         try:
-            view = memoryview(data)
+            view = memoryview(data + b"\n")
             while view:
                 view = view[os.write(out, view):]
         except OSError:     # the client stopped reading: end quietly
@@ -1498,9 +1485,9 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
             else:
                 session.receive(message, done)
 
-    def deliver(lines):
-        """In the reader thread: parse, and hand over to the loop."""
-        batch = []
+    def take(lines):
+        """Parse lines into (line, message, done) items to hand to `receive`."""
+        items = []
         for line in lines:
             line = line[:-1] if line.endswith(b"\r") else line
             if not line.strip():
@@ -1513,28 +1500,68 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 with lock:
                     if free[0] and not queued:
                         free[0] -= 1
-                        batch.append((line, message, request_done))
+                        items.append((line, message, request_done))
                     else:
                         queued.append((line, message))
-                continue
-            batch.append((line, message, None))
-        if batch:
-            loop.call_soon_threadsafe(receive, batch)
-        with lock:      # a client far ahead of us: stop reading until it catches up
-            while len(queued) >= MAX_IN_FLIGHT:
-                lock.wait()
+            else:
+                items.append((line, message, None))
+        return items
 
-    def too_long():
-        loop.call_soon_threadsafe(send, _error(None, INVALID_REQUEST,
-                                               f"Message too long (over {MAX_LINE_BYTES} bytes)"), None)
+    def request_done():                 # on the loop: a request ended; start a queued one
+        with lock:
+            if not queued:
+                free[0] += 1
+                return
+            item = queued.pop(0)
+            lock.notify()
+        if paused[0] and len(queued) < MAX_IN_FLIGHT:
+            paused[0] = False
+            loop.add_reader(stdin_fd, readable)
+        receive([item + (request_done,)])
 
-    def reader():
-        _read_lines(stdin_fd, deliver, too_long)
+    lines = _Lines(lambda: send(_error(None, INVALID_REQUEST,
+                                       f"Message too long (over {MAX_LINE_BYTES} bytes)"), None))
+
+    def readable():                     # the loop's own reader (POSIX pipes, sockets, ttys)
+        try:
+            chunk = os.read(stdin_fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            loop.remove_reader(stdin_fd)
+            receive(take(lines.end()))
+            finished.set()
+            return
+        receive(take(lines.feed(chunk)))
+        if len(queued) >= MAX_IN_FLIGHT:    # a client far ahead of us: stop reading
+            loop.remove_reader(stdin_fd)
+            paused[0] = True
+
+    def reader():                       # a thread: Windows, or stdin redirected from a file
+        while True:
+            try:
+                chunk = os.read(stdin_fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            items = take(lines.feed(chunk) if chunk else lines.end())
+            if items:
+                loop.call_soon_threadsafe(receive, items)
+            if not chunk:
+                break
+            with lock:
+                while len(queued) >= MAX_IN_FLIGHT:
+                    lock.wait()
         loop.call_soon_threadsafe(finished.set)
 
-    # A thread, not connect_read_pipe: works for pipes, files and consoles on every OS.
-    threading.Thread(target=reader, name="mcp-stdin", daemon=True).start()
+    try:
+        loop.add_reader(stdin_fd, readable)
+    except (NotImplementedError, OSError, ValueError):  # proactor loop, or a regular file
+        threading.Thread(target=reader, name="mcp-stdin", daemon=True).start()
     await finished.wait()
+    try:
+        loop.remove_reader(stdin_fd)
+    except (NotImplementedError, OSError, ValueError):
+        pass
     if session.running and not session.closed:
         await asyncio.wait(list(session.running.values()), timeout=SHUTDOWN_GRACE)
     session.close(cancel=True)

@@ -2834,7 +2834,24 @@ class StdioReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
         for fd in (to_server, to_client, from_server):
             os.close(fd)
 
-    async def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
+
+
+class StdioExitTest(unittest.TestCase):
+    def test_stdin_from_a_file_is_served_by_the_reader_thread(self):
+        # A regular file cannot be polled: this exercises the thread that Windows uses too.
+        with tempfile.TemporaryFile() as f:
+            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                     call(1, "getUser", {"name": "John"}), rpc(2, "ping")]
+            f.write("".join(json.dumps(m) + "\n" for m in lines).encode())
+            f.seek(0)
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=f,
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
+        self.assertEqual(sorted(answers), [0, 1, 2])
+        self.assertEqual(answers[1]["result"]["structuredContent"]["email"], "john@example.com")
+
+    def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "stuck.py")
             with open(path, "w") as f:
