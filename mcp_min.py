@@ -200,8 +200,7 @@ _RESPONSE_KEYS = (frozenset(("jsonrpc", "id", "result")), frozenset(("jsonrpc", 
 def classify(message):
     """Say what a parsed message is: 'request', 'notification' or 'response'.
 
-    Anything else raises McpError(INVALID_REQUEST) carrying the id when one
-    could be read.
+    Anything else raises McpError(INVALID_REQUEST).
 
     >>> classify({"jsonrpc": "2.0", "id": 0, "method": "ping"})
     'request'
@@ -658,6 +657,11 @@ def _valid_tool_name(name):
 
 
 class Resource(_Handler):
+    """A resource, or a template when `uri` has {variables} (passed to the function
+    by name). The function returns str (text), bytes (blob), JSON-able data (as
+    application/json text) or contents dicts. Options: `name`, `description`,
+    `mime_type`, `title`, `annotations`, `meta`, `icons`, `size`."""
+
     def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
                  annotations=None, meta=None, icons=None, size=None):
         super().__init__(fn)
@@ -732,6 +736,11 @@ class _UriTemplate:
 
 
 class Prompt(_Handler):
+    """A prompt: its arguments are the function's parameters (strings; a default
+    makes one optional). The function returns a string (one user message),
+    content blocks, {"role", "content"} dicts, or a list of them. Options:
+    `name`, `description`, `title`, `meta`, `icons`."""
+
     def __init__(self, fn, name=None, description=None, title=None, meta=None, icons=None):
         super().__init__(fn)
         self.name = name or fn.__name__
