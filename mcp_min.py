@@ -2770,6 +2770,7 @@ class _StreamableHttp:
         self._tasks = set()
         self._get_stream = None
         self._closing = False
+        self._reinitializing = asyncio.Lock()
 
     def _headers(self, accept="application/json, text/event-stream"):
         headers = {"Accept": accept}
@@ -2805,6 +2806,7 @@ class _StreamableHttp:
     async def _post(self, message, is_request):
         headers = self._headers()
         headers["Content-Type"] = "application/json"
+        sent_with = self.session_id
         try:
             response = await _http(self.url, "POST", headers, encode(message), self.client.trace)
         except OSError as e:
@@ -2816,10 +2818,13 @@ class _StreamableHttp:
                 response.close()
                 raise _Fallback
             self.session_id = response.headers.get("mcp-session-id")
-        if status == 404 and self.session_id:
+        if status == 404 and sent_with:
             # transports: a 404 for our session means it is gone: start over, then resend.
+            # Several requests may hear it at once; one of them initializes again.
             response.close()
-            await self._reinitialize()
+            async with self._reinitializing:
+                if self.session_id == sent_with:
+                    await self._reinitialize()
             return await self.send(message)
         if status >= 400:
             body = await response.body(1 << 16)

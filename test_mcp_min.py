@@ -3025,9 +3025,10 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             for entry in list(self.http.sessions.values()):     # the server forgets us
                 entry.close(cancel=True)
             self.http.sessions.clear()
-            result = await client.call_tool("cancelled")
-            self.assertFalse(result.get("isError"))
+            results = await asyncio.gather(*[client.call_tool("cancelled") for _ in range(5)])
+            self.assertFalse(any(r.get("isError") for r in results))    # all resent, none lost
             self.assertNotEqual(client._transport.session_id, old)
+            self.assertEqual(len(self.http.sessions), 1)                # initialized once
 
     async def test_token_goes_in_a_header_never_the_url(self):
         secure = await mcp_min.start_http(self.slow, "127.0.0.1", 0, token="s3cret")
