@@ -2115,10 +2115,7 @@ class HttpServer:
             final = message is not _KEEPALIVE and "method" not in message
             if not sse and not final:
                 sse = True      # something before the result: switch to a stream
-                self._write(writer, 200, headers + [("Content-Type", "text/event-stream"),
-                                                    ("Cache-Control", "no-cache"),
-                                                    ("X-Accel-Buffering", "no"),
-                                                    ("Transfer-Encoding", "chunked")], None)
+                self._start_sse(writer, headers)
             if message is _KEEPALIVE:
                 await self._send(writer, _chunk(b": keepalive\n\n"))
                 continue
@@ -2128,6 +2125,10 @@ class HttpServer:
                 await self._send(writer, _chunk(event))
             elif final:
                 responses.append(message)
+        if not sse and not responses and stream.streams:
+            # Every request was cancelled: no response (cancellation), yet a POST that
+            # carried requests is answered with a stream (transports): an empty one.
+            sse = self._start_sse(writer, headers)
         if sse:
             await self._send(writer, b"0\r\n\r\n")
         elif responses:
@@ -2136,6 +2137,12 @@ class HttpServer:
             self._write(writer, 200, headers + [("Content-Type", "application/json")], body)
         else:
             self._write(writer, 202, headers, b"")
+        return True
+
+    def _start_sse(self, writer, headers):
+        self._write(writer, 200, headers + [("Content-Type", "text/event-stream"),
+                                            ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+                                            ("Transfer-Encoding", "chunked")], None)
         return True
 
     def _event(self, message):

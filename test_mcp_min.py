@@ -2790,6 +2790,24 @@ class HttpReviewRegressionTest(HttpTestCase):
         await client.close()
 
 
+class HttpCancelTest(HttpTestCase):
+    async def test_cancelled_request_gets_an_empty_stream_not_a_response(self):
+        # transports: a POST carrying a request is answered with JSON or SSE; cancellation:
+        # no response. So: an SSE answer with no message in it.
+        sid = await self.client.initialize()
+        waiting = asyncio.ensure_future(self.client.post(call(5, "wait"), sid))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        other = HttpClient(self.port)
+        accepted = await other.post(note("notifications/cancelled", {"requestId": 5}), sid)
+        self.assertEqual(accepted.status, 202)
+        answer = await asyncio.wait_for(waiting, TIMEOUT)
+        self.assertEqual(answer.status, 200)
+        self.assertTrue(answer.header("content-type").startswith("text/event-stream"))
+        self.assertEqual(answer.messages(), [])
+        self.assertTrue(self.state.cancelled)
+        await other.close()
+
+
 class HttpCorsTokenTest(HttpTestCase):
     options = {"token": "t0k3n", "allow_origins": ["http://app.example.com"]}
 
