@@ -58,7 +58,6 @@ Streamable HTTP at /mcp), ``python mcp_min.py client URL tools/list``.
 
 import asyncio
 import base64
-import dataclasses
 import enum
 import functools
 import json
@@ -331,7 +330,8 @@ def _schema(tp, depth=0):
         if len(args) == 2 and args[1] is not typing.Any:
             schema["additionalProperties"] = _schema(args[1], depth + 1)
         return schema
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+    if _is_dataclass(tp) and isinstance(tp, type):
+        import dataclasses
         hints = typing.get_type_hints(tp, include_extras=True)
         fields = dataclasses.fields(tp)
         return _object_schema(
@@ -495,7 +495,7 @@ def _convert(value, tp):
             return tp(value)
         if tp is float and type(value) is int:
             return float(value)
-        if dataclasses.is_dataclass(tp) and type(value) is dict:
+        if _is_dataclass(tp) and type(value) is dict:
             hints = typing.get_type_hints(tp)
             return tp(**{k: _convert(v, hints.get(k, typing.Any)) for k, v in value.items()})
     if type(value) is list and args:
@@ -509,9 +509,15 @@ def _convert(value, tp):
     return value
 
 
+def _is_dataclass(obj):
+    # What dataclasses.is_dataclass checks, without importing it for servers that use none.
+    return hasattr(obj, "__dataclass_fields__")
+
+
 def _to_json(value):
     """A tool's return value as plain JSON data (dataclasses, enums, tuples)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if _is_dataclass(value) and not isinstance(value, type):
+        import dataclasses
         return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
         return _to_json(value.value)
