@@ -239,6 +239,21 @@ class ModuleTest(unittest.TestCase):
         client = next(s for s in snippets if "Client(" in s)
         compile(client, "README client snippet", "exec")
 
+    def test_readme_transcript_is_what_the_demo_says(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            block = f.read().split("$ python mcp_min.py serve --stdio\n", 1)[1].split("```", 1)[0]
+        lines = block.strip().splitlines()
+        sent = [line for line in lines if '"method"' in line]
+        shown = [line for line in lines if '"method"' not in line]
+        done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], cwd=HERE,
+                              input="\n".join(sent) + "\n", capture_output=True, text=True,
+                              timeout=30, env=_clean_env())
+        answers = done.stdout.splitlines()
+        self.assertEqual(len(answers), len(shown))
+        for expected, actual in zip(shown, answers):
+            if "..." not in expected:       # the README shortens the long tools/list
+                self.assertEqual(json.loads(expected), json.loads(actual))
+
     def test_version_and_limits_are_named(self):
         self.assertRegex(mcp_min.__version__, r"^\d+\.\d+\.\d+")
         self.assertEqual(PROTOCOL_VERSIONS, ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"))
