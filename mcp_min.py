@@ -2113,8 +2113,8 @@ class HttpServer:
         responses, sse = [], False
         while expected:
             message = await stream.get(KEEPALIVE_INTERVAL if stream.streams else None)
-            if message is None:
-                return False
+            if message is None:     # the session ended (DELETE, expiry): no more answers come
+                break
             if message is _FINISHED:
                 expected -= 1
                 continue

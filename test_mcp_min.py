@@ -1949,11 +1949,13 @@ class HttpSessionTest(HttpTestCase):
         sid = await self.client.initialize()
         pending = asyncio.ensure_future(self.client.post(call(3, "wait"), sid))
         await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
-        response = await self.client.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid})
+        other = HttpClient(self.port)
+        response = await other.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid})
         self.assertEqual(response.status, 200)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(pending, TIMEOUT)
+        answer = await asyncio.wait_for(pending, TIMEOUT)   # ends cleanly, with no response
+        self.assertEqual((answer.status, answer.messages()), (200, []))
         self.assertTrue(self.state.cancelled)
+        await other.close()
 
     async def test_reinitialize_refused(self):
         sid = await self.client.initialize()
