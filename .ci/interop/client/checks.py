@@ -1,0 +1,517 @@
+#!/usr/bin/env python3
+"""OUR client (mcp_min.Client) against OFFICIAL servers.
+
+usage: checks.py GROUP [GROUP...]   groups: everything sdk auto cli robust   (default: all)
+Prints `PASS|FAIL name -- detail`; for a FAIL, the tail of the client's wire trace
+(<repo>/.peers/logs/interop-client/<name>.jsonl, written by Client(trace=FILE)). Exit status 0 iff no FAIL.
+Ports 18200-18299 (see PORTS). Every server started here is stopped here (by pid).
+"""
+import asyncio, json, os, shlex, socket, subprocess, sys, time, traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))          # repo root (.ci/interop/client/../../..)
+PEERS = os.environ.get("MCP_PEERS", os.path.join(ROOT, ".peers"))      # venv + node/ with the official servers
+SHARED = os.environ.get("MCP_SHARED", os.path.join(ROOT, "..", "shared"))
+MAIN = os.path.join(ROOT, "mcp_min.py")
+
+sys.path.insert(0, ROOT)
+import mcp_min                                   # noqa: E402
+from mcp_min import Client, McpError             # noqa: E402
+
+LOGS = os.path.join(ROOT, ".peers", "logs", "interop-client")
+os.makedirs(LOGS, exist_ok=True)
+PEERPY = os.path.join(PEERS, "bin", "python")
+EVERY = os.path.join(PEERS, "node", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+SDKSRV = os.path.join(HERE, "sdk_full_server.py")
+LOOPBACK = os.path.join(SHARED, "conformance", "loopback.cjs")
+PORTS = {"ev-sse": 18201, "ev-http": 18202, "sdk-sse": 18211, "sdk-http": 18212,
+         "kill-ev-http": 18221, "kill-ev-sse": 18222, "kill-sdk-http": 18223, "kill-sdk-sse": 18224}
+
+RESULTS = []
+
+
+def report(name, ok, detail="", trace=None):
+    RESULTS.append((name, ok))
+    print(f"{'PASS' if ok else 'FAIL'} {name}" + (f" -- {detail}" if detail else ""), flush=True)
+    if not ok and trace:
+        print(wire_tail(trace), flush=True)
+
+
+def wire_tail(path, n=14):
+    try:
+        lines = open(path).read().splitlines()
+    except FileNotFoundError:
+        return "    (no trace file)"
+    out = []
+    for line in lines[-n:]:
+        try:
+            r = json.loads(line)
+        except ValueError:
+            out.append("    " + line[:300]); continue
+        msg = r.get("message")
+        s = f"    {r.get('t', 0):8.3f} {r.get('dir')} {r.get('channel')} {r.get('head', '')}"
+        if r.get("headers"):
+            s += " " + json.dumps(r["headers"])
+        if msg is not None:
+            s += " " + (json.dumps(msg) if not isinstance(msg, str) else msg)[:300]
+        out.append(s)
+    return f"    wire ({path}, last {len(out)} of {len(lines)} records):\n" + "\n".join(out)
+
+
+def trace_records(path):
+    recs = []
+    try:
+        for line in open(path):
+            try:
+                recs.append(json.loads(line))
+            except ValueError:
+                pass
+    except FileNotFoundError:
+        pass
+    return recs
+
+
+def tpath(name):
+    p = os.path.join(LOGS, name.replace("/", "_").replace(" ", "_") + ".jsonl")
+    if os.path.exists(p):
+        os.remove(p)
+    return p
+
+
+# -- servers -----------------------------------------------------------------------
+class Proc:
+    """A server we start; stopped by its pid only."""
+    def __init__(self, argv, port=None, env=None, name="srv"):
+        self.port, self.name = port, name
+        self.log = os.path.join(LOGS, f"server-{name}.log")
+        e = dict(os.environ, **(env or {}))
+        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=open(self.log, "w"),
+                                  stderr=subprocess.STDOUT, env=e)
+        if port:
+            for _ in range(200):
+                try:
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
+                    return
+                except OSError:
+                    if self.p.poll() is not None:
+                        raise RuntimeError(f"{name} exited rc={self.p.returncode}; see {self.log}")
+                    time.sleep(0.05)
+            self.stop()
+            raise RuntimeError(f"{name} did not listen on {port}")
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(3)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def port_free(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # TIME_WAIT leftovers are fine
+    try:
+        s.bind(("127.0.0.1", port)); return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def everything_http(mode, port, name):
+    return Proc(["node", EVERY, mode], port,
+                env={"PORT": str(port), "NODE_OPTIONS": f'--require "{LOOPBACK}"'}, name=name)
+
+
+def sdk_http(mode, port, name):
+    return Proc([PEERPY, SDKSRV, mode, "--port", str(port)], port, name=name)
+
+
+EV_STDIO = ["node", EVERY, "stdio"]
+SDK_STDIO = [PEERPY, SDKSRV, "stdio"]
+
+
+def text_of(result):
+    return " ".join(c.get("text", "") for c in result.get("content", []) if isinstance(c, dict))
+
+
+async def run_check(name, coro_fn, limit=30):
+    """coro_fn(trace_path) -> detail string (raise/assert on failure)."""
+    tp = tpath(name)
+    try:
+        detail = await asyncio.wait_for(coro_fn(tp), limit)
+        report(name, True, detail or "", tp)
+    except asyncio.TimeoutError:
+        report(name, False, f"HUNG: no outcome within {limit}s (harness timeout)", tp)
+    except AssertionError as e:
+        report(name, False, f"assertion: {e}", tp)
+    except McpError as e:
+        report(name, False, f"McpError code={e.code} message={e.message!r} data={e.data!r}", tp)
+    except Exception as e:
+        report(name, False, f"{type(e).__name__}: {e} | {traceback.format_exc().splitlines()[-3].strip()}", tp)
+
+
+def transport_name(c):
+    return type(c._transport).__name__ if c._transport else None
+
+
+# -- group 1: server-everything ----------------------------------------------------
+def sampler(calls):
+    def handle(params):
+        calls.append(params)
+        return {"role": "assistant", "content": {"type": "text", "text": "SAMPLED-BY-MCP_MIN"},
+                "model": "fake-model", "stopReason": "endTurn"}
+    return handle
+
+
+async def everything_suite(label, target, transport="auto"):
+    kw = dict(transport=transport, timeout=20)
+
+    async def basics(tp):
+        async with Client(target, trace=tp, **kw) as c:
+            tools = await c.list_tools()
+            names = [t["name"] for t in tools]
+            assert "echo" in names, names
+            r = await c.call_tool("echo", {"message": "hi there"})
+            assert "hi there" in text_of(r) and not r.get("isError"), r
+            return f"{len(tools)} tools via {transport_name(c)} (proto {c.protocol_version}); echo -> {text_of(r)!r}"
+    await run_check(f"everything/{label}/tools+echo", basics)
+
+    async def resources(tp):
+        async with Client(target, trace=tp, **kw) as c:
+            res = await c.list_resources()
+            assert res, "no resources"
+            r = await c.read_resource(res[0]["uri"])
+            assert r["contents"] and r["contents"][0]["uri"] == res[0]["uri"], r
+            tmpl = await c.list_resource_templates()
+            r2 = await c.read_resource("demo://resource/dynamic/text/1")
+            assert r2["contents"][0].get("text"), r2
+            return (f"{len(res)} resources, read {res[0]['uri']} ({len(json.dumps(r))} B); "
+                    f"{len(tmpl)} templates; dynamic/text/1 ok")
+    await run_check(f"everything/{label}/resources", resources)
+
+    async def prompts(tp):
+        async with Client(target, trace=tp, **kw) as c:
+            ps = [p["name"] for p in await c.list_prompts()]
+            assert "args-prompt" in ps, ps
+            r = await c.get_prompt("args-prompt", {"city": "Oslo", "state": "Viken"})
+            t = r["messages"][0]["content"]["text"]
+            assert "Oslo, Viken" in t, r
+            r2 = await c.get_prompt("simple-prompt")
+            assert r2["messages"], r2
+            return f"prompts {ps}; args-prompt -> {t!r}"
+    await run_check(f"everything/{label}/prompts", prompts)
+
+    async def logging_(tp):
+        logs = []
+        got = asyncio.Event()
+
+        def on_log(p):
+            logs.append(p); got.set()
+        async with Client(target, trace=tp, on_log=on_log, **kw) as c:
+            await c.set_log_level("debug")
+            r = await c.call_tool("toggle-simulated-logging")
+            assert not r.get("isError"), r
+            try:
+                await asyncio.wait_for(got.wait(), 8)
+            finally:
+                await c.call_tool("toggle-simulated-logging")   # stop it
+            assert logs, "no notifications/message arrived within 8 s"
+            return f"{len(logs)} log notification(s), first: {logs[0]}"
+    await run_check(f"everything/{label}/logging", logging_)
+
+    async def progress(tp):
+        prog = []
+        async with Client(target, trace=tp, **kw) as c:
+            r = await c.call_tool("trigger-long-running-operation", {"duration": 1.5, "steps": 3},
+                                  on_progress=prog.append)
+            assert "completed" in text_of(r), r
+            assert [p.get("progress") for p in prog] == [1, 2, 3], prog
+            return f"progress {[(p['progress'], p.get('total')) for p in prog]}; result {text_of(r)!r}"
+    await run_check(f"everything/{label}/progress", progress)
+
+    async def sampling(tp):
+        calls = []
+        async with Client(target, trace=tp, sampling=sampler(calls), **kw) as c:
+            names = [t["name"] for t in await c.list_tools()]
+            assert "trigger-sampling-request" in names, f"sampling tool not offered: {names}"
+            r = await c.call_tool("trigger-sampling-request", {"prompt": "say hi", "maxTokens": 20})
+            assert calls, "sampling handler never called"
+            assert "SAMPLED-BY-MCP_MIN" in text_of(r), r
+            return f"handler got {calls[0]['messages'][0]['content']['text']!r}; tool result contains our text"
+    await run_check(f"everything/{label}/sampling", sampling)
+
+
+# -- group 2: official Python SDK MCPServer ----------------------------------------
+async def sdk_suite(label, target, transport="auto"):
+    kw = dict(transport=transport, timeout=20)
+
+    async def tools(tp):
+        async with Client(target, trace=tp, **kw) as c:
+            names = [t["name"] for t in await c.list_tools()]
+            assert {"echo", "add", "log_things", "progress", "slow"} <= set(names), names
+            r = await c.call_tool("echo", {"text": "hey"})
+            assert text_of(r) == "hey", r
+            r2 = await c.call_tool("add", {"a": 2, "b": 40})
+            assert r2.get("structuredContent", {}).get("result") == 42 or text_of(r2) == "42", r2
+            r3 = await c.call_tool("add", {"a": "x"})
+            assert r3.get("isError"), r3
+            return f"{names}; echo ok; add=42; bad args -> isError via {transport_name(c)} ({c.protocol_version})"
+    await run_check(f"sdk/{label}/tools", tools)
+
+    async def resources(tp):
+        async with Client(target, trace=tp, **kw) as c:
+            res = await c.list_resources()
+            assert any(r["uri"] == "res://greeting" for r in res), res
+            r = await c.read_resource("res://greeting")
+            assert r["contents"][0]["text"] == "hello from the sdk", r
+            tm = await c.list_resource_templates()
+            assert any(t["uriTemplate"] == "res://user/{name}" for t in tm), tm
+            r2 = await c.read_resource("res://user/ada")
+            assert r2["contents"][0]["text"] == "user ada", r2
+            return "list/read static + template ok"
+    await run_check(f"sdk/{label}/resources", resources)
+
+    async def prompts(tp):
+        async with Client(target, trace=tp, **kw) as c:
+            ps = await c.list_prompts()
+            assert any(p["name"] == "review" for p in ps), ps
+            r = await c.get_prompt("review", {"code": "x=1"})
+            t = r["messages"][0]["content"]["text"]
+            assert "x=1" in t, r
+            return f"review -> {t!r}"
+    await run_check(f"sdk/{label}/prompts", prompts)
+
+    async def logging_(tp):
+        logs = []
+        async with Client(target, trace=tp, on_log=logs.append, **kw) as c:
+            try:
+                await c.set_log_level("info")
+                level_note = "setLevel info ok"
+            except McpError as e:
+                level_note = f"setLevel -> server error {e.code} {e.message!r} (server-side)"
+            r = await c.call_tool("log_things")
+            assert text_of(r) == "logged", r
+            await asyncio.sleep(0.3)
+            assert logs, "no notifications/message received"
+            return f"{level_note}; got {[(p['level'], p['data']) for p in logs]}"
+    await run_check(f"sdk/{label}/logging", logging_)
+
+    async def progress(tp):
+        prog = []
+        async with Client(target, trace=tp, **kw) as c:
+            r = await c.call_tool("progress", {"steps": 4}, on_progress=prog.append)
+            assert text_of(r) == "done 4", r
+            assert [p["progress"] for p in prog] == [1, 2, 3, 4], prog
+            return f"{[(p['progress'], p.get('total'), p.get('message')) for p in prog]}"
+    await run_check(f"sdk/{label}/progress", progress)
+
+
+# -- auto probe --------------------------------------------------------------------
+async def auto_probe(label, url, expect):
+    async def check(tp):
+        async with Client(url, trace=tp, timeout=20) as c:
+            kind = transport_name(c)
+            tools = await c.list_tools()
+        recs = trace_records(tp)
+        heads = [r.get("head", "") for r in recs if r.get("channel") == "http" or "head" in r][:6]
+        assert kind == expect, f"auto chose {kind}, expected {expect}; first HTTP heads {heads}"
+        return f"auto -> {kind}, {len(tools)} tools; first exchanges {heads[:4]}"
+    await run_check(f"auto/{label}", check)
+
+
+# -- CLI ---------------------------------------------------------------------------
+def cli(name, target, extra=(), expect_trace=False):
+    argv = ["python3", MAIN, "client", target, "tools/list", *extra]
+    t0 = time.time()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=40)
+    except subprocess.TimeoutExpired:
+        report(name, False, "CLI hung > 40 s"); return
+    dt = time.time() - t0
+    ok = p.returncode == 0
+    detail = f"rc={p.returncode} {dt:.2f}s"
+    try:
+        n = len(json.loads(p.stdout)["tools"]); detail += f", {n} tools"
+    except Exception:
+        ok = False; detail += f", stdout not a tools JSON: {p.stdout[:200]!r}"
+    if expect_trace:
+        err = p.stderr
+        need = ["C->S", "S->C", "initialize", "notifications/initialized", "tools/list"]
+        missing = [w for w in need if w not in err]
+        ok = ok and not missing
+        detail += f"; trace {len(err.splitlines())} stderr lines" + (f", MISSING {missing}" if missing else ", has C->S/S->C initialize/initialized/tools/list")
+        with open(os.path.join(LOGS, name.replace("/", "_") + ".stderr.txt"), "w") as f:
+            f.write(err)
+    if not ok:
+        detail += f"; stderr tail: {p.stderr[-600:]!r}"
+    report(name, ok, detail)
+
+
+# -- robustness ----------------------------------------------------------------------
+def cancelled_sent(tp, req_id=None):
+    for r in trace_records(tp):
+        m = r.get("message")
+        if isinstance(m, dict) and m.get("method") == "notifications/cancelled" and r.get("dir") == "C->S":
+            return m
+        if isinstance(m, str) and "notifications/cancelled" in m:
+            return m
+    return None
+
+
+async def timeout_check(label, target, tool, args, transport="auto"):
+    async def check(tp):
+        async with Client(target, trace=tp, timeout=20, transport=transport) as c:
+            t0 = time.time()
+            try:
+                r = await c.call_tool(tool, args, timeout=1.0)
+                raise AssertionError(f"no timeout; got {r}")
+            except McpError as err:
+                dt, e = time.time() - t0, err
+                assert e.code == mcp_min.REQUEST_TIMEOUT, f"wrong error code {e.code} {e.message}"
+            assert dt < 3, f"timeout error only after {dt:.2f}s"
+            await asyncio.sleep(0.3)
+            m = cancelled_sent(tp)
+            assert m, "no notifications/cancelled on the wire"
+            pong = await c.ping()
+            return f"McpError {e.code} {e.message!r} after {dt:.2f}s; sent {json.dumps(m)[:160]}; ping after -> {pong}"
+    await run_check(f"robust/timeout/{label}", check)
+
+
+async def kill_check(label, target_fn, tool, args, transport="auto", on_progress=None):
+    """target_fn() -> (target, killer, server); killer(client) kills the server.
+    The client's own request timeout is 15 s; the call must fail < 5 s after the kill."""
+    async def check(tp):
+        target, killer, server = target_fn()
+        try:
+            async with Client(target, trace=tp, timeout=15, transport=transport) as c:
+                call = asyncio.ensure_future(c.call_tool(tool, args, on_progress=on_progress))
+                await asyncio.sleep(1.2)
+                assert not call.done(), f"call finished early: {call}"
+                t0 = time.time()
+                killer(c)
+                try:
+                    r = await asyncio.wait_for(call, 25)
+                    raise AssertionError(f"call returned {r} after kill?")
+                except asyncio.TimeoutError:
+                    raise AssertionError("pending call still not failed 25 s after the server was killed")
+                except McpError as e:
+                    dt = time.time() - t0
+                    assert dt < 5, (f"pending call failed only {dt:.2f}s after the kill, with McpError "
+                                    f"{e.code} {e.message!r} (the client's own request timeout, not the lost connection)")
+                    return f"pending call failed {dt:.2f}s after kill: McpError {e.code} {e.message!r}"
+        finally:
+            if server:
+                server.kill()
+    await run_check(f"robust/kill/{label}", check, limit=45)
+
+
+def stdio_target(argv):
+    def make():
+        def killer(c):
+            c._transport.process.kill()     # the child our client spawned, by its pid
+        return argv, killer, None
+    return make
+
+
+def http_target(start, url_suffix):
+    def make():
+        srv = start()
+        return f"http://127.0.0.1:{srv.port}{url_suffix}", (lambda c: srv.kill()), srv
+    return make
+
+
+# -- main ------------------------------------------------------------------------------
+async def main(groups):
+    if "everything" in groups:
+        print("### 1. server-everything", flush=True)
+        await everything_suite("stdio", EV_STDIO)
+        s = everything_http("sse", PORTS["ev-sse"], "everything-sse")
+        h = everything_http("streamableHttp", PORTS["ev-http"], "everything-http")
+        try:
+            await everything_suite("sse", f"http://127.0.0.1:{s.port}/sse", transport="sse")
+            await everything_suite("http", f"http://127.0.0.1:{h.port}/mcp", transport="http")
+            await auto_probe("everything-sse-url", f"http://127.0.0.1:{s.port}/sse", "_LegacySse")
+            await auto_probe("everything-mcp-url", f"http://127.0.0.1:{h.port}/mcp", "_StreamableHttp")
+        finally:
+            s.stop(); h.stop()
+    if "sdk" in groups:
+        print("### 2. official Python SDK MCPServer", flush=True)
+        await sdk_suite("stdio", SDK_STDIO)
+        s = sdk_http("sse", PORTS["sdk-sse"], "sdk-sse")
+        h = sdk_http("http", PORTS["sdk-http"], "sdk-http")
+        try:
+            await sdk_suite("sse", f"http://127.0.0.1:{s.port}/sse", transport="sse")
+            await sdk_suite("http", f"http://127.0.0.1:{h.port}/mcp", transport="http")
+            await auto_probe("sdk-sse-url", f"http://127.0.0.1:{s.port}/sse", "_LegacySse")
+            await auto_probe("sdk-mcp-url", f"http://127.0.0.1:{h.port}/mcp", "_StreamableHttp")
+        finally:
+            s.stop(); h.stop()
+    if "cli" in groups:
+        print("### 3. CLI", flush=True)
+        s = everything_http("sse", PORTS["ev-sse"], "cli-everything-sse")
+        h = everything_http("streamableHttp", PORTS["ev-http"], "cli-everything-http")
+        s2 = sdk_http("sse", PORTS["sdk-sse"], "cli-sdk-sse")
+        h2 = sdk_http("http", PORTS["sdk-http"], "cli-sdk-http")
+        try:
+            targets = {"everything-stdio": shlex.join(EV_STDIO),   # shlex: paths may contain spaces
+                       "everything-sse": f"http://127.0.0.1:{s.port}/sse",
+                       "everything-http": f"http://127.0.0.1:{h.port}/mcp",
+                       "sdk-stdio": shlex.join(SDK_STDIO),
+                       "sdk-sse": f"http://127.0.0.1:{s2.port}/sse",
+                       "sdk-http": f"http://127.0.0.1:{h2.port}/mcp"}
+            for n, t in targets.items():
+                cli(f"cli/{n}/tools-list", t)
+            for n in ("everything-stdio", "everything-sse", "everything-http", "sdk-http"):
+                cli(f"cli/{n}/--trace", targets[n], ["--trace"], expect_trace=True)
+        finally:
+            for x in (s, h, s2, h2):
+                x.stop()
+    if "robust" in groups:
+        print("### 4. robustness", flush=True)
+        lro = ("trigger-long-running-operation", {"duration": 20, "steps": 20})
+        await timeout_check("everything-stdio", EV_STDIO, *lro)
+        await timeout_check("sdk-stdio", SDK_STDIO, "slow", {"seconds": 5})
+        h = everything_http("streamableHttp", PORTS["ev-http"], "robust-everything-http")
+        s = everything_http("sse", PORTS["ev-sse"], "robust-everything-sse")
+        h2 = sdk_http("http", PORTS["sdk-http"], "robust-sdk-http")
+        try:
+            await timeout_check("everything-http", f"http://127.0.0.1:{h.port}/mcp", *lro, transport="http")
+            await timeout_check("everything-sse", f"http://127.0.0.1:{s.port}/sse", *lro, transport="sse")
+            await timeout_check("sdk-http", f"http://127.0.0.1:{h2.port}/mcp", "slow", {"seconds": 5}, transport="http")
+        finally:
+            h.stop(); s.stop(); h2.stop()
+        await kill_check("everything-stdio", stdio_target(EV_STDIO), *lro)
+        await kill_check("sdk-stdio", stdio_target(SDK_STDIO), "slow", {"seconds": 20})
+        await kill_check("everything-http", http_target(
+            lambda: everything_http("streamableHttp", PORTS["kill-ev-http"], "kill-everything-http"), "/mcp"),
+            *lro, transport="http")
+        await kill_check("everything-http+progress", http_target(
+            lambda: everything_http("streamableHttp", PORTS["kill-ev-http"], "kill-everything-http-progress"), "/mcp"),
+            *lro, transport="http", on_progress=lambda p: None)
+        await kill_check("sdk-http", http_target(
+            lambda: sdk_http("http", PORTS["kill-sdk-http"], "kill-sdk-http"), "/mcp"),
+            "slow", {"seconds": 20}, transport="http")
+        await kill_check("everything-sse", http_target(
+            lambda: everything_http("sse", PORTS["kill-ev-sse"], "kill-everything-sse"), "/sse"),
+            *lro, transport="sse")
+        await kill_check("sdk-sse", http_target(
+            lambda: sdk_http("sse", PORTS["kill-sdk-sse"], "kill-sdk-sse"), "/sse"),
+            "slow", {"seconds": 20}, transport="sse")
+
+
+if __name__ == "__main__":
+    groups = sys.argv[1:] or ["everything", "sdk", "cli", "robust"]
+    busy = [p for p in PORTS.values() if not port_free(p)]
+    if busy:
+        sys.exit(f"ports busy: {busy}")
+    asyncio.run(main(groups))
+    fails = [n for n, ok in RESULTS if not ok]
+    print(f"=== {len(RESULTS) - len(fails)} PASS, {len(fails)} FAIL" + (f": {fails}" if fails else ""))
+    sys.exit(1 if fails else 0)

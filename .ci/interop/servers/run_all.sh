@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Interop checks: official MCP clients (Python SDK 2.x, TS SDK 1.x, Inspector CLI 0.15) vs the repo's mcp_min.py.
+# usage: bash .ci/interop/servers/run_all.sh [--no-extras]        (from the repo root; any cwd works)
+# Peers (venv + node/) come from $MCP_PEERS, default <repo>/.peers (see ../README.md for the install).
+# Prints PASS/FAIL/SKIP per check; server traces and stdio wire logs go to <repo>/.peers/logs/interop-servers/.
+# Ports used: 18101-18104 (py), 18111-18112 (ts), 18121-18122 (inspector), 18131-18134 (extras).
+set -u
+export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ inside .ci/
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
+PEERS="${MCP_PEERS:-$ROOT/.peers}"
+export MCP_PEERS="$PEERS"
+cd "$HERE"
+PY="$PEERS/bin/python"
+export INTEROP_LOGDIR="$ROOT/.peers/logs/interop-servers"
+rm -rf "$INTEROP_LOGDIR"; mkdir -p "$INTEROP_LOGDIR"
+OUT="$INTEROP_LOGDIR/summary.txt"
+EXTRAS=1; [ "${1:-}" = "--no-extras" ] && EXTRAS=0
+
+for p in 18101 18102 18103 18104 18111 18112 18121 18122 18131 18132 18133 18134; do
+  if ! "$PY" -c "import sys; from common import free_port_ok; sys.exit(0 if free_port_ok($p) else 1)"; then
+    echo "port $p is busy; stop whatever is on it first" >&2; exit 2
+  fi
+done
+
+run() { echo "== $*" ; "$@" 2>&1 | grep -v "^\s*$" ; }
+{
+  echo "### 1. Python SDK $("$PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+  run timeout 120 "$PY" py_checks.py cs-stdio
+  run timeout 120 "$PY" py_checks.py client-stdio
+  run "$PY" with_server.py 18101 py-sse        -- "$PY" py_checks.py cs-sse       '{URL}/sse'
+  run "$PY" with_server.py 18102 py-http       -- "$PY" py_checks.py cs-http      '{URL}/mcp'
+  run "$PY" with_server.py 18103 py-client     -- "$PY" py_checks.py client-http  '{URL}/mcp'
+  run "$PY" with_server.py 18104 py-two        -- "$PY" py_checks.py two-sessions '{URL}/mcp'
+
+  echo "### 2. TS SDK $(node -p 'require(process.argv[1] + "/node/node_modules/@modelcontextprotocol/sdk/package.json").version' "$PEERS") (node $(node --version))"
+  run timeout 120 node ts_checks.mjs stdio
+  run "$PY" with_server.py 18111 ts-sse  -- node ts_checks.mjs sse  '{URL}/sse'
+  run "$PY" with_server.py 18112 ts-http -- node ts_checks.mjs http '{URL}/mcp'
+
+  echo "### 3. MCP Inspector CLI 0.15"
+  run timeout 300 "$PY" inspector_checks.py stdio
+  run "$PY" with_server.py 18121 insp-sse  -- "$PY" inspector_checks.py sse  '{URL}/sse'
+  run "$PY" with_server.py 18122 insp-http -- "$PY" inspector_checks.py http '{URL}/mcp'
+
+  if [ $EXTRAS = 1 ]; then
+    echo "### extras: server modes --json-response and --stateless"
+    run "$PY" with_server.py 18131 py-json --json-response -- "$PY" py_checks.py cs-http '{URL}/mcp'
+    run "$PY" with_server.py 18132 ts-json --json-response -- node ts_checks.mjs http '{URL}/mcp'
+    INTEROP_STATELESS=1 run "$PY" with_server.py 18133 py-stateless --stateless -- "$PY" py_checks.py client-http '{URL}/mcp'
+    INTEROP_STATELESS=1 run "$PY" with_server.py 18134 ts-stateless --stateless -- node ts_checks.mjs http '{URL}/mcp'
+  fi
+} | tee "$OUT"
+
+pass=$(grep -c '^PASS' "$OUT"); fail=$(grep -c '^FAIL' "$OUT"); skip=$(grep -c '^SKIP' "$OUT")
+echo "=== total: $pass PASS, $fail FAIL, $skip SKIP  (log: $OUT)"
+[ "$fail" = 0 ]
