@@ -1345,7 +1345,8 @@ async def _get_prompt(session, params, ctx):
     for pname, _, default in prompt.params:
         if default is prompt.empty and pname not in arguments:
             raise McpError(INVALID_PARAMS, f"Missing required argument: {pname}")
-    arguments = {k: v for k, v in arguments.items() if k in {p[0] for p in prompt.params}}
+    known = {pname for pname, _, _ in prompt.params}
+    arguments = {k: v for k, v in arguments.items() if k in known}
     result = {"messages": prompt.messages(await prompt.call(arguments, ctx))}
     if "description" in prompt.definition:
         result["description"] = prompt.definition["description"]
@@ -2284,7 +2285,8 @@ class Client:
     ['getUsers', 'addUser', 'getUser', 'deleteUser']
 
     Handlers answer the server's requests: ``sampling(params) -> result``,
-    ``elicitation(params) -> result``, and `roots` (a list of Root dicts).
+    ``elicitation(params) -> result``, and `roots` (a list of Root dicts, or a
+    function returning one).
     Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
     """
 
@@ -2322,7 +2324,7 @@ class Client:
         if self.elicitation:
             caps["elicitation"] = {"form": {}}
         if self.roots is not None:
-            caps["roots"] = {"listChanged": True}
+            caps["roots"] = {}      # no listChanged: we never announce changes
         return caps
 
     async def connect(self):
@@ -3041,8 +3043,7 @@ def _cli_arguments(words):
 
 
 async def _client_run(args):
-    client = Client(args.target, token=args.token, timeout=args.timeout,
-                    trace=_Trace(args.trace, side="client") if args.trace else None,
+    client = Client(args.target, token=args.token, timeout=args.timeout, trace=args.trace,
                     on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr))
     method, words = args.method, list(args.args)
     async with client:
@@ -3052,12 +3053,12 @@ async def _client_run(args):
             return {key: await client._all(method, key)}
         if method in ("tools/call", "prompts/get") and words:
             arguments = _cli_arguments(words[1:])
-            if method == "prompts/get":
-                return await client.get_prompt(words[0], {k: str(v) for k, v in arguments.items()})
+            raw = dict(w.partition("=")[::2] for w in words[1:] if "=" in w and not w.startswith("{"))
+            if method == "prompts/get":     # prompt arguments are strings, as typed
+                return await client.get_prompt(words[0], {k: raw.get(k, str(v)) for k, v in arguments.items()})
             tool = next((t for t in await client.list_tools() if t["name"] == words[0]), {}) \
                 if arguments else {}
             props = tool.get("inputSchema", {}).get("properties", {})
-            raw = dict(w.partition("=")[::2] for w in words[1:] if "=" in w and not w.startswith("{"))
             for key in arguments:   # a value the schema says is a string stays one: zip=02134
                 if props.get(key, {}).get("type") == "string" and key in raw:
                     arguments[key] = raw[key]
@@ -3195,9 +3196,9 @@ def _shorten(value, limit=300):
 ##############################################################################
 
 
-def _serve_parser(prog=None):
+def _serve_parser():
     import argparse
-    p = argparse.ArgumentParser(prog=prog, description="Serve MCP over stdio (default) or HTTP.")
+    p = argparse.ArgumentParser(description="Serve MCP over stdio (default) or HTTP.")
     p.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
     p.add_argument("--port", type=int, help="serve HTTP on this port: /sse (legacy) and /mcp")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
