@@ -168,12 +168,17 @@ def decode(data):
         raise McpError(PARSE_ERROR, "Parse error") from None
 
 
+# Made once: json.dumps() with options builds a new encoder on every call.
+_wire_encoder = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_text_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def encode(message):
     """One message as compact JSON bytes, no newline.
 
     ASCII output means a lone surrogate in a tool's text cannot break the wire.
     """
-    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return _wire_encoder.encode(message).encode("ascii")
 
 
 def _encode_safely(message):
@@ -397,9 +402,8 @@ def validate(value, schema, root=None, path="", depth=0):
             return problem
     kinds = schema.get("type")
     if kinds is not None:
-        if type(kinds) is str:
-            kinds = (kinds,)
-        if not any(_type_ok(value, k) for k in kinds):
+        if not (_type_ok(value, kinds) if type(kinds) is str else any(_type_ok(value, k) for k in kinds)):
+            kinds = (kinds,) if type(kinds) is str else kinds
             return f"{where}: expected {' or '.join(kinds)}, got {_json_type(value)}"
     if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
         return f"{where}: must be one of {json.dumps(schema['enum'])}"
@@ -415,7 +419,7 @@ def validate(value, schema, root=None, path="", depth=0):
             if name not in value:
                 return f"{_join(path, name)}: required property is missing"
         extra = schema.get("additionalProperties", True)
-        for name, item in value.items():
+        for name, item in value.items() if props or extra is not True else ():
             if name in props:
                 problem = validate(item, props[name], root, _join(path, name), depth + 1)
             elif extra is False:
@@ -514,8 +518,15 @@ def _is_dataclass(obj):
     return hasattr(obj, "__dataclass_fields__")
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def _to_json(value):
     """A tool's return value as plain JSON data (dataclasses, enums, tuples)."""
+    if type(value) in _SCALARS:
+        return value
+    if type(value) is dict:
+        return {str(k): _to_json(v) for k, v in value.items()}
     if _is_dataclass(value) and not isinstance(value, type):
         import dataclasses
         return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -557,6 +568,9 @@ class _Handler:
                 self.params.append((p.name, hint, p.default))
         self.empty = inspect.Parameter.empty
         self.description = _first_paragraph(fn.__doc__)
+        # Validated JSON already is a str, int, bool, dict ...: only other hints convert.
+        self.names = frozenset(name for name, _, _ in self.params)
+        self.converts = {name: hint for name, hint, _ in self.params if _strip(hint) not in _AS_IS}
 
     def input_schema(self):
         props, required = {}, []
@@ -579,18 +593,19 @@ class _Handler:
         return schema
 
     async def call(self, arguments, context):
-        kwargs = {}
-        for name, hint, _ in self.params:
-            if name in arguments:
-                kwargs[name] = _convert(arguments[name], hint)
-        if self.var_keyword:
-            kwargs.update((k, v) for k, v in arguments.items() if k not in kwargs)
+        converts = self.converts
+        kwargs = {name: _convert(value, converts[name]) if name in converts else value
+                  for name, value in arguments.items()
+                  if self.var_keyword or name in self.names}
         if self.context_param:
             kwargs[self.context_param] = context
         if self.is_async:
             return await self.fn(**kwargs)
         # Sync code runs off the loop so a slow tool never stalls other requests.
         return await asyncio.to_thread(self.fn, **kwargs)
+
+
+_AS_IS = (str, int, bool, dict, list, typing.Any)
 
 
 def _strip(hint):
@@ -644,7 +659,7 @@ class Tool(_Handler):
         if isinstance(value, str) and not self.wrap:
             return {"content": [text(value)]}
         data = _to_json(value)
-        body = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        body = _text_encoder.encode(data)
         structured = {"result": data} if self.wrap or type(data) is not dict else data
         if self.output_schema and (problem := validate(structured, self.output_schema)):
             log.error("tool %s returned a value that does not match its outputSchema: %s",
@@ -1614,7 +1629,8 @@ _SINGLE_HEADERS = frozenset(("host", "content-length", "content-type", "authoriz
                              "origin", "mcp-session-id", "mcp-protocol-version",
                              "transfer-encoding"))
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")     # tab is allowed in values
+# Every header line at once: "token:value CRLF", no control byte but tab in the value.
+_HEADER_LINES = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
 _BAD_TARGET = re.compile(r"[\x00-\x20\x7f-\xff]")
 
 
@@ -1637,8 +1653,7 @@ def _parse_head(head):
     Strict because lenient parsers disagree with proxies (request smuggling):
     bare LF, folded lines, control bytes and repeated framing headers are 400.
     """
-    lines = head[:-4].decode("latin-1").split("\r\n")
-    line = lines[0]
+    line, _, fields = head[:-2].decode("latin-1").partition("\r\n")
     if len(line) > MAX_REQUEST_LINE:
         raise _HttpError(414, "Request line too long")
     parts = line.split(" ")
@@ -1647,16 +1662,14 @@ def _parse_head(head):
         raise _HttpError(400, "Bad request line")
     if parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
         raise _HttpError(505 if parts[2].startswith("HTTP/") else 400, "Unsupported HTTP version")
-    if len(lines) - 1 > MAX_HEADERS:
+    if fields.count("\r\n") > MAX_HEADERS:
         raise _HttpError(431, "Too many headers")
+    if not _HEADER_LINES.fullmatch(fields):
+        raise _HttpError(400, "Bad header line")    # includes folds, bare LF, "Name :"
     headers = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(":")
-        if not colon or not _TOKEN.fullmatch(name):
-            raise _HttpError(400, "Bad header line")    # includes folds, bare LF, "Name :"
+    for line in fields.split("\r\n")[:-1]:
+        name, _, value = line.partition(":")
         value = value.strip(" \t")
-        if _CONTROL.search(value):
-            raise _HttpError(400, "Bad header value")
         name = name.lower()
         if name in headers:
             if name in _SINGLE_HEADERS:
@@ -1697,7 +1710,7 @@ class _Stream:
     def __init__(self, streams=True):
         self.items = []
         self.wake = asyncio.Event()
-        self.closed = False
+        self.closed = self.poked = False
         self.dropped = 0
         self.streams = streams  # False: a JSON-only answer, which carries responses alone
 
@@ -1715,17 +1728,22 @@ class _Stream:
         self.closed = True
         self.wake.set()
 
-    async def get(self, timeout):
-        """Next message; None when closed; _KEEPALIVE when quiet for `timeout`."""
-        if not self.items and not self.closed:
+    def poke(self):
+        """The stream was quiet too long: have `get` return a keepalive."""
+        self.poked = True
+        self.wake.set()
+
+    async def get(self):
+        """Next message; None when closed; _KEEPALIVE when poked."""
+        if not self.items and not self.closed and not self.poked:
             self.wake.clear()
-            timer = timeout and asyncio.get_running_loop().call_later(timeout, self.wake.set)
             await self.wake.wait()
-            if timer:
-                timer.cancel()
         if self.items:
             return self.items.pop(0)
-        return None if self.closed else _KEEPALIVE
+        if self.closed:
+            return None
+        self.poked = False
+        return _KEEPALIVE
 
 
 _KEEPALIVE = object()
@@ -1775,6 +1793,41 @@ class _HttpSession:
 _now = time.monotonic
 
 
+class _Deadline:
+    """A connection's one timer: `set` calls `action` in `seconds` unless set
+    again or cleared first. Moving it is an attribute write; the timer is
+    re-armed only when it would fire too late. (A call_later per read cost a
+    fifth of a request's work: cancelled handles pile up in the loop's heap.)"""
+
+    def __init__(self):
+        self.loop = asyncio.get_running_loop()
+        self.when = self.action = self.timer = None
+
+    def set(self, seconds, action):
+        self.when, self.action = self.loop.time() + seconds, action
+        if self.timer is None or self.timer.when() > self.when:
+            self.cancel(keep=True)
+            self.timer = self.loop.call_at(self.when, self._fire)
+
+    def clear(self):
+        self.when = None
+
+    def cancel(self, keep=False):
+        if not keep:
+            self.when = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _fire(self):
+        self.timer = None
+        if self.when is not None and self.loop.time() < self.when:
+            self.timer = self.loop.call_at(self.when, self._fire)   # moved later meanwhile
+        elif self.when is not None:
+            self.when = None
+            self.action()
+
+
 def _is_loopback(host):
     return host in _LOOPBACK or host.startswith("127.")
 
@@ -1800,7 +1853,7 @@ class HttpServer:
         self.trace, self.session_idle = trace, session_idle
         self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
         self.connections = 0
-        self.writers = set()    # open connections, closed with the server
+        self.writers = {}       # open connections (writer -> its _Deadline), closed with the server
         self.stateless_entries = set()  # --stateless: the sessions of POSTs being answered
         self._listener = self._reaper = None
 
@@ -1839,21 +1892,18 @@ class HttpServer:
     # -- one connection: read requests until it closes --------------------------
     async def _connection(self, reader, writer):
         self.connections += 1
-        self.writers.add(writer)
+        deadline = self.writers[writer] = _Deadline()
         cors = []
         try:
             if self.connections > MAX_CONNECTIONS:
                 raise _HttpError(503, "Too many connections")
             while True:
-                # Timers, not wait_for: they cost a heap entry, not a task, per read.
-                timer = self._deadline(writer, IDLE_TIMEOUT)    # idle: just close
+                deadline.set(IDLE_TIMEOUT, writer.close)   # a pending read then ends at EOF
                 try:
                     first = await reader.readexactly(1)
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
-                finally:
-                    timer.cancel()
-                timer = self._deadline(writer, HEADER_TIMEOUT, 408)
+                deadline.set(HEADER_TIMEOUT, lambda: self._timeout(writer))
                 try:
                     head = first + await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, ConnectionError):
@@ -1861,8 +1911,7 @@ class HttpServer:
                 except asyncio.LimitOverrunError:
                     start = first + await reader.read(MAX_REQUEST_LINE)
                     raise _HttpError(431 if b"\r\n" in start else 414, "Request head too large") from None
-                finally:
-                    timer.cancel()
+                deadline.clear()
                 request = _parse_head(head)
                 if self.trace:
                     self.trace.http_request(request)
@@ -1883,7 +1932,7 @@ class HttpServer:
             log.exception("HTTP connection failed")
         finally:
             self.connections -= 1
-            self.writers.discard(writer)
+            self.writers.pop(writer).cancel()
             try:
                 if not writer.is_closing():
                     await asyncio.wait_for(writer.drain(), 1.0)
@@ -1891,13 +1940,11 @@ class HttpServer:
             except Exception:
                 writer.transport.abort()
 
-    def _deadline(self, writer, seconds, status=None):
-        """Close the connection in `seconds` (answering `status` first) unless cancelled."""
-        def expire():
-            if status and not writer.is_closing():
-                self._write_error(writer, _HttpError(status, "Request timeout"), close=True)
-            writer.close()      # a pending read now ends with IncompleteReadError
-        return asyncio.get_running_loop().call_later(seconds, expire)
+    def _timeout(self, writer):
+        """A request came too slowly: 408, and close (a pending read then ends at EOF)."""
+        if not writer.is_closing():
+            self._write_error(writer, _HttpError(408, "Request timeout"), close=True)
+        writer.close()
 
     def _write_error(self, writer, e, close=False, id_=None):
         body = b""
@@ -2021,11 +2068,10 @@ class HttpServer:
             raise _HttpError(413)
         if _media_types(request.header("content-type")) != {"application/json"}:
             raise _HttpError(415, "Content-Type must be application/json")
-        timer = self._deadline(writer, BODY_TIMEOUT, 408)
-        try:
-            request.body = await reader.readexactly(int(length))
-        finally:
-            timer.cancel()
+        deadline = self.writers[writer]
+        deadline.set(BODY_TIMEOUT, lambda: self._timeout(writer))
+        request.body = await reader.readexactly(int(length))
+        deadline.clear()
         if self.trace:
             self.trace.http_body(request.body)
 
@@ -2101,7 +2147,7 @@ class HttpServer:
             entry.session.handle(message, kind)
         headers = list(cors)
         if initialize and not self.stateless:
-            first = await stream.get(None)
+            first = await stream.get()
             if "result" in first:   # a session exists only once initialize succeeded
                 self.sessions[entry.sid] = entry
                 headers.append(("Mcp-Session-Id", entry.sid))
@@ -2112,8 +2158,11 @@ class HttpServer:
         """Write the responses to a POST: one JSON body if nothing came before
         the result, else an SSE stream of everything related, result last."""
         responses, sse = [], False
+        deadline = self.writers[writer]
         while expected:
-            message = await stream.get(KEEPALIVE_INTERVAL if stream.streams else None)
+            if stream.streams:
+                deadline.set(KEEPALIVE_INTERVAL, stream.poke)
+            message = await stream.get()
             if message is None:     # the session ended (DELETE, expiry): no more answers come
                 break
             if message is _FINISHED:
@@ -2136,6 +2185,7 @@ class HttpServer:
             # Every request was cancelled: no response (cancellation), yet a POST that
             # carried requests is answered with a stream (transports): an empty one.
             sse = self._start_sse(writer, headers)
+        deadline.clear()
         if sse:
             await self._send(writer, b"0\r\n\r\n")
         elif responses:
@@ -2192,8 +2242,10 @@ class HttpServer:
         try:
             for event in first_events:
                 await self._send(writer, event)
+            deadline = self.writers[writer]
             while True:
-                message = await stream.get(KEEPALIVE_INTERVAL)
+                deadline.set(KEEPALIVE_INTERVAL, stream.poke)
+                message = await stream.get()
                 if message is None:
                     break
                 await self._send(writer, b": keepalive\n\n" if message is _KEEPALIVE

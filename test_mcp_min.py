@@ -2242,6 +2242,28 @@ class HttpLimitsTest(HttpTestCase):
             self.assertEqual((await read_response(reader)).status, 200)
             self.assertEqual(await asyncio.wait_for(reader.read(), TIMEOUT), b"")
 
+    async def test_quiet_streams_get_keepalives(self):
+        with mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.1):
+            # A slow call's answer becomes a stream that carries keepalives, result last.
+            sid = await self.client.initialize()
+            self.state.gate.clear()
+            reader, writer = await self.client.connect()
+            writer.write(self.client.build("POST", "/mcp", call(1, "wait"), {"Mcp-Session-Id": sid}))
+            head = await read_head(reader)
+            self.assertTrue(head.header("content-type").startswith("text/event-stream"))
+            first = await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT)
+            self.assertIn(b": keepalive", first)
+            self.state.gate.set()
+            self.assertEqual(tool_text(json.loads((await read_event(reader))["data"])), "released")
+            # The session's GET stream, quiet, gets comment lines too.
+            reader, writer = await self.client.connect()
+            writer.write(self.client.build("GET", "/mcp", headers={
+                "Mcp-Session-Id": sid, "Accept": "text/event-stream"}))
+            self.assertEqual((await read_head(reader)).status, 200)
+            for _ in range(2):
+                self.assertEqual(await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT),
+                                 b": keepalive\n\n")
+
     async def test_connection_cap(self):
         with mock.patch.object(mcp_min, "MAX_CONNECTIONS", 1):
             reader, writer = await self.client.connect()
