@@ -1091,9 +1091,7 @@ class Session:
             return done and done()
         if self.loop is None:   # no event loop (a bare doctest): answer synchronous methods only
             return done and done()
-        task = self.loop.create_task(self._serve(id_, _METHODS[method][0], params))
-        self.running[id_] = task
-        task.add_done_callback(lambda task: self._finished(id_, task, done))
+        self.running[id_] = self.loop.create_task(self._serve(id_, _METHODS[method][0], params, done))
 
     def _refusal(self, id_, method, params):
         """Why a request cannot run, as (code, message), or None."""
@@ -1112,36 +1110,44 @@ class Session:
             return INVALID_PARAMS, "Session not initialized: send initialize first"
         return None
 
-    async def _serve(self, id_, handler, params):
-        meta = params.get("_meta")
-        context = Context(self, id_, meta if type(meta) is dict else None)
-        try:
-            response = _result(id_, await handler(self, params, context))
-        except McpError as e:
-            response = _error(id_, e.code, e.message, e.data)
-        except asyncio.CancelledError:
-            if id_ in self._cancelled or self.closed:
-                raise
-            log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
-            response = _error(id_, INTERNAL_ERROR, "Internal error")
-        except Exception:
-            log.exception("request %r (%s) failed", id_, handler.__name__)
-            response = _error(id_, INTERNAL_ERROR, "Internal error")
-        if self.running.get(id_) is asyncio.current_task():
-            del self.running[id_]   # before the answer: the client may reuse the id at once
-        if id_ not in self._cancelled and not self.closed:
-            self._send(response, id_)
+    async def _serve(self, id_, handler, params, done):
+        response = None
+        if id_ not in self._cancelled:     # else cancelled before it started: no answer
+            meta = params.get("_meta")
+            context = Context(self, id_, meta if type(meta) is dict else None)
+            try:
+                response = _result(id_, await handler(self, params, context))
+            except McpError as e:
+                response = _error(id_, e.code, e.message, e.data)
+            except asyncio.CancelledError:
+                if id_ in self._cancelled or self.closed:
+                    self._finished(id_, None, done)
+                    raise
+                log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
+                response = _error(id_, INTERNAL_ERROR, "Internal error")
+            except Exception:
+                log.exception("request %r (%s) failed", id_, handler.__name__)
+                response = _error(id_, INTERNAL_ERROR, "Internal error")
+        self._finished(id_, response, done)
 
-    def _finished(self, id_, task, done):
-        # Also here: a task cancelled before it ever ran never enters _serve.
-        if self.running.get(id_) is task:
-            del self.running[id_]
-        if task.cancelled() or id_ in self._cancelled:
+    def _finished(self, id_, response, done):
+        # Done here, not in a done callback: that would cost a turn of the loop per request.
+        del self.running[id_]       # before the answer: the client may reuse the id at once
+        if response is None or id_ in self._cancelled:
             self._cancelled.discard(id_)
             self._send(None, id_)   # cancelled: no response, even if the handler finished
+        elif not self.closed:
+            self._send(response, id_)
         if done:
             done()
 
+    def cancel(self, id_):
+        """Cancel a running request: it ends without a response."""
+        import inspect
+        self._cancelled.add(id_)
+        task = self.running[id_]
+        if inspect.getcoroutinestate(task.get_coro()) != inspect.CORO_CREATED:
+            task.cancel()   # one not yet started sees the mark when it starts, and ends
     async def drain(self):
         """Wait until every running request has been answered."""
         while self.running:
@@ -1206,8 +1212,8 @@ class Session:
                 future.set_exception(McpError(CONNECTION_CLOSED, "Connection closed"))
         self._pending.clear()
         if cancel:
-            for task in self.running.values():
-                task.cancel()
+            for id_ in list(self.running):
+                self.cancel(id_)
 
     # -- the handshake ---------------------------------------------------------
     def _initialize(self, params):
@@ -1399,10 +1405,8 @@ async def _complete(session, params, ctx):
 
 def _on_cancelled(session, params):
     id_ = params.get("requestId")
-    task = session.running.get(id_) if _is_id(id_) else None
-    if task is not None:    # initialize never runs as a task, so it cannot be cancelled
-        session._cancelled.add(id_)
-        task.cancel()
+    if _is_id(id_) and id_ in session.running:  # initialize never runs as a task: not cancellable
+        session.cancel(id_)
 
 
 def _on_initialized(session, params):
@@ -2286,11 +2290,13 @@ class HttpServer:
             raise _HttpError(404, "Session not found")
         try:
             message = decode(request.body)
-            if type(message) is not list:
-                classify(message)
+            kind = classify(message) if type(message) is not list else None
         except McpError as e:
             raise _HttpError(400, e.message, e.code) from None
-        entry.session.receive(message)
+        if kind:
+            entry.session.handle(message, kind)
+        else:
+            entry.session.receive(message)     # a batch
         self._write(writer, 202, cors, b"")
         return True
 
