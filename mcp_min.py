@@ -1717,10 +1717,13 @@ class _Stream:
         self.closed = self.poked = False
         self.dropped = 0
         self.streams = streams  # False: a JSON-only answer, which carries responses alone
+        self.direct = None      # writes a message at once if it can (else it is queued)
 
     def put(self, message):
         if self.closed:
             return False
+        if not self.items and self.direct and self.direct(message):
+            return True         # no waking the stream's task for each message
         if len(self.items) >= MAX_QUEUED and message is not _FINISHED and "id" not in message:
             self.dropped += 1   # a reader that stopped: notifications go, responses never
             return True
@@ -2246,6 +2249,13 @@ class HttpServer:
         try:
             for event in first_events:
                 await self._send(writer, event)
+
+            def direct(message):
+                if writer.is_closing() or writer.transport.get_write_buffer_size() > 1 << 16:
+                    return False    # a slow reader: the task below waits for it
+                writer.write(self._event(message))
+                return True
+            stream.direct = direct
             deadline = self.writers[writer]
             while True:
                 deadline.set(KEEPALIVE_INTERVAL, stream.poke)
@@ -2257,6 +2267,7 @@ class HttpServer:
         except ConnectionError:
             writer.transport.abort()
         finally:
+            stream.direct = None
             watcher.cancel()
             stream.close()
 
