@@ -1,0 +1,111 @@
+"""Server instructions per sequential tools/call, counted by valgrind's callgrind.
+
+Seconds are noisy on a shared machine; instruction counts repeat. Each target runs twice
+under callgrind (N1 and N2 calls after the same warm-up); the difference / (N2 - N1) is
+the cost of one call.
+    python3 .ci/bench/instructions.py stdio|http|sse [SERVER_FILE] [N1 N2]
+SERVER_FILE defaults to mcp_min.py (run as `SERVER_FILE serve ...`); for the floor:
+    FLOOR=1 python3 .ci/bench/instructions.py http ../shared/bench/baseline_http.py
+"""
+import glob, json, os, random, socket, subprocess, sys, tempfile, time
+
+CALL = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "getUser", "arguments": {"name": "John"}}}
+
+
+def init(version):
+    return {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+
+
+def connect(port):
+    for _ in range(600):
+        try:
+            s = socket.create_connection(("127.0.0.1", port))
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return s
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("server did not start")
+
+
+class Http:
+    def __init__(self, port, path):
+        self.port, self.path, self.sock, self.buf, self.sid = port, path, connect(port), b"", None
+
+    def post(self, message):
+        body = json.dumps(message).encode()
+        head = (f"POST {self.path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n")
+        if self.sid:
+            head += f"Mcp-Session-Id: {self.sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+        self.sock.sendall(head.encode() + b"\r\n" + body)
+        head = self.until(b"\r\n\r\n")
+        fields = dict(line.split(": ", 1) for line in head.decode().split("\r\n")[1:-2])
+        fields = {k.lower(): v for k, v in fields.items()}
+        self.sid = self.sid or fields.get("mcp-session-id")
+        if "content-length" in fields:
+            return self.exactly(int(fields["content-length"]))
+        return self.until(b"0\r\n\r\n")
+
+    def until(self, end):
+        while end not in self.buf:
+            self.buf += self.sock.recv(65536)
+        data, self.buf = self.buf.split(end, 1)
+        return data + end
+
+    def exactly(self, n):
+        while len(self.buf) < n:
+            self.buf += self.sock.recv(65536)
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+
+def run(kind, server, n):
+    out = tempfile.mkdtemp()
+    port = random.randint(20000, 40000)
+    args = ["serve", "--stdio"] if kind == "stdio" else ["--port", str(port)] if os.environ.get("FLOOR") \
+        else ["serve", "--port", str(port)]
+    if kind == "stdio" and os.environ.get("FLOOR"):
+        args = []
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p", os.path.realpath(sys.executable),
+           server] + args
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE if kind == "stdio" else subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    if kind == "stdio":
+        def call(message):
+            p.stdin.write(json.dumps(message).encode() + b"\n")
+            p.stdin.flush()
+            return p.stdout.readline() if "id" in message else b""
+    elif kind == "http":
+        call = Http(port, "/mcp").post
+    else:
+        stream = Http(port, "/sse")
+        stream.sock.sendall(f"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
+        stream.until(b"\r\n\r\n")
+        endpoint = stream.until(b"\n\n").split(b"data:")[1].split(b"\n")[0].strip().split(b"\r")[0].decode()
+        poster = Http(port, endpoint)
+
+        def call(message):
+            poster.post(message)
+            return stream.until(b"\n\n") if "id" in message else b""
+    call(init("2024-11-05" if kind == "sse" else "2025-06-18"))
+    call({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for i in range(100 + n):
+        assert b"result" in call(dict(CALL, id=i + 1))
+    if kind == "stdio":
+        p.stdin.close()
+    else:
+        time.sleep(0.5)
+        p.terminate()
+    p.wait()
+    totals = [int(line.split()[1]) for f in glob.glob(f"{out}/cg.*") for line in open(f)
+              if line.startswith(("totals:", "summary:"))]
+    return max(totals)
+
+
+if __name__ == "__main__":
+    kind = sys.argv[1]
+    server = sys.argv[2] if len(sys.argv) > 2 else "mcp_min.py"
+    n1, n2 = (int(x) for x in sys.argv[3:5]) if len(sys.argv) > 4 else (200, 1200)
+    per_call = (run(kind, server, n2) - run(kind, server, n1)) / (n2 - n1)
+    print(f"{server} {kind}: {per_call / 1000:.0f} k instructions per call")
