@@ -1148,6 +1148,7 @@ class Session:
         task = self.running[id_]
         if inspect.getcoroutinestate(task.get_coro()) != inspect.CORO_CREATED:
             task.cancel()   # one not yet started sees the mark when it starts, and ends
+
     async def drain(self):
         """Wait until every running request has been answered."""
         while self.running:
@@ -1813,26 +1814,29 @@ class _Deadline:
     def set(self, seconds, action):
         self.when, self.action = self.loop.time() + seconds, action
         if self.timer is None or self.timer.when() > self.when:
-            self.cancel(keep=True)
+            if self.timer is not None:
+                self.timer.cancel()
             self.timer = self.loop.call_at(self.when, self._fire)
 
     def clear(self):
         self.when = None
 
-    def cancel(self, keep=False):
-        if not keep:
-            self.when = None
+    def cancel(self):
+        """The connection is over: drop the timer too."""
+        self.when = None
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
 
     def _fire(self):
         self.timer = None
-        if self.when is not None and self.loop.time() < self.when:
-            self.timer = self.loop.call_at(self.when, self._fire)   # moved later meanwhile
-        elif self.when is not None:
-            self.when = None
-            self.action()
+        if self.when is None:
+            return
+        if self.loop.time() < self.when:    # moved later meanwhile
+            self.timer = self.loop.call_at(self.when, self._fire)
+            return
+        self.when = None
+        self.action()
 
 
 def _is_loopback(host):
@@ -2301,13 +2305,11 @@ class HttpServer:
             raise _HttpError(404, "Session not found")
         try:
             message = decode(request.body)
-            kind = classify(message) if type(message) is not list else None
+            if type(message) is not list:
+                classify(message)
         except McpError as e:
             raise _HttpError(400, e.message, e.code) from None
-        if kind:
-            entry.session.handle(message, kind)
-        else:
-            entry.session.receive(message)     # a batch
+        entry.session.receive(message)
         self._write(writer, 202, cors, b"")
         return True
 

@@ -2242,6 +2242,23 @@ class HttpLimitsTest(HttpTestCase):
             self.assertEqual((await read_response(reader)).status, 200)
             self.assertEqual(await asyncio.wait_for(reader.read(), TIMEOUT), b"")
 
+    async def test_deadline_moves_without_new_timers(self):
+        fired = []
+        deadline = mcp_min._Deadline()
+        deadline.set(0.05, lambda: fired.append("early"))
+        deadline.set(0.2, lambda: fired.append("late"))     # later: the first timer re-arms
+        await asyncio.sleep(0.1)
+        self.assertEqual(fired, [])
+        await asyncio.sleep(0.2)
+        self.assertEqual(fired, ["late"])
+        deadline.set(0.05, lambda: fired.append("cleared"))
+        deadline.clear()
+        await asyncio.sleep(0.1)
+        self.assertEqual(fired, ["late"])
+        deadline.set(0.05, lambda: fired.append("cancelled"))
+        deadline.cancel()
+        self.assertIsNone(deadline.timer)
+
     async def test_quiet_streams_get_keepalives(self):
         with mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.1):
             # A slow call's answer becomes a stream that carries keepalives, result last.
