@@ -2253,14 +2253,15 @@ class HttpServer:
         try:
             for event in first_events:
                 await self._send(writer, event)
+            deadline = self.writers[writer]
 
             def direct(message):
                 if writer.is_closing() or writer.transport.get_write_buffer_size() > 1 << 16:
                     return False    # a slow reader: the task below waits for it
                 writer.write(self._event(message))
+                deadline.set(KEEPALIVE_INTERVAL, stream.poke)   # not quiet: no keepalive due
                 return True
             stream.direct = direct
-            deadline = self.writers[writer]
             while True:
                 deadline.set(KEEPALIVE_INTERVAL, stream.poke)
                 message = await stream.get()
