@@ -338,11 +338,13 @@ def _schema(tp, depth=0):
     if _is_dataclass(tp) and isinstance(tp, type):
         import dataclasses
         hints = typing.get_type_hints(tp, include_extras=True)
-        fields = dataclasses.fields(tp)
-        return _object_schema(
+        fields = [f for f in dataclasses.fields(tp) if f.init]
+        schema = _object_schema(
             {f.name: hints.get(f.name, typing.Any) for f in fields},
             {f.name for f in fields if f.default is dataclasses.MISSING
              and f.default_factory is dataclasses.MISSING}, depth, tp)
+        schema["additionalProperties"] = False     # the constructor takes no other keyword
+        return schema
     if isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
         hints = typing.get_type_hints(tp, include_extras=True)
         return _object_schema(hints, set(tp.__required_keys__), depth, tp)
@@ -428,9 +430,14 @@ def validate(value, schema, root=None, path="", depth=0):
                 problem = validate(item, extra, root, _join(path, name), depth + 1)
             if problem:
                 return problem
-    if type(value) is list and isinstance(schema.get("items"), dict):
+    if type(value) is list and ("items" in schema or "prefixItems" in schema):
+        prefix, rest = schema.get("prefixItems"), schema.get("items")
+        prefix = prefix if type(prefix) is list else []
         for i, item in enumerate(value):
-            if (problem := validate(item, schema["items"], root, f"{path}[{i}]", depth + 1)):
+            sub = prefix[i] if i < len(prefix) else rest
+            if sub is False:
+                return f"{path}[{i}]: unexpected item"
+            if (problem := validate(item, sub, root, f"{path}[{i}]", depth + 1)):
                 return problem
     if _COMBINERS.isdisjoint(schema):
         return None
@@ -499,6 +506,8 @@ def _convert(value, tp):
             return tp(value)
         if tp is float and type(value) is int:
             return float(value)
+        if tp is int and type(value) is float:
+            return int(value)
         if _is_dataclass(tp) and type(value) is dict:
             hints = typing.get_type_hints(tp)
             return tp(**{k: _convert(v, hints.get(k, typing.Any)) for k, v in value.items()})
@@ -559,6 +568,9 @@ class _Handler:
         self.params = []        # (name, hint, default or inspect.Parameter.empty)
         self.var_keyword = False
         for p in inspect.signature(fn).parameters.values():
+            if p.kind is p.POSITIONAL_ONLY:
+                raise ValueError(f"{getattr(fn, '__name__', fn)!r}: parameter {p.name!r} is "
+                                 "positional-only; arguments arrive by name")
             hint = hints.get(p.name, typing.Any)
             if _strip(hint) is Context:
                 self.context_param = p.name
@@ -605,7 +617,7 @@ class _Handler:
         return await asyncio.to_thread(self.fn, **kwargs)
 
 
-_AS_IS = (str, int, bool, dict, list, typing.Any)
+_AS_IS = (str, bool, dict, list, typing.Any)     # not int: 2.0 is a valid integer
 
 
 def _strip(hint):
@@ -633,8 +645,8 @@ class Tool(_Handler):
         self.input_schema = input_schema or self.input_schema()
         returns = self.hints.get("return", None)
         self.wrap = False       # structured output must be an object: others go under "result"
-        if output_schema is None and returns not in (None, str, Content) \
-                and _strip(returns) not in (str, Content, typing.Any) and "return" in self.hints:
+        if output_schema is None and "return" in self.hints \
+                and _strip(returns) not in (str, typing.Any, type(None)) and not _mentions_content(returns):
             output_schema = _schema(returns)
             if output_schema and output_schema.get("type") != "object":
                 output_schema = {"type": "object", "properties": {"result": output_schema},
@@ -666,6 +678,10 @@ class Tool(_Handler):
                       self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
         return {"content": [text(body)], "structuredContent": structured}
+
+
+def _mentions_content(hint):
+    return hint is Content or any(_mentions_content(a) for a in typing.get_args(hint))
 
 
 def _tool_error(message):
@@ -1014,7 +1030,7 @@ class Session:
 
     # -- input ----------------------------------------------------------------
     def receive(self, data, done=None):
-        """Handle one frame (bytes/str of JSON, or an already parsed message).
+        """Handle one frame: JSON text (bytes or str), or a parsed dict or list.
 
         `done` is called once the frame's work has finished (for a request,
         when it is answered), so a transport can bound what it reads ahead.
@@ -1025,6 +1041,11 @@ class Session:
         except McpError as e:
             self._send(_error(None, e.code, e.message), None)
             return done and done()
+        return self.dispatch(message, done)
+
+    def dispatch(self, message, done=None):
+        """Handle one parsed frame: a message, or a batch (a list). A parsed
+        JSON string is never decoded again: it is not a message, whatever it says."""
         if type(message) is not list:
             return self._one(message, done)
         # Batches: 2025-03-26 only; initialize MUST NOT be in one.
@@ -1050,6 +1071,13 @@ class Session:
         try:
             kind = classify(message)
         except McpError as e:
+            # Only a request's id is the client's own. Without "method" this may be a
+            # broken reply to a request of ours: its id is ours, and an error carrying it
+            # would land on a client request of the same number.
+            if type(message) is dict and "method" not in message:
+                if _is_id(message.get("id")):
+                    self.refuse(message["id"], "Invalid response from the client")
+                message = None
             self._send(_error(_readable_id(message), e.code, e.message), None)
             return done and done()
         try:
@@ -1091,7 +1119,9 @@ class Session:
             return done and done()
         if self.loop is None:   # no event loop (a bare doctest): answer synchronous methods only
             return done and done()
-        self.running[id_] = self.loop.create_task(self._serve(id_, _METHODS[method][0], params, done))
+        task = self.loop.create_task(self._serve(id_, _METHODS[method][0], params, done))
+        if not task.done():     # an eager task factory (3.12+) may have finished it already
+            self.running[id_] = task
 
     def _refusal(self, id_, method, params):
         """Why a request cannot run, as (code, message), or None."""
@@ -1132,7 +1162,7 @@ class Session:
 
     def _finished(self, id_, response, done):
         # Done here, not in a done callback: that would cost a turn of the loop per request.
-        del self.running[id_]       # before the answer: the client may reuse the id at once
+        self.running.pop(id_, None)     # before the answer: the client may reuse the id at once
         if response is None or id_ in self._cancelled:
             self._cancelled.discard(id_)
             self._send(None, id_)   # cancelled: no response, even if the handler finished
@@ -1268,7 +1298,7 @@ def _page(items, params, key):
     cursor = params.get("cursor")
     start = 0
     if cursor is not None:
-        if type(cursor) is not str or not (cursor.isascii() and cursor.isdigit()) \
+        if type(cursor) is not str or not (cursor.isascii() and cursor.isdigit() and len(cursor) < 10) \
                 or int(cursor) > len(items):
             raise McpError(INVALID_PARAMS, "Invalid params: unknown cursor")
         start = int(cursor)
@@ -1276,6 +1306,15 @@ def _page(items, params, key):
     if start + PAGE_SIZE < len(items):
         result["nextCursor"] = str(start + PAGE_SIZE)
     return result
+
+
+def _arguments_of(params):
+    arguments = params.get("arguments")
+    if arguments is None:
+        return {}
+    if type(arguments) is not dict:     # false, [] or "" is not "no arguments"
+        raise McpError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+    return arguments
 
 
 def _name(params, key="name"):
@@ -1298,9 +1337,7 @@ async def _call_tool(session, params, ctx):
     tool = session.server.tools.get(name)
     if tool is None:    # -32602, not -32601: tools/call itself exists
         raise McpError(INVALID_PARAMS, "Unknown tool: call tools/list for the tools there are")
-    arguments = params.get("arguments") or {}
-    if type(arguments) is not dict:
-        raise McpError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+    arguments = _arguments_of(params)
     # 2025-11-25: bad argument values are a tool error the model can read and fix.
     if (problem := validate(arguments, tool.input_schema)):
         return _tool_error(f"Invalid arguments for tool '{name}': {problem}")
@@ -1361,8 +1398,8 @@ async def _get_prompt(session, params, ctx):
     prompt = session.server.prompts.get(name)
     if prompt is None:
         raise McpError(INVALID_PARAMS, "Unknown prompt: call prompts/list for the prompts there are")
-    arguments = params.get("arguments") or {}
-    if type(arguments) is not dict or not all(type(v) is str for v in arguments.values()):
+    arguments = _arguments_of(params)
+    if not all(type(v) is str for v in arguments.values()):
         raise McpError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
     for pname, _, default in prompt.params:
         if default is prompt.empty and pname not in arguments:
@@ -1475,21 +1512,29 @@ class _Lines:
         return [bytes(self.buffer)] if self.buffer and not self.skipping else []
 
 
+def _private_stdout(fd=1):
+    """A private copy of `fd` for the protocol; fd 1 then points at stderr, so a
+    stray print() in a tool (or a child process) cannot corrupt the stream."""
+    out = os.dup(fd)
+    if fd == 1:
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    return out
+
+
 async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     """Serve one session over stdin/stdout until stdin closes.
 
-    Protocol goes to a private copy of stdout; fd 1 is pointed at stderr, so a
-    stray print() in a tool (or a child process) cannot corrupt the stream.
+    Protocol goes to a private copy of stdout (see `_private_stdout`).
     """
     loop = asyncio.get_running_loop()
-    out = os.dup(stdout_fd)
-    if stdout_fd == 1:
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
+    out = _private_stdout(stdout_fd)
     finished = asyncio.Event()
     # At most MAX_IN_FLIGHT requests run; later ones wait in `queued`, and reading
     # pauses once as many wait. Everything else -- a cancel, the client's answer
-    # to a request of ours -- is never held behind them.
+    # to a request of ours -- is never held behind them, and while a request of
+    # ours awaits its answer reading never pauses: past the queue, the session's
+    # own cap refuses requests instead.
     lock = threading.Condition()
     free, queued, paused = [MAX_IN_FLIGHT], [], [False]
 
@@ -1508,6 +1553,9 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         except OSError:     # the client stopped reading: end quietly
             session.closed = True
             finished.set()
+            return
+        if "method" in message and "id" in message:    # we asked: the answer must get in
+            resume()
 
     session = Session(server, send)
     session.loop = loop
@@ -1518,12 +1566,16 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 trace.line("in", "stdin", line)
             if isinstance(message, McpError):
                 send(_error(None, message.code, message.message), None)
-            else:
-                session.receive(message, done)
+                continue
+            if type(message) is dict and message.get("method") == "notifications/cancelled":
+                drop_queued(message.get("params"))
+            session.dispatch(message, done)
 
     def take(lines):
         """Parse lines into (line, message, done) items to hand to `receive`."""
         items = []
+        with lock:
+            full = len(queued) >= MAX_IN_FLIGHT     # read only because an answer is awaited
         for line in lines:
             line = line[:-1] if line.endswith(b"\r") else line
             if not line.strip():
@@ -1532,7 +1584,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 message = decode(line)
             except McpError as e:
                 message = e
-            if type(message) is list or type(message) is dict and "id" in message and "method" in message:
+            if not full and (type(message) is list or type(message) is dict
+                             and "id" in message and "method" in message):
                 with lock:
                     if free[0] and not queued:
                         free[0] -= 1
@@ -1543,17 +1596,39 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 items.append((line, message, None))
         return items
 
-    def request_done():                 # on the loop: a request ended; start a queued one
+    def request_done():                 # on the loop: a request ended, its slot is free
         with lock:
+            free[0] += 1
             if not queued:
-                free[0] += 1
                 return
+        # A queued one starts next turn, not now: one answered at once would recurse here.
+        loop.call_soon(start_queued)
+
+    def start_queued():
+        with lock:
+            if not (free[0] and queued):
+                return
+            free[0] -= 1
             item = queued.pop(0)
+        if len(queued) < MAX_IN_FLIGHT:
+            resume()
+        receive([item + (request_done,)])
+
+    def drop_queued(params):            # a cancel for a request still in the queue
+        wanted = params.get("requestId") if type(params) is dict else None
+        with lock:
+            for i, (_, message) in enumerate(queued):
+                id_ = message.get("id") if type(message) is dict else None
+                if _is_id(wanted) and type(id_) is type(wanted) and id_ == wanted:
+                    del queued[i]
+                    return
+
+    def resume():
+        with lock:
             lock.notify()
-        if paused[0] and len(queued) < MAX_IN_FLIGHT:
+        if paused[0]:
             paused[0] = False
             loop.add_reader(stdin_fd, readable)
-        receive([item + (request_done,)])
 
     lines = _Lines(lambda: send(_error(None, INVALID_REQUEST,
                                        f"Message too long (over {MAX_LINE_BYTES} bytes)"), None))
@@ -1569,7 +1644,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
             finished.set()
             return
         receive(take(lines.feed(chunk)))
-        if len(queued) >= MAX_IN_FLIGHT:    # a client far ahead of us: stop reading
+        if len(queued) >= MAX_IN_FLIGHT and not session._pending:  # the client is far ahead
             loop.remove_reader(stdin_fd)
             paused[0] = True
 
@@ -1585,7 +1660,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
             if not chunk:
                 break
             with lock:
-                while len(queued) >= MAX_IN_FLIGHT:
+                while len(queued) >= MAX_IN_FLIGHT and not session._pending:
                     lock.wait()
         loop.call_soon_threadsafe(finished.set)
 
@@ -1598,8 +1673,14 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         loop.remove_reader(stdin_fd)
     except (NotImplementedError, OSError, ValueError):
         pass
-    if session.running and not session.closed:
-        await asyncio.wait(list(session.running.values()), timeout=SHUTDOWN_GRACE)
+    # stdin closed: what was read still runs, queued requests too, within the grace period.
+    end = loop.time() + SHUTDOWN_GRACE
+    while (session.running or queued) and not session.closed and loop.time() < end:
+        if session.running:
+            await asyncio.wait(list(session.running.values()), timeout=end - loop.time(),
+                               return_when=asyncio.FIRST_COMPLETED)
+        else:
+            await asyncio.sleep(0)      # a queued request starts on the next turn
     session.close(cancel=True)
     os.close(out)
     return 0
@@ -2310,7 +2391,7 @@ class HttpServer:
                 classify(message)
         except McpError as e:
             raise _HttpError(400, e.message, e.code) from None
-        entry.session.receive(message)
+        entry.session.dispatch(message)
         self._write(writer, 202, cors, b"")
         return True
 
@@ -3268,9 +3349,15 @@ def _shorten(value, limit=300):
 ##############################################################################
 
 
-def _serve_parser():
+def _argument_parser(**options):
     import argparse
-    p = argparse.ArgumentParser(description="Serve MCP over stdio (default) or HTTP.")
+    # Help 80 columns wide: asking the terminal its width imports shutil, 3 ms of every start.
+    return argparse.ArgumentParser(formatter_class=functools.partial(argparse.HelpFormatter, width=80),
+                                   **options)
+
+
+def _serve_parser():
+    p = _argument_parser(description="Serve MCP over stdio (default) or HTTP.")
     p.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
     p.add_argument("--port", type=int, help="serve HTTP on this port: /sse (legacy) and /mcp")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -3292,7 +3379,7 @@ def _serve_parser():
     return p
 
 
-def _serve(server, args):
+def _serve(server, args, stdout=1):
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     trace = _Trace(args.trace) if args.trace else None
@@ -3303,7 +3390,7 @@ def _serve(server, args):
         pool = ThreadPoolExecutor(64, "mcp-tool")
         asyncio.get_running_loop().set_default_executor(pool)
         if args.port is None:
-            code = await serve_stdio(server, trace=trace)
+            code = await serve_stdio(server, stdout_fd=stdout, trace=trace)
             pool.shutdown(wait=False, cancel_futures=True)
             await asyncio.sleep(0.05)
             if any(t.name.startswith("mcp-tool") for t in threading.enumerate()):
@@ -3428,16 +3515,17 @@ def _looks_like_email(value):
 
 
 def main(argv=None):
-    import argparse
     argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(prog="mcp_min", description="MCP in one file.")
+    p = _argument_parser(prog="mcp_min", description="MCP in one file.")
     p.add_argument("--version", action="version", version=f"mcp_min {__version__}")
     commands = p.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", parents=[_serve_parser()], add_help=False,
+                                formatter_class=p.formatter_class,
                                 help="serve a Server (default: the user-store demo)")
     serve.add_argument("target", nargs="?", metavar="TARGET",
                        help="path/to/file.py[:name] or package.module[:name]")
-    client = commands.add_parser("client", help="call a server: TARGET METHOD [ARGS...]")
+    client = commands.add_parser("client", formatter_class=p.formatter_class,
+                                 help="call a server: TARGET METHOD [ARGS...]")
     client.add_argument("target", help="an http(s):// URL, or a quoted command that starts a stdio server")
     client.add_argument("method", help="tools/list, tools/call NAME, resources/read URI, ping ...")
     client.add_argument("args", nargs="*", help="NAME, URI, key=value pairs or one JSON object")
@@ -3447,12 +3535,14 @@ def main(argv=None):
     client.add_argument("--log-level", default="WARNING")
     args = p.parse_args(argv)
     if args.command == "serve":
+        # stdio: stdout is the protocol's from here on, before TARGET's imports can print.
+        stdout = _private_stdout() if args.port is None else 1
         try:
             server = _load_server(args.target) if args.target else demo_server()
         except Exception as e:
             print(f"mcp_min: cannot load {args.target}: {e}", file=sys.stderr)
             return 2
-        return _serve(server, args)
+        return _serve(server, args, stdout)
     return _client_main(args)
 
 

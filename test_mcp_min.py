@@ -2910,6 +2910,233 @@ class StdioReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
 
 
 
+class SecondReviewSessionTest(unittest.IsolatedAsyncioTestCase):
+    """Bugs the second adversarial review found in the core, each pinned by its input."""
+
+    async def test_a_broken_reply_never_answers_with_its_id_and_fails_the_waiter(self):
+        # Regression: {"id": 1} with no result answered -32600 *with id 1*, which the
+        # client matches to its own request 1, and the tool waited 60 s for its reply.
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize(capabilities={"sampling": {}})
+        wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
+        request = await wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
+        self.assertEqual(request["id"], 1)      # our ids and the client's collide by design
+        wire.feed({"jsonrpc": "2.0", "id": request["id"]})
+        error = await wire.wait_for(lambda m: "error" in m)
+        self.assertEqual((error["id"], error["error"]["code"]), (None, INVALID_REQUEST))
+        response = await wire.wait_for(lambda m: "result" in m and m.get("id") == 1, timeout=5)
+        self.assertTrue(response["result"]["isError"])
+        self.assertEqual(wire.answers(1), [response])
+        # A request-shaped message keeps its id (SECURITY 38).
+        self.assertEqual((await wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
+                         ["error"]["code"], INVALID_REQUEST)
+
+    async def test_a_cursor_of_thousands_of_digits_is_invalid_params(self):
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        for cursor in ("1" * 5000, "9" * 10):
+            response = await wire.request(rpc(1, "tools/list", {"cursor": cursor}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, cursor[:12])
+
+    async def test_arguments_that_are_not_an_object_are_refused(self):
+        server, state = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        for i, arguments in enumerate((False, [], 0, "", "x")):
+            response = await wire.request(rpc(i + 1, "tools/call", {"name": "count", "arguments": arguments}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
+            response = await wire.request(rpc(i + 10, "prompts/get", {"name": "review", "arguments": arguments}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
+        self.assertEqual(state.calls, 0)
+        response = await wire.request(rpc(20, "tools/call", {"name": "count", "arguments": None}))
+        self.assertEqual(tool_text(response), "counted")
+
+    async def test_argument_types_the_schema_promises(self):
+        @dataclasses.dataclass
+        class Point:
+            x: int
+            y: int = 0
+            norm: float = dataclasses.field(init=False, default=0.0)
+
+        server = Server("s")
+
+        @server.tool()
+        def repeat(s: str, n: int) -> str:
+            return s * n            # a float n would raise TypeError
+
+        @server.tool()
+        def where(p: Point) -> str:
+            return f"{p.x},{p.y}"
+
+        @server.tool()
+        def pair(p: tuple[int, str]) -> str:
+            return repr(p)
+
+        wire = Wire(server)
+        await wire.initialize()
+        self.assertEqual(tool_text(await wire.request(call(1, "repeat", {"s": "ab", "n": 2.0}))), "abab")
+        point = server.tools["where"].input_schema["properties"]["p"]
+        self.assertEqual((point["additionalProperties"], sorted(point["properties"])), (False, ["x", "y"]))
+        response = await wire.request(call(2, "where", {"p": {"x": 1, "y": 2, "z": 3}}))
+        self.assertTrue(response["result"]["isError"])
+        self.assertIn("p.z: unexpected property", tool_text(response))
+        self.assertEqual(tool_text(await wire.request(call(3, "where", {"p": {"x": 1}}))), "1,0")
+        response = await wire.request(call(4, "pair", {"p": ["a", 1]}))
+        self.assertTrue(response["result"]["isError"])
+        self.assertIn("p[0]: expected integer", tool_text(response))
+        self.assertEqual(tool_text(await wire.request(call(5, "pair", {"p": [1, "a"]}))), "(1, 'a')")
+
+    async def test_content_and_none_returns_declare_no_output_schema(self):
+        server = Server("s")
+
+        @server.tool()
+        def pictures() -> list[Content]:
+            return [mcp_min.text("a"), mcp_min.image(b"x")]
+
+        @server.tool()
+        def nothing() -> None:
+            pass
+
+        for name in ("pictures", "nothing"):
+            self.assertNotIn("outputSchema", server.tools[name].definition, name)
+        wire = Wire(server)
+        await wire.initialize()
+        result = (await wire.request(call(1, "pictures")))["result"]
+        self.assertEqual([c["type"] for c in result["content"]], ["text", "image"])
+        self.assertNotIn("structuredContent", result)
+        self.assertEqual((await wire.request(call(2, "nothing")))["result"], {"content": []})
+
+    def test_positional_only_parameters_are_refused_at_registration(self):
+        server = Server("s")
+        with self.assertRaisesRegex(ValueError, "positional-only"):
+            server.tool()(lambda a, /: a)
+
+    @unittest.skipUnless(hasattr(asyncio, "eager_task_factory"), "Python 3.12+")
+    async def test_an_eager_task_factory_answers_and_frees_the_id(self):
+        # Regression: a request finished inside create_task was recorded as running
+        # afterwards: no answer (KeyError in the task) and its id refused forever.
+        asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        for _ in range(2):
+            self.assertEqual((await wire.request(rpc(1, "ping")))["result"], {})
+            self.assertEqual(tool_text(await wire.request(call(2, "add", {"a": 1, "b": 2}))), "3")
+        self.assertEqual(wire.session.running, {})
+
+
+class SecondReviewStdioTest(unittest.IsolatedAsyncioTestCase):
+    """serve_stdio in-process on os.pipe()s: the second review's stdio findings."""
+
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.to_server, self.from_client = os.pipe()
+        self.to_client, self.from_server = os.pipe()
+        self.buffer = b""
+
+    async def asyncTearDown(self):
+        for fd in (self.to_server, self.to_client, self.from_server, self.from_client):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def serve(self):
+        return asyncio.ensure_future(mcp_min.serve_stdio(self.server, self.to_server, self.from_server))
+
+    def write(self, *messages):
+        data = "".join(m if isinstance(m, str) else json.dumps(m) + "\n" for m in messages).encode()
+        self.assertLess(len(data), 65536)   # what a pipe takes without a reader: no hang
+        os.write(self.from_client, data)
+
+    async def read(self):
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self.buffer:
+            readable = loop.create_future()     # polled, not a blocking read: a failure cannot hang
+            loop.add_reader(self.to_client, lambda: readable.done() or readable.set_result(None))
+            try:
+                await asyncio.wait_for(readable, TIMEOUT)
+            finally:
+                loop.remove_reader(self.to_client)
+            chunk = os.read(self.to_client, 65536)
+            self.assertTrue(chunk, "stdout closed")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    async def finish(self, serving):
+        """Close stdin; everything the server writes until it ends, as messages."""
+        rest = []
+
+        def drain():        # stdout writes block: read while the server finishes
+            while chunk := os.read(self.to_client, 65536):
+                rest.append(chunk)
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        os.close(self.from_client)
+        self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
+        os.close(self.from_server)
+        reader.join(TIMEOUT)
+        return [json.loads(line) for line in (self.buffer + b"".join(rest)).splitlines()]
+
+    async def test_a_json_string_holding_a_request_is_not_run(self):
+        # Regression: the line was decoded twice, so "{\"jsonrpc\"...}" ran (SECURITY 37).
+        serving = self.serve()
+        self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                   json.dumps(json.dumps(call(5, "count"))) + "\n", json.dumps("hello") + "\n")
+        out = await self.finish(serving)
+        self.assertEqual([(m["id"], m.get("error", {}).get("code")) for m in out],
+                         [(0, None), (None, INVALID_REQUEST), (None, INVALID_REQUEST)])
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_queued_requests_answered_at_once_do_not_recurse(self):
+        # Regression: each queued request answered synchronously started the next one
+        # from inside its own answer: RecursionError, double answers, lost answers.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                       call(1, "wait"), call(2, "wait"), *[rpc(100 + i, "nope") for i in range(1000)])
+            await asyncio.sleep(0.2)
+            self.state.gate.set()
+            out = await self.finish(serving)
+        ids = [m["id"] for m in out]
+        self.assertEqual(sorted(ids), [0, 1, 2] + list(range(100, 1100)))   # each exactly once
+        self.assertEqual({m["error"]["code"] for m in out if m["id"] >= 100}, {METHOD_NOT_FOUND})
+
+    async def test_the_answer_to_our_request_gets_in_past_a_full_queue(self):
+        # Regression: reading paused with the queue full, so the client's answer to
+        # sampling/createMessage sat unread and the tool waited 60 s.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
+                       note("notifications/initialized"),
+                       call(1, "ask_model", {"prompt": "Hi?"}), rpc(2, "ping"), rpc(3, "ping"))
+            self.assertEqual((await self.read())["id"], 0)
+            request = await self.read()
+            self.assertEqual(request["method"], "sampling/createMessage")
+            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
+            answers = {}
+            while len(answers) < 3:
+                message = await self.read()
+                answers[message["id"]] = message
+            self.assertEqual(tool_text(answers[1]), "Hello.")
+            self.assertEqual((answers[2]["result"], answers[3]["result"]), ({}, {}))
+            await self.finish(serving)
+
+    async def test_a_cancel_drops_a_request_still_queued(self):
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                       call(1, "wait"), call(2, "count"), call("2", "count"),
+                       note("notifications/cancelled", {"requestId": 2}))
+            await asyncio.sleep(0.2)
+            self.state.gate.set()
+            out = await self.finish(serving)
+        self.assertEqual([m["id"] for m in out], [0, 1, "2"])
+        self.assertEqual(self.state.calls, 1)
+
+
 class StdioExitTest(unittest.TestCase):
     def test_stdin_from_a_file_is_served_by_the_reader_thread(self):
         # A regular file cannot be polled: this exercises the thread that Windows uses too.
@@ -2924,6 +3151,20 @@ class StdioExitTest(unittest.TestCase):
         answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
         self.assertEqual(sorted(answers), [0, 1, 2])
         self.assertEqual(answers[1]["result"]["structuredContent"]["email"], "john@example.com")
+
+    def test_a_target_printing_while_it_loads_cannot_corrupt_stdout(self):
+        # Regression: TARGET was imported before fd 1 was moved to stderr (SECURITY 67).
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "noisy.py")
+            with open(path, "w") as f:
+                f.write("import os\nfrom mcp_min import Server\nprint('loading...')\n"
+                        "os.write(1, b'raw\\n')\nserver = Server('noisy')\n")
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio", path],
+                                  input=(json.dumps(rpc(0, "initialize", init_params())) + "\n").encode(),
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
+        self.assertIn(b"loading...", done.stderr)
 
     def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
         with tempfile.TemporaryDirectory() as tmp:

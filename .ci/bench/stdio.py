@@ -2,15 +2,17 @@
 
 Rounds are interleaved; medians are printed with the ratios the issues ask about.
     python3 .ci/bench/stdio.py [ROUNDS] [N]     (the SDK from .peers/, see .ci/interop/README.md)
+    PY=/path/to/python3 python3 .ci/bench/stdio.py ...   (run mcp_min and the floor with that interpreter)
 Precompile first for `-m`: python -m py_compile mcp_min.py
 """
 import json, os, subprocess, sys, statistics
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 B = os.environ.get("MCP_BENCH", os.path.join(ROOT, "..", "shared", "bench"))
+PY = os.environ.get("PY", "python3")    # e.g. the interpreter itself, past a pyenv shim
 targets = {
-  "mcp_min script": "python3 mcp_min.py serve --stdio",
-  "mcp_min -m": "python3 -m mcp_min serve --stdio",
-  "floor": f"python3 {B}/baseline_stdio.py",
+  "mcp_min script": f"{PY} mcp_min.py serve --stdio",
+  "mcp_min -m": f"{PY} -m mcp_min serve --stdio",
+  "floor": f"{PY} {B}/baseline_stdio.py",
   "sdk": f".peers/bin/python {B}/peers/sdk_server.py stdio",
 }
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
