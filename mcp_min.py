@@ -905,7 +905,7 @@ class Server:
     def run(self, argv=None):
         """Serve over stdio, or HTTP with ``--port``: the same options as
         ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``)."""
-        args = _serve_parser().parse_args(argv)
+        args = _serve_parser().parse_args(_bare_trace(sys.argv[1:] if argv is None else argv))
         return _serve(self, args)
 
 ##############################################################################
@@ -1694,9 +1694,9 @@ MAX_BODY_BYTES = 4 * 1024 * 1024    # POST body -> 413, checked before reading i
 MAX_REQUEST_LINE = 8 * 1024         # -> 414
 MAX_HEAD_BYTES = 64 * 1024          # request line + headers -> 431
 MAX_HEADERS = 100                   # -> 431
-HEADER_TIMEOUT = 10.0               # seconds to send a whole request head -> 408
+HEADER_TIMEOUT = 10.0               # seconds to send a request head (from connecting) -> 408
 BODY_TIMEOUT = 30.0                 # seconds to send the body -> 408
-IDLE_TIMEOUT = 75.0                 # a kept-alive connection with no request is closed
+IDLE_TIMEOUT = 15.0                 # a kept-alive connection with no next request is closed
 WRITE_TIMEOUT = 30.0                # a reader that stops reading is cut off after this
 KEEPALIVE_INTERVAL = 15.0           # SSE comment lines on quiet streams
 MAX_CONNECTIONS = 512               # -> 503
@@ -1940,7 +1940,6 @@ class HttpServer:
         self.token = token.encode() if token else None
         self.allow_origins = set(allow_origins)
         self.allow_hosts = {h.lower() for h in allow_hosts}
-        self.check_host = _is_loopback(host) or bool(allow_hosts)
         self.stateless, self.json_response = stateless, json_response
         self.trace, self.session_idle = trace, session_idle
         self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
@@ -1985,17 +1984,24 @@ class HttpServer:
     async def _connection(self, reader, writer):
         self.connections += 1
         deadline = self.writers[writer] = _Deadline()
-        cors = []
+        cors, kept_alive = [], False
         try:
             if self.connections > MAX_CONNECTIONS:
                 raise _HttpError(503, "Too many connections")
             while True:
-                deadline.set(IDLE_TIMEOUT, writer.close)   # a pending read then ends at EOF
+                cors = []
+                # A new connection owes its head from the start: a silent one is cut off too.
+                if kept_alive:
+                    deadline.set(IDLE_TIMEOUT, writer.close)   # a pending read then ends at EOF
+                else:
+                    deadline.set(HEADER_TIMEOUT, lambda: self._timeout(writer))
                 try:
                     first = await reader.readexactly(1)
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
-                deadline.set(HEADER_TIMEOUT, lambda: self._timeout(writer))
+                if kept_alive:
+                    deadline.set(HEADER_TIMEOUT, lambda: self._timeout(writer))
+                kept_alive = True
                 try:
                     head = first + await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, ConnectionError):
@@ -2049,7 +2055,7 @@ class HttpServer:
     def _write(self, writer, status, headers=(), body=b"", close=False):
         lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
         lines += [f"{k}: {v}" for k, v in headers]
-        if body is not None:
+        if body is not None and status != 204:
             lines.append(f"Content-Length: {len(body)}")
         if close:
             lines.append("Connection: close")
@@ -2075,6 +2081,7 @@ class HttpServer:
         self._check_peer(request)
         path, method = request.path, request.method
         if method == "OPTIONS" and cors and path in ("/mcp", "/sse", "/messages"):
+            self._no_body(request)                  # else its body would be read as a request
             return self._preflight(writer, cors)    # browsers send no Authorization here
         self._check_token(request)
         if path == "/mcp":
@@ -2108,7 +2115,7 @@ class HttpServer:
         host = request.header("host")
         if not host and request.version == "HTTP/1.1":
             raise _HttpError(400, "Missing Host header")
-        if self.check_host and host:
+        if host:    # on every bind: an empty allowlist means localhost only (fail closed)
             name = _host_name(host)
             if name is None or name not in _LOOPBACK and name not in self.allow_hosts \
                     and host.lower() not in self.allow_hosts:
@@ -2160,6 +2167,8 @@ class HttpServer:
             raise _HttpError(413)
         if _media_types(request.header("content-type")) != {"application/json"}:
             raise _HttpError(415, "Content-Type must be application/json")
+        if request.header("expect").lower() == "100-continue" and request.version == "HTTP/1.1":
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
         deadline = self.writers[writer]
         deadline.set(BODY_TIMEOUT, lambda: self._timeout(writer))
         request.body = await reader.readexactly(int(length))
@@ -2211,15 +2220,16 @@ class HttpServer:
             entry = _HttpSession(self.server, secrets.token_urlsafe(24), False)
         else:
             entry = self._lookup(request)
+        frame = _chunk if request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
         try:
             return await self._mcp_messages(entry, messages, kinds, writer, cors, initialize,
-                                            type(body) is list)
+                                            type(body) is list, frame)
         finally:    # a refused or failed opening request leaves nothing behind
             if self.stateless or initialize and entry.sid not in self.sessions:
                 entry.close(cancel=False)
                 self.stateless_entries.discard(entry)
 
-    async def _mcp_messages(self, entry, messages, kinds, writer, cors, initialize, batch):
+    async def _mcp_messages(self, entry, messages, kinds, writer, cors, initialize, batch, frame):
         if batch and entry.session.protocol_version not in BATCH_VERSIONS:
             raise _HttpError(400, "Invalid request: batches are not accepted", INVALID_REQUEST)
         entry.last_active = _now()
@@ -2229,9 +2239,11 @@ class HttpServer:
                 entry.session.handle(message, kind)
             self._write(writer, 202, cors, b"")
             return True
-        clash = [id_ for i, id_ in enumerate(requests) if id_ in entry.routes or id_ in requests[:i]]
-        if clash:
-            raise _HttpError(409, "Invalid request: id already in use", INVALID_REQUEST, id_=clash[0])
+        seen = set()
+        for id_ in requests:    # ids are str or int, never bool: 1 and "1" stay apart in a set
+            if id_ in entry.routes or id_ in seen:
+                raise _HttpError(409, "Invalid request: id already in use", INVALID_REQUEST, id_=id_)
+            seen.add(id_)
         stream = _Stream(streams=not (self.json_response or batch))
         for id_ in requests:
             entry.routes[id_] = stream
@@ -2244,9 +2256,9 @@ class HttpServer:
                 self.sessions[entry.sid] = entry
                 headers.append(("Mcp-Session-Id", entry.sid))
             stream.items.insert(0, first)
-        return await self._answer(writer, stream, len(requests), headers, batch)
+        return await self._answer(writer, stream, len(requests), headers, batch, frame)
 
-    async def _answer(self, writer, stream, expected, headers, batch):
+    async def _answer(self, writer, stream, expected, headers, batch, frame):
         """Write the responses to a POST: one JSON body if nothing came before
         the result, else an SSE stream of everything related, result last."""
         responses, sse = [], False
@@ -2262,24 +2274,23 @@ class HttpServer:
                 continue
             final = message is not _KEEPALIVE and "method" not in message
             if not sse and not final:
-                sse = True      # something before the result: switch to a stream
-                self._start_sse(writer, headers)
+                sse = self._start_sse(writer, headers, frame)   # something before the result
             if message is _KEEPALIVE:
-                await self._send(writer, _chunk(b": keepalive\n\n"))
+                await self._send(writer, frame(b": keepalive\n\n"))
                 continue
             if final:
                 expected -= 1
             if sse and (event := self._event(message)):
-                await self._send(writer, _chunk(event))
+                await self._send(writer, frame(event))
             elif final:
                 responses.append(message)
         if not sse and not responses and stream.streams:
             # Every request was cancelled: no response (cancellation), yet a POST that
             # carried requests is answered with a stream (transports): an empty one.
-            sse = self._start_sse(writer, headers)
+            sse = self._start_sse(writer, headers, frame)
         deadline.clear()
         if sse:
-            await self._send(writer, b"0\r\n\r\n")
+            await self._send(writer, frame(b""))     # chunked: the last chunk
         elif responses:
             body = b"[" + b",".join(map(_encode_safely, responses)) + b"]" if batch \
                 else _encode_safely(responses[0])
@@ -2288,10 +2299,11 @@ class HttpServer:
             self._write(writer, 202, headers, b"")
         return True
 
-    def _start_sse(self, writer, headers):
+    def _start_sse(self, writer, headers, frame):
+        chunked = frame is _chunk
         self._write(writer, 200, headers + [("Content-Type", "text/event-stream"),
-                                            ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
-                                            ("Transfer-Encoding", "chunked")], None)
+                                            ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
+                    + [("Transfer-Encoding", "chunked")] * chunked, None, close=not chunked)
         return True
 
     def _event(self, message):
@@ -2410,6 +2422,8 @@ async def serve_http(server, host="127.0.0.1", port=8080, **options):
     http = await start_http(server, host, port, **options)
     log.warning("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)",
                 host, http.port)
+    if not _is_loopback(host) and not options.get("allow_hosts"):
+        log.warning("only Host: localhost is accepted; name the hosts clients use with --allow-host")
     try:
         await asyncio.Event().wait()
     finally:
@@ -3281,7 +3295,7 @@ class _Trace:
             if headers:
                 record["headers"] = headers
             if message is not None:
-                record["message"] = message
+                record["message"] = _shorten(message, None)
             line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
         else:
             parts = [f"{t:9.3f}s {arrow} {channel:<6} {head}"]
@@ -3335,13 +3349,18 @@ class _Trace:
         self.event("out", event, data)
 
 
-def _shorten(value, limit=300):
-    if isinstance(value, str) and len(value) > limit:
+def _shorten(value, limit=300, depth=0):
+    """For showing: strings over `limit` and lists over 50 cut (None: kept whole),
+    and nesting past 32 levels, which a hostile peer may send."""
+    if depth > 32:
+        return "..."
+    if isinstance(value, str) and limit and len(value) > limit:
         return value[:limit] + f"... ({len(value) - limit} more characters)"
     if isinstance(value, dict):
-        return {k: _shorten(v, limit) for k, v in value.items()}
+        return {k: _shorten(v, limit, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_shorten(v, limit) for v in value[:50]] + (["..."] if len(value) > 50 else [])
+        shown = value[:50] if limit else value
+        return [_shorten(v, limit, depth + 1) for v in shown] + ["..."] * (len(shown) < len(value))
     return value
 
 ##############################################################################
@@ -3354,6 +3373,11 @@ def _argument_parser(**options):
     # Help 80 columns wide: asking the terminal its width imports shutil, 3 ms of every start.
     return argparse.ArgumentParser(formatter_class=functools.partial(argparse.HelpFormatter, width=80),
                                    **options)
+
+
+def _bare_trace(argv):
+    # --trace[=FILE]: a bare --trace means stderr, and never takes the next word (TARGET).
+    return ["--trace=-" if word == "--trace" else word for word in argv]
 
 
 def _serve_parser():
@@ -3373,8 +3397,8 @@ def _serve_parser():
                    help="Streamable HTTP: answer requests with JSON, never SSE")
     p.add_argument("--insecure", action="store_true",
                    help="allow a non-loopback bind without --token")
-    p.add_argument("--trace", nargs="?", const="-", metavar="FILE",
-                   help="show every message on stderr, or write JSON Lines to FILE")
+    p.add_argument("--trace", metavar="FILE", help="--trace shows every message on stderr; "
+                   "--trace=FILE writes them to FILE as JSON Lines")
     p.add_argument("--log-level", default="WARNING", help="Python log level on stderr")
     return p
 
@@ -3531,9 +3555,9 @@ def main(argv=None):
     client.add_argument("args", nargs="*", help="NAME, URI, key=value pairs or one JSON object")
     client.add_argument("--token", default=os.environ.get("MCP_TOKEN"), help="bearer token for HTTP")
     client.add_argument("--timeout", type=float, default=REQUEST_TIMEOUT_S)
-    client.add_argument("--trace", nargs="?", const="-", metavar="FILE")
+    client.add_argument("--trace", metavar="FILE", help="--trace or --trace=FILE, as for serve")
     client.add_argument("--log-level", default="WARNING")
-    args = p.parse_args(argv)
+    args = p.parse_args(_bare_trace(argv))
     if args.command == "serve":
         # stdio: stdout is the protocol's from here on, before TARGET's imports can print.
         stdout = _private_stdout() if args.port is None else 1

@@ -2846,6 +2846,115 @@ class HttpReviewRegressionTest(HttpTestCase):
         await client.close()
 
 
+class SecondReviewHttpTest(HttpTestCase):
+    """The second adversarial review's HTTP findings, each pinned by its bytes."""
+
+    options = {"allow_origins": ["http://app.example"]}
+
+    def preflight(self, extra=""):
+        return (f"OPTIONS /mcp HTTP/1.1\r\nHost: localhost:{self.port}\r\nOrigin: http://app.example\r\n"
+                f"Access-Control-Request-Method: POST\r\n{extra}").encode()
+
+    async def test_a_preflight_body_is_never_read_as_a_request(self):
+        # Regression: OPTIONS skipped the body check, so its body ran as the next request.
+        hidden = f"DELETE /nope HTTP/1.1\r\nHost: localhost:{self.port}\r\nContent-Length: 0\r\n\r\n".encode()
+        for extra, body in ((f"Content-Length: {len(hidden)}\r\n\r\n", hidden),
+                            ("Transfer-Encoding: chunked\r\n\r\n", b"0\r\n\r\n")):
+            response = await self.client.exchange(self.preflight(extra) + body, check_close=True)
+            self.assertEqual((response.status, response.closed), (400, True), extra)
+
+    async def test_a_preflight_has_no_content_length_and_its_cors_ends_with_it(self):
+        reader, writer = await self.client.connect()
+        writer.write(self.preflight("\r\n"))
+        response = await read_response(reader)
+        self.assertEqual(response.status, 204)
+        self.assertIsNone(response.header("content-length"))    # RFC 9110 8.6
+        self.assertEqual(response.header("access-control-allow-origin"), "http://app.example")
+        writer.write(b"0\r\n\r\n")     # garbage next: its 400 carries no CORS of the last request
+        response = await read_response(reader)
+        self.assertEqual(response.status, 400)
+        self.assertIsNone(response.header("access-control-allow-origin"))
+
+    async def test_a_silent_connection_gets_the_header_deadline(self):
+        # Regression: the head's deadline started at its first byte; a silent
+        # connection held a slot for the 75 s idle timeout instead.
+        with mock.patch.object(mcp_min, "HEADER_TIMEOUT", 0.2):
+            reader, _ = await self.client.connect()
+            response = await read_response(reader, timeout=5)
+            self.assertEqual(response.status, 408)
+            self.assertTrue(await closed_by_server(reader))
+
+    async def test_a_duplicate_id_late_in_a_batch_is_refused_with_it(self):
+        sid = await self.client.initialize("2025-03-26")
+        batch = [rpc(i, "ping") for i in range(2000)] + [rpc(1999, "ping")]
+        response = await self.client.post(batch, sid, "2025-03-26")
+        self.assertJsonRpcError(response, 409, INVALID_REQUEST, 1999)
+
+    async def test_http_1_0_gets_no_chunked_stream(self):
+        # Regression: RFC 9112 6.1: no Transfer-Encoding to a client that did not send 1.1.
+        sid = await self.client.initialize()
+        data = self.client.build("POST", "/mcp", call(1, "chat"), {"Mcp-Session-Id": sid})
+        data = data.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
+        reader, writer = await self.client.connect()
+        writer.write(data)
+        response = await read_head(reader)
+        body = await asyncio.wait_for(reader.read(), TIMEOUT)      # until the server closes
+        self.assertEqual(response.status, 200)
+        self.assertIsNone(response.header("transfer-encoding"))
+        self.assertEqual(response.header("connection"), "close")
+        response.body = body
+        messages = response.messages()
+        self.assertEqual(messages[-1]["id"], 1)
+        self.assertEqual(tool_text(messages[-1]), "logged")
+        self.assertTrue(all(m.get("method") == "notifications/message" for m in messages[:-1]))
+
+    async def test_expect_100_continue_is_answered_before_the_body(self):
+        sid = await self.client.initialize()
+        body = json.dumps(rpc(1, "ping")).encode()
+        head = self.client.build("POST", "/mcp", body, {"Mcp-Session-Id": sid, "Expect": "100-continue"})
+        head = head[:-len(body)]
+        reader, writer = await self.client.connect()
+        writer.write(head)
+        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+        self.assertEqual(interim, b"HTTP/1.1 100 Continue\r\n\r\n")
+        writer.write(body)
+        self.assertEqual((await read_response(reader)).json()["result"], {})
+        # Refused before the body: no 100, the final status instead.
+        head = self.client.build("POST", "/mcp", None, {"Expect": "100-continue", "Content-Type":
+                                 "application/json", "Content-Length": str(1 << 30)})
+        self.assertEqual((await self.client.exchange(head)).status, 413)
+
+    async def test_tracing_a_deeply_nested_body_cannot_drop_the_request(self):
+        # Regression: --trace recursed on a 1 KB body and the connection died unanswered.
+        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as devnull:
+            path = os.path.join(tmp, "trace.jsonl")
+            for target in ("-", path):      # shown on stderr, and recorded as JSON Lines
+                with mock.patch.object(sys, "stderr", devnull):
+                    self.http.trace = mcp_min._Trace(target)
+                response = await self.client.post(b"[" * 500 + b"]" * 500)
+                self.assertEqual(response.status, 400, target)
+            self.http.trace.file.close()
+            self.http.trace = None
+            with open(path) as f:
+                records = [json.loads(line) for line in f]
+        self.assertTrue(any("..." in json.dumps(r.get("message")) for r in records))
+
+    def test_host_is_checked_on_a_non_loopback_bind(self):
+        # Regression: binding 0.0.0.0 turned the Host allowlist off (R3: fail closed).
+        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN)
+        for host, allowed in (("evil.example", False), ("192.168.1.5:8080", False),
+                              ("localhost:8080", True), ("127.0.0.1", True)):
+            request = mcp_min._parse_head(f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            if allowed:
+                http._check_peer(request)
+            else:
+                with self.assertRaises(mcp_min._HttpError, msg=host) as caught:
+                    http._check_peer(request)
+                self.assertEqual(caught.exception.status, 403)
+        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN, allow_hosts=["192.168.1.5"])
+        http._check_peer(mcp_min._parse_head(b"POST /mcp HTTP/1.1\r\nHost: 192.168.1.5:8080\r\n\r\n"))
+
+
 class HttpCancelTest(HttpTestCase):
     async def test_cancelled_request_gets_an_empty_stream_not_a_response(self):
         # transports: a POST carrying a request is answered with JSON or SSE; cancellation:
@@ -3165,6 +3274,22 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
         self.assertIn(b"loading...", done.stderr)
+
+    def test_a_bare_trace_never_takes_the_target(self):
+        # Regression: `serve --trace server.py` served the demo and appended the trace to server.py.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "named.py")
+            source = "from mcp_min import Server\nserver = Server('named-server')\n"
+            with open(path, "w") as f:
+                f.write(source)
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio", "--trace", path],
+                                  input=(json.dumps(rpc(0, "initialize", init_params())) + "\n").encode(),
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+            with open(path) as f:
+                self.assertEqual(f.read(), source)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout)["result"]["serverInfo"]["name"], "named-server")
+        self.assertIn(b"S->C", done.stderr)     # traced on stderr
 
     def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
         with tempfile.TemporaryDirectory() as tmp:
