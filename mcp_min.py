@@ -924,7 +924,8 @@ class Context:
     def __init__(self, session, request_id=None, meta=None):
         self.session, self.request_id = session, request_id
         self.meta = meta or {}
-        self.progress_token = self.meta.get("progressToken")
+        token = self.meta.get("progressToken")     # a string or a number, never a bool
+        self.progress_token = token if type(token) in (str, int, float) else None
         self._last_progress = None
 
     @property
@@ -1099,9 +1100,9 @@ class Session:
         params = message.get("params", {})
         if kind == "notification":
             handler = _NOTIFICATIONS.get(method)
-            if handler and type(params) is dict:
+            if handler and (type(params) is dict or params is None):   # some clients send null
                 try:
-                    handler(self, params)
+                    handler(self, params or {})
                 except Exception:
                     log.exception("notification %r failed", method)
             return done and done()

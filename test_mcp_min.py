@@ -3117,6 +3117,24 @@ class SecondReviewSessionTest(unittest.IsolatedAsyncioTestCase):
         self.assertNotIn("structuredContent", result)
         self.assertEqual((await wire.request(call(2, "nothing")))["result"], {"content": []})
 
+    async def test_null_params_on_a_notification_still_count(self):
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.request(rpc(0, "initialize", init_params()))
+        wire.feed({"jsonrpc": "2.0", "method": "notifications/initialized", "params": None})
+        self.assertTrue(wire.session.ready)     # else list_changed notices never go out
+
+    async def test_a_progress_token_that_is_not_a_string_or_number_is_ignored(self):
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        for i, token in enumerate((True, {"a": 1}, None)):
+            self.assertEqual(tool_text(await wire.request(call(i + 1, "steps", {"n": 2}, {"progressToken": token}))),
+                             "done")
+        self.assertFalse([m for m in wire.messages if m.get("method") == "notifications/progress"])
+        await wire.request(call(9, "steps", {"n": 2}, {"progressToken": 1.5}))
+        self.assertEqual(len([m for m in wire.messages if m.get("method") == "notifications/progress"]), 2)
+
     def test_positional_only_parameters_are_refused_at_registration(self):
         server = Server("s")
         with self.assertRaisesRegex(ValueError, "positional-only"):
