@@ -1536,8 +1536,9 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     # to a request of ours -- is never held behind them, and while a request of
     # ours awaits its answer reading never pauses: past the queue, the session's
     # own cap refuses requests instead.
-    lock = threading.Condition()
+    lock = threading.Lock()             # the reader thread (if any) and the loop share these:
     free, queued, paused = [MAX_IN_FLIGHT], [], [False]
+    wake = threading.Condition(lock)    # the thread waits here while the queue is full
 
     def send(message, related):
         if message is None or session.closed:
@@ -1575,8 +1576,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     def take(lines):
         """Parse lines into (line, message, done) items to hand to `receive`."""
         items = []
-        with lock:
-            full = len(queued) >= MAX_IN_FLIGHT     # read only because an answer is awaited
+        full = len(queued) >= MAX_IN_FLIGHT     # read only because an answer is awaited
         for line in lines:
             line = line[:-1] if line.endswith(b"\r") else line
             if not line.strip():
@@ -1617,16 +1617,18 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
 
     def drop_queued(params):            # a cancel for a request still in the queue
         wanted = params.get("requestId") if type(params) is dict else None
+        if not _is_id(wanted):
+            return
         with lock:
             for i, (_, message) in enumerate(queued):
                 id_ = message.get("id") if type(message) is dict else None
-                if _is_id(wanted) and type(id_) is type(wanted) and id_ == wanted:
+                if type(id_) is type(wanted) and id_ == wanted:     # 1 and "1" differ
                     del queued[i]
                     return
 
     def resume():
-        with lock:
-            lock.notify()
+        with wake:
+            wake.notify()
         if paused[0]:
             paused[0] = False
             loop.add_reader(stdin_fd, readable)
@@ -1660,9 +1662,9 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 loop.call_soon_threadsafe(receive, items)
             if not chunk:
                 break
-            with lock:
+            with wake:
                 while len(queued) >= MAX_IN_FLIGHT and not session._pending:
-                    lock.wait()
+                    wake.wait()
         loop.call_soon_threadsafe(finished.set)
 
     try:
