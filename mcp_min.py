@@ -338,13 +338,11 @@ def _schema(tp, depth=0):
     if _is_dataclass(tp) and isinstance(tp, type):
         import dataclasses
         hints = typing.get_type_hints(tp, include_extras=True)
-        fields = [f for f in dataclasses.fields(tp) if f.init]
-        schema = _object_schema(
+        fields = dataclasses.fields(tp)
+        return _object_schema(
             {f.name: hints.get(f.name, typing.Any) for f in fields},
-            {f.name for f in fields if f.default is dataclasses.MISSING
+            {f.name for f in fields if f.init and f.default is dataclasses.MISSING
              and f.default_factory is dataclasses.MISSING}, depth, tp)
-        schema["additionalProperties"] = False     # the constructor takes no other keyword
-        return schema
     if isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
         hints = typing.get_type_hints(tp, include_extras=True)
         return _object_schema(hints, set(tp.__required_keys__), depth, tp)
@@ -510,7 +508,12 @@ def _convert(value, tp):
             return int(value)
         if _is_dataclass(tp) and type(value) is dict:
             hints = typing.get_type_hints(tp)
-            return tp(**{k: _convert(v, hints.get(k, typing.Any)) for k, v in value.items()})
+            takes = _init_names(tp)     # others (extra keys, init=False fields) are ignored
+            return tp(**{k: _convert(v, hints.get(k, typing.Any)) for k, v in value.items()
+                         if takes is None or k in takes})
+        if issubclass(tp, dict) and hasattr(tp, "__required_keys__") and type(value) is dict:
+            hints = typing.get_type_hints(tp)     # a TypedDict
+            return {k: _convert(v, hints.get(k, typing.Any)) for k, v in value.items()}
     if type(value) is list and args:
         if origin is tuple:
             items = args if Ellipsis not in args else (args[0],) * len(value)
@@ -520,6 +523,14 @@ def _convert(value, tp):
     if type(value) is dict and origin is dict and len(args) == 2:
         return {k: _convert(v, args[1]) for k, v in value.items()}
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def _init_names(tp):
+    """The keywords a class's constructor takes (None: any, it has **kwargs)."""
+    import inspect
+    params = inspect.signature(tp).parameters.values()
+    return None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in params)
 
 
 def _is_dataclass(obj):
@@ -1072,14 +1083,9 @@ class Session:
         try:
             kind = classify(message)
         except McpError as e:
-            # Only a request's id is the client's own. Without "method" this may be a
-            # broken reply to a request of ours: its id is ours, and an error carrying it
-            # would land on a client request of the same number.
-            if type(message) is dict and "method" not in message:
-                if _is_id(message.get("id")):
-                    self.refuse(message["id"], "Invalid response from the client")
-                message = None
-            self._send(_error(_readable_id(message), e.code, e.message), None)
+            # Only a request's id is the client's own: never echo the id of a broken reply.
+            id_ = None if self.broken_reply(message) else _readable_id(message)
+            self._send(_error(id_, e.code, e.message), None)
             return done and done()
         try:
             self.handle(message, kind, done)
@@ -1227,6 +1233,15 @@ class Session:
             raise McpError(REQUEST_TIMEOUT, f"No reply to {method} within {timeout} s") from None
         finally:
             self._pending.pop(id_, None)
+
+    def broken_reply(self, message):
+        """Whether an invalid message has no "method", so may be a broken reply to a
+        request of ours (its id is then ours, not the client's); its waiter fails now."""
+        if type(message) is not dict or "method" in message:
+            return False
+        if _is_id(message.get("id")):
+            self.refuse(message["id"], "Invalid response from the client")
+        return True
 
     def refuse(self, id_, reason):
         """A request we sent cannot reach the client: fail its waiter now."""
@@ -1539,6 +1554,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     lock = threading.Lock()             # the reader thread (if any) and the loop share these:
     free, queued, paused = [MAX_IN_FLIGHT], [], [False]
     wake = threading.Condition(lock)    # the thread waits here while the queue is full
+    REFUSED = object()                  # marks a request past a full queue
 
     def send(message, related):
         if message is None or session.closed:
@@ -1569,6 +1585,10 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
             if isinstance(message, McpError):
                 send(_error(None, message.code, message.message), None)
                 continue
+            if done is REFUSED:
+                id_ = _readable_id(message)
+                send(_error(id_, INTERNAL_ERROR, "Too many requests in flight"), id_)
+                continue
             if type(message) is dict and message.get("method") == "notifications/cancelled":
                 drop_queued(message.get("params"))
             session.dispatch(message, done)
@@ -1576,7 +1596,9 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     def take(lines):
         """Parse lines into (line, message, done) items to hand to `receive`."""
         items = []
-        full = len(queued) >= MAX_IN_FLIGHT     # read only because an answer is awaited
+        # Reading with the queue full happens only while the client owes us an answer:
+        # requests that come then are refused, never let past the queued ones.
+        full = len(queued) >= MAX_IN_FLIGHT
         for line in lines:
             line = line[:-1] if line.endswith(b"\r") else line
             if not line.strip():
@@ -1585,8 +1607,10 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 message = decode(line)
             except McpError as e:
                 message = e
-            if not full and (type(message) is list or type(message) is dict
-                             and "id" in message and "method" in message):
+            if type(message) is list or type(message) is dict and "id" in message and "method" in message:
+                if full:
+                    items.append((line, message, REFUSED))
+                    continue
                 with lock:
                     if free[0] and not queued:
                         free[0] -= 1
@@ -1624,7 +1648,10 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 id_ = message.get("id") if type(message) is dict else None
                 if type(id_) is type(wanted) and id_ == wanted:     # 1 and "1" differ
                     del queued[i]
-                    return
+                    break
+            else:
+                return
+        resume()        # the queue shrank: a waiting reader may go on
 
     def resume():
         with wake:
@@ -2201,6 +2228,7 @@ class HttpServer:
         if not self._accepts(request, not self.json_response):
             raise _HttpError(406, "Accept must list application/json and text/event-stream")
         version = request.header("mcp-protocol-version") or "2025-03-26"
+        body = None
         try:
             body = decode(request.body)
             if body == []:
@@ -2208,6 +2236,10 @@ class HttpServer:
             messages = body if type(body) is list else [body]
             kinds = [classify(m) for m in messages]
         except McpError as e:
+            entry = self.sessions.get(request.header("mcp-session-id"))
+            if entry and not entry.legacy and type(body) in (dict, list):
+                for message in body if type(body) is list else [body]:
+                    entry.session.broken_reply(message)
             raise _HttpError(400, e.message, e.code) from None
         initialize = any(k == "request" and m["method"] == "initialize" for m, k in zip(messages, kinds))
         if self.stateless:
@@ -2303,10 +2335,12 @@ class HttpServer:
         return True
 
     def _start_sse(self, writer, headers, frame):
-        chunked = frame is _chunk
-        self._write(writer, 200, headers + [("Content-Type", "text/event-stream"),
-                                            ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
-                    + [("Transfer-Encoding", "chunked")] * chunked, None, close=not chunked)
+        headers = headers + [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                             ("X-Accel-Buffering", "no")]
+        if frame is _chunk:
+            self._write(writer, 200, headers + [("Transfer-Encoding", "chunked")], None)
+        else:               # HTTP/1.0: the stream ends when the connection closes
+            self._write(writer, 200, headers, None, close=True)
         return True
 
     def _event(self, message):
@@ -2400,11 +2434,13 @@ class HttpServer:
         entry = self.sessions.get(ids[0])
         if entry is None or not entry.legacy:
             raise _HttpError(404, "Session not found")
+        message = None
         try:
             message = decode(request.body)
             if type(message) is not list:
                 classify(message)
         except McpError as e:
+            entry.session.broken_reply(message)
             raise _HttpError(400, e.message, e.code) from None
         entry.session.dispatch(message)
         self._write(writer, 202, cors, b"")
@@ -3298,7 +3334,7 @@ class _Trace:
             if headers:
                 record["headers"] = headers
             if message is not None:
-                record["message"] = _shorten(message, None)
+                record["message"] = _shorten(message, limit=None)
             line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
         else:
             parts = [f"{t:9.3f}s {arrow} {channel:<6} {head}"]
@@ -3362,8 +3398,10 @@ def _shorten(value, limit=300, depth=0):
     if isinstance(value, dict):
         return {k: _shorten(v, limit, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        shown = value[:50] if limit else value
-        return [_shorten(v, limit, depth + 1) for v in shown] + ["..."] * (len(shown) < len(value))
+        shown = [_shorten(v, limit, depth + 1) for v in (value[:50] if limit else value)]
+        if len(shown) < len(value):
+            shown.append("...")
+        return shown
     return value
 
 ##############################################################################
@@ -3418,6 +3456,8 @@ def _serve(server, args, stdout=1):
         asyncio.get_running_loop().set_default_executor(pool)
         if args.port is None:
             code = await serve_stdio(server, stdout_fd=stdout, trace=trace)
+            if stdout != 1:
+                os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
             pool.shutdown(wait=False, cancel_futures=True)
             await asyncio.sleep(0.05)
             if any(t.name.startswith("mcp-tool") for t in threading.enumerate()):

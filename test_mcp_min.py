@@ -2939,6 +2939,23 @@ class SecondReviewHttpTest(HttpTestCase):
                 records = [json.loads(line) for line in f]
         self.assertTrue(any("..." in json.dumps(r.get("message")) for r in records))
 
+    async def test_a_broken_reply_over_http_fails_the_waiting_tool_at_once(self):
+        # Regression: the 400 went out but the tool waited REQUEST_TIMEOUT_S for its reply.
+        version = LATEST_PROTOCOL_VERSION
+        response = await self.client.post(rpc(0, "initialize", init_params(capabilities={"sampling": {}})))
+        sid = response.header("mcp-session-id")
+        self.assertEqual((await self.client.post(note("notifications/initialized"), sid, version)).status, 202)
+        reader, writer = await self.client.connect()
+        writer.write(self.client.build("POST", "/mcp", call(1, "ask_model", {"prompt": "Hi?"}),
+                                       {"Mcp-Session-Id": sid, "MCP-Protocol-Version": version}))
+        self.assertEqual((await read_head(reader)).status, 200)
+        request = json.loads((await read_event(reader))["data"])
+        self.assertEqual(request["method"], "sampling/createMessage")
+        broken = await self.client.post({"jsonrpc": "2.0", "id": request["id"]}, sid, version)
+        self.assertEqual(broken.status, 400)
+        result = json.loads((await read_event(reader, timeout=5))["data"])
+        self.assertEqual((result["id"], result["result"]["isError"]), (1, True))
+
     def test_host_is_checked_on_a_non_loopback_bind(self):
         # Regression: binding 0.0.0.0 turned the Host allowlist off (R3: fail closed).
         http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN)
@@ -3083,19 +3100,52 @@ class SecondReviewSessionTest(unittest.IsolatedAsyncioTestCase):
         def pair(p: tuple[int, str]) -> str:
             return repr(p)
 
+        class Count(typing.TypedDict):
+            n: int
+
+        @server.tool()
+        def counted(c: Count) -> str:
+            return repr(c["n"])
+
         wire = Wire(server)
         await wire.initialize()
         self.assertEqual(tool_text(await wire.request(call(1, "repeat", {"s": "ab", "n": 2.0}))), "abab")
         point = server.tools["where"].input_schema["properties"]["p"]
-        self.assertEqual((point["additionalProperties"], sorted(point["properties"])), (False, ["x", "y"]))
-        response = await wire.request(call(2, "where", {"p": {"x": 1, "y": 2, "z": 3}}))
-        self.assertTrue(response["result"]["isError"])
-        self.assertIn("p.z: unexpected property", tool_text(response))
-        self.assertEqual(tool_text(await wire.request(call(3, "where", {"p": {"x": 1}}))), "1,0")
+        self.assertEqual(point["required"], ["x"])
+        # Keys the constructor does not take (an extra one, an init=False field) are ignored.
+        self.assertEqual(tool_text(await wire.request(call(2, "where", {"p": {"x": 1, "y": 2, "z": 3}}))), "1,2")
+        self.assertEqual(tool_text(await wire.request(call(3, "where", {"p": {"x": 1, "norm": 2.5}}))), "1,0")
         response = await wire.request(call(4, "pair", {"p": ["a", 1]}))
         self.assertTrue(response["result"]["isError"])
         self.assertIn("p[0]: expected integer", tool_text(response))
         self.assertEqual(tool_text(await wire.request(call(5, "pair", {"p": [1, "a"]}))), "(1, 'a')")
+        self.assertEqual(tool_text(await wire.request(call(6, "counted", {"c": {"n": 2.0}}))), "2")
+
+    async def test_dataclasses_out_with_init_false_fields_and_in_with_initvars(self):
+        @dataclasses.dataclass
+        class Scaled:
+            x: int
+            scale: dataclasses.InitVar[int] = 1
+            norm: float = dataclasses.field(init=False, default=0.0)
+
+            def __post_init__(self, scale):
+                self.x *= scale
+
+        server = Server("s")
+
+        @server.tool()
+        def make(x: int) -> Scaled:
+            return Scaled(x)
+
+        @server.tool()
+        def scaled(p: Scaled) -> int:
+            return p.x
+
+        wire = Wire(server)
+        await wire.initialize()
+        result = (await wire.request(call(1, "make", {"x": 2})))["result"]
+        self.assertEqual(result["structuredContent"], {"x": 2, "norm": 0.0})
+        self.assertEqual(tool_text(await wire.request(call(2, "scaled", {"p": {"x": 2, "scale": 3}}))), "6")
 
     async def test_content_and_none_returns_declare_no_output_schema(self):
         server = Server("s")
@@ -3251,6 +3301,48 @@ class SecondReviewStdioTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((answers[2]["result"], answers[3]["result"]), ({}, {}))
             await self.finish(serving)
 
+    async def test_the_reader_thread_goes_on_when_a_cancel_empties_the_queue(self):
+        # Regression: the thread (Windows, stdin from a file) waited on a full queue that
+        # a cancel had emptied, and was never woken: nothing more was read, not even EOF.
+        loop = asyncio.get_running_loop()
+        add_reader = loop.add_reader
+
+        def no_polling_stdin(fd, *args):        # as on Windows: the server reads in a thread
+            if fd == self.to_server:
+                raise NotImplementedError
+            return add_reader(fd, *args)
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1), \
+                mock.patch.object(loop, "add_reader", no_polling_stdin):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "wait"))
+            self.assertEqual((await self.read())["id"], 0)
+            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+            self.write(call(2, "count"), note("notifications/cancelled", {"requestId": 2}))
+            await asyncio.sleep(0.2)
+            self.write(rpc(3, "ping"), note("notifications/cancelled", {"requestId": 1}))
+            self.assertEqual(await self.read(), {"jsonrpc": "2.0", "id": 3, "result": {}})
+            self.assertEqual(await self.finish(serving), [])
+        self.assertEqual((self.state.calls, self.state.cancelled), (0, True))
+
+    async def test_past_a_full_queue_new_requests_are_refused_not_queued_ones(self):
+        # Regression: a request read while the client owed us an answer could take the
+        # slot a queued request was about to get; the queued one was refused instead.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
+                       note("notifications/initialized"), call(1, "ask_model", {"prompt": "Hi?"}),
+                       call(2, "wait"), rpc(10, "ping"), rpc(11, "ping"))
+            self.assertEqual((await self.read())["id"], 0)
+            request = await self.read()
+            self.write(rpc(13, "ping"))
+            self.assertEqual((await self.read())["error"]["code"], INTERNAL_ERROR)
+            self.state.gate.set()
+            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
+            out = await self.finish(serving)
+        self.assertEqual(sorted(m["id"] for m in out), [1, 2, 10, 11])
+        self.assertTrue(all("result" in m for m in out))
+
     async def test_a_cancel_drops_a_request_still_queued(self):
         with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
             serving = self.serve()
@@ -3292,6 +3384,31 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
         self.assertIn(b"loading...", done.stderr)
+
+    def test_stdout_ends_with_serving_even_if_a_thread_lingers(self):
+        # Regression: main's own copy of stdout stayed open until the process exited.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "lingers.py")
+            with open(path, "w") as f:
+                f.write("import threading, time\nfrom mcp_min import Server\nserver = Server('x')\n"
+                        "threading.Thread(target=time.sleep, args=(30,)).start()\n")
+            proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", path], cwd=HERE,
+                                    env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                proc.stdin.write((json.dumps(rpc(0, "initialize", init_params())) + "\n").encode())
+                proc.stdin.close()
+                out = []
+                reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+                reader.start()
+                reader.join(TIMEOUT)
+                self.assertEqual(len(out), 1, "stdout still open after serving ended")
+                self.assertIsNone(proc.poll())      # the thread keeps the process alive meanwhile
+                self.assertEqual(json.loads(out[0])["id"], 0)
+            finally:
+                proc.kill()
+                proc.wait()
+                proc.stdout.close()
 
     def test_a_bare_trace_never_takes_the_target(self):
         # Regression: `serve --trace server.py` served the demo and appended the trace to server.py.
