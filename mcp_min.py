@@ -1549,8 +1549,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     # At most MAX_IN_FLIGHT requests run; later ones wait in `queued`, and reading
     # pauses once as many wait. Everything else -- a cancel, the client's answer
     # to a request of ours -- is never held behind them, and while a request of
-    # ours awaits its answer reading never pauses: past the queue, the session's
-    # own cap refuses requests instead.
+    # ours awaits its answer reading never pauses: requests read past the full
+    # queue then are refused (-32603) instead.
     lock = threading.Lock()             # the reader thread (if any) and the loop share these:
     free, queued, paused = [MAX_IN_FLIGHT], [], [False]
     wake = threading.Condition(lock)    # the thread waits here while the queue is full

@@ -3357,6 +3357,20 @@ class SecondReviewStdioTest(unittest.IsolatedAsyncioTestCase):
 
 
 class StdioExitTest(unittest.TestCase):
+    def serve_target(self, source, *options, lines=None):
+        """`serve [OPTIONS] TARGET` on `lines` (default: initialize); the run, and
+        TARGET's text afterwards."""
+        lines = lines or [rpc(0, "initialize", init_params())]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "target.py")
+            with open(path, "w") as f:
+                f.write(source)
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", *options, path],
+                                  input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+            with open(path) as f:
+                return done, f.read()
+
     def test_stdin_from_a_file_is_served_by_the_reader_thread(self):
         # A regular file cannot be polled: this exercises the thread that Windows uses too.
         with tempfile.TemporaryFile() as f:
@@ -3373,14 +3387,8 @@ class StdioExitTest(unittest.TestCase):
 
     def test_a_target_printing_while_it_loads_cannot_corrupt_stdout(self):
         # Regression: TARGET was imported before fd 1 was moved to stderr (SECURITY 67).
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "noisy.py")
-            with open(path, "w") as f:
-                f.write("import os\nfrom mcp_min import Server\nprint('loading...')\n"
-                        "os.write(1, b'raw\\n')\nserver = Server('noisy')\n")
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio", path],
-                                  input=(json.dumps(rpc(0, "initialize", init_params())) + "\n").encode(),
-                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+        done, _ = self.serve_target("import os\nfrom mcp_min import Server\nprint('loading...')\n"
+                                    "os.write(1, b'raw\\n')\nserver = Server('noisy')\n", "--stdio")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
         self.assertIn(b"loading...", done.stderr)
@@ -3412,34 +3420,21 @@ class StdioExitTest(unittest.TestCase):
 
     def test_a_bare_trace_never_takes_the_target(self):
         # Regression: `serve --trace server.py` served the demo and appended the trace to server.py.
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "named.py")
-            source = "from mcp_min import Server\nserver = Server('named-server')\n"
-            with open(path, "w") as f:
-                f.write(source)
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio", "--trace", path],
-                                  input=(json.dumps(rpc(0, "initialize", init_params())) + "\n").encode(),
-                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
-            with open(path) as f:
-                self.assertEqual(f.read(), source)
+        source = "from mcp_min import Server\nserver = Server('named-server')\n"
+        done, after = self.serve_target(source, "--stdio", "--trace")
+        self.assertEqual(after, source)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(json.loads(done.stdout)["result"]["serverInfo"]["name"], "named-server")
         self.assertIn(b"S->C", done.stderr)     # traced on stderr
 
     def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "stuck.py")
-            with open(path, "w") as f:
-                f.write("import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
-                        "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n")
-            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                     call(1, "stuck")]
-            started = time.monotonic()
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", path],
-                                  input="".join(json.dumps(m) + "\n" for m in lines).encode(),
-                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
-            self.assertEqual(done.returncode, 0)
-            self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
+        started = time.monotonic()
+        done, _ = self.serve_target(
+            "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
+            "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
+            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")])
+        self.assertEqual(done.returncode, 0)
+        self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
 
 
 ##############################################################################
