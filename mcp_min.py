@@ -1234,6 +1234,11 @@ class Session:
         finally:
             self._pending.pop(id_, None)
 
+    @property
+    def awaiting_reply(self):
+        """Whether a request we sent still waits for the client's answer."""
+        return bool(self._pending)
+
     def broken_reply(self, message):
         """Whether an invalid message has no "method", so may be a broken reply to a
         request of ours (its id is then ours, not the client's); its waiter fails now."""
@@ -1674,7 +1679,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
             finished.set()
             return
         receive(take(lines.feed(chunk)))
-        if len(queued) >= MAX_IN_FLIGHT and not session._pending:  # the client is far ahead
+        if len(queued) >= MAX_IN_FLIGHT and not session.awaiting_reply:  # the client is far ahead
             loop.remove_reader(stdin_fd)
             paused[0] = True
 
@@ -1690,7 +1695,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
             if not chunk:
                 break
             with wake:
-                while len(queued) >= MAX_IN_FLIGHT and not session._pending:
+                while len(queued) >= MAX_IN_FLIGHT and not session.awaiting_reply:
                     wake.wait()
         loop.call_soon_threadsafe(finished.set)
 
