@@ -1557,7 +1557,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     # ours awaits its answer reading never pauses: requests read past the full
     # queue then are refused (-32603) instead.
     lock = threading.Lock()             # the reader thread (if any) and the loop share these:
-    free, queued, paused = [MAX_IN_FLIGHT], [], [False]
+    free, queued, paused = MAX_IN_FLIGHT, [], False
     wake = threading.Condition(lock)    # the thread waits here while the queue is full
     REFUSED = object()                  # marks a request past a full queue
 
@@ -1600,6 +1600,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
 
     def take(lines):
         """Parse lines into (line, message, done) items to hand to `receive`."""
+        nonlocal free
         items = []
         # Reading with the queue full happens only while the client owes us an answer:
         # requests that come then are refused, never let past the queued ones.
@@ -1617,8 +1618,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                     items.append((line, message, REFUSED))
                     continue
                 with lock:
-                    if free[0] and not queued:
-                        free[0] -= 1
+                    if free and not queued:
+                        free -= 1
                         items.append((line, message, request_done))
                     else:
                         queued.append((line, message))
@@ -1627,18 +1628,20 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         return items
 
     def request_done():                 # on the loop: a request ended, its slot is free
+        nonlocal free
         with lock:
-            free[0] += 1
+            free += 1
             if not queued:
                 return
         # A queued one starts next turn, not now: one answered at once would recurse here.
         loop.call_soon(start_queued)
 
     def start_queued():
+        nonlocal free
         with lock:
-            if not (free[0] and queued):
+            if not (free and queued):
                 return
-            free[0] -= 1
+            free -= 1
             item = queued.pop(0)
         if len(queued) < MAX_IN_FLIGHT:
             resume()
@@ -1659,16 +1662,18 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         resume()        # the queue shrank: a waiting reader may go on
 
     def resume():
+        nonlocal paused
         with wake:
             wake.notify()
-        if paused[0]:
-            paused[0] = False
+        if paused:
+            paused = False
             loop.add_reader(stdin_fd, readable)
 
     lines = _Lines(lambda: send(_error(None, INVALID_REQUEST,
                                        f"Message too long (over {MAX_LINE_BYTES} bytes)"), None))
 
     def readable():                     # the loop's own reader (POSIX pipes, sockets, ttys)
+        nonlocal paused
         try:
             chunk = os.read(stdin_fd, 1 << 16)
         except OSError:
@@ -1681,7 +1686,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         receive(take(lines.feed(chunk)))
         if len(queued) >= MAX_IN_FLIGHT and not session.awaiting_reply:  # the client is far ahead
             loop.remove_reader(stdin_fd)
-            paused[0] = True
+            paused = True
 
     def reader():                       # a thread: Windows, or stdin redirected from a file
         while True:
