@@ -58,6 +58,7 @@ Streamable HTTP at /mcp), ``python mcp_min.py client URL tools/list``.
 
 import asyncio
 import base64
+import contextvars
 import enum
 import functools
 import json
@@ -2524,6 +2525,7 @@ class Client:
         self._progress = {}
         self._next_id = 0
         self._tasks = set()
+        self._gone = None       # why the connection ended, once it has
 
     # -- connecting ----------------------------------------------------------------
     async def __aenter__(self):
@@ -2551,6 +2553,7 @@ class Client:
             raise
 
     async def _connect(self):
+        self._gone = None
         target = self.target
         if isinstance(target, str) and target.startswith(("http://", "https://")):
             kinds = ["http", "sse"] if self.transport_kind == "auto" else [self.transport_kind]
@@ -2597,8 +2600,8 @@ class Client:
     async def request(self, method, params=None, timeout=None, on_progress=None):
         """Send a request; return its result or raise McpError. On timeout the
         server is sent notifications/cancelled."""
-        if self._transport is None:
-            raise McpError(CONNECTION_CLOSED, "Not connected")
+        if self._transport is None or self._gone:
+            raise McpError(CONNECTION_CLOSED, self._gone or "Not connected")
         self._next_id += 1
         id_ = self._next_id
         params = dict(params or {})
@@ -2609,15 +2612,18 @@ class Client:
         message = {"jsonrpc": "2.0", "id": id_, "method": method}
         if params:
             message["params"] = params
-        try:
+        async def exchange():       # sending counts against the timeout too
             await self._transport.send(message)
-            return await asyncio.wait_for(future, timeout or self.timeout)
+            return await future
+        try:
+            return await asyncio.wait_for(exchange(), timeout or self.timeout)
         except asyncio.TimeoutError:
-            if method != "initialize":   # initialize is never cancelled
-                await self._safe_notify("notifications/cancelled",
-                                        {"requestId": id_, "reason": "timeout"})
+            self._cancel(id_, method, "timeout")
             raise McpError(REQUEST_TIMEOUT, f"{method}: no answer within {timeout or self.timeout} s") \
                 from None
+        except asyncio.CancelledError:      # our caller gave up: so may the server
+            self._cancel(id_, method, "cancelled")
+            raise
         finally:
             self._pending.pop(id_, None)
             self._progress.pop(id_, None)
@@ -2626,13 +2632,21 @@ class Client:
         message = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        await self._transport.send(message)
+        await asyncio.wait_for(self._transport.send(message), self.timeout)
 
-    async def _safe_notify(self, method, params):
-        try:
-            await self.notify(method, params)
-        except Exception:
-            pass
+    def _cancel(self, id_, method, reason):
+        """Tell the server a request is abandoned, in the background: never wait on it."""
+        if method == "initialize" or self._transport is None:     # initialize is never cancelled
+            return
+
+        async def tell():
+            try:
+                await self.notify("notifications/cancelled", {"requestId": id_, "reason": reason})
+            except Exception:
+                pass
+        task = asyncio.get_running_loop().create_task(tell())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _received(self, message):
         """Every message from the server comes through here."""
@@ -2698,20 +2712,24 @@ class Client:
             future.set_exception(error)
 
     def _closed(self, reason):
-        """The connection is gone: every waiting request fails now, not later."""
+        """The connection is gone: every waiting request fails now, and later ones at once."""
+        self._gone = reason
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(McpError(CONNECTION_CLOSED, reason))
 
     # -- the protocol's methods --------------------------------------------------------
     async def _all(self, method, key, params=None):
-        items, cursor = [], None
+        items, cursor, seen = [], None, set()
         while True:
             page = await self.request(method, dict(params or {}, **({"cursor": cursor} if cursor else {})))
-            items += page.get(key, [])
+            items += page.get(key) or []
             cursor = page.get("nextCursor")
             if not cursor:
                 return items
+            if cursor in seen or type(cursor) is not str:     # a server going round in circles
+                raise McpError(INVALID_REQUEST, f"{method}: the server repeated a cursor")
+            seen.add(cursor)
 
     async def ping(self):
         return await self.request("ping")
@@ -2882,9 +2900,11 @@ class _HttpResponse:
     async def chunks(self):
         """The body, piece by piece, as framed by the headers."""
         reader = self.reader
+        if self.status in (204, 304):
+            return
         if "chunked" in self.headers.get("transfer-encoding", ""):
             while True:
-                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                size = _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
                 if size == 0:
                     await reader.readuntil(b"\r\n")
                     return
@@ -2896,7 +2916,7 @@ class _HttpResponse:
                     yield piece
                 await reader.readexactly(2)
         elif "content-length" in self.headers:
-            left = int(self.headers["content-length"])
+            left = _size(self.headers["content-length"], 10)
             while left:
                 data = await reader.read(min(left, 1 << 16))
                 if not data:
@@ -2909,14 +2929,29 @@ class _HttpResponse:
 
     async def body(self, limit=MAX_SSE_EVENT):
         data = b""
-        async for chunk in self.chunks():
-            data += chunk
-            if len(data) > limit:
-                raise McpError(INTERNAL_ERROR, "HTTP response too large")
+        try:
+            async for chunk in self.chunks():
+                data += chunk
+                if len(data) > limit:
+                    raise McpError(INTERNAL_ERROR, "HTTP response too large")
+        except BaseException:   # timed out, cancelled, cut short: the connection goes too
+            self.close()
+            raise
         return data
 
     def close(self):
         self.writer.close()
+
+
+_DIGITS = {10: frozenset("0123456789"), 16: frozenset("0123456789abcdefABCDEF")}
+
+
+def _size(text, base):
+    """A body or chunk size as sent: digits only (no sign, no spaces), or ValueError."""
+    digits = text.decode("latin-1") if isinstance(text, bytes) else text
+    if not digits or len(digits) > 12 or not set(digits) <= _DIGITS[base]:
+        raise ValueError(f"bad HTTP body size {digits[:20]!r}")
+    return int(digits, base)
 
 
 async def _http(url, method, headers, body=b"", trace=None):
@@ -2942,12 +2977,18 @@ async def _http(url, method, headers, body=b"", trace=None):
         lines.append(f"Content-Length: {len(body)}")
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
     try:
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT_S)
+        while True:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT_S)
+            status_line, *header_lines = head.decode("latin-1").split("\r\n")
+            version, _, rest = status_line.partition(" ")
+            if not (version.startswith("HTTP/1.") and rest[:3].isdigit()):
+                raise ConnectionError(f"not an HTTP response: {status_line[:40]!r}")
+            status = int(rest[:3])
+            if status >= 200:
+                break       # 1xx (100 Continue, 103 Early Hints) come before the real one
     except Exception:
         writer.close()
         raise
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    status = int(status_line.split(" ")[1])
     response_headers = {}
     for line in header_lines:
         if ":" in line:
@@ -2959,37 +3000,59 @@ async def _http(url, method, headers, body=b"", trace=None):
 
 
 class _SseParser:
-    """WHATWG server-sent events from bytes: yields dicts (event, data, id, retry)."""
+    """WHATWG server-sent events from bytes: yields dicts (event, data, id, retry).
+
+    Lines end in CRLF, LF or CR; a leading BOM is dropped; an event with no
+    data is not dispatched as one (its id and retry still come through).
+    """
 
     def __init__(self):
-        self.buffer = b""
-        self.event = {}
+        self.buffer, self.started, self.after_cr = b"", False, False
+        self.event, self.data, self.size = {}, [], 0
 
     def feed(self, data):
+        if self.after_cr and data.startswith(b"\n"):
+            data = data[1:]         # the LF of a CRLF split between two pieces
+        self.after_cr = data.endswith(b"\r")
         self.buffer += data
+        if not self.started:
+            if len(self.buffer) < 3 and _BOM.startswith(self.buffer):
+                return []           # perhaps the start of a byte order mark
+            self.started = True
+            if self.buffer.startswith(_BOM):
+                self.buffer = self.buffer[3:]
         if len(self.buffer) > MAX_SSE_EVENT:
             raise McpError(INTERNAL_ERROR, "SSE event too large")
+        *lines, self.buffer = _SSE_LINE_ENDS.split(self.buffer)
         events = []
-        while True:
-            end = self.buffer.find(b"\n")
-            if end < 0:
-                return events
-            line = self.buffer[:end].rstrip(b"\r").decode("utf-8", "replace")
-            self.buffer = self.buffer[end + 1:]
+        for raw in lines:
+            line = raw.decode("utf-8", "replace")
             if not line:
-                if self.event:
-                    self.event.setdefault("event", "message")
+                if self.data:
+                    self.event["event"] = self.event.get("event") or "message"
+                    self.event["data"] = "\n".join(self.data)
                     events.append(self.event)
-                self.event = {}
+                elif (kept := {k: v for k, v in self.event.items() if k in ("id", "retry")}):
+                    events.append(kept)     # no data, so no event: only its id and retry count
+                self.event, self.data, self.size = {}, [], 0
             elif not line.startswith(":"):
                 field, _, value = line.partition(":")
                 value = value[1:] if value.startswith(" ") else value
                 if field == "data":
-                    self.event["data"] = self.event["data"] + "\n" + value if "data" in self.event else value
-                    if len(self.event["data"]) > MAX_SSE_EVENT:
+                    self.data.append(value)
+                    self.size += len(value) + 1
+                    if self.size > MAX_SSE_EVENT:
                         raise McpError(INTERNAL_ERROR, "SSE event too large")
                 elif field in ("event", "id", "retry"):
                     self.event[field] = value
+        return events
+
+
+_SSE_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
+_BOM = b"\xef\xbb\xbf"
+
+
+_REINITIALIZING = contextvars.ContextVar("mcp_min_reinitializing", default=False)
 
 
 class _StreamableHttp:
@@ -3034,7 +3097,7 @@ class _StreamableHttp:
             self.client._fail(message["id"], e if isinstance(e, McpError)
                               else McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}"))
 
-    async def _post(self, message, is_request):
+    async def _post(self, message, is_request, again=True):
         headers = self._headers()
         headers["Content-Type"] = "application/json"
         sent_with = self.session_id
@@ -3044,19 +3107,21 @@ class _StreamableHttp:
             raise McpError(CONNECTION_CLOSED, f"cannot reach {self.url}: {e}") from None
         status = response.status
         if message.get("method") == "initialize":
-            # 2025-03-26: any 4xx; 2025-11-25: 400, 404, 405. Auth and size problems are real.
-            if 400 <= status < 500 and status not in (401, 403, 413):
+            # 2025-11-25 transports (the version we ask for): 400, 404 or 405 means "try
+            # legacy SSE"; anything else (auth, size, rate limits) is a real answer.
+            if status in (400, 404, 405):
                 response.close()
                 raise _Fallback
             self.session_id = response.headers.get("mcp-session-id")
-        if status == 404 and sent_with:
-            # transports: a 404 for our session means it is gone: start over, then resend.
-            # Several requests may hear it at once; one of them initializes again.
+        if status == 404 and sent_with and again and not _REINITIALIZING.get():
+            # transports: a 404 for our session means it is gone: start over, then resend,
+            # once. Several requests may hear it at once; one of them initializes again
+            # (a 404 while doing so is an error: waiting on ourselves would never end).
             response.close()
             async with self._reinitializing:
                 if self.session_id == sent_with:
                     await self._reinitialize()
-            return await self.send(message)
+            return await self._post(message, is_request, again=False)
         if status >= 400:
             body = await response.body(1 << 16)
             response.close()
@@ -3088,11 +3153,14 @@ class _StreamableHttp:
         self.session_id = None
         version, self.client.protocol_version = self.client.protocol_version, None
         log.info("session expired: initializing again")
+        inside = _REINITIALIZING.set(True)      # seen by the tasks it starts, too
         try:
             await self.client._initialize()
         except Exception:
             self.client.protocol_version = version
             raise
+        finally:
+            _REINITIALIZING.reset(inside)
 
     async def _events(self, response, request_id, retry=1.0):
         """Read an SSE response; if it ends before our answer came, resume it
@@ -3112,7 +3180,11 @@ class _StreamableHttp:
                         if self.client.trace:
                             self.client.trace.event("in", event["event"], event["data"])
                         if event["event"] == "message":
-                            message = decode(event["data"])
+                            try:
+                                message = decode(event["data"])
+                            except McpError:    # one bad event is skipped, not the stream
+                                log.warning("ignoring an SSE event that is not JSON")
+                                continue
                             answered |= type(message) is dict and message.get("id") == request_id \
                                 and "method" not in message
                             self.client._received(message)
@@ -3199,8 +3271,10 @@ class _LegacySse:
         try:
             async for chunk in response.chunks():
                 for event in parser.feed(chunk):
+                    if "data" not in event:
+                        continue
                     if trace:
-                        trace.event("in", event["event"], event.get("data"))
+                        trace.event("in", event["event"], event["data"])
                     if event["event"] == "endpoint" and not found.done():
                         endpoint = urljoin(self.url, event.get("data", ""))
                         a, b = urlsplit(endpoint), urlsplit(self.url)
@@ -3209,8 +3283,8 @@ class _LegacySse:
                                 CONNECTION_CLOSED, "the server named an endpoint on another origin"))
                             return
                         found.set_result(endpoint)
-                    elif event["event"] == "message" and event.get("data"):
-                        self.client._received(decode(event["data"]))
+                    elif event["event"] == "message":
+                        self._received(event["data"])
         except Exception:   # reset, malformed framing, oversized event: the stream is over
             pass
         finally:
@@ -3218,6 +3292,14 @@ class _LegacySse:
             if not found.done():
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
+
+    def _received(self, data):
+        try:
+            message = decode(data)
+        except McpError:    # one bad event is skipped, as a bad line on stdio is
+            log.warning("ignoring an SSE event that is not JSON")
+            return
+        self.client._received(message)
 
     async def send(self, message):
         headers = {"Content-Type": "application/json"}
@@ -3294,11 +3376,12 @@ def _client_main(args):
     except McpError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
         return 1
-    except (OSError, ValueError) as e:
-        print(f"mcp_min: {e}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
+        log.debug("client failed", exc_info=True)
+        print(f"mcp_min: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(result, indent=2, ensure_ascii=False))
     if isinstance(result, dict) and result.get("isError"):
         print("the tool reported an error", file=sys.stderr)

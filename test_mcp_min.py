@@ -3493,6 +3493,76 @@ def _slow_server_file(tmp):
     return path
 
 
+class ClientReviewTest(unittest.IsolatedAsyncioTestCase):
+    """The client against hostile servers: bugs the client review found."""
+
+    def test_sse_parsing_follows_whatwg(self):
+        def events(*pieces):
+            parser, out = mcp_min._SseParser(), []
+            for piece in pieces:
+                out += parser.feed(piece)
+            return out
+        self.assertEqual(events(b"event: endpoint\rdata: /m\r\r"), [{"event": "endpoint", "data": "/m"}])
+        self.assertEqual(events(b"\xef\xbb", b"\xbfdata: {}\n\n"), [{"event": "message", "data": "{}"}])
+        self.assertEqual(events(b"event:\ndata: 1\n\n"), [{"event": "message", "data": "1"}])
+        self.assertEqual(events(b"event: endpoint\n\nid: 5\nretry: 9\n\n"), [{"id": "5", "retry": "9"}])
+        self.assertEqual(events(b"data: a\r", b"\ndata: b\r\n\r", b"\n"), [{"event": "message", "data": "a\nb"}])
+
+    def test_body_sizes_are_digits_only(self):
+        for bad in ("-1", "+5", " 5", "", "1e3", "9" * 13):
+            with self.assertRaises(ValueError, msg=bad):
+                mcp_min._size(bad, 10)
+        self.assertEqual((mcp_min._size("42", 10), mcp_min._size(b"1F", 16)), (42, 31))
+        with self.assertRaises(ValueError):
+            mcp_min._size(b"-1", 16)
+
+    async def serve(self, answer):
+        """A hostile HTTP server: `answer(head, body)` gives the bytes to send for each request."""
+        async def handle(reader, writer):
+            try:
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = re.search(rb"Content-Length: (\d+)", head)
+                    body = await reader.readexactly(int(length.group(1))) if length else b""
+                    writer.write(answer(head, body))
+            except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+                writer.close()
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        self.addAsyncCleanup(server.wait_closed)
+        self.addCleanup(server.close)
+        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+
+    async def test_a_body_that_never_comes_is_bounded_by_the_timeout(self):
+        url = await self.serve(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                                  b"Content-Length: 500\r\n\r\n{")
+        with self.assertRaises(McpError) as caught:
+            await asyncio.wait_for(mcp_min.Client(url, timeout=0.5, transport="http").connect(), TIMEOUT)
+        self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
+
+    async def test_a_session_the_server_always_forgets_ends_in_an_error(self):
+        # Regression: the 404 to the re-initialization's own notice waited on itself forever.
+        def answer(head, body):
+            if b"Mcp-Session-Id" in head:
+                return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+            result = json.dumps(mcp_min._result(json.loads(body)["id"], {
+                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                "serverInfo": {"name": "forgetful", "version": "1"}})).encode()
+            return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s%d\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), len(result), result))
+        url = await self.serve(answer)
+        with self.assertRaises(McpError):
+            await asyncio.wait_for(mcp_min.Client(url, timeout=2, transport="http").connect(), TIMEOUT)
+
+    async def test_a_repeated_cursor_ends_the_listing(self):
+        client = mcp_min.Client("unused")
+
+        async def request(method, params=None, **_):
+            return {"tools": [{"name": "t"}], "nextCursor": "again"}
+        client.request = request
+        with self.assertRaisesRegex(McpError, "repeated a cursor"):
+            await asyncio.wait_for(client.list_tools(), TIMEOUT)
+
+
 class ClientTests(unittest.IsolatedAsyncioTestCase):
     """mcp_min.Client against mcp_min servers: pipes, sockets, both HTTP transports."""
 
