@@ -3048,6 +3048,16 @@ class _SseParser:
         return events
 
 
+def _sse_message(data):
+    """An SSE event's data as a message; None (logged) when it is not JSON: one bad
+    event is skipped, as a bad line on stdio is, never the whole stream."""
+    try:
+        return decode(data)
+    except McpError:
+        log.warning("ignoring an SSE event that is not JSON")
+        return None
+
+
 _SSE_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
 
@@ -3180,10 +3190,7 @@ class _StreamableHttp:
                         if self.client.trace:
                             self.client.trace.event("in", event["event"], event["data"])
                         if event["event"] == "message":
-                            try:
-                                message = decode(event["data"])
-                            except McpError:    # one bad event is skipped, not the stream
-                                log.warning("ignoring an SSE event that is not JSON")
+                            if (message := _sse_message(event["data"])) is None:
                                 continue
                             answered |= type(message) is dict and message.get("id") == request_id \
                                 and "method" not in message
@@ -3283,8 +3290,8 @@ class _LegacySse:
                                 CONNECTION_CLOSED, "the server named an endpoint on another origin"))
                             return
                         found.set_result(endpoint)
-                    elif event["event"] == "message":
-                        self._received(event["data"])
+                    elif event["event"] == "message" and (message := _sse_message(event["data"])) is not None:
+                        self.client._received(message)
         except Exception:   # reset, malformed framing, oversized event: the stream is over
             pass
         finally:
@@ -3292,14 +3299,6 @@ class _LegacySse:
             if not found.done():
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
-
-    def _received(self, data):
-        try:
-            message = decode(data)
-        except McpError:    # one bad event is skipped, as a bad line on stdio is
-            log.warning("ignoring an SSE event that is not JSON")
-            return
-        self.client._received(message)
 
     async def send(self, message):
         headers = {"Content-Type": "application/json"}
