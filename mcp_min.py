@@ -58,6 +58,7 @@ Streamable HTTP at /mcp), ``python mcp_min.py client URL tools/list``.
 
 import asyncio
 import base64
+import collections.abc as abc
 import contextvars
 import enum
 import functools
@@ -295,7 +296,11 @@ def _contents(uri, value, mime_type=None):
 
 
 def _schema(tp, depth=0):
-    """JSON Schema for a Python type hint (str, int, list[T], TypedDict ...)."""
+    """JSON Schema for a Python type hint (str, int, list[T], TypedDict, date ...).
+
+    A hint with no JSON form (a custom class, Callable) is a TypeError, so that a
+    mistake shows when the function is registered, not when a client calls it.
+    """
     if depth > 20:
         return {}
     origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -307,6 +312,10 @@ def _schema(tp, depth=0):
             elif isinstance(extra, dict):
                 schema.update(extra)
         return schema
+    if origin in _MARKERS:                          # NotRequired[T] in a TypedDict
+        return _schema(args[0], depth + 1)
+    if hasattr(tp, "__supertype__"):                # NewType("UserId", int)
+        return _schema(tp.__supertype__, depth + 1)
     simple = _SIMPLE_TYPES.get(type(None) if tp is None else tp)
     if simple:
         return {"type": simple}
@@ -321,8 +330,6 @@ def _schema(tp, depth=0):
     if origin is typing.Union or type(tp).__name__ == "UnionType":
         options = [_schema(a, depth + 1) for a in args]
         return {"anyOf": options}
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return _schema(typing.Literal[tuple(m.value for m in tp)], depth + 1)
     if origin in _ARRAYS or tp in _ARRAYS:
         schema = {"type": "array"}
         if origin is tuple and args and args[-1] is not Ellipsis:     # tuple[int, str]
@@ -331,12 +338,18 @@ def _schema(tp, depth=0):
         elif args:
             schema["items"] = _schema(args[0], depth + 1)
         return schema
-    if origin is dict or tp is dict:
+    if origin in _MAPPINGS or tp in _MAPPINGS:
         schema = {"type": "object"}
         if len(args) == 2 and args[1] is not typing.Any:
             schema["additionalProperties"] = _schema(args[1], depth + 1)
         return schema
-    if _is_dataclass(tp) and isinstance(tp, type):
+    if not isinstance(tp, type):
+        raise TypeError(f"unsupported type hint {tp!r}")
+    if issubclass(tp, enum.Enum):
+        return _schema(typing.Literal[tuple(m.value for m in tp)], depth + 1)
+    if (as_string := _string_type(tp)):
+        return dict(as_string[0])
+    if _is_dataclass(tp):
         import dataclasses
         hints = typing.get_type_hints(tp, include_extras=True)
         fields = dataclasses.fields(tp)
@@ -344,14 +357,49 @@ def _schema(tp, depth=0):
             {f.name: hints.get(f.name, typing.Any) for f in fields},
             {f.name for f in fields if f.init and f.default is dataclasses.MISSING
              and f.default_factory is dataclasses.MISSING}, depth, tp)
-    if isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
+    if issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
         hints = typing.get_type_hints(tp, include_extras=True)
         return _object_schema(hints, set(tp.__required_keys__), depth, tp)
-    return {}
+    raise TypeError(f"unsupported type hint {tp.__qualname__}")
 
 
 _SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
-_ARRAYS = (list, tuple, set, frozenset)
+# JSON arrays and objects, and the container each arrives as.
+_ARRAYS = {list: list, tuple: tuple, set: set, frozenset: frozenset, abc.Sequence: list,
+           abc.MutableSequence: list, abc.Iterable: list, abc.Collection: list,
+           abc.Set: frozenset, abc.MutableSet: set}
+_MAPPINGS = (dict, abc.Mapping, abc.MutableMapping)
+_MARKERS = tuple(filter(None, (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly"))))
+
+
+def _from_iso(tp, value):
+    # 3.10's fromisoformat takes no "Z"; RFC 3339 date-times (JSON Schema's format) often end in one.
+    return tp.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
+
+
+# Standard-library types that travel as JSON strings: (schema, from JSON given the hint's
+# class, to JSON). Keyed by name, so that none of their modules is imported for the table.
+_STRING_TYPES = {
+    "datetime.datetime": ({"type": "string", "format": "date-time"}, _from_iso, lambda v: v.isoformat()),
+    "datetime.date": ({"type": "string", "format": "date"}, _from_iso, lambda v: v.isoformat()),
+    "datetime.time": ({"type": "string", "format": "time"}, _from_iso, lambda v: v.isoformat()),
+    "uuid.UUID": ({"type": "string", "format": "uuid"}, lambda tp, v: tp(v), str),
+    "pathlib.PurePath": ({"type": "string", "format": "path"}, lambda tp, v: tp(v), str),
+    # A number or a string in (a float's shortest repr: 0.1 stays 0.1); a string out, exact.
+    "decimal.Decimal": ({"type": ["number", "string"]}, lambda tp, v: tp(str(v)), str),
+    "builtins.bytes": ({"type": "string", "contentEncoding": "base64"},
+                       lambda tp, v: tp(base64.b64decode(v, validate=True)), lambda v: _b64(v)),
+}
+_STRING_TYPES["builtins.bytearray"] = _STRING_TYPES["builtins.bytes"]
+
+
+def _string_type(cls):
+    """The _STRING_TYPES entry for a class or its nearest base (datetime before date)."""
+    for klass in cls.__mro__:
+        found = _STRING_TYPES.get(f"{klass.__module__.partition('.')[0]}.{klass.__qualname__}")
+        if found:
+            return found
+    return None
 
 
 def _object_schema(hints, required, depth, tp):
@@ -489,10 +537,12 @@ _BOUND_KEYS = frozenset(key for key, _, _ in _BOUNDS)
 
 
 def _convert(value, tp):
-    """Turn validated JSON into what a hint asks for (dataclass, Enum, tuple)."""
+    """Turn validated JSON into what a hint asks for (dataclass, Enum, tuple, date ...)."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Annotated:
+    if origin is typing.Annotated or origin in _MARKERS:
         return _convert(value, args[0])
+    if hasattr(tp, "__supertype__"):
+        return _convert(value, tp.__supertype__)
     if value is None:
         return None
     if origin is typing.Union or type(tp).__name__ == "UnionType":
@@ -500,13 +550,15 @@ def _convert(value, tp):
             if option is not type(None) and validate(value, _schema(option)) is None:
                 return _convert(value, option)
         return value
-    if isinstance(tp, type):
+    if origin is None and isinstance(tp, type):
         if issubclass(tp, enum.Enum):
             return tp(value)
         if tp is float and type(value) is int:
             return float(value)
         if tp is int and type(value) is float:
             return int(value)
+        if (as_string := _string_type(tp)):
+            return as_string[1](tp, value)
         if _is_dataclass(tp) and type(value) is dict:
             hints = typing.get_type_hints(tp)
             takes = _init_names(tp)     # others (extra keys, init=False fields) are ignored
@@ -519,9 +571,9 @@ def _convert(value, tp):
         if origin is tuple:
             items = args if Ellipsis not in args else (args[0],) * len(value)
             return tuple(_convert(v, t) for v, t in zip(value, items))
-        if origin in (list, set, frozenset):
-            return origin(_convert(v, args[0]) for v in value)
-    if type(value) is dict and origin is dict and len(args) == 2:
+        if origin in _ARRAYS:
+            return _ARRAYS[origin](_convert(v, args[0]) for v in value)
+    if type(value) is dict and origin in _MAPPINGS and len(args) == 2:
         return {k: _convert(v, args[1]) for k, v in value.items()}
     return value
 
@@ -543,7 +595,7 @@ _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _to_json(value):
-    """A tool's return value as plain JSON data (dataclasses, enums, tuples)."""
+    """A tool's return value as plain JSON data (dataclasses, enums, tuples, dates ...)."""
     if type(value) in _SCALARS:
         return value
     if type(value) is dict:
@@ -557,7 +609,8 @@ def _to_json(value):
         return {str(k): _to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_to_json(v) for v in value]
-    return value
+    as_string = _string_type(type(value))
+    return as_string[2](value) if as_string else value
 
 ##############################################################################
 # The server's registry: tools, resources, prompts
@@ -592,20 +645,31 @@ class _Handler:
                 self.params.append((p.name, hint, p.default))
         self.empty = inspect.Parameter.empty
         self.description = _first_paragraph(fn.__doc__)
+        self.schemas = {name: self.schema_of(name, hint) for name, hint, _ in self.params}
         # Validated JSON already is a str, int, bool, dict ...: only other hints convert.
-        self.names = frozenset(name for name, _, _ in self.params)
+        self.names = frozenset(self.schemas)
         self.converts = {name: hint for name, hint, _ in self.params if _strip(hint) not in _AS_IS}
+
+    def schema_of(self, name, hint):
+        """The schema of parameter `name` (or "return"): a bad hint is the author's TypeError."""
+        try:
+            return _schema(hint)
+        except TypeError as e:
+            what = "its return value" if name == "return" else f"parameter {name!r}"
+            raise TypeError(f"{getattr(self.fn, '__qualname__', self.fn)}(): {what}: {e}; use a "
+                            "JSON type (str, int, list[str], a TypedDict or dataclass ...), "
+                            "date/time, UUID, Decimal, Path, bytes, or typing.Any") from None
 
     def input_schema(self):
         props, required = {}, []
         for name, hint, default in self.params:
-            prop = _schema(hint)
+            prop = dict(self.schemas[name])
             if default is self.empty:
                 required.append(name)
             else:
                 try:
-                    json.dumps(default, allow_nan=False)
-                    prop["default"] = default if not isinstance(default, enum.Enum) else default.value
+                    json.dumps(default := _to_json(default), allow_nan=False)
+                    prop["default"] = default
                 except (TypeError, ValueError):
                     pass
             props[name] = prop
@@ -618,7 +682,7 @@ class _Handler:
 
     async def call(self, arguments, context):
         converts = self.converts
-        kwargs = {name: _convert(value, converts[name]) if name in converts else value
+        kwargs = {name: self.convert(name, value) if name in converts else value
                   for name, value in arguments.items()
                   if self.var_keyword or name in self.names}
         if self.context_param:
@@ -627,6 +691,15 @@ class _Handler:
             return await self.fn(**kwargs)
         # Sync code runs off the loop so a slow tool never stalls other requests.
         return await asyncio.to_thread(self.fn, **kwargs)
+
+    def convert(self, name, value):
+        hint = self.converts[name]
+        try:
+            return _convert(value, hint)
+        except (ValueError, TypeError, ArithmeticError) as e:     # "2024-13-01" for a date
+            why = f" ({str(e)[:200]})" if isinstance(e, ValueError) else ""
+            raise McpError(INVALID_PARAMS, f"Invalid arguments: {name}: not a valid "
+                                           f"{getattr(hint, '__qualname__', hint)}{why}") from None
 
 
 _AS_IS = (str, bool, dict, list, typing.Any)     # not int: 2.0 is a valid integer
@@ -659,7 +732,7 @@ class Tool(_Handler):
         self.wrap = False       # structured output must be an object: others go under "result"
         if output_schema is None and "return" in self.hints \
                 and _strip(returns) not in (str, typing.Any, type(None)) and not _mentions_content(returns):
-            output_schema = _schema(returns)
+            output_schema = self.schema_of("return", returns)
             if output_schema and output_schema.get("type") != "object":
                 output_schema = {"type": "object", "properties": {"result": output_schema},
                                  "required": ["result"]}
@@ -796,7 +869,7 @@ class Prompt(_Handler):
         arguments = []
         for pname, hint, default in self.params:
             argument = {"name": pname}
-            about = _schema(hint).get("description")
+            about = self.schemas[pname].get("description")
             if about:
                 argument["description"] = about
             argument["required"] = default is self.empty
@@ -834,9 +907,11 @@ class Server:
         self.sessions = set()    # live sessions, for change notifications
 
     # -- registration ---------------------------------------------------------
+    # Each decorator returns the function unchanged, so it can still be called (and tested).
     def tool(self, name=None, **options):
-        """Decorator: register a function as a tool (see `Tool` options)."""
-        return lambda fn: self.add_tool(fn, name, **options) or fn
+        """Decorator: register a function as a tool (see `Tool` options). ``@server.tool``
+        and ``@server.tool()`` are the same."""
+        return _decorator(name, lambda fn, name: self.add_tool(fn, name, **options))
 
     def add_tool(self, fn, name=None, **options):
         tool = Tool(fn, name, **options)
@@ -847,7 +922,9 @@ class Server:
 
     def resource(self, uri, **options):
         """Decorator: a resource at `uri`, or a template if it has {variables}."""
-        return lambda fn: self.add_resource(fn, uri, **options) or fn
+        if not isinstance(uri, str):
+            raise TypeError('@server.resource needs the URI first: @server.resource("notes://today")')
+        return _decorator(None, lambda fn, _: self.add_resource(fn, uri, **options))
 
     def add_resource(self, fn, uri, **options):
         return self._add("resources", uri, Resource(fn, uri, **options))
@@ -856,8 +933,9 @@ class Server:
         self._remove("resources", uri)
 
     def prompt(self, name=None, **options):
-        """Decorator: register a function returning messages as a prompt."""
-        return lambda fn: self.add_prompt(fn, name, **options) or fn
+        """Decorator: register a function returning messages as a prompt (``@server.prompt``
+        or ``@server.prompt()``)."""
+        return _decorator(name, lambda fn, name: self.add_prompt(fn, name, **options))
 
     def add_prompt(self, fn, name=None, **options):
         prompt = Prompt(fn, name, **options)
@@ -880,6 +958,10 @@ class Server:
         resource template (by its URI template). The function takes the
         partial value (and optionally the already-chosen arguments as a dict)
         and returns a list of strings."""
+        if not isinstance(ref, str) or not isinstance(argument, str):
+            raise TypeError('@server.completion needs a prompt name or URI template and an '
+                            'argument name: @server.completion("greet", "name")')
+
         def register(fn):
             kind = "ref/resource" if "://" in ref else "ref/prompt"
             self.completions[kind, ref, argument] = _Handler(fn)
@@ -919,6 +1001,14 @@ class Server:
         ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``)."""
         args = _serve_parser().parse_args(_bare_trace(sys.argv[1:] if argv is None else argv))
         return _serve(self, args)
+
+
+def _decorator(name, add):
+    def register(fn):
+        add(fn, None if fn is name else name)
+        return fn
+    # Bare @server.tool passes the function where the name would be.
+    return register(name) if callable(name) else register
 
 ##############################################################################
 # The session: one client's conversation, whatever carries it
@@ -1358,7 +1448,7 @@ async def _call_tool(session, params, ctx):
     name = _name(params)
     tool = session.server.tools.get(name)
     if tool is None:    # -32602, not -32601: tools/call itself exists
-        raise McpError(INVALID_PARAMS, "Unknown tool: call tools/list for the tools there are")
+        raise McpError(INVALID_PARAMS, f"Unknown tool {name[:100]!r}: call tools/list for the tools there are")
     arguments = _arguments_of(params)
     # 2025-11-25: bad argument values are a tool error the model can read and fix.
     if (problem := validate(arguments, tool.input_schema)):
@@ -1709,7 +1799,11 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         loop.add_reader(stdin_fd, readable)
     except (NotImplementedError, OSError, ValueError):  # proactor loop, or a regular file
         threading.Thread(target=reader, name="mcp-stdin", daemon=True).start()
-    await finished.wait()
+    try:
+        await finished.wait()
+    except asyncio.CancelledError:      # Ctrl-C: what runs is cancelled, quietly
+        session.close(cancel=True)
+        raise
     try:
         loop.remove_reader(stdin_fd)
     except (NotImplementedError, OSError, ValueError):
@@ -1768,7 +1862,7 @@ class _HttpError(Exception):
 
 
 class _Request:
-    __slots__ = ("method", "path", "query", "version", "headers", "body")
+    __slots__ = ("method", "path", "query", "version", "headers", "body", "traced")
 
     def header(self, name, default=""):
         return self.headers.get(name, default)
@@ -1810,6 +1904,7 @@ def _parse_head(head):
     request.version = parts[2]
     request.headers = headers
     request.body = b""
+    request.traced = False
     return request
 
 
@@ -2025,7 +2120,7 @@ class HttpServer:
     async def _connection(self, reader, writer):
         self.connections += 1
         deadline = self.writers[writer] = _Deadline()
-        cors, kept_alive = [], False
+        cors, kept_alive, request = [], False, None
         try:
             if self.connections > MAX_CONNECTIONS:
                 raise _HttpError(503, "Too many connections")
@@ -2052,14 +2147,16 @@ class HttpServer:
                     raise _HttpError(431 if b"\r\n" in start else 414, "Request head too large") from None
                 deadline.clear()
                 request = _parse_head(head)
-                if self.trace:
-                    self.trace.http_request(request)
+                if request.method != "POST":    # a POST is traced with its body
+                    self._trace(request)
                 cors = self._cors(request)
                 if not await self._route(request, reader, writer, cors) \
                         or request.header("connection").lower() == "close" or request.version == "HTTP/1.0":
                     return
                 await self._send(writer, b"")   # a client that reads no answers is cut off
         except _HttpError as e:
+            if request is not None:
+                self._trace(request)
             if not writer.is_closing():
                 e.headers = list(e.headers) + cors
                 self._write_error(writer, e, close=True, id_=e.id)
@@ -2078,6 +2175,11 @@ class HttpServer:
                 writer.close()
             except Exception:
                 writer.transport.abort()
+
+    def _trace(self, request):
+        if self.trace and not request.traced:
+            request.traced = True
+            self.trace.http_request(request)
 
     def _timeout(self, writer):
         """A request came too slowly: 408, and close (a pending read then ends at EOF)."""
@@ -2214,8 +2316,7 @@ class HttpServer:
         deadline.set(BODY_TIMEOUT, lambda: self._timeout(writer))
         request.body = await reader.readexactly(int(length))
         deadline.clear()
-        if self.trace:
-            self.trace.http_body(request.body)
+        self._trace(request)
 
     # -- Streamable HTTP (2025-03-26 and later) --------------------------------------
     def _accepts(self, request, sse_needed):
@@ -2337,6 +2438,8 @@ class HttpServer:
         deadline.clear()
         if sse:
             await self._send(writer, frame(b""))     # chunked: the last chunk
+            if self.trace:
+                self.trace.note("out", "(the SSE stream ends: every answer was sent)")
         elif responses:
             body = b"[" + b",".join(map(_encode_safely, responses)) + b"]" if batch \
                 else _encode_safely(responses[0])
@@ -2359,7 +2462,7 @@ class HttpServer:
         if data is None:
             return b""
         if self.trace:
-            self.trace.sse_event("message", message)
+            self.trace.event("out", {"event": "message", "data": message})
         return b"event: message\ndata: " + data + b"\n\n"
 
     async def _mcp_get(self, request, reader, writer, cors):
@@ -2370,7 +2473,7 @@ class HttpServer:
             raise _HttpError(409, "A stream is already open for this session")
         entry.standalone = _Stream()
         try:
-            await self._stream(reader, writer, entry.standalone, cors, [])
+            await self._stream(reader, writer, entry.standalone, cors, [], "(the GET /mcp stream closed)")
         finally:
             entry.standalone = None
             entry.last_active = _now()
@@ -2383,7 +2486,7 @@ class HttpServer:
         self._write(writer, 200, cors, b"")
         return True
 
-    async def _stream(self, reader, writer, stream, headers, first_events):
+    async def _stream(self, reader, writer, stream, headers, first_events, closed):
         """Hold a long-lived SSE response open until the client leaves."""
         self._write(writer, 200, headers + [("Content-Type", "text/event-stream"),
                                             ("Cache-Control", "no-cache, no-transform"),
@@ -2392,8 +2495,10 @@ class HttpServer:
         watcher = asyncio.ensure_future(reader.read(1))
         watcher.add_done_callback(lambda _: stream.close())
         try:
-            for event in first_events:
-                await self._send(writer, event)
+            for fields in first_events:
+                if self.trace:
+                    self.trace.event("out", fields)
+                await self._send(writer, "".join(f"{k}: {v}\n" for k, v in fields.items()).encode() + b"\n")
             deadline = self.writers[writer]
 
             def direct(message):
@@ -2416,6 +2521,8 @@ class HttpServer:
             stream.direct = None
             watcher.cancel()
             stream.close()
+            if self.trace:
+                self.trace.note("out", closed)
 
     # -- legacy HTTP+SSE (2024-11-05) --------------------------------------------
     async def _sse_get(self, request, reader, writer, cors):
@@ -2426,11 +2533,10 @@ class HttpServer:
         entry = self.sessions[sid] = _HttpSession(self.server, sid, True)
         entry.standalone = _Stream()
         # The endpoint is a fixed relative path, never built from the Host header.
-        endpoint = f"id: {sid}\nevent: endpoint\ndata: /messages?sessionId={sid}\n\n".encode()
-        if self.trace:
-            self.trace.sse_event("endpoint", f"/messages?sessionId={sid}")
+        endpoint = {"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"}
         try:
-            await self._stream(reader, writer, entry.standalone, cors, [endpoint])
+            await self._stream(reader, writer, entry.standalone, cors, [endpoint],
+                               "(the GET /sse stream closed: the session ends with it)")
         finally:    # the stream was the session: it ends with it
             self.sessions.pop(sid, None)
             entry.close(cancel=False)
@@ -2453,8 +2559,8 @@ class HttpServer:
         except McpError as e:
             entry.session.broken_reply(message)
             raise _HttpError(400, e.message, e.code) from None
+        self._write(writer, 202, cors, b"")     # first: the answer goes to the stream
         entry.session.dispatch(message)
-        self._write(writer, 202, cors, b"")
         return True
 
 
@@ -2470,7 +2576,7 @@ async def start_http(server, host="127.0.0.1", port=8080, **options):
 async def serve_http(server, host="127.0.0.1", port=8080, **options):
     """Serve `server` over HTTP until cancelled."""
     http = await start_http(server, host, port, **options)
-    log.warning("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)",
+    log.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)",
                 host, http.port)
     if not _is_loopback(host) and not options.get("allow_hosts"):
         log.warning("only Host: localhost is accepted; name the hosts clients use with --allow-host")
@@ -2827,9 +2933,15 @@ class _StdioClient:
         self._reader = None
 
     async def start(self):
-        self.process = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env=self.client.env)
+        if not self.argv:
+            raise ValueError("the command that starts the server is empty")
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                env=self.client.env)
+        except OSError as e:
+            raise McpError(CONNECTION_CLOSED, f"cannot start the server {self.argv[0]!r}: "
+                           f"{e.strerror} (a URL needs http:// or https://)") from None
         self._reader = asyncio.ensure_future(self._read())
 
     async def _read(self):
@@ -3182,13 +3294,13 @@ class _StreamableHttp:
             try:
                 async for chunk in response.chunks():
                     for event in parser.feed(chunk):
+                        if self.client.trace:
+                            self.client.trace.event("in", event)
                         last_id = event.get("id", last_id)
                         if event.get("retry", "").isdigit():
                             retry = int(event["retry"]) / 1000
                         if not event.get("data"):
                             continue    # priming event: no data
-                        if self.client.trace:
-                            self.client.trace.event("in", event["event"], event["data"])
                         if event["event"] == "message":
                             if (message := _sse_message(event["data"])) is None:
                                 continue
@@ -3199,6 +3311,8 @@ class _StreamableHttp:
                 pass
             finally:
                 response.close()
+                if self.client.trace:
+                    self.client.trace.note("in", "(the SSE stream closed)")
             if answered or self._closing:
                 return
             if last_id is not None:
@@ -3278,10 +3392,10 @@ class _LegacySse:
         try:
             async for chunk in response.chunks():
                 for event in parser.feed(chunk):
+                    if trace:
+                        trace.event("in", event)
                     if "data" not in event:
                         continue
-                    if trace:
-                        trace.event("in", event["event"], event["data"])
                     if event["event"] == "endpoint" and not found.done():
                         endpoint = urljoin(self.url, event.get("data", ""))
                         a, b = urlsplit(endpoint), urlsplit(self.url)
@@ -3296,6 +3410,8 @@ class _LegacySse:
             pass
         finally:
             response.close()
+            if trace:
+                trace.note("in", "(the SSE stream closed: the session ends with it)")
             if not found.done():
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
@@ -3326,11 +3442,17 @@ class _LegacySse:
 def _cli_arguments(words):
     """``k=v`` pairs (values parsed as JSON when they are JSON) or one JSON object."""
     if len(words) == 1 and words[0].lstrip().startswith("{"):
-        return json.loads(words[0])
+        try:
+            arguments = json.loads(words[0])
+        except ValueError as e:
+            raise ValueError(f"the JSON object is not valid JSON: {e}") from None
+        if type(arguments) is not dict:
+            raise ValueError("the JSON arguments must be one object: '{\"k\": 1}'")
+        return arguments
     arguments = {}
     for word in words:
         key, eq, value = word.partition("=")
-        if not eq:
+        if not eq or not key:
             raise ValueError(f"expected key=value, got {word!r}")
         try:
             arguments[key] = json.loads(value)
@@ -3339,39 +3461,65 @@ def _cli_arguments(words):
     return arguments
 
 
-async def _client_run(args):
+# What the CLI's methods need after METHOD, for a usage error before anything is sent.
+_CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]",
+              "resources/read": "URI", "resources/subscribe": "URI",
+              "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
+_CLI_LISTS = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
+              "resources/templates/list": "resourceTemplates"}
+
+
+def _client_usage(args):
+    """The request the CLI will send, checked first: (name, arguments, raw "k=v" texts)."""
+    target, method, words = args.target, args.method, args.args
+    if re.fullmatch(r"[\w.\-\[\]:]+:\d+(/\S*)?", target):        # 127.0.0.1:8080/mcp
+        raise ValueError(f"{target} is not a URL: write http://{target}")
+    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) and not target.startswith(("http://", "https://")):
+        raise ValueError(f"{target}: only http:// and https:// URLs (or a command that starts a stdio server)")
+    if method in _CLI_NEEDS and not words:
+        raise ValueError(f"{method} needs {_CLI_NEEDS[method]}: client TARGET {method} {_CLI_NEEDS[method]}")
+    if method in ("tools/call", "prompts/get"):
+        raw = dict(w.partition("=")[::2] for w in words[1:] if "=" in w and not w.startswith("{"))
+        return words[0], _cli_arguments(words[1:]), raw
+    if method in _CLI_NEEDS or method in _CLI_LISTS:
+        return (words[0] if words else None), None, None
+    return None, _cli_arguments(words) if words else None, None
+
+
+async def _client_run(args, name, arguments, raw):
     client = Client(args.target, token=args.token, timeout=args.timeout, trace=args.trace,
                     on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr))
-    method, words = args.method, list(args.args)
+    method = args.method
     async with client:
-        if method in ("tools/list", "resources/list", "resources/templates/list", "prompts/list"):
-            key = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
-                   "resources/templates/list": "resourceTemplates"}[method]
-            return {key: await client._all(method, key)}
-        if method in ("tools/call", "prompts/get") and words:
-            arguments = _cli_arguments(words[1:])
-            raw = dict(w.partition("=")[::2] for w in words[1:] if "=" in w and not w.startswith("{"))
-            if method == "prompts/get":     # prompt arguments are strings, as typed
-                return await client.get_prompt(words[0], {k: raw.get(k, str(v)) for k, v in arguments.items()})
-            tool = next((t for t in await client.list_tools() if t["name"] == words[0]), {}) \
-                if arguments else {}
-            props = tool.get("inputSchema", {}).get("properties", {})
-            for key in arguments:   # a value the schema says is a string stays one: zip=02134
-                if props.get(key, {}).get("type") == "string" and key in raw:
-                    arguments[key] = raw[key]
-            return await client.call_tool(words[0], arguments)
-        if method in ("resources/read", "resources/subscribe") and words:
-            return await client.request(method, {"uri": words[0]})
-        if method == "logging/setLevel" and words:
-            return await client.set_log_level(words[0])
-        return await client.request(method, _cli_arguments(words) if words else None)
+        if method in _CLI_LISTS:
+            return {_CLI_LISTS[method]: await client._all(method, _CLI_LISTS[method])}
+        if method == "prompts/get":     # prompt arguments are strings, as typed
+            return await client.get_prompt(name, {k: raw.get(k, str(v)) for k, v in arguments.items()})
+        if method == "tools/call":
+            if arguments:   # the CLI's own look at the schema, marked so in the trace
+                _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
+                tools = await client._all("tools/list", "tools")
+                _TRACE_WHY.set(None)
+                tool = next((t for t in tools if t["name"] == name), None)
+                if tool is None:
+                    raise McpError(INVALID_PARAMS, f"The server has no tool named {name!r}")
+                props = tool.get("inputSchema", {}).get("properties", {})
+                for key in arguments:   # a value the schema says is a string stays one: zip=02134
+                    if props.get(key, {}).get("type") == "string" and key in raw:
+                        arguments[key] = raw[key]
+            return await client.call_tool(name, arguments)
+        if method == "logging/setLevel":
+            return await client.set_log_level(name)
+        return await client.request(method, {"uri": name} if name else arguments)
 
 
-def _client_main(args):
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+def _client_main(args, name, arguments, raw):
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        result = asyncio.run(_client_run(args))
+        if isinstance(args.trace, str):     # a bad --trace=FILE is found before connecting
+            args.trace = _Trace(args.trace, side="client")
+        result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
         return 1
@@ -3379,7 +3527,7 @@ def _client_main(args):
         return 130
     except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
         log.debug("client failed", exc_info=True)
-        print(f"mcp_min: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"mcp_min: {_one_line(e)}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2, ensure_ascii=False))
     if isinstance(result, dict) and result.get("isError"):
@@ -3387,97 +3535,166 @@ def _client_main(args):
         return 1
     return 0
 
+
+def _one_line(e):
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+    return f"{type(e).__name__}: {e}"
+
 ##############################################################################
 # Seeing the wire: --trace
 ##############################################################################
 
 
 class _Trace:
-    """Every frame that enters or leaves, shaped like a packet capture.
+    """Every frame that enters or leaves, read like a packet capture.
 
-    On stderr: time, direction (C->S or S->C), channel, then the HTTP start
-    line and relevant headers, SSE fields, or the JSON message pretty-printed
-    and shortened. To a file: the same as JSON Lines.
+    One header line a frame: seconds since start, direction (C→S or S→C), what
+    carries it (stdin/stdout, an HTTP request or status line, an SSE event's
+    fields), and what the JSON-RPC message is: ``request #2 tools/call getUsers``,
+    ``response #2 (tools/call) ok``. The headers worth seeing and the JSON
+    follow, indented. To a file (``--trace=FILE``): the same as JSON Lines.
     """
 
     SHOWN_HEADERS = ("host", "origin", "accept", "content-type", "mcp-session-id",
                      "mcp-protocol-version", "last-event-id", "authorization", "location")
+    ASKED = 1024        # request ids remembered so that a response can name its method
 
     def __init__(self, target, side="server"):
-        import time
-        self.clock, self.start = time.monotonic, time.monotonic()
+        self.start = time.monotonic()
         self.side = side
         self.jsonl = target != "-"
         self.file = open(target, "a", encoding="utf-8") if self.jsonl else sys.stderr
         self.lock = threading.Lock()
+        self.asked = {}     # (arrow of the request, id) -> method
 
     def _arrow(self, direction):
         inbound = (direction == "in") == (self.side == "server")
-        return "C->S" if inbound else "S->C"
+        return "C→S" if inbound else "S→C"
 
-    def _emit(self, direction, channel, head, headers=None, message=None):
-        t = self.clock() - self.start
+    def _emit(self, direction, channel, head, headers=None, message=None, data=None):
         arrow = self._arrow(direction)
         if headers:
             headers = {k: ("Bearer ***" if k.lower() == "authorization" else v)
                        for k, v in headers.items() if k.lower() in self.SHOWN_HEADERS}
-        if self.jsonl:
-            record = {"t": round(t, 6), "dir": arrow, "channel": channel, "head": head}
-            if headers:
-                record["headers"] = headers
-            if message is not None:
-                record["message"] = _shorten(message, limit=None)
-            line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        else:
-            parts = [f"{t:9.3f}s {arrow} {channel:<6} {head}"]
-            parts += [f"{' ' * 22}{k}: {v}" for k, v in (headers or {}).items()]
-            if message is not None:
-                body = json.dumps(_shorten(message), indent=2, ensure_ascii=False, default=str)
-                parts += [" " * 22 + line for line in body.splitlines()]
-            line = "\n".join(parts) + "\n"
         with self.lock:
-            self.file.write(line)
+            t = time.monotonic() - self.start
+            record = {"t": round(t, 6), "dir": arrow, "channel": channel, "head": head}
+            if message is not None:
+                record.update(self._about(arrow, message))
+            if (why := _TRACE_WHY.get()) and record.get("kind") == "request":
+                record["why"] = why
+            if self.jsonl:
+                for key, value in (("headers", headers), ("data", data),
+                                   ("message", None if message is None else _shorten(message, None))):
+                    if value:
+                        record[key] = value
+                text = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+            else:
+                lines = [f"{t:8.3f}s {arrow} {head}" + (f"  {_summary(record)}" if "kind" in record else "")]
+                lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+                lines += [f"data: {line}" for line in (data or "").split("\n") if data is not None]
+                if message is not None:
+                    lines += json.dumps(_shorten(message), indent=2, ensure_ascii=False,
+                                        default=str).splitlines()
+                text = "\n".join(lines[:1] + [" " * 14 + line for line in lines[1:]]) + "\n"
+            self.file.write(text)
             self.file.flush()
 
+    def _about(self, arrow, message):
+        """What a message is, as record fields (kind, id, method, name, answers, outcome)."""
+        if type(message) is list:
+            return {"kind": "batch", "items": [self._about(arrow, m if type(m) is dict else None)
+                                               for m in message[:50]]}
+        if type(message) is not dict:
+            return {"kind": "not JSON-RPC"}
+        method, id_ = message.get("method"), message.get("id")
+        if type(method) is str:
+            about = {"kind": "notification" if "id" not in message else "request", "method": method}
+            params = message.get("params")
+            if "id" in message:
+                about["id"] = id_
+                if len(self.asked) >= self.ASKED:
+                    del self.asked[next(iter(self.asked))]
+                self.asked[arrow, repr(id_)] = method
+                if method in _NAMED and type(params) is dict:
+                    name = params.get("name", params.get("uri"))
+                    if type(name) is str:
+                        about["name"] = name[:80]
+            return about
+        about = {"kind": "response", "id": id_}
+        answers = self.asked.pop(("S→C" if arrow == "C→S" else "C→S", repr(id_)), None)
+        if answers:
+            about["answers"] = answers
+        error, result = message.get("error"), message.get("result")
+        about["outcome"] = f"error {error.get('code')}" if type(error) is dict else \
+            "ok, isError" if type(result) is dict and result.get("isError") is True else "ok"
+        return about
+
     def message(self, direction, channel, message):
-        self._emit(direction, channel, "", message=message)
+        self._emit(direction, channel, channel, message=message)
 
     def line(self, direction, channel, data):
         try:
-            self._emit(direction, channel, "", message=json.loads(data))
+            self._emit(direction, channel, channel, message=json.loads(data))
         except (ValueError, RecursionError):
-            self._emit(direction, channel, f"(not JSON) {bytes(data[:200])!r}")
+            self._emit(direction, channel, f"{channel} (not JSON)", data=repr(bytes(data[:200])))
 
     def http(self, direction, head, headers, body=None):
-        message = None
+        message = data = None
         if body:
             try:
                 message = json.loads(body)
             except (ValueError, RecursionError):
-                message = f"({len(body)} bytes, not JSON)"
-        self._emit(direction, "http", head, headers, message)
+                data = f"({len(body)} bytes, not JSON)"
+        if any(k.lower() == "content-type" and v.startswith("text/event-stream")
+               for k, v in (headers or {}).items()):
+            head += "  (an SSE stream opens)"
+        self._emit(direction, "http", head, headers, message, data)
 
-    def event(self, direction, event, data):
-        if isinstance(data, (str, bytes)):
+    def event(self, direction, fields):
+        """An SSE event as it is on the wire: its id, event and retry fields, then its data."""
+        head = " ".join(f"{k}: {fields[k]}" for k in ("id", "event", "retry") if k in fields)
+        data, message = fields.get("data"), None
+        if not isinstance(data, str):           # the server's own message, not yet encoded
+            message, data = data, None
+        elif data:
             try:
-                data = json.loads(data)
+                message, data = json.loads(data), None
             except (ValueError, RecursionError):
                 pass
-        self._emit(direction, "sse", f"event: {event}", message=data)
+        self._emit(direction, "sse", head or "(no fields)", message=message, data=data)
+
+    def note(self, direction, text):
+        self._emit(direction, "sse", text)
 
     # the server's side of HTTP
     def http_request(self, request):
         self.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
-                        f"{request.query}", request.headers)
-
-    def http_body(self, body):
-        self.http("in", "(body)", None, body)
+                        f"{request.query}", request.headers, request.body)
 
     def http_response(self, status, headers, body):
         self.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
 
-    def sse_event(self, event, data):
-        self.event("out", event, data)
+
+_NAMED = ("tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe")
+# Set around a request the CLI makes for itself, so that the trace says why it was sent.
+_TRACE_WHY = contextvars.ContextVar("mcp_min_trace_why", default=None)
+
+
+def _summary(about):
+    """A record's JSON-RPC fields as words: ``request #2 tools/call getUsers``."""
+    kind = about["kind"]
+    if kind == "batch":
+        return f"batch of {len(about['items'])}: " + "; ".join(_summary(a) for a in about["items"])
+    if kind == "response":
+        answers = f" ({about['answers']})" if "answers" in about else ""
+        return f"response #{about['id']}{answers} {about['outcome']}"
+    if kind == "request":
+        name = f" {about['name']}" if "name" in about else ""
+        why = f"  [{about['why']}]" if "why" in about else ""
+        return f"request #{about['id']} {about['method']}{name}{why}"
+    return f"{kind} {about.get('method', '')}".rstrip()
 
 
 def _shorten(value, limit=300, depth=0):
@@ -3503,9 +3720,14 @@ def _shorten(value, limit=300, depth=0):
 
 def _argument_parser(**options):
     import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):       # one line saying what is wrong, not the usage block
+            self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
     # Help 80 columns wide: asking the terminal its width imports shutil, 3 ms of every start.
-    return argparse.ArgumentParser(formatter_class=functools.partial(argparse.HelpFormatter, width=80),
-                                   **options)
+    return Parser(formatter_class=functools.partial(argparse.RawDescriptionHelpFormatter, width=80),
+                  **options)
 
 
 def _bare_trace(argv):
@@ -3513,33 +3735,82 @@ def _bare_trace(argv):
     return ["--trace=-" if word == "--trace" else word for word in argv]
 
 
+def _port(text):
+    if not (text.isdigit() and int(text) <= 65535):
+        import argparse
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0-65535; 0 picks a free one)")
+    return int(text)
+
+
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 1e9:
+        import argparse
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _common_options(p):
+    p.add_argument("--trace", metavar="FILE", help="show every message on stderr as a packet capture "
+                   "would; --trace=FILE appends them to FILE as JSON Lines")
+    p.add_argument("--log-level", default="INFO", type=str.upper, choices=_LOG_LEVELS, metavar="LEVEL",
+                   help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default INFO)")
+
+
+_SERVE_HELP = """\
+Serve MCP: the built-in user-store demo, or the Server found in TARGET.
+
+With --stdio (the default) a client starts this command and speaks JSON-RPC, one
+message a line, on its stdin and stdout. With --port it serves HTTP on
+127.0.0.1: Streamable HTTP at /mcp and the legacy HTTP+SSE transport at /sse.
+
+examples:
+  python3 mcp_min.py serve --stdio
+  python3 mcp_min.py serve --port 8080 --trace
+  python3 mcp_min.py serve path/to/server.py:app --port 0    (0: a free port)
+"""
+
+
 def _serve_parser():
-    p = _argument_parser(description="Serve MCP over stdio (default) or HTTP.")
-    p.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
-    p.add_argument("--port", type=int, help="serve HTTP on this port: /sse (legacy) and /mcp")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p = _argument_parser(description=_SERVE_HELP)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
+    where.add_argument("--port", type=_port, help="serve HTTP on this TCP port: /mcp and /sse")
+    p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
+                   help="the address to bind (default 127.0.0.1; another needs --token)")
     p.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
-                   help="require 'Authorization: Bearer TOKEN' (default: $MCP_TOKEN)")
+                   help="require 'Authorization: Bearer TOKEN' on HTTP (default: $MCP_TOKEN)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                   help="a browser origin allowed to call (repeatable; enables CORS for it)")
+                   help="a browser origin allowed to call, with CORS (repeatable)")
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                   help="an extra Host header value to accept (besides localhost)")
+                   help="a Host header to accept besides localhost (repeatable)")
     p.add_argument("--stateless", action="store_true",
                    help="Streamable HTTP without sessions: every POST stands alone")
     p.add_argument("--json-response", action="store_true",
                    help="Streamable HTTP: answer requests with JSON, never SSE")
     p.add_argument("--insecure", action="store_true",
-                   help="allow a non-loopback bind without --token")
-    p.add_argument("--trace", metavar="FILE", help="--trace shows every message on stderr; "
-                   "--trace=FILE writes them to FILE as JSON Lines")
-    p.add_argument("--log-level", default="WARNING", help="Python log level on stderr")
+                   help="allow a non-loopback --host without --token")
+    _common_options(p)
     return p
 
 
 def _serve(server, args, stdout=1):
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    trace = _Trace(args.trace) if args.trace else None
+    try:
+        trace = _Trace(args.trace) if args.trace else None
+    except OSError as e:
+        print(f"mcp_min: cannot write the trace to {args.trace}: {e.strerror}", file=sys.stderr)
+        return 2
+    if args.port is None and os.isatty(0):
+        print("mcp_min: serving MCP on stdin/stdout; type one JSON-RPC message a line, starting "
+              "with initialize (see the README); Ctrl-D ends", file=sys.stderr)
 
     async def main():
         from concurrent.futures import ThreadPoolExecutor
@@ -3547,15 +3818,19 @@ def _serve(server, args, stdout=1):
         pool = ThreadPoolExecutor(64, "mcp-tool")
         asyncio.get_running_loop().set_default_executor(pool)
         if args.port is None:
-            code = await serve_stdio(server, stdout_fd=stdout, trace=trace)
+            try:
+                code = await serve_stdio(server, stdout_fd=stdout, trace=trace)
+            except asyncio.CancelledError:      # Ctrl-C
+                code = 130
             if stdout != 1:
                 os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
             pool.shutdown(wait=False, cancel_futures=True)
             await asyncio.sleep(0.05)
             if any(t.name.startswith("mcp-tool") for t in threading.enumerate()):
-                # A sync tool still runs past the grace period: threads cannot be
-                # cancelled, and the client is gone, so leave without it.
-                log.warning("stdin closed; exiting with a tool still running")
+                # A sync tool still runs past the grace period (or Ctrl-C): threads cannot
+                # be cancelled, and the client is gone, so leave without it.
+                if code != 130:
+                    log.warning("stdin closed; exiting with a tool still running")
                 sys.stderr.flush()
                 os._exit(code)
             return code
@@ -3592,12 +3867,30 @@ def _load_server(target):
         module = importlib.import_module(spec)
     if name:
         server = getattr(module, name, None)
-    else:
-        found = [v for v in vars(module).values() if isinstance(v, Server)]
-        server = found[0] if len(found) == 1 else getattr(module, "server", None)
+        if server is None:
+            raise ValueError(f"{spec} has no {name!r}")
+        if not isinstance(server, Server):
+            raise ValueError(f"{target} is a {type(server).__name__}, not a Server")
+        return server
+    found = [v for v in vars(module).values() if isinstance(v, Server)]
+    server = found[0] if len(found) == 1 else getattr(module, "server", None)
     if not isinstance(server, Server):
-        raise ValueError(f"{target}: no Server found (name it with {spec}:NAME)")
+        raise ValueError(f"{target}: {'several Servers' if found else 'no Server'} found "
+                         f"(name one with {spec}:NAME)")
     return server
+
+
+def _load_error(e):
+    """Why a TARGET did not load, in one line: the error at the user's file and line."""
+    if isinstance(e, SyntaxError) and e.filename:
+        return f"{type(e).__name__} at {os.path.basename(e.filename)}:{e.lineno}: {e.msg}"
+    import traceback
+    stdlib = os.path.dirname(os.__file__)
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename != __file__
+              and not f.filename.startswith(("<frozen", stdlib))]
+    if not frames:      # our own word (no such file, no such name), or importlib's
+        return str(e) if type(e) is ValueError else f"{type(e).__name__}: {e}"
+    return f"{type(e).__name__} at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}: {e}"
 
 
 def demo_server():
@@ -3673,25 +3966,52 @@ def _looks_like_email(value):
                 and not any(c.isspace() or c == "@" for c in value.replace("@", "", 1)))
 
 
+_MAIN_HELP = """\
+MCP in one file: serve a Server over stdio or HTTP, or call one as a client.
+
+examples:
+  python3 mcp_min.py serve --stdio          the demo user store, for a client to start
+  python3 mcp_min.py serve --port 8080      the demo on http://127.0.0.1:8080/mcp and /sse
+  python3 mcp_min.py client http://127.0.0.1:8080/mcp tools/list
+"""
+
+_CLIENT_HELP = """\
+Call an MCP server once: connect, initialize, send METHOD, print the answer as
+JSON, disconnect. TARGET is an http:// or https:// URL (Streamable HTTP, falling
+back to legacy SSE), or a quoted command that starts a stdio server.
+
+ARGS: tools/call NAME k=v ... -- a value is JSON when it parses as JSON (n=3,
+ok=true, tags='["a","b"]'), else text (name=Ada), and text as typed where the
+tool's schema says string (zip=02134); or one JSON object. prompts/get NAME k=v
+sends text. resources/read URI. logging/setLevel LEVEL.
+
+examples:
+  python3 mcp_min.py client http://127.0.0.1:8080/mcp tools/list
+  python3 mcp_min.py client "python3 mcp_min.py serve" tools/call getUser name=John
+  python3 mcp_min.py client http://127.0.0.1:8080/sse resources/read users://John --trace
+"""
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    p = _argument_parser(prog="mcp_min", description="MCP in one file.")
+    p = _argument_parser(prog="mcp_min", description=_MAIN_HELP)
     p.add_argument("--version", action="version", version=f"mcp_min {__version__}")
-    commands = p.add_subparsers(dest="command", required=True)
+    commands = p.add_subparsers(dest="command", required=True, metavar="{serve,client}")
     serve = commands.add_parser("serve", parents=[_serve_parser()], add_help=False,
-                                formatter_class=p.formatter_class,
+                                formatter_class=p.formatter_class, description=_SERVE_HELP,
                                 help="serve a Server (default: the user-store demo)")
     serve.add_argument("target", nargs="?", metavar="TARGET",
                        help="path/to/file.py[:name] or package.module[:name]")
-    client = commands.add_parser("client", formatter_class=p.formatter_class,
+    client = commands.add_parser("client", formatter_class=p.formatter_class, description=_CLIENT_HELP,
                                  help="call a server: TARGET METHOD [ARGS...]")
     client.add_argument("target", help="an http(s):// URL, or a quoted command that starts a stdio server")
-    client.add_argument("method", help="tools/list, tools/call NAME, resources/read URI, ping ...")
-    client.add_argument("args", nargs="*", help="NAME, URI, key=value pairs or one JSON object")
-    client.add_argument("--token", default=os.environ.get("MCP_TOKEN"), help="bearer token for HTTP")
-    client.add_argument("--timeout", type=float, default=REQUEST_TIMEOUT_S)
-    client.add_argument("--trace", metavar="FILE", help="--trace or --trace=FILE, as for serve")
-    client.add_argument("--log-level", default="WARNING")
+    client.add_argument("method", metavar="METHOD", help="tools/list, tools/call, resources/read, prompts/get, ping ...")
+    client.add_argument("args", nargs="*", default=[], metavar="ARGS", help="NAME, URI, k=v pairs or one JSON object")
+    client.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
+                        help="bearer token for HTTP (default: $MCP_TOKEN)")
+    client.add_argument("--timeout", type=_seconds, default=REQUEST_TIMEOUT_S, metavar="SECONDS",
+                        help=f"how long to wait for each answer (default {REQUEST_TIMEOUT_S:g})")
+    _common_options(client)
     args = p.parse_args(_bare_trace(argv))
     if args.command == "serve":
         # stdio: stdout is the protocol's from here on, before TARGET's imports can print.
@@ -3699,10 +4019,14 @@ def main(argv=None):
         try:
             server = _load_server(args.target) if args.target else demo_server()
         except Exception as e:
-            print(f"mcp_min: cannot load {args.target}: {e}", file=sys.stderr)
+            print(f"mcp_min: cannot load {args.target}: {_load_error(e)}", file=sys.stderr)
             return 2
         return _serve(server, args, stdout)
-    return _client_main(args)
+    try:
+        request = _client_usage(args)
+    except ValueError as e:
+        client.error(str(e))
+    return _client_main(args, *request)
 
 
 if __name__ == "__main__":

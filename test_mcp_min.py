@@ -241,7 +241,7 @@ class ModuleTest(unittest.TestCase):
 
     def test_readme_transcript_is_what_the_demo_says(self):
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
-            block = f.read().split("$ python mcp_min.py serve --stdio\n", 1)[1].split("```", 1)[0]
+            block = f.read().split("$ python3 mcp_min.py serve --stdio\n", 1)[1].split("```", 1)[0]
         lines = block.strip().splitlines()
         sent = [line for line in lines if '"method"' in line]
         shown = [line for line in lines if '"method"' not in line]
@@ -457,6 +457,116 @@ class SchemaTest(unittest.TestCase):
         schema = self.schema(f)
         self.assertEqual(list(schema["properties"]), ["x"])
         self.assertNotIn("additionalProperties", schema)
+
+
+class HintTest(unittest.TestCase):
+    """Standard-library hints pydantic users expect, and hints refused at registration."""
+
+    def test_standard_library_hints_have_json_forms(self):
+        import datetime, decimal, pathlib, uuid
+
+        def f(d: datetime.date, dt: datetime.datetime, t: datetime.time, u: uuid.UUID,
+              n: decimal.Decimal, p: pathlib.Path, b: bytes, when: datetime.date = datetime.date(2024, 1, 2)):
+            pass
+        props = mcp_min.Tool(f).input_schema["properties"]
+        self.assertEqual(props["d"], {"type": "string", "format": "date"})
+        self.assertEqual(props["dt"], {"type": "string", "format": "date-time"})
+        self.assertEqual(props["t"], {"type": "string", "format": "time"})
+        self.assertEqual(props["u"], {"type": "string", "format": "uuid"})
+        self.assertEqual(props["n"], {"type": ["number", "string"]})
+        self.assertEqual(props["p"], {"type": "string", "format": "path"})
+        self.assertEqual(props["b"], {"type": "string", "contentEncoding": "base64"})
+        self.assertEqual(props["when"]["default"], "2024-01-02")    # a default as JSON
+
+    def test_containers_from_collections_abc_and_typing_markers(self):
+        import collections.abc
+        self.assertEqual(SchemaTest().prop(collections.abc.Sequence[int]),
+                         {"type": "array", "items": {"type": "integer"}})
+        self.assertEqual(SchemaTest().prop(collections.abc.Mapping[str, bool]),
+                         {"type": "object", "additionalProperties": {"type": "boolean"}})
+        self.assertEqual(SchemaTest().prop(typing.NewType("UserId", int)), {"type": "integer"})
+
+    def test_an_unsupported_hint_is_refused_at_registration(self):
+        class Widget:
+            pass
+        server = Server("s")
+        for hint in (Widget, typing.Callable[[int], str], list[Widget], dict[str, Widget],
+                     typing.Optional[Widget], typing.TypeVar("T")):
+            ns = {"T": hint}
+            exec("def make(thing: T): pass", ns)
+            with self.subTest(hint=hint), self.assertRaises(TypeError) as raised:
+                server.tool()(ns["make"])
+            self.assertIn("make()", str(raised.exception))          # the function,
+            self.assertIn("parameter 'thing'", str(raised.exception))   # the parameter,
+            self.assertRegex(str(raised.exception), r"Widget|Callable|~T")  # and the hint
+        self.assertEqual(server.tools, {})
+
+        def widget() -> Widget:
+            pass
+        with self.assertRaisesRegex(TypeError, r"widget\(\): its return value: .*Widget"):
+            server.tool()(widget)
+        with self.assertRaisesRegex(TypeError, "parameter 'w'"):
+            server.prompt()(_with_hint(Widget))
+
+    def test_any_and_no_hint_take_any_json_value(self):
+        def f(a: typing.Any, b, c: object):
+            pass
+        self.assertEqual(mcp_min.Tool(f).input_schema["properties"], {"a": {}, "b": {}, "c": {}})
+
+
+def _with_hint(hint):
+    def f(w):
+        pass
+    f.__annotations__ = {"w": hint}
+    return f
+
+
+class DecoratorTest(unittest.TestCase):
+    def test_decorators_return_the_function(self):
+        server = Server("s")
+
+        @server.tool()
+        def forecast(city: str) -> str:
+            return f"{city}: sunny"
+
+        @server.resource("notes://{day}")
+        def notes(day: str) -> str:
+            return day
+
+        @server.prompt()
+        def review(code: str) -> str:
+            return code
+
+        @server.completion("review", "code")
+        def snippets(prefix: str) -> list:
+            return [prefix]
+        self.assertEqual(forecast("Paris"), "Paris: sunny")     # a plain function still
+        self.assertEqual((notes("mon"), review("x"), snippets("d")), ("mon", "x", ["d"]))
+        self.assertIs(server.tools["forecast"].fn, forecast)
+        self.assertIs(server.resources["notes://{day}"].fn, notes)
+
+    def test_bare_tool_and_prompt_decorators_register(self):
+        server = Server("s")
+
+        @server.tool
+        def ping_me() -> str:
+            return "pong"
+
+        @server.prompt
+        def hello(name: str) -> str:
+            return f"Hello {name}"
+        self.assertEqual(ping_me(), "pong")
+        self.assertEqual(hello("Ada"), "Hello Ada")
+        self.assertEqual(list(server.tools), ["ping_me"])
+        self.assertEqual(list(server.prompts), ["hello"])
+
+    def test_a_bare_resource_decorator_says_how_to_write_it(self):
+        server = Server("s")
+        with self.assertRaisesRegex(TypeError, r'@server.resource\("notes://today"\)'):
+            @server.resource
+            def today() -> str:
+                return ""
+        self.assertEqual(server.resources, {})
 
 
 class ConvertTest(unittest.IsolatedAsyncioTestCase):
@@ -954,6 +1064,40 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(tools["add"]["description"], "Add two integers.")
         self.assertEqual(tools["add"]["inputSchema"]["required"], ["a", "b"])
         self.assertNotIn("ctx", tools["steps"]["inputSchema"]["properties"])
+
+    async def test_standard_library_hints_round_trip(self):
+        import datetime, decimal, pathlib, uuid
+        server, seen = Server("hints"), {}
+
+        @server.tool()
+        def echo(d: datetime.date, dt: datetime.datetime, t: datetime.time, u: uuid.UUID,
+                 n: decimal.Decimal, p: pathlib.Path, b: bytes, days: list[datetime.date]) -> dict:
+            seen.update(d=d, dt=dt, t=t, u=u, n=n, p=p, b=b, days=days)
+            return {"d": d, "dt": dt, "t": t, "u": u, "n": n, "p": p, "b": b, "days": days}
+
+        @server.tool()
+        def tomorrow(d: datetime.date) -> datetime.date:
+            return d + datetime.timedelta(days=1)
+        wire = Wire(server)
+        await wire.initialize()
+        sent = {"d": "2024-02-29", "dt": "2024-02-29T10:30:00Z", "t": "10:30:00", "n": 0.1,
+                "u": "12345678-1234-5678-1234-567812345678", "p": "/tmp/x.txt", "b": "AAEC/w==",
+                "days": ["2024-01-01"]}
+        result = (await wire.request(call(1, "echo", sent)))["result"]
+        self.assertNotIn("isError", result, result)
+        self.assertEqual(seen, {
+            "d": datetime.date(2024, 2, 29), "t": datetime.time(10, 30),
+            "dt": datetime.datetime(2024, 2, 29, 10, 30, tzinfo=datetime.timezone.utc),
+            "u": uuid.UUID("12345678-1234-5678-1234-567812345678"), "n": decimal.Decimal("0.1"),
+            "p": pathlib.Path("/tmp/x.txt"), "b": b"\x00\x01\x02\xff", "days": [datetime.date(2024, 1, 1)]})
+        self.assertEqual(result["structuredContent"], dict(sent, dt="2024-02-29T10:30:00+00:00", n="0.1"))
+        result = (await wire.request(call(2, "tomorrow", {"d": "2024-02-29"})))["result"]
+        self.assertEqual(result["structuredContent"], {"result": "2024-03-01"})
+        for i, (name, bad) in enumerate((("d", "2024-13-01"), ("u", "not-a-uuid"), ("n", "lots"),
+                                         ("b", "not base64!"), ("days", ["yesterday"]))):
+            result = (await wire.request(call(10 + i, "echo", dict(sent, **{name: bad}))))["result"]
+            self.assertTrue(result.get("isError"), result)
+            self.assertIn(f"Invalid arguments: {name}: not a valid", result["content"][0]["text"])
 
     async def test_pagination(self):
         server = Server("many")
@@ -3425,7 +3569,7 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual(after, source)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(json.loads(done.stdout)["result"]["serverInfo"]["name"], "named-server")
-        self.assertIn(b"S->C", done.stderr)     # traced on stderr
+        self.assertIn("S→C".encode(), done.stderr)     # traced on stderr
 
     def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
         started = time.monotonic()
@@ -3717,6 +3861,12 @@ class _Lines:
         pass
 
 
+def trace_headers(stderr):
+    """The header lines of a --trace on stderr, without their times."""
+    return [line.split("s ", 1)[1] for line in stderr.splitlines()
+            if re.match(r" *\d+\.\d{3}s [CS]→[CS] ", line)]
+
+
 class ClientCliTests(unittest.TestCase):
     """`python mcp_min.py client TARGET METHOD ARGS` as a user types it."""
 
@@ -3741,22 +3891,37 @@ class ClientCliTests(unittest.TestCase):
         server = f"{sys.executable} {MCP_MIN} serve --stdio"
         done = self.run_cli(server, "ping", "--trace")
         self.assertEqual(done.returncode, 0, done.stderr)
-        lines = [l for l in done.stderr.splitlines() if "->" in l]
-        shape = [(l.split()[1], l.split()[2]) for l in lines]
-        self.assertEqual(shape, [("C->S", "stdin"), ("S->C", "stdout"), ("C->S", "stdin"),
-                                 ("C->S", "stdin"), ("S->C", "stdout")])
-        self.assertIn('"method": "initialize"', done.stderr)
+        self.assertEqual(trace_headers(done.stderr), [
+            "C→S stdin  request #1 initialize", "S→C stdout  response #1 (initialize) ok",
+            "C→S stdin  notification notifications/initialized",
+            "C→S stdin  request #2 ping", "S→C stdout  response #2 (ping) ok"])
+        self.assertIn('"method": "initialize"', done.stderr)     # the JSON follows, indented
+
+    def test_trace_marks_the_clis_own_requests(self):
+        server = f"{sys.executable} {MCP_MIN} serve --stdio"
+        done = self.run_cli(server, "tools/call", "getUser", "name=John", "--trace")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        headers = trace_headers(done.stderr)
+        self.assertIn("C→S stdin  request #2 tools/list  [the CLI's own: it reads the tool's schema "
+                      "to type k=v]", headers)
+        self.assertIn("C→S stdin  request #3 tools/call getUser", headers)
+        self.assertIn("S→C stdout  response #3 (tools/call) ok", headers)
 
     def test_trace_file_is_json_lines(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trace.jsonl")
-            done = self.run_cli(f"{sys.executable} {MCP_MIN} serve", "tools/list", f"--trace={path}")
-            self.assertEqual(done.returncode, 0, done.stderr)
-            with open(path) as f:
+            done = self.run_cli(f"{sys.executable} {MCP_MIN} serve", "tools/call", "nope",
+                                f"--trace={path}")
+            self.assertEqual(done.returncode, 1, done.stderr)
+            with open(path, encoding="utf-8") as f:
                 records = [json.loads(line) for line in f]
         self.assertEqual(records[0]["message"]["method"], "initialize")
-        self.assertEqual({r["dir"] for r in records}, {"C->S", "S->C"})
-        self.assertTrue(all(set(r) >= {"t", "dir", "channel"} for r in records))
+        self.assertEqual({r["dir"] for r in records}, {"C→S", "S→C"})
+        self.assertTrue(all(set(r) >= {"t", "dir", "channel", "head", "kind"} for r in records))
+        self.assertEqual({k: records[-2][k] for k in ("kind", "id", "method", "name")},
+                         {"kind": "request", "id": 2, "method": "tools/call", "name": "nope"})
+        self.assertEqual({k: records[-1][k] for k in ("kind", "id", "answers", "outcome")},
+                         {"kind": "response", "id": 2, "answers": "tools/call", "outcome": "error -32602"})
 
     def test_command_runs_without_a_shell(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -2,11 +2,11 @@
 
 Users live in a SQLite database, so they survive restarts.
 
-    python examples/user_store.py                 # stdio (for VS Code, Claude Desktop)
-    python examples/user_store.py --port 8080     # HTTP: /mcp and legacy /sse
-    python examples/user_store.py --db users.db   # default: $USER_STORE_DB, else users.db
-                                                  # next to this file
-    python mcp_min.py serve examples/user_store.py   # the same, as a TARGET
+    python3 examples/user_store.py                 # stdio (for VS Code, Claude Desktop)
+    python3 examples/user_store.py --port 8080     # HTTP: /mcp and legacy /sse
+    python3 examples/user_store.py --db users.db   # default: $USER_STORE_DB, else users.db
+                                                   # next to this file
+    python3 mcp_min.py serve examples/user_store.py   # the same, as a TARGET
 """
 import argparse
 import os
@@ -100,8 +100,15 @@ def deleteUser(name: str) -> str:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--db", default=DEFAULT_DB)
+    parser = argparse.ArgumentParser(
+        usage="%(prog)s [--db PATH] [serve's options: --stdio, --port PORT, --trace ...]",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False)
+    parser.add_argument("--db", metavar="PATH", default=DEFAULT_DB,
+                        help="the SQLite file the users live in (default: $USER_STORE_DB, else users.db "
+                             "next to this file; here %(default)s)")
     options, rest = parser.parse_known_args()
+    if "-h" in rest or "--help" in rest:
+        parser.print_help()
+        print("\nEvery other option is serve's, as server.run() reads them:\n")
     DEFAULT_DB = options.db
-    sys.exit(server.run(rest))
+    sys.exit(server.run(rest))     # --help: serve's options, then exit

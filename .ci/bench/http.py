@@ -1,10 +1,12 @@
 """HTTP side by side: mcp_min (/mcp and /sse), the stdlib floor, the official SDK.
 
     python3 .ci/bench/http.py [ROUNDS] [comma-separated target names]
+Needs the harness (../shared/bench, or MCP_BENCH=DIR) and, for the "sdk" targets, the SDK in
+.peers/ (see .ci/interop/README.md).
 """
-import json, os, subprocess, sys, statistics
+import json, os, subprocess, sys, statistics, tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-B = os.environ.get("MCP_BENCH", os.path.join(ROOT, "..", "shared", "bench"))
+B = os.path.abspath(os.environ.get("MCP_BENCH", os.path.join(ROOT, "..", "shared", "bench")))
 # (name, transport flag, url path, spawn command)
 targets = [
   ("mcp_min http", "--http", "/mcp", "python3 -m mcp_min serve --port {p}"),
@@ -14,31 +16,57 @@ targets = [
   ("sdk http", "--http", "/mcp", f".peers/bin/python {B}/peers/sdk_server.py http --port {{p}}"),
   ("sdk sse", "--sse", "/sse", f".peers/bin/python {B}/peers/sdk_server.py sse --port {{p}}"),
 ]
-only = sys.argv[2].split(",") if len(sys.argv) > 2 else None
+
+
+def fail(why):
+    print(f"http.py: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
+def bench(name, flag, url, cmd):
+    """One harness run: its JSON line, or None after saying why there is none."""
+    with tempfile.NamedTemporaryFile("r", suffix=".stderr") as err:
+        out = subprocess.run([sys.executable, f"{B}/bench_mcp.py", flag, url, "--spawn", cmd, "-n", "1000", "-c", "20",
+                              "-k", "100", "--tool", "getUser", "--args", '{"name":"John"}', "--stderr-file", err.name],
+                             capture_output=True, text=True, cwd=ROOT)
+        server_err = err.read().strip()[-500:]
+    try:
+        d = json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        d = {}
+    if "seq" in d:
+        return d
+    why = "; ".join(x for x in (d.get("fatal"), out.stderr.strip()[-500:], server_err) if x) or "no output"
+    print(f"http.py: target {name!r} ({cmd}) gave no result (exit {out.returncode}): {why}", file=sys.stderr)
+
+
+names = [t[0] for t in targets]
+only = sys.argv[2].split(",") if len(sys.argv) > 2 else names
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 1
-res = {}
+if set(only) - set(names):
+    fail(f"unknown target {sorted(set(only) - set(names))}; the targets are {', '.join(names)}")
+targets = [t for t in targets if t[0] in only]
+if not os.path.exists(os.path.join(B, "bench_mcp.py")):
+    fail(f"the bench harness is missing ({B}/bench_mcp.py): put it in ../shared/bench or set MCP_BENCH=DIR")
+if any(t[0].startswith("sdk") for t in targets) and not os.path.exists(os.path.join(ROOT, ".peers", "bin", "python")):
+    fail("the official SDK is missing (.peers/bin/python): install it as .ci/interop/README.md shows, "
+         "or name the others: python3 .ci/bench/http.py 1 '" + ",".join(n for n in names if not n.startswith("sdk")) + "'")
+res = {t[0]: [] for t in targets}
 port = 18400
 for r in range(rounds):
     for name, flag, path, cmd in targets:
-        if only and name not in only:
-            continue
         port += 1
-        out = subprocess.run([sys.executable, f"{B}/bench_mcp.py", flag, f"http://127.0.0.1:{port}{path}", "--spawn",
-                              cmd.format(p=port), "-n", "1000", "-c", "20", "-k", "100", "--tool", "getUser",
-                              "--args", '{"name":"John"}'], capture_output=True, text=True, cwd=ROOT)
-        try:
-            d = json.loads(out.stdout.strip().splitlines()[-1])
-            res.setdefault(name, []).append((d["seq"]["calls_per_s"], d["conc"]["calls_per_s"], d["conc"]["p50_us"],
-                                             d["conc"]["p99_us"], d["rss"]["after_conc"]["rss_kb"] / 1024, d["errors_total"]))
-        except Exception as e:
-            print(name, "failed", out.stdout[-500:], out.stderr[-500:])
+        d = bench(name, flag, f"http://127.0.0.1:{port}{path}", cmd.format(p=port))
+        if d:
+            res[name].append((d["seq"]["calls_per_s"], d["conc"]["calls_per_s"], d["conc"]["p50_us"],
+                              d["conc"]["p99_us"], d["rss"]["after_conc"]["rss_kb"] / 1024, d["errors_total"]))
+m = {name: [statistics.median(c) for c in zip(*rows)] for name, rows in res.items() if rows}
 print(f"{'target':14} {'seq/s':>8} {'conc/s':>8} {'p50us':>8} {'p99us':>8} {'RSS MB':>7} err")
-for name, rows in res.items():
-    m = [statistics.median(c) for c in zip(*rows)]
-    print(f"{name:14} {m[0]:8.0f} {m[1]:8.0f} {m[2]:8.0f} {m[3]:8.0f} {m[4]:7.1f} {m[5]:.0f}")
-m = {name: [statistics.median(c) for c in zip(*rows)] for name, rows in res.items()}
-if all(k in m for k in ("mcp_min http", "mcp_min sse", "floor http", "floor sse", "sdk http", "sdk sse")):
+for name, x in m.items():
+    print(f"{name:14} {x[0]:8.0f} {x[1]:8.0f} {x[2]:8.0f} {x[3]:8.0f} {x[4]:7.1f} {x[5]:.0f}")
+if all(k in m for k in names):
     print(f"/mcp seq {m['mcp_min http'][0]/m['sdk http'][0]:.1f}x SDK (>=5), {m['mcp_min http'][0]/m['floor http'][0]:.2f} of floor (>=0.5); "
           f"20x100 {m['mcp_min http'][1]/m['sdk http'][1]:.1f}x SDK (>=5), p99/p50 {m['mcp_min http'][3]/m['mcp_min http'][2]:.1f} (<10); "
           f"RSS {m['mcp_min http'][4]/m['sdk http'][4]:.2f} of SDK (<=0.33)")
     print(f"/sse seq {m['mcp_min sse'][0]/m['sdk sse'][0]:.1f}x SDK (>=5); the floor's own /sse is {m['floor sse'][0]/m['sdk sse'][0]:.1f}x SDK")
+sys.exit(0 if all(res.values()) else 1)

@@ -7,7 +7,7 @@ the cost of one call.
 SERVER_FILE defaults to mcp_min.py (run as `SERVER_FILE serve ...`); for the floor:
     FLOOR=1 python3 .ci/bench/instructions.py http ../shared/bench/baseline_http.py
 """
-import glob, json, os, random, socket, subprocess, sys, tempfile, time
+import glob, json, os, random, shutil, socket, subprocess, sys, tempfile, time
 
 CALL = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "getUser", "arguments": {"name": "John"}}}
 
@@ -25,7 +25,12 @@ def connect(port):
             return s
         except OSError:
             time.sleep(0.1)
-    raise SystemExit("server did not start")
+    fail(f"the server did not start on port {port}")
+
+
+def fail(why):
+    print(f"instructions.py: {why}", file=sys.stderr)
+    sys.exit(2)
 
 
 class Http:
@@ -49,13 +54,13 @@ class Http:
 
     def until(self, end):
         while end not in self.buf:
-            self.buf += self.sock.recv(65536)
+            self.buf += self.sock.recv(65536) or fail("the server closed the connection")
         data, self.buf = self.buf.split(end, 1)
         return data + end
 
     def exactly(self, n):
         while len(self.buf) < n:
-            self.buf += self.sock.recv(65536)
+            self.buf += self.sock.recv(65536) or fail("the server closed the connection")
         data, self.buf = self.buf[:n], self.buf[n:]
         return data
 
@@ -91,7 +96,8 @@ def run(kind, server, n):
     call(init("2024-11-05" if kind == "sse" else "2025-06-18"))
     call({"jsonrpc": "2.0", "method": "notifications/initialized"})
     for i in range(100 + n):
-        assert b"result" in call(dict(CALL, id=i + 1))
+        if b"result" not in call(dict(CALL, id=i + 1)):
+            fail(f"{server} {kind}: call {i + 1} got no result")
     if kind == "stdio":
         p.stdin.close()
     else:
@@ -104,8 +110,14 @@ def run(kind, server, n):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in ("stdio", "http", "sse"):
+        fail("usage: python3 .ci/bench/instructions.py stdio|http|sse [SERVER_FILE] [N1 N2]")
     kind = sys.argv[1]
     server = sys.argv[2] if len(sys.argv) > 2 else "mcp_min.py"
+    if not shutil.which("valgrind"):
+        fail("valgrind is missing: install it (Debian, Ubuntu: apt-get install valgrind)")
+    if not os.path.exists(server):
+        fail(f"{server} is missing (run from the repo root; the floor's servers are in ../shared/bench)")
     n1, n2 = (int(x) for x in sys.argv[3:5]) if len(sys.argv) > 4 else (200, 1200)
     per_call = (run(kind, server, n2) - run(kind, server, n1)) / (n2 - n1)
     print(f"{server} {kind}: {per_call / 1000:.0f} k instructions per call")
