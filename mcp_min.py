@@ -3006,11 +3006,18 @@ class _StdioClient:
 
 
 class _HttpResponse:
-    def __init__(self, status, headers, reader, writer):
+    def __init__(self, status, headers, reader, writer, trace=None, head=""):
         self.status, self.headers, self.reader, self.writer = status, headers, reader, writer
+        self.untraced = (trace, head) if trace else None    # traced with its body, if read
+
+    def _trace(self, body=None):
+        if self.untraced:
+            (trace, head), self.untraced = self.untraced, None
+            trace.http("in", head, self.headers, body)
 
     async def chunks(self):
         """The body, piece by piece, as framed by the headers."""
+        self._trace()       # a stream's head before its events
         reader = self.reader
         if self.status in (204, 304):
             return
@@ -3040,7 +3047,7 @@ class _HttpResponse:
                 yield data
 
     async def body(self, limit=MAX_SSE_EVENT):
-        data = b""
+        data, untraced, self.untraced = b"", self.untraced, None
         try:
             async for chunk in self.chunks():
                 data += chunk
@@ -3049,9 +3056,13 @@ class _HttpResponse:
         except BaseException:   # timed out, cancelled, cut short: the connection goes too
             self.close()
             raise
+        finally:
+            self.untraced = untraced
+            self._trace(data)
         return data
 
     def close(self):
+        self._trace()
         self.writer.close()
 
 
@@ -3106,9 +3117,7 @@ async def _http(url, method, headers, body=b"", trace=None):
         if ":" in line:
             k, _, v = line.partition(":")
             response_headers[k.strip().lower()] = v.strip()
-    if trace:
-        trace.http("in", status_line.partition(" ")[2], response_headers)
-    return _HttpResponse(status, response_headers, reader, writer)
+    return _HttpResponse(status, response_headers, reader, writer, trace, status_line.partition(" ")[2])
 
 
 class _SseParser:
@@ -3267,8 +3276,6 @@ class _StreamableHttp:
         if body.strip():
             data = decode(body)
             for item in data if type(data) is list else [data]:
-                if self.client.trace:
-                    self.client.trace.message("in", "http", item)
                 self.client._received(item)
 
     async def _reinitialize(self):
@@ -3494,7 +3501,8 @@ async def _client_run(args, name, arguments, raw):
         if method in _CLI_LISTS:
             return {_CLI_LISTS[method]: await client._all(method, _CLI_LISTS[method])}
         if method == "prompts/get":     # prompt arguments are strings, as typed
-            return await client.get_prompt(name, {k: raw.get(k, str(v)) for k, v in arguments.items()})
+            return await client.get_prompt(name, {k: raw.get(k, v if type(v) is str else json.dumps(v))
+                                                  for k, v in arguments.items()})
         if method == "tools/call":
             if arguments:   # the CLI's own look at the schema, marked so in the trace
                 _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
@@ -3504,9 +3512,9 @@ async def _client_run(args, name, arguments, raw):
                 if tool is None:
                     raise McpError(INVALID_PARAMS, f"The server has no tool named {name!r}")
                 props = tool.get("inputSchema", {}).get("properties", {})
-                for key in arguments:   # a value the schema says is a string stays one: zip=02134
-                    if props.get(key, {}).get("type") == "string" and key in raw:
-                        arguments[key] = raw[key]
+                for key, text in raw.items():   # the text as typed where the schema wants it: zip=10001
+                    if key in props and validate(arguments[key], props[key]) and not validate(text, props[key]):
+                        arguments[key] = text
             return await client.call_tool(name, arguments)
         if method == "logging/setLevel":
             return await client.set_log_level(name)
@@ -3517,8 +3525,6 @@ def _client_main(args, name, arguments, raw):
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        if isinstance(args.trace, str):     # a bad --trace=FILE is found before connecting
-            args.trace = _Trace(args.trace, side="client")
         result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
@@ -3757,7 +3763,7 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _common_options(p):
-    p.add_argument("--trace", metavar="FILE", help="show every message on stderr as a packet capture "
+    p.add_argument("--trace", nargs="?", const="-", metavar="FILE", help="show every message on stderr as a packet capture "
                    "would; --trace=FILE appends them to FILE as JSON Lines")
     p.add_argument("--log-level", default="INFO", type=str.upper, choices=_LOG_LEVELS, metavar="LEVEL",
                    help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default INFO)")
@@ -3781,7 +3787,8 @@ def _serve_parser():
     p = _argument_parser(description=_SERVE_HELP)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
-    where.add_argument("--port", type=_port, help="serve HTTP on this TCP port: /mcp and /sse")
+    where.add_argument("--port", type=_port,
+                       help="serve HTTP on this TCP port (0-65535; 0 picks a free one): /mcp and /sse")
     p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                    help="the address to bind (default 127.0.0.1; another needs --token)")
     p.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
@@ -4024,8 +4031,11 @@ def main(argv=None):
         return _serve(server, args, stdout)
     try:
         request = _client_usage(args)
+        args.trace = args.trace and _Trace(args.trace, side="client")
     except ValueError as e:
         client.error(str(e))
+    except OSError as e:
+        client.error(f"cannot write the trace to {args.trace}: {e.strerror}")
     return _client_main(args, *request)
 
 

@@ -27,6 +27,7 @@ import os
 import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -253,6 +254,26 @@ class ModuleTest(unittest.TestCase):
         for expected, actual in zip(shown, answers):
             if "..." not in expected:       # the README shortens the long tools/list
                 self.assertEqual(json.loads(expected), json.loads(actual))
+
+    def test_readme_whole_conversation_is_what_the_walkthrough_traces(self):
+        # The capture, replayed: the README's command runs, and its trace's header lines are the
+        # README's (times and session ids aside; a 202 and the event it announces travel on two
+        # connections, so only their counts are compared).
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            section = f.read().split("## See the whole conversation", 1)[1]
+        command = re.search(r"```sh\n(python3 [^\n]*)\n```", section).group(1)
+        shown = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+        done = subprocess.run([sys.executable, *command.split()[1:]], capture_output=True,
+                              timeout=60, cwd=HERE, env=_clean_env())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("agent: Hello Carson", done.stdout.decode())
+
+        def shape(text):
+            lines = [re.sub(r"[0-9a-f]{32}", "SID", line) for line in trace_headers(text)]
+            return [line for line in lines if "202 Accepted" not in line], \
+                sum("202 Accepted" in line for line in lines)
+        self.assertEqual(shape(done.stderr.decode("utf-8")), shape(shown))
+        self.assertIn("data: /messages?sessionId=", done.stderr.decode())   # SSE as on the wire
 
     def test_version_and_limits_are_named(self):
         self.assertRegex(mcp_min.__version__, r"^\d+\.\d+\.\d+")
@@ -1684,6 +1705,122 @@ class CliTest(unittest.TestCase):
         done = self.run_cli("serve", "--stdio", os.path.join(HERE, "no_such_file.py"))
         self.assertEqual(done.returncode, 2)
         self.assertNotIn("Traceback", done.stderr)
+
+    def assert_one_line(self, done, status, says):
+        self.assertEqual(done.returncode, status, done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+        self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
+        self.assertIn(says, done.stderr)
+
+    def test_usage_errors_are_one_line_found_before_anything_is_sent(self):
+        nobody = "http://127.0.0.1:9/mcp"      # nothing listens: a request sent would fail otherwise
+        for args, says in (
+                (("serve", "--port", "99999"), "'99999' is not a TCP port (0-65535"),
+                (("serve", "--port", "-1"), "'-1' is not a TCP port"),
+                (("serve", "--log-level", "LOUD"), "choose from 'DEBUG', 'INFO'"),
+                (("serve", "--stdio", "--port", "8080"), "--port: not allowed with argument --stdio"),
+                (("client", "127.0.0.1:8080/mcp", "tools/list"), "write http://127.0.0.1:8080/mcp"),
+                (("client", "ftp://example.com/mcp", "tools/list"), "only http:// and https://"),
+                (("client", nobody), "required: METHOD"),
+                (("client", nobody, "tools/call"), "tools/call needs NAME"),
+                (("client", nobody, "resources/read"), "resources/read needs URI"),
+                (("client", nobody, "tools/call", "t", "=x"), "expected key=value, got '=x'"),
+                (("client", nobody, "tools/call", "t", "{nope"), "not valid JSON"),
+                (("client", nobody, "ping", "--timeout", "-1"), "'-1' is not a number of seconds"),
+                (("client", nobody, "ping", "--trace=/nonexistent/dir/x.jsonl"), "cannot write the trace")):
+            with self.subTest(args=args):
+                self.assert_one_line(self.run_cli(*args), 2, says)
+
+    def test_a_trace_file_that_cannot_be_written(self):
+        done = self.run_cli("serve", "--trace=/nonexistent/dir/x.jsonl", "--stdio")
+        self.assert_one_line(done, 2, "cannot write the trace to /nonexistent/dir/x.jsonl")
+
+    def test_a_target_that_fails_to_load_names_the_users_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "server.py")
+            with open(path, "w") as f:
+                f.write("from mcp_min import Server\nserver = Server('x')\n\n\n\n\ny = x + 1\n")
+            self.assert_one_line(self.run_cli("serve", path), 2,
+                                 "NameError at server.py:7: name 'x' is not defined")
+            with open(path, "w") as f:
+                f.write("from mcp_min import Server\nserver = Server('x')\ndef f(:\n")
+            self.assert_one_line(self.run_cli("serve", path), 2, "SyntaxError at server.py:3")
+            with open(path, "w") as f:
+                f.write("from mcp_min import Server\nserver = Server('x')\n")
+            self.assert_one_line(self.run_cli("serve", f"{path}:nope"), 2, f"{path} has no 'nope'")
+            self.assert_one_line(self.run_cli("serve", f"{path}:Server"), 2, "is a type, not a Server")
+
+    def test_a_normal_start_logs_at_info(self):
+        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
+                                   env=_clean_env(), stderr=subprocess.PIPE, text=True)
+        try:
+            first = process.stderr.readline()
+        finally:
+            process.kill()
+            process.communicate()
+        self.assertRegex(first, r" INFO mcp_min: serving MCP on http://127\.0\.0\.1:\d+/mcp")
+
+    def test_help_teaches(self):
+        for command, says in ((("--help",), ("serve --stdio", "client http://")),
+                              (("serve", "--help"), ("examples:", "0-65535", "DEBUG, INFO",
+                                                     "$MCP_TOKEN", "JSON Lines")),
+                              (("client", "--help"), ("examples:", "k=v", "default 60", "SECONDS"))):
+            done = self.run_cli(*command)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            for words in says:
+                self.assertIn(words, done.stdout, command)
+        done = subprocess.run([sys.executable, os.path.join(HERE, "examples", "user_store.py"), "--help"],
+                              capture_output=True, text=True, timeout=TIMEOUT, cwd=HERE, env=_clean_env())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("--db PATH", done.stdout)
+        self.assertIn("--port", done.stdout)
+
+    @unittest.skipUnless(hasattr(os, "openpty"), "needs a pseudo-terminal")
+    def test_stdio_on_a_terminal_prints_one_hint(self):
+        main, tty = os.openpty()
+        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=tty,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=HERE,
+                                   env=_clean_env())
+        os.close(tty)
+        try:
+            os.write(main, b"\x04")        # Ctrl-D: end of input, whenever the server reads
+            _, hint = process.communicate(timeout=TIMEOUT)
+        finally:
+            process.kill()
+            os.close(main)
+        self.assertEqual(process.returncode, 0)
+        hint = hint.decode()
+        self.assertEqual(len(hint.splitlines()), 1, hint)
+        self.assertIn("type one JSON-RPC message a line", hint)
+        self.assertIn("Ctrl-D ends", hint)
+        done = self.run_cli("serve", "--stdio")     # not a terminal: no hint
+        self.assertEqual(done.stderr, "")
+
+    @unittest.skipUnless(hasattr(os, "killpg"), "needs process groups")
+    def test_ctrl_c_in_the_client_while_a_tool_runs_exits_at_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            started = os.path.join(tmp, "started")
+            path = os.path.join(tmp, "slow.py")
+            with open(path, "w") as f:
+                f.write(f"import time\nfrom mcp_min import Server\nserver = Server('slow')\n"
+                        f"@server.tool\ndef nap() -> str:\n    open({started!r}, 'w').close()\n"
+                        f"    time.sleep(60)\n    return 'late'\n")
+            process = subprocess.Popen(
+                [sys.executable, MCP_MIN, "client", f"{sys.executable} {MCP_MIN} serve {path}",
+                 "tools/call", "nap"], cwd=HERE, env=_clean_env(), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, start_new_session=True)
+            try:
+                deadline = time.monotonic() + TIMEOUT
+                while not os.path.exists(started):     # the barrier: the tool is running
+                    self.assertLess(time.monotonic(), deadline, "the tool never started")
+                    time.sleep(0.01)
+                os.killpg(process.pid, signal.SIGINT)      # a terminal's Ctrl-C: the whole group
+                out, err = process.communicate(timeout=3)  # at once: not the 2 s close steps
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+        self.assertEqual(process.returncode, 130)
+        self.assertEqual((out, err), ("", ""))
 
 
 ##############################################################################
@@ -3885,7 +4022,23 @@ class ClientCliTests(unittest.TestCase):
         self.assertTrue(json.loads(failed.stdout)["isError"])
         unknown = self.run_cli(server, "tools/call", "nope")
         self.assertEqual(unknown.returncode, 1)
-        self.assertIn("-32602", unknown.stderr)
+        self.assertIn("-32602: Unknown tool 'nope'", unknown.stderr)
+
+    def test_key_value_text_is_kept_where_the_schema_wants_text(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "z.py")
+            with open(path, "w") as f:
+                f.write("from typing import Optional\nfrom mcp_min import Server\nserver = Server('z')\n"
+                        "@server.tool\ndef where(zip: Optional[str] = None, n: int = 0) -> str:\n"
+                        "    return f'{zip!r} {n!r}'\n"
+                        "@server.prompt\ndef both(a: str, b: str) -> str:\n    return a + '|' + b\n")
+            server = f"{sys.executable} {MCP_MIN} serve {path}"
+            done = self.run_cli(server, "tools/call", "where", "zip=10001", "n=3")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(json.loads(done.stdout)["content"][0]["text"], "'10001' 3")
+            done = self.run_cli(server, "prompts/get", "both", '{"a": true, "b": "x"}')
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(json.loads(done.stdout)["messages"][0]["content"]["text"], "true|x")
 
     def test_trace_shows_the_exchange(self):
         server = f"{sys.executable} {MCP_MIN} serve --stdio"
