@@ -24,6 +24,7 @@ import inspect
 import json
 import logging
 import os
+import pathlib
 import queue
 import re
 import shutil
@@ -3996,6 +3997,69 @@ class _Lines:
 
     def flush(self):
         pass
+
+
+class TraceTest(unittest.IsolatedAsyncioTestCase):
+    """--trace, the server's side: a legacy SSE session reads as the capture did."""
+
+    async def test_a_legacy_session_reads_as_the_capture_in_wire_order(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.jsonl")
+            trace = mcp_min._Trace(path)
+            http = await start_http(mcp_min.demo_server(), "127.0.0.1", 0, token="s3cret", trace=trace)
+            closed = "(the GET /sse stream closed: the session ends with it)"
+            try:
+                async with mcp_min.Client(f"http://127.0.0.1:{http.port}/sse", transport="sse",
+                                          token="s3cret", timeout=TIMEOUT) as client:
+                    await client.list_tools()
+                    await client.call_tool("getUsers")
+                    await client.call_tool("addUser", {"name": "Carson", "email": "carson@gmail.com"})
+                deadline = time.monotonic() + TIMEOUT
+                while closed not in pathlib.Path(path).read_text(encoding="utf-8"):   # the server saw it go
+                    self.assertLess(time.monotonic(), deadline)
+                    await asyncio.sleep(0.01)
+            finally:
+                await http.close()
+                trace.file.close()
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        records = [json.loads(line) for line in text.splitlines()]
+        self.assertNotIn("s3cret", text)                        # the token is masked
+        self.assertEqual(records[0]["headers"]["authorization"], "Bearer ***")
+        sid = records[2]["head"].split()[1]
+        self.assertEqual(records[2]["data"], f"/messages?sessionId={sid}")   # as on the wire
+        post = f"POST /messages?sessionId={sid}"
+        self.assertEqual([(r["dir"], r["head"], mcp_min._summary(r) if "kind" in r else "") for r in records], [
+            ("C→S", "GET /sse", ""),
+            ("S→C", "200 OK  (an SSE stream opens)", ""),
+            ("S→C", f"id: {sid} event: endpoint", ""),
+            ("C→S", post, "request #1 initialize"),
+            ("S→C", "202 Accepted", ""),
+            ("S→C", "event: message", "response #1 (initialize) ok"),
+            ("C→S", post, "notification notifications/initialized"),
+            ("S→C", "202 Accepted", ""),
+            ("C→S", post, "request #2 tools/list"),
+            ("S→C", "202 Accepted", ""),
+            ("S→C", "event: message", "response #2 (tools/list) ok"),
+            ("C→S", post, "request #3 tools/call getUsers"),
+            ("S→C", "202 Accepted", ""),
+            ("S→C", "event: message", "response #3 (tools/call) ok"),
+            ("C→S", post, "request #4 tools/call addUser"),
+            ("S→C", "202 Accepted", ""),
+            ("S→C", "event: message", "response #4 (tools/call) ok"),
+            ("S→C", closed, "")])
+
+    def test_hostile_messages_are_summarized_not_raised(self):
+        trace = mcp_min._Trace(os.devnull)
+        self.addCleanup(trace.file.close)
+        for message in ([[[[]]]], [1, "x", None, {"id": 1}], {"method": 5, "id": [1]},
+                        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ["x"]},
+                        {"id": {"a": 1}, "error": "bad"}, "text", 3):
+            trace.message("in", "stdin", message)
+        trace.line("in", "stdin", b"\xff not json")
+        for i in range(3 * trace.ASKED):    # requests never answered: what is remembered is bounded
+            trace.message("in", "stdin", {"jsonrpc": "2.0", "id": i, "method": "ping"})
+        self.assertLessEqual(len(trace.asked), trace.ASKED)
 
 
 def trace_headers(stderr):
