@@ -3615,7 +3615,10 @@ class _Trace:
         if type(message) is not dict:
             return {"kind": "not JSON-RPC"}
         method, id_ = message.get("method"), message.get("id")
+        if type(id_) is not int and id_ is not None:
+            id_ = str(id_)[:40]     # a peer picks its size
         if type(method) is str:
+            method = method[:80]
             about = {"kind": "notification" if "id" not in message else "request", "method": method}
             params = message.get("params")
             if "id" in message:
