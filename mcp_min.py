@@ -319,7 +319,7 @@ def _schema(tp, depth=0):
     simple = _SIMPLE_TYPES.get(type(None) if tp is None else tp)
     if simple:
         return {"type": simple}
-    if tp is typing.Any or tp is object:
+    if tp is typing.Any or tp is object or isinstance(tp, typing.TypeVar):
         return {}
     if origin is typing.Literal:
         schema = {"enum": list(args)}
@@ -330,7 +330,33 @@ def _schema(tp, depth=0):
     if origin is typing.Union or type(tp).__name__ == "UnionType":
         options = [_schema(a, depth + 1) for a in args]
         return {"anyOf": options}
-    if origin in _ARRAYS or tp in _ARRAYS:
+    if origin is None and isinstance(tp, type):
+        if issubclass(tp, enum.Enum):
+            return _schema(typing.Literal[tuple(m.value for m in tp)], depth + 1)
+        if (as_string := _string_type(tp)):
+            return dict(as_string[0])
+        if _is_dataclass(tp):
+            import dataclasses
+            hints = typing.get_type_hints(tp, include_extras=True)
+            fields = dataclasses.fields(tp)
+            return _object_schema(
+                {f.name: hints.get(f.name, typing.Any) for f in fields},
+                {f.name for f in fields if f.init and f.default is dataclasses.MISSING
+                 and f.default_factory is dataclasses.MISSING}, depth, tp)
+        if issubclass(tp, dict) and hasattr(tp, "__required_keys__"):     # a TypedDict
+            hints = typing.get_type_hints(tp, include_extras=True)
+            required = set(tp.__required_keys__)
+            for key, hint in hints.items():    # string annotations hide these from __required_keys__
+                if typing.get_origin(hint) in _MARKERS:
+                    (required.discard if typing.get_origin(hint) is not _MARKERS[0] else required.add)(key)
+            return _object_schema(hints, required, depth, tp)
+        if issubclass(tp, tuple) and hasattr(tp, "_fields"):             # a NamedTuple
+            args = tuple(typing.get_type_hints(tp).get(f, typing.Any) for f in tp._fields)
+            origin = tuple
+        elif (simple := next((_SIMPLE_TYPES[k] for k in tp.__mro__ if k in _SIMPLE_TYPES), None)):
+            return {"type": simple}                 # a str or int subclass
+    kind = _container(origin or tp)
+    if kind == "array":
         schema = {"type": "array"}
         if origin is tuple and args and args[-1] is not Ellipsis:     # tuple[int, str]
             schema["prefixItems"] = [_schema(a, depth + 1) for a in args]
@@ -338,38 +364,31 @@ def _schema(tp, depth=0):
         elif args:
             schema["items"] = _schema(args[0], depth + 1)
         return schema
-    if origin in _MAPPINGS or tp in _MAPPINGS:
+    if kind == "object":
         schema = {"type": "object"}
         if len(args) == 2 and args[1] is not typing.Any:
             schema["additionalProperties"] = _schema(args[1], depth + 1)
         return schema
-    if not isinstance(tp, type):
-        raise TypeError(f"unsupported type hint {tp!r}")
-    if issubclass(tp, enum.Enum):
-        return _schema(typing.Literal[tuple(m.value for m in tp)], depth + 1)
-    if (as_string := _string_type(tp)):
-        return dict(as_string[0])
-    if _is_dataclass(tp):
-        import dataclasses
-        hints = typing.get_type_hints(tp, include_extras=True)
-        fields = dataclasses.fields(tp)
-        return _object_schema(
-            {f.name: hints.get(f.name, typing.Any) for f in fields},
-            {f.name for f in fields if f.init and f.default is dataclasses.MISSING
-             and f.default_factory is dataclasses.MISSING}, depth, tp)
-    if issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
-        hints = typing.get_type_hints(tp, include_extras=True)
-        return _object_schema(hints, set(tp.__required_keys__), depth, tp)
-    raise TypeError(f"unsupported type hint {tp.__qualname__}")
+    raise TypeError(f"unsupported type hint {_hint_name(tp)}")
 
 
 _SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
-# JSON arrays and objects, and the container each arrives as.
-_ARRAYS = {list: list, tuple: tuple, set: set, frozenset: frozenset, abc.Sequence: list,
-           abc.MutableSequence: list, abc.Iterable: list, abc.Collection: list,
-           abc.Set: frozenset, abc.MutableSet: set}
-_MAPPINGS = (dict, abc.Mapping, abc.MutableMapping)
+# Required first: _schema tells it from the others by position.
 _MARKERS = tuple(filter(None, (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly"))))
+
+
+def _container(cls):
+    """JSON "array" or "object" for a container class (list, deque, Sequence, OrderedDict ...)."""
+    if isinstance(cls, type) and not issubclass(cls, (str, bytes, bytearray, memoryview)):
+        if issubclass(cls, abc.Mapping):
+            return "object"
+        if issubclass(cls, abc.Collection) or cls is abc.Iterable:
+            return "array"
+    return None
+
+
+def _hint_name(tp):
+    return tp.__qualname__ if isinstance(tp, type) else repr(tp).replace("typing.", "")
 
 
 def _from_iso(tp, value):
@@ -386,11 +405,18 @@ _STRING_TYPES = {
     "uuid.UUID": ({"type": "string", "format": "uuid"}, lambda tp, v: tp(v), str),
     "pathlib.PurePath": ({"type": "string", "format": "path"}, lambda tp, v: tp(v), str),
     # A number or a string in (a float's shortest repr: 0.1 stays 0.1); a string out, exact.
-    "decimal.Decimal": ({"type": ["number", "string"]}, lambda tp, v: tp(str(v)), str),
+    "decimal.Decimal": ({"type": ["number", "string"]}, lambda tp, v: _decimal(tp(str(v))), str),
     "builtins.bytes": ({"type": "string", "contentEncoding": "base64"},
                        lambda tp, v: tp(base64.b64decode(v, validate=True)), lambda v: _b64(v)),
 }
 _STRING_TYPES["builtins.bytearray"] = _STRING_TYPES["builtins.bytes"]
+
+
+def _decimal(number):
+    # NaN, Infinity or 1e999999999 would reach the tool as a trap (Overflow, a 1 GB string).
+    if not number.is_finite() or abs(number.adjusted()) > 1000:
+        raise ValueError("a finite number below 1e1000 is expected")
+    return number
 
 
 def _string_type(cls):
@@ -546,9 +572,15 @@ def _convert(value, tp):
     if value is None:
         return None
     if origin is typing.Union or type(tp).__name__ == "UnionType":
+        failed = None
         for option in args:
             if option is not type(None) and validate(value, _schema(option)) is None:
-                return _convert(value, option)
+                try:
+                    return _convert(value, option)
+                except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
+                    failed = e
+        if failed:
+            raise failed
         return value
     if origin is None and isinstance(tp, type):
         if issubclass(tp, enum.Enum):
@@ -567,15 +599,30 @@ def _convert(value, tp):
         if issubclass(tp, dict) and hasattr(tp, "__required_keys__") and type(value) is dict:
             hints = typing.get_type_hints(tp)     # a TypedDict
             return {k: _convert(v, hints.get(k, typing.Any)) for k, v in value.items()}
-    if type(value) is list and args:
-        if origin is tuple:
-            items = args if Ellipsis not in args else (args[0],) * len(value)
-            return tuple(_convert(v, t) for v, t in zip(value, items))
-        if origin in _ARRAYS:
-            return _ARRAYS[origin](_convert(v, args[0]) for v in value)
-    if type(value) is dict and origin in _MAPPINGS and len(args) == 2:
+        if issubclass(tp, tuple) and hasattr(tp, "_fields") and type(value) is list:     # a NamedTuple
+            hints = typing.get_type_hints(tp)
+            return tp(*(_convert(v, hints.get(f, typing.Any)) for f, v in zip(tp._fields, value)))
+        if tp not in _SIMPLE_TYPES and type(value) in _SIMPLE_TYPES and issubclass(tp, type(value)):
+            return tp(value)                    # a str or int subclass
+    if type(value) is list and origin is tuple and args:
+        items = args if Ellipsis not in args else (args[0],) * len(value)
+        return tuple(_convert(v, t) for v, t in zip(value, items))
+    if type(value) is list and _container(origin or tp) == "array":
+        item = args[0] if args else typing.Any
+        return _array_of(origin or tp)(_convert(v, item) for v in value)
+    if type(value) is dict and origin is not None and _container(origin) == "object" and len(args) == 2:
         return {k: _convert(v, args[1]) for k, v in value.items()}
     return value
+
+
+def _array_of(cls):
+    """What a JSON array arrives as for a container hint: the class itself, or for an
+    abstract one (Sequence, Set ...) the plain list, frozenset or set."""
+    if not getattr(cls, "__abstractmethods__", None):
+        return cls
+    if issubclass(cls, abc.Set):
+        return set if issubclass(cls, abc.MutableSet) else frozenset
+    return list
 
 
 @functools.lru_cache(maxsize=256)
@@ -609,8 +656,13 @@ def _to_json(value):
         return {str(k): _to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_to_json(v) for v in value]
-    as_string = _string_type(type(value))
-    return as_string[2](value) if as_string else value
+    if (as_string := _string_type(type(value))):
+        return as_string[2](value)
+    if isinstance(value, abc.Mapping):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, abc.Iterable) and not isinstance(value, (str, bytes, bytearray, memoryview)):
+        return [_to_json(v) for v in value]    # a range, a generator, a deque ...
+    return value
 
 ##############################################################################
 # The server's registry: tools, resources, prompts
@@ -696,13 +748,15 @@ class _Handler:
         hint = self.converts[name]
         try:
             return _convert(value, hint)
-        except (ValueError, TypeError, ArithmeticError) as e:     # "2024-13-01" for a date
+        except _BAD_VALUE as e:     # "2024-13-01" for a date
             why = f" ({str(e)[:200]})" if isinstance(e, ValueError) else ""
             raise McpError(INVALID_PARAMS, f"Invalid arguments: {name}: not a valid "
-                                           f"{getattr(hint, '__qualname__', hint)}{why}") from None
+                                           f"{_hint_name(_strip(hint))}{why}") from None
 
 
 _AS_IS = (str, bool, dict, list, typing.Any)     # not int: 2.0 is a valid integer
+# What converting JSON a schema passed may still raise: the value, not the server, is wrong.
+_BAD_VALUE = (ValueError, TypeError, ArithmeticError, RecursionError)
 
 
 def _strip(hint):
@@ -730,8 +784,8 @@ class Tool(_Handler):
         self.input_schema = input_schema or self.input_schema()
         returns = self.hints.get("return", None)
         self.wrap = False       # structured output must be an object: others go under "result"
-        if output_schema is None and "return" in self.hints \
-                and _strip(returns) not in (str, typing.Any, type(None)) and not _mentions_content(returns):
+        if output_schema is None and "return" in self.hints and not _mentions_content(returns) \
+                and _strip(returns) not in (str, typing.Any, type(None), typing.NoReturn, _NEVER):
             output_schema = self.schema_of("return", returns)
             if output_schema and output_schema.get("type") != "object":
                 output_schema = {"type": "object", "properties": {"result": output_schema},
@@ -763,6 +817,9 @@ class Tool(_Handler):
                       self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
         return {"content": [text(body)], "structuredContent": structured}
+
+
+_NEVER = getattr(typing, "Never", typing.NoReturn)
 
 
 def _mentions_content(hint):
@@ -999,11 +1056,15 @@ class Server:
     def run(self, argv=None):
         """Serve over stdio, or HTTP with ``--port``: the same options as
         ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``)."""
-        args = _serve_parser().parse_args(_bare_trace(sys.argv[1:] if argv is None else argv))
+        about = f"Serve the MCP server {self.info['name']!r} over stdio (the default) or HTTP (--port)."
+        args = _serve_parser(about).parse_args(_bare_trace(sys.argv[1:] if argv is None else argv))
         return _serve(self, args)
 
 
 def _decorator(name, add):
+    if not (name is None or isinstance(name, str) or callable(name)):
+        raise TypeError(f"a name is a string, not {type(name).__name__}: @server.tool(\"name\")")
+
     def register(fn):
         add(fn, None if fn is name else name)
         return fn
@@ -2313,7 +2374,7 @@ class HttpServer:
         if request.header("expect").lower() == "100-continue" and request.version == "HTTP/1.1":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
         deadline = self.writers[writer]
-        deadline.set(BODY_TIMEOUT, lambda: self._timeout(writer))
+        deadline.set(BODY_TIMEOUT, lambda: self._trace(request) or self._timeout(writer))
         request.body = await reader.readexactly(int(length))
         deadline.clear()
         self._trace(request)
@@ -2661,7 +2722,7 @@ class Client:
     async def _connect(self):
         self._gone = None
         target = self.target
-        if isinstance(target, str) and target.startswith(("http://", "https://")):
+        if isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
             kinds = ["http", "sse"] if self.transport_kind == "auto" else [self.transport_kind]
             for kind in kinds:
                 self._transport = (_StreamableHttp if kind == "http" else _LegacySse)(target, self)
@@ -2940,8 +3001,9 @@ class _StdioClient:
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 env=self.client.env)
         except OSError as e:
+            url = " (a URL needs http:// or https://)" if len(self.argv) == 1 and ":" in self.argv[0] else ""
             raise McpError(CONNECTION_CLOSED, f"cannot start the server {self.argv[0]!r}: "
-                           f"{e.strerror} (a URL needs http:// or https://)") from None
+                           f"{e.strerror}{url}") from None
         self._reader = asyncio.ensure_future(self._read())
 
     async def _read(self):
@@ -3015,9 +3077,10 @@ class _HttpResponse:
             (trace, head), self.untraced = self.untraced, None
             trace.http("in", head, self.headers, body)
 
-    async def chunks(self):
+    async def chunks(self, trace=True):
         """The body, piece by piece, as framed by the headers."""
-        self._trace()       # a stream's head before its events
+        if trace:
+            self._trace()   # a stream's head before its events
         reader = self.reader
         if self.status in (204, 304):
             return
@@ -3047,9 +3110,9 @@ class _HttpResponse:
                 yield data
 
     async def body(self, limit=MAX_SSE_EVENT):
-        data, untraced, self.untraced = b"", self.untraced, None
+        data = b""
         try:
-            async for chunk in self.chunks():
+            async for chunk in self.chunks(trace=False):
                 data += chunk
                 if len(data) > limit:
                     raise McpError(INTERNAL_ERROR, "HTTP response too large")
@@ -3057,8 +3120,7 @@ class _HttpResponse:
             self.close()
             raise
         finally:
-            self.untraced = untraced
-            self._trace(data)
+            self._trace(data)   # the head with its body: one record
         return data
 
     def close(self):
@@ -3463,6 +3525,7 @@ def _cli_arguments(words):
             raise ValueError(f"expected key=value, got {word!r}")
         try:
             arguments[key] = json.loads(value)
+            json.dumps(arguments[key], allow_nan=False)     # NaN, 1e999: not JSON to send
         except ValueError:
             arguments[key] = value
     return arguments
@@ -3479,9 +3542,11 @@ _CLI_LISTS = {"tools/list": "tools", "resources/list": "resources", "prompts/lis
 def _client_usage(args):
     """The request the CLI will send, checked first: (name, arguments, raw "k=v" texts)."""
     target, method, words = args.target, args.method, args.args
+    if not target.strip():
+        raise ValueError("TARGET is empty: give a URL or the command that starts a server")
     if re.fullmatch(r"[\w.\-\[\]:]+:\d+(/\S*)?", target):        # 127.0.0.1:8080/mcp
         raise ValueError(f"{target} is not a URL: write http://{target}")
-    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) and not target.startswith(("http://", "https://")):
+    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) and not target.lower().startswith(("http://", "https://")):
         raise ValueError(f"{target}: only http:// and https:// URLs (or a command that starts a stdio server)")
     if method in _CLI_NEEDS and not words:
         raise ValueError(f"{method} needs {_CLI_NEEDS[method]}: client TARGET {method} {_CLI_NEEDS[method]}")
@@ -3505,15 +3570,19 @@ async def _client_run(args, name, arguments, raw):
                                                   for k, v in arguments.items()})
         if method == "tools/call":
             if arguments:   # the CLI's own look at the schema, marked so in the trace
-                _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
-                tools = await client._all("tools/list", "tools")
-                _TRACE_WHY.set(None)
+                why = _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
+                try:
+                    tools = await client._all("tools/list", "tools")
+                finally:
+                    _TRACE_WHY.reset(why)
                 tool = next((t for t in tools if t["name"] == name), None)
                 if tool is None:
                     raise McpError(INVALID_PARAMS, f"The server has no tool named {name!r}")
                 props = tool.get("inputSchema", {}).get("properties", {})
-                for key, text in raw.items():   # the text as typed where the schema wants it: zip=10001
-                    if key in props and validate(arguments[key], props[key]) and not validate(text, props[key]):
+                for key, text in raw.items():   # the text as typed where the schema wants it:
+                    prop = props.get(key)           # zip=10001, or a Decimal's digits, exactly
+                    if type(prop) is dict and not validate(text, prop) and (
+                            validate(arguments[key], prop) or "string" in (prop.get("type") or ())):
                         arguments[key] = text
             return await client.call_tool(name, arguments)
         if method == "logging/setLevel":
@@ -3570,7 +3639,8 @@ class _Trace:
         self.start = time.monotonic()
         self.side = side
         self.jsonl = target != "-"
-        self.file = open(target, "a", encoding="utf-8") if self.jsonl else sys.stderr
+        self.file = open(target, "a", encoding="utf-8", errors="backslashreplace") \
+            if self.jsonl else sys.stderr
         self.lock = threading.Lock()
         self.asked = {}     # (arrow of the request, id) -> method
 
@@ -3604,14 +3674,17 @@ class _Trace:
                     lines += json.dumps(_shorten(message), indent=2, ensure_ascii=False,
                                         default=str).splitlines()
                 text = "\n".join(lines[:1] + [" " * 14 + line for line in lines[1:]]) + "\n"
-            self.file.write(text)
-            self.file.flush()
+            try:
+                self.file.write(text)
+                self.file.flush()
+            except (OSError, ValueError):   # stderr closed, a full disk: the trace ends, not the server
+                self.file = open(os.devnull, "w")
 
     def _about(self, arrow, message):
         """What a message is, as record fields (kind, id, method, name, answers, outcome)."""
         if type(message) is list:
-            return {"kind": "batch", "items": [self._about(arrow, m if type(m) is dict else None)
-                                               for m in message[:50]]}
+            items = [self._about(arrow, m if type(m) is dict else None) for m in message]
+            return {"kind": "batch", "count": len(items), "items": items[:50]}
         if type(message) is not dict:
             return {"kind": "not JSON-RPC"}
         method, id_ = message.get("method"), message.get("id")
@@ -3625,7 +3698,10 @@ class _Trace:
                 about["id"] = id_
                 if len(self.asked) >= self.ASKED:
                     del self.asked[next(iter(self.asked))]
-                self.asked[arrow, repr(id_)] = method
+                key = arrow, repr(id_)
+                # Sessions share a trace and may reuse an id: a reply then names no method
+                # rather than perhaps the wrong one.
+                self.asked[key] = None if self.asked.get(key, method) != method else method
                 if method in _NAMED and type(params) is dict:
                     name = params.get("name", params.get("uri"))
                     if type(name) is str:
@@ -3695,7 +3771,7 @@ def _summary(about):
     """A record's JSON-RPC fields as words: ``request #2 tools/call getUsers``."""
     kind = about["kind"]
     if kind == "batch":
-        return f"batch of {len(about['items'])}: " + "; ".join(_summary(a) for a in about["items"])
+        return f"batch of {about['count']}: " + "; ".join(_summary(a) for a in about["items"])
     if kind == "response":
         answers = f" ({about['answers']})" if "answers" in about else ""
         return f"response #{about['id']}{answers} {about['outcome']}"
@@ -3765,11 +3841,11 @@ def _seconds(text):
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-def _common_options(p):
+def _common_options(p, level):
     p.add_argument("--trace", nargs="?", const="-", metavar="FILE", help="show every message on stderr as a packet capture "
                    "would; --trace=FILE appends them to FILE as JSON Lines")
-    p.add_argument("--log-level", default="INFO", type=str.upper, choices=_LOG_LEVELS, metavar="LEVEL",
-                   help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default INFO)")
+    p.add_argument("--log-level", default=level, type=str.upper, choices=_LOG_LEVELS, metavar="LEVEL",
+                   help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default {level})")
 
 
 _SERVE_HELP = """\
@@ -3786,8 +3862,8 @@ examples:
 """
 
 
-def _serve_parser():
-    p = _argument_parser(description=_SERVE_HELP)
+def _serve_parser(description=_SERVE_HELP):
+    p = _argument_parser(description=description)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
     where.add_argument("--port", type=_port,
@@ -3806,12 +3882,12 @@ def _serve_parser():
                    help="Streamable HTTP: answer requests with JSON, never SSE")
     p.add_argument("--insecure", action="store_true",
                    help="allow a non-loopback --host without --token")
-    _common_options(p)
+    _common_options(p, "INFO")
     return p
 
 
 def _serve(server, args, stdout=1):
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         trace = _Trace(args.trace) if args.trace else None
@@ -3880,7 +3956,7 @@ def _load_server(target):
         if server is None:
             raise ValueError(f"{spec} has no {name!r}")
         if not isinstance(server, Server):
-            raise ValueError(f"{target} is a {type(server).__name__}, not a Server")
+            raise ValueError(f"{target} is of type {type(server).__name__}, not a Server")
         return server
     found = [v for v in vars(module).values() if isinstance(v, Server)]
     server = found[0] if len(found) == 1 else getattr(module, "server", None)
@@ -4021,7 +4097,7 @@ def main(argv=None):
                         help="bearer token for HTTP (default: $MCP_TOKEN)")
     client.add_argument("--timeout", type=_seconds, default=REQUEST_TIMEOUT_S, metavar="SECONDS",
                         help=f"how long to wait for each answer (default {REQUEST_TIMEOUT_S:g})")
-    _common_options(client)
+    _common_options(client, "WARNING")
     args = p.parse_args(_bare_trace(argv))
     if args.command == "serve":
         # stdio: stdout is the protocol's from here on, before TARGET's imports can print.

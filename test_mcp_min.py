@@ -513,14 +513,14 @@ class HintTest(unittest.TestCase):
             pass
         server = Server("s")
         for hint in (Widget, typing.Callable[[int], str], list[Widget], dict[str, Widget],
-                     typing.Optional[Widget], typing.TypeVar("T")):
+                     typing.Optional[Widget], typing.Iterator[int]):
             ns = {"T": hint}
             exec("def make(thing: T): pass", ns)
             with self.subTest(hint=hint), self.assertRaises(TypeError) as raised:
                 server.tool()(ns["make"])
             self.assertIn("make()", str(raised.exception))          # the function,
             self.assertIn("parameter 'thing'", str(raised.exception))   # the parameter,
-            self.assertRegex(str(raised.exception), r"Widget|Callable|~T")  # and the hint
+            self.assertRegex(str(raised.exception), r"Widget|Callable|Iterator")  # and the hint
         self.assertEqual(server.tools, {})
 
         def widget() -> Widget:
@@ -531,9 +531,66 @@ class HintTest(unittest.TestCase):
             server.prompt()(_with_hint(Widget))
 
     def test_any_and_no_hint_take_any_json_value(self):
-        def f(a: typing.Any, b, c: object):
+        def f(a: typing.Any, b, c: object, d: typing.TypeVar("T")):
             pass
-        self.assertEqual(mcp_min.Tool(f).input_schema["properties"], {"a": {}, "b": {}, "c": {}})
+        self.assertEqual(mcp_min.Tool(f).input_schema["properties"], {"a": {}, "b": {}, "c": {}, "d": {}})
+
+    def test_hints_that_registered_before_still_do(self):
+        # Review of the refusal: these had a JSON form all along (or were taken as any value).
+        import collections
+
+        class Name(str):
+            pass
+
+        class Point(typing.NamedTuple):
+            x: int
+            y: float
+        prop = SchemaTest().prop
+        self.assertEqual(prop(Name), {"type": "string"})
+        self.assertEqual(prop(Point), {"type": "array", "minItems": 2, "maxItems": 2,
+                                       "prefixItems": [{"type": "integer"}, {"type": "number"}]})
+        self.assertEqual(prop(typing.Deque[int]), {"type": "array", "items": {"type": "integer"}})
+        self.assertEqual(prop(collections.OrderedDict), {"type": "object"})
+        self.assertEqual(prop(typing.DefaultDict[str, int]),
+                         {"type": "object", "additionalProperties": {"type": "integer"}})
+        self.assertEqual(mcp_min._convert("ada", Name), "ada")
+        self.assertIs(type(mcp_min._convert("ada", Name)), Name)
+        self.assertEqual(mcp_min._convert([1, 2.5], Point), Point(1, 2.5))
+        self.assertEqual(mcp_min._convert([1, 2], typing.Deque[int]), collections.deque([1, 2]))
+        self.assertEqual(mcp_min._convert([1, 2], typing.AbstractSet[int]), frozenset({1, 2}))
+
+        def never() -> typing.NoReturn:
+            raise McpError(INVALID_PARAMS, "no")
+        self.assertIsNone(mcp_min.Tool(never).output_schema)
+
+    def test_not_required_counts_under_string_annotations(self):
+        ns = {"__name__": __name__}     # where typing.get_type_hints looks the names up
+        exec("from __future__ import annotations\nimport typing\n"
+             "class Ask(typing.TypedDict):\n    when: str\n    tag: typing.NotRequired[int]\n", ns)
+        if not hasattr(typing, "NotRequired"):
+            self.skipTest("typing.NotRequired is 3.11+")
+        self.assertEqual(SchemaTest().prop(ns["Ask"])["required"], ["when"])
+
+    def test_a_union_with_str_falls_back_to_the_text(self):
+        import datetime
+        hint = typing.Union[datetime.date, str]
+        self.assertEqual(mcp_min._convert("2024-01-02", hint), datetime.date(2024, 1, 2))
+        self.assertEqual(mcp_min._convert("tomorrow", hint), "tomorrow")
+        with self.assertRaises(ValueError):
+            mcp_min._convert("tomorrow", typing.Optional[datetime.date])
+
+    def test_a_decimal_must_be_finite_and_of_sane_size(self):
+        import decimal
+        self.assertEqual(mcp_min._convert("12.50", decimal.Decimal), decimal.Decimal("12.50"))
+        for bad in ("NaN", "sNaN", "Infinity", "1e999999999", "lots"):
+            with self.subTest(bad=bad), self.assertRaises((ValueError, ArithmeticError)):
+                mcp_min._convert(bad, decimal.Decimal)
+
+    def test_iterables_and_mappings_return_as_json(self):
+        import types as pytypes
+        self.assertEqual(mcp_min._to_json(range(3)), [0, 1, 2])
+        self.assertEqual(mcp_min._to_json(x * 2 for x in range(2)), [0, 2])
+        self.assertEqual(mcp_min._to_json(pytypes.MappingProxyType({"a": (1,)})), {"a": [1]})
 
 
 def _with_hint(hint):
@@ -581,6 +638,12 @@ class DecoratorTest(unittest.TestCase):
         self.assertEqual(hello("Ada"), "Hello Ada")
         self.assertEqual(list(server.tools), ["ping_me"])
         self.assertEqual(list(server.prompts), ["hello"])
+
+    def test_a_name_that_is_not_a_string_is_refused(self):
+        server = Server("s")
+        for decorator in (server.tool, server.prompt):
+            with self.assertRaisesRegex(TypeError, "a name is a string, not int"):
+                decorator(123)
 
     def test_a_bare_resource_decorator_says_how_to_write_it(self):
         server = Server("s")
@@ -1723,6 +1786,7 @@ class CliTest(unittest.TestCase):
                 (("client", "127.0.0.1:8080/mcp", "tools/list"), "write http://127.0.0.1:8080/mcp"),
                 (("client", "ftp://example.com/mcp", "tools/list"), "only http:// and https://"),
                 (("client", nobody), "required: METHOD"),
+                (("client", " ", "ping"), "TARGET is empty"),
                 (("client", nobody, "tools/call"), "tools/call needs NAME"),
                 (("client", nobody, "resources/read"), "resources/read needs URI"),
                 (("client", nobody, "tools/call", "t", "=x"), "expected key=value, got '=x'"),
@@ -1749,7 +1813,7 @@ class CliTest(unittest.TestCase):
             with open(path, "w") as f:
                 f.write("from mcp_min import Server\nserver = Server('x')\n")
             self.assert_one_line(self.run_cli("serve", f"{path}:nope"), 2, f"{path} has no 'nope'")
-            self.assert_one_line(self.run_cli("serve", f"{path}:Server"), 2, "is a type, not a Server")
+            self.assert_one_line(self.run_cli("serve", f"{path}:Server"), 2, "is of type type, not a Server")
 
     def test_a_normal_start_logs_at_info(self):
         process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
@@ -4061,6 +4125,38 @@ class TraceTest(unittest.IsolatedAsyncioTestCase):
             trace.message("in", "stdin", {"jsonrpc": "2.0", "id": i, "method": "ping"})
         self.assertLessEqual(len(trace.asked), trace.ASKED)
 
+    def test_replies_name_their_request_or_nothing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.jsonl")
+            trace = mcp_min._Trace(path)
+            batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(60)]
+            trace.message("in", "http", batch)
+            trace.message("out", "http", [{"jsonrpc": "2.0", "id": i, "result": {}} for i in range(60)])
+            # Two sessions' request 7, different methods, on one trace: no reply is mislabelled.
+            trace.message("in", "http", {"jsonrpc": "2.0", "id": 7, "method": "tools/call"})
+            trace.message("in", "http", {"jsonrpc": "2.0", "id": 7, "method": "prompts/get"})
+            trace.message("out", "http", {"jsonrpc": "2.0", "id": 7, "result": {}})
+            trace.message("in", "http", {"jsonrpc": "2.0", "id": "\ud800", "method": "ping"})  # no UTF-8
+            trace.file.close()
+            with open(path, encoding="utf-8") as f:
+                records = [json.loads(line) for line in f]
+        self.assertEqual(records[0]["count"], 60)
+        self.assertEqual(mcp_min._summary(records[1])[:40], "batch of 60: response #0 (ping) ok; resp")
+        self.assertEqual(records[1]["items"][-1]["answers"], "ping")
+        self.assertNotIn("answers", records[4])
+        self.assertEqual(len(records), 6)
+
+    def test_a_trace_that_cannot_be_written_never_stops_the_server(self):
+        # --trace into a pipe nobody reads any more (`| head` that ended): answers still go out.
+        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", "--trace"], cwd=HERE,
+                                   env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+        process.stderr.close()      # every write to it is EPIPE from now on
+        out, _ = process.communicate(
+            "".join(json.dumps(m) + "\n" for m in (rpc(0, "initialize", init_params()),
+                                                   rpc(1, "ping"))).encode(), timeout=30)
+        self.assertEqual([json.loads(line)["id"] for line in out.splitlines()], [0, 1])
+
 
 def trace_headers(stderr):
     """The header lines of a --trace on stderr, without their times."""
@@ -4087,6 +4183,12 @@ class ClientCliTests(unittest.TestCase):
         unknown = self.run_cli(server, "tools/call", "nope")
         self.assertEqual(unknown.returncode, 1)
         self.assertIn("-32602: Unknown tool 'nope'", unknown.stderr)
+
+    def test_key_value_text_that_is_no_json_to_send_stays_text(self):
+        server = f"{sys.executable} {MCP_MIN} serve --stdio"
+        done = self.run_cli(server, "tools/call", "getUser", "name=NaN")     # not float('nan')
+        self.assertEqual(done.returncode, 1, done.stderr)
+        self.assertIn("No user named 'NaN'", json.loads(done.stdout)["content"][0]["text"])
 
     def test_key_value_text_is_kept_where_the_schema_wants_text(self):
         with tempfile.TemporaryDirectory() as tmp:
