@@ -343,10 +343,10 @@ def cli(name, target, extra=(), expect_trace=False):
         ok = False; detail += f", stdout not a tools JSON: {p.stdout[:200]!r}"
     if expect_trace:
         err = p.stderr
-        need = ["C->S", "S->C", "initialize", "notifications/initialized", "tools/list"]
+        need = ["C→S", "S→C", "initialize", "notifications/initialized", "tools/list"]
         missing = [w for w in need if w not in err]
         ok = ok and not missing
-        detail += f"; trace {len(err.splitlines())} stderr lines" + (f", MISSING {missing}" if missing else ", has C->S/S->C initialize/initialized/tools/list")
+        detail += f"; trace {len(err.splitlines())} stderr lines" + (f", MISSING {missing}" if missing else ", has C→S/S→C initialize/initialized/tools/list")
         with open(os.path.join(LOGS, name.replace("/", "_") + ".stderr.txt"), "w") as f:
             f.write(err)
     if not ok:
@@ -358,7 +358,7 @@ def cli(name, target, extra=(), expect_trace=False):
 def cancelled_sent(tp, req_id=None):
     for r in trace_records(tp):
         m = r.get("message")
-        if isinstance(m, dict) and m.get("method") == "notifications/cancelled" and r.get("dir") == "C->S":
+        if isinstance(m, dict) and m.get("method") == "notifications/cancelled" and r.get("dir") == "C→S":
             return m
         if isinstance(m, str) and "notifications/cancelled" in m:
             return m
