@@ -4,9 +4,9 @@
 Needs the harness (../shared/bench, or MCP_BENCH=DIR) and, for the "sdk" targets, the SDK in
 .peers/ (see .ci/interop/README.md).
 """
-import json, os, subprocess, sys, statistics, tempfile
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-B = os.path.abspath(os.environ.get("MCP_BENCH", os.path.join(ROOT, "..", "shared", "bench")))
+import os, sys, statistics
+import harness
+ROOT, B = harness.ROOT, harness.B
 # (name, transport flag, url path, spawn command)
 targets = [
   ("mcp_min http", "--http", "/mcp", "python3 -m mcp_min serve --port {p}"),
@@ -19,25 +19,12 @@ targets = [
 
 
 def fail(why):
-    print(f"http.py: {why}", file=sys.stderr)
-    sys.exit(2)
+    harness.fail("http.py", why)
 
 
 def bench(name, flag, url, cmd):
-    """One harness run: its JSON line, or None after saying why there is none."""
-    with tempfile.NamedTemporaryFile("r", suffix=".stderr") as err:
-        out = subprocess.run([sys.executable, f"{B}/bench_mcp.py", flag, url, "--spawn", cmd, "-n", "1000", "-c", "20",
-                              "-k", "100", "--tool", "getUser", "--args", '{"name":"John"}', "--stderr-file", err.name],
-                             capture_output=True, text=True, cwd=ROOT)
-        server_err = err.read().strip()[-500:]
-    try:
-        d = json.loads(out.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        d = {}
-    if "seq" in d:
-        return d
-    why = "; ".join(x for x in (d.get("fatal"), out.stderr.strip()[-500:], server_err) if x) or "no output"
-    print(f"http.py: target {name!r} ({cmd}) gave no result (exit {out.returncode}): {why}", file=sys.stderr)
+    return harness.run("http.py", name, cmd, [flag, url, "--spawn", cmd, "-n", "1000", "-c", "20", "-k", "100",
+                                              "--tool", "getUser", "--args", '{"name":"John"}'])
 
 
 names = [t[0] for t in targets]

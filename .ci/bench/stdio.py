@@ -6,9 +6,9 @@ Rounds are interleaved; medians are printed with the ratios the issues ask about
 Needs the harness (../shared/bench, or MCP_BENCH=DIR) and, for the target "sdk", the SDK in
 .peers/ (see .ci/interop/README.md). Precompile first for `-m`: python3 -m py_compile mcp_min.py
 """
-import json, os, shutil, subprocess, sys, statistics, tempfile
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-B = os.path.abspath(os.environ.get("MCP_BENCH", os.path.join(ROOT, "..", "shared", "bench")))
+import os, shutil, sys, statistics
+import harness
+ROOT, B = harness.ROOT, harness.B
 PY = os.environ.get("PY", "python3")    # e.g. the interpreter itself, past a pyenv shim
 targets = {
   "mcp_min script": f"{PY} mcp_min.py serve --stdio",
@@ -19,25 +19,12 @@ targets = {
 
 
 def fail(why):
-    print(f"stdio.py: {why}", file=sys.stderr)
-    sys.exit(2)
+    harness.fail("stdio.py", why)
 
 
 def bench(name, cmd):
-    """One harness run: its JSON line, or None after saying why there is none."""
-    with tempfile.NamedTemporaryFile("r", suffix=".stderr") as err:
-        out = subprocess.run([sys.executable, f"{B}/bench_mcp.py", "--stdio", cmd, "-n", n, "--cold-runs", "5",
-                              "--window", "20", "-k", "100", "--tool", "getUser", "--args", '{"name":"John"}',
-                              "--stderr-file", err.name], capture_output=True, text=True, cwd=ROOT)
-        server_err = err.read().strip()[-500:]
-    try:
-        d = json.loads(out.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        d = {}
-    if "seq" in d:
-        return d
-    why = "; ".join(x for x in (d.get("fatal"), out.stderr.strip()[-500:], server_err) if x) or "no output"
-    print(f"stdio.py: target {name!r} ({cmd}) gave no result (exit {out.returncode}): {why}", file=sys.stderr)
+    return harness.run("stdio.py", name, cmd, ["--stdio", cmd, "-n", n, "--cold-runs", "5", "--window", "20",
+                                              "-k", "100", "--tool", "getUser", "--args", '{"name":"John"}'])
 
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
