@@ -295,86 +295,166 @@ def _contents(uri, value, mime_type=None):
 ##############################################################################
 
 
-def _schema(tp, depth=0):
-    """JSON Schema for a Python type hint (str, int, list[T], TypedDict, date ...).
+def _hint(tp, depth=0):
+    """A type hint as data: its JSON Schema, and the loader that turns JSON the schema
+    accepted into what the hint asks for (a date, a dataclass, a tuple ...), or None
+    where the JSON already is that. Built once, when a function is registered.
 
     A hint with no JSON form (a custom class, Callable) is a TypeError, so that a
     mistake shows when the function is registered, not when a client calls it.
+
+    >>> _hint(list[int])[0]
+    {'type': 'array', 'items': {'type': 'integer'}}
     """
     if depth > 20:
-        return {}
+        return {}, None
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Annotated:
-        schema = dict(_schema(args[0], depth + 1))
-        for extra in args[1:]:
-            if isinstance(extra, str):
-                schema["description"] = extra
-            elif isinstance(extra, dict):
-                schema.update(extra)
-        return schema
-    if origin in _MARKERS:                          # NotRequired[T] in a TypedDict
-        return _schema(args[0], depth + 1)
-    if hasattr(tp, "__supertype__"):                # NewType("UserId", int)
-        return _schema(tp.__supertype__, depth + 1)
-    simple = _SIMPLE_TYPES.get(type(None) if tp is None else tp)
-    if simple:
-        return {"type": simple}
+        return _annotated(args, depth)
+    if origin in _MARKERS or hasattr(tp, "__supertype__"):  # NotRequired[T]; NewType("Id", int)
+        return _hint(args[0] if origin else tp.__supertype__, depth + 1)
+    if tp is None or tp in _SIMPLE_TYPES:
+        tp = type(None) if tp is None else tp
+        return {"type": _SIMPLE_TYPES[tp]}, _SIMPLE_LOADS.get(tp)
     if tp is typing.Any or tp is object or isinstance(tp, typing.TypeVar):
-        return {}
+        return {}, None
     if origin is typing.Literal:
-        schema = {"enum": list(args)}
-        kinds = {_SIMPLE_TYPES.get(type(a)) for a in args}
-        if len(kinds) == 1 and None not in kinds:
-            schema["type"] = kinds.pop()
-        return schema
+        return _literal(args), None
     if origin is typing.Union or type(tp).__name__ == "UnionType":
-        options = [_schema(a, depth + 1) for a in args]
-        return {"anyOf": options}
-    if origin is None and isinstance(tp, type):
-        if issubclass(tp, enum.Enum):
-            return _schema(typing.Literal[tuple(m.value for m in tp)], depth + 1)
-        if (as_string := _string_type(tp)):
-            return dict(as_string[0])
-        if _is_dataclass(tp):
-            import dataclasses
-            hints = typing.get_type_hints(tp, include_extras=True)
-            fields = dataclasses.fields(tp)
-            return _object_schema(
-                {f.name: hints.get(f.name, typing.Any) for f in fields},
-                {f.name for f in fields if f.init and f.default is dataclasses.MISSING
-                 and f.default_factory is dataclasses.MISSING}, depth, tp)
-        if issubclass(tp, dict) and hasattr(tp, "__required_keys__"):     # a TypedDict
-            hints = typing.get_type_hints(tp, include_extras=True)
-            required = set(tp.__required_keys__)
-            for key, hint in hints.items():    # string annotations hide these from __required_keys__
-                if typing.get_origin(hint) in _MARKERS:
-                    (required.discard if typing.get_origin(hint) is not _MARKERS[0] else required.add)(key)
-            return _object_schema(hints, required, depth, tp)
-        if issubclass(tp, tuple) and hasattr(tp, "_fields"):             # a NamedTuple
-            args = tuple(typing.get_type_hints(tp).get(f, typing.Any) for f in tp._fields)
-            origin = tuple
-        elif (simple := next((_SIMPLE_TYPES[k] for k in tp.__mro__ if k in _SIMPLE_TYPES), None)):
-            return {"type": simple}                 # a str or int subclass
+        return _union([(a, *_hint(a, depth + 1)) for a in args])
+    return (origin is None and isinstance(tp, type) and _class_hint(tp, depth)) \
+        or _container_hint(tp, origin, args, depth)
+
+
+def _literal(args):
+    schema = {"enum": list(args)}
+    kinds = {_SIMPLE_TYPES.get(type(a)) for a in args}
+    if len(kinds) == 1 and None not in kinds:   # one JSON type: say which
+        schema["type"] = kinds.pop()
+    return schema
+
+
+def _annotated(args, depth):
+    """Annotated[str, "what it is"], or Annotated[T, {more schema keywords}]."""
+    schema, load = _hint(args[0], depth + 1)
+    schema = dict(schema)
+    for extra in args[1:]:
+        schema.update({"description": extra} if isinstance(extra, str) else
+                      extra if isinstance(extra, dict) else {})
+    return schema, load
+
+
+def _class_hint(tp, depth):
+    """An Enum, a type that travels as a string, a record, a str or int subclass; or None."""
+    if issubclass(tp, enum.Enum):
+        return _hint(typing.Literal[tuple(m.value for m in tp)], depth + 1)[0], tp
+    if (as_string := _string_type(tp)):
+        return dict(as_string[0]), functools.partial(as_string[1], tp)
+    if issubclass(tp, tuple) and hasattr(tp, "_fields"):      # a NamedTuple
+        hints = typing.get_type_hints(tp)
+        return _tuple_hint([hints.get(f, typing.Any) for f in tp._fields], depth, tp)
+    if _is_dataclass(tp) or issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
+        return _record(tp, depth)
+    if (simple := next((_SIMPLE_TYPES[k] for k in tp.__mro__ if k in _SIMPLE_TYPES), None)):
+        return {"type": simple}, tp
+    return None
+
+
+def _container_hint(tp, origin, args, depth):
+    """A JSON array or object for a collection hint (list[T], deque, Sequence, dict[K, V] ...)."""
     kind = _container(origin or tp)
-    if kind == "array":
-        schema = {"type": "array"}
-        if origin is tuple and args and args[-1] is not Ellipsis:     # tuple[int, str]
-            schema["prefixItems"] = [_schema(a, depth + 1) for a in args]
-            schema["minItems"] = schema["maxItems"] = len(args)
-        elif args:
-            schema["items"] = _schema(args[0], depth + 1)
-        return schema
+    if kind == "array" and origin is tuple and args and args[-1] is not Ellipsis:    # tuple[int, str]
+        return _tuple_hint(args, depth, lambda *items: items)
+    if not kind:
+        raise TypeError(f"unsupported type hint {_hint_name(tp)}")
+    inner = args[0] if kind == "array" and args else args[1] if len(args) == 2 else typing.Any
+    item, load = _hint(inner, depth + 1)
+    schema = {"type": kind}
+    if item:
+        schema["items" if kind == "array" else "additionalProperties"] = item
     if kind == "object":
-        schema = {"type": "object"}
-        if len(args) == 2 and args[1] is not typing.Any:
-            schema["additionalProperties"] = _schema(args[1], depth + 1)
-        return schema
-    raise TypeError(f"unsupported type hint {_hint_name(tp)}")
+        return schema, load and (lambda value: {k: _load(load, v) for k, v in value.items()})
+    make = _array_of(origin or tp)
+    return schema, None if make is list and load is None else \
+        (lambda value: make(_load(load, v) for v in value))
+
+
+def _tuple_hint(args, depth, make):
+    items = [_hint(a, depth + 1) for a in args]
+    return ({"type": "array", "prefixItems": [schema for schema, _ in items],
+             "minItems": len(items), "maxItems": len(items)},
+            lambda value: make(*(_load(load, v) for (_, load), v in zip(items, value))))
+
+
+def _load(load, value):
+    return value if load is None or value is None else load(value)
+
+
+def _union(options):
+    """anyOf the options; the loader uses the first that validates and loads."""
+    schema = {"anyOf": [schema for _, schema, _ in options]}
+    if not any(load for _, _, load in options):
+        return schema, None
+
+    def load(value):
+        failed = None
+        for option, schema, load in options:
+            if option is not type(None) and validate(value, schema) is None:
+                try:
+                    return _load(load, value)
+                except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
+                    failed = e
+        if failed:
+            raise failed
+        return value
+    return schema, load
+
+
+def _record(tp, depth):
+    """A dataclass or TypedDict: an object of fields, arriving as the dataclass or a dict."""
+    hints, required, make = (_dataclass_fields if _is_dataclass(tp) else _typeddict_fields)(tp)
+    fields = {k: _hint(v, depth + 1) for k, v in hints.items()}
+    schema = {"type": "object", "properties": {k: schema for k, (schema, _) in fields.items()}}
+    if required:
+        schema["required"] = [k for k in hints if k in required]
+    doc = _first_paragraph(tp.__doc__)
+    if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
+        schema["description"] = doc
+    loads = {k: load for k, (_, load) in fields.items() if load}
+    return schema, lambda value: make({k: _load(loads.get(k), v) for k, v in value.items()})
+
+
+def _dataclass_fields(tp):
+    import dataclasses
+    hints, fields = typing.get_type_hints(tp, include_extras=True), dataclasses.fields(tp)
+    required = {f.name for f in fields if f.init and f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING}
+    takes = _init_names(tp)     # others (extra keys, init=False fields) are ignored
+    return ({f.name: hints.get(f.name, typing.Any) for f in fields}, required,
+            lambda kwargs: tp(**{k: v for k, v in kwargs.items() if takes is None or k in takes}))
+
+
+def _typeddict_fields(tp):
+    hints = typing.get_type_hints(tp, include_extras=True)
+    # String annotations (from __future__) hide Required/NotRequired from __required_keys__.
+    marked = {k: typing.get_origin(h) for k, h in hints.items()}
+    required = {k for k in hints if _REQUIRED and marked[k] is _REQUIRED
+                or k in tp.__required_keys__ and not (_NOT_REQUIRED and marked[k] is _NOT_REQUIRED)}
+    return hints, required, dict
+
+
+def _convert(value, tp):
+    """JSON that the schema of `tp` accepted, as what `tp` asks for (built afresh each call:
+    handlers keep their loaders)."""
+    return _load(_hint(tp)[1], value)
 
 
 _SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
-# Required first: _schema tells it from the others by position.
-_MARKERS = tuple(filter(None, (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly"))))
+# JSON's 2.0 is a valid integer, and 2 a valid number: each arrives as the hint's type.
+_SIMPLE_LOADS = {int: lambda v: int(v) if type(v) is float else v,
+                 float: lambda v: float(v) if type(v) is int else v}
+_REQUIRED, _NOT_REQUIRED = getattr(typing, "Required", None), getattr(typing, "NotRequired", None)
+_MARKERS = tuple(filter(None, (_REQUIRED, _NOT_REQUIRED, getattr(typing, "ReadOnly", None))))
 
 
 def _container(cls):
@@ -428,17 +508,6 @@ def _string_type(cls):
     return None
 
 
-def _object_schema(hints, required, depth, tp):
-    schema = {"type": "object",
-              "properties": {k: _schema(v, depth + 1) for k, v in hints.items()}}
-    if required:
-        schema["required"] = [k for k in hints if k in required]
-    doc = _first_paragraph(tp.__doc__)
-    if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
-        schema["description"] = doc
-    return schema
-
-
 def _first_paragraph(doc):
     return " ".join((doc or "").strip().split("\n\n")[0].split()) or None
 
@@ -458,75 +527,154 @@ def validate(value, schema, root=None, path="", depth=0):
     """First reason `value` does not match `schema`, or None.
 
     A subset of JSON Schema 2020-12: type, enum, const, properties, required,
-    additionalProperties, items, anyOf/oneOf/allOf, $ref to local $defs,
-    min/max (length, items, value). Unknown keywords are ignored.
+    additionalProperties, items, prefixItems, anyOf/oneOf/allOf, $ref to local
+    $defs, min/max (length, items, value). Unknown keywords are ignored. Each
+    keyword is one checker in `_KEYWORDS`, met in the schema's own order.
 
     >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
     'a: expected integer, got string'
     """
     if depth > 64 or type(schema) is not dict:
         return None
-    root = schema if root is None else root
-    where = path or "arguments"
-    ref = schema.get("$ref")
+    at = (schema if root is None else root, path, depth)
+    for key, arg in schema.items():
+        check = _KEYWORDS.get(key)
+        if check and (problem := check(value, arg, schema, at)):
+            return problem
+    return None
+
+
+def _where(at):
+    return at[1] or "arguments"
+
+
+def _ref(value, ref, schema, at):
+    root, path, depth = at
     if type(ref) is str and ref.startswith("#/"):
         target = root
         for part in ref[2:].split("/"):
             target = target.get(part, {}) if type(target) is dict else {}
-        if (problem := validate(value, target, root, path, depth + 1)):
-            return problem
-    kinds = schema.get("type")
-    if kinds is not None:
-        if not (_type_ok(value, kinds) if type(kinds) is str else any(_type_ok(value, k) for k in kinds)):
-            kinds = (kinds,) if type(kinds) is str else kinds
-            return f"{where}: expected {' or '.join(kinds)}, got {_json_type(value)}"
-    if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
-        return f"{where}: must be one of {json.dumps(schema['enum'])}"
-    if "const" in schema and not _same(value, schema["const"]):
-        return f"{where}: must be {json.dumps(schema['const'])}"
-    if not _BOUND_KEYS.isdisjoint(schema):
-        for key, test, say in _BOUNDS:
-            if key in schema and (measure := test(value)) is not None and say(measure, schema[key]):
-                return f"{where}: {key} is {schema[key]}"
-    if type(value) is dict:
-        props = schema.get("properties") or {}
-        for name in schema.get("required") or ():
-            if name not in value:
-                return f"{_join(path, name)}: required property is missing"
-        extra = schema.get("additionalProperties", True)
-        for name, item in value.items() if props or extra is not True else ():
-            if name in props:
-                problem = validate(item, props[name], root, _join(path, name), depth + 1)
-            elif extra is False:
-                problem = f"{_join(path, name)}: unexpected property"
-            else:
-                problem = validate(item, extra, root, _join(path, name), depth + 1)
-            if problem:
-                return problem
-    if type(value) is list and ("items" in schema or "prefixItems" in schema):
-        prefix, rest = schema.get("prefixItems"), schema.get("items")
-        prefix = prefix if type(prefix) is list else []
-        for i, item in enumerate(value):
-            sub = prefix[i] if i < len(prefix) else rest
-            if sub is False:
-                return f"{path}[{i}]: unexpected item"
-            if (problem := validate(item, sub, root, f"{path}[{i}]", depth + 1)):
-                return problem
-    if _COMBINERS.isdisjoint(schema):
-        return None
-    for sub in schema.get("allOf") or ():
-        if (problem := validate(value, sub, root, path, depth + 1)):
-            return problem
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            passed = sum(validate(value, sub, root, path, depth + 1) is None for sub in schema[key])
-            if passed == 0 or key == "oneOf" and passed > 1:
-                return f"{where}: does not match any allowed form" if not passed \
-                    else f"{where}: matches more than one allowed form"
+        return validate(value, target, root, path, depth + 1)
     return None
 
 
-_COMBINERS = frozenset(("allOf", "anyOf", "oneOf"))
+def _type(value, kinds, schema, at):
+    kinds = (kinds,) if type(kinds) is str else kinds if type(kinds) is list else ()
+    if kinds and not any(_type_ok(value, k) for k in kinds):
+        return f"{_where(at)}: expected {' or '.join(map(str, kinds))}, got {_json_type(value)}"
+    return None
+
+
+def _enum(value, options, schema, at):
+    if type(options) is list and not any(_same(value, e) for e in options):
+        return f"{_where(at)}: must be one of {json.dumps(options)}"
+    return None
+
+
+def _const(value, const, schema, at):
+    return None if _same(value, const) else f"{_where(at)}: must be {json.dumps(const)}"
+
+
+def _bound(key, measure, beyond):
+    def check(value, bound, schema, at):
+        if (size := measure(value)) is not None and _number(bound) is not None and beyond(size, bound):
+            return f"{_where(at)}: {key} is {bound}"
+        return None
+    return check
+
+
+def _properties(value, props, schema, at):
+    """properties, with required and additionalProperties beside it."""
+    if type(value) is not dict:
+        return None
+    root, path, depth = at
+    if (problem := _required(value, schema.get("required"), schema, at)):
+        return problem
+    props = props if type(props) is dict else {}
+    extra = schema.get("additionalProperties", True)
+    for name, item in value.items() if props or extra is not True else ():
+        if name in props:
+            problem = validate(item, props[name], root, _join(path, name), depth + 1)
+        elif extra is False:
+            problem = f"{_join(path, name)}: unexpected property"
+        else:
+            problem = validate(item, extra, root, _join(path, name), depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def _required(value, names, schema, at):
+    if type(value) is dict and type(names) is list:
+        for name in names:
+            if name not in value:
+                return f"{_join(at[1], name)}: required property is missing"
+    return None
+
+
+def _items(value, prefix, schema, at):
+    """prefixItems, with items beside it (for the rest)."""
+    if type(value) is not list:
+        return None
+    root, path, depth = at
+    prefix, rest = prefix if type(prefix) is list else [], schema.get("items")
+    for i, item in enumerate(value):
+        sub = prefix[i] if i < len(prefix) else rest
+        if sub is False:
+            return f"{path}[{i}]: unexpected item"
+        if (problem := validate(item, sub, root, f"{path}[{i}]", depth + 1)):
+            return problem
+    return None
+
+
+def _all_of(value, subs, schema, at):
+    root, path, depth = at
+    for sub in subs if type(subs) is list else ():
+        if (problem := validate(value, sub, root, path, depth + 1)):
+            return problem
+    return None
+
+
+def _some_of(most):
+    def check(value, subs, schema, at):
+        root, path, depth = at
+        passed = sum(validate(value, sub, root, path, depth + 1) is None
+                     for sub in (subs if type(subs) is list else ()))
+        if not passed:
+            return f"{_where(at)}: does not match any allowed form"
+        if passed > most:
+            return f"{_where(at)}: matches more than one allowed form"
+        return None
+    return check
+
+
+def _number(value):
+    return value if type(value) in (int, float) else None
+
+
+def _length(kind):
+    return lambda v: len(v) if type(v) is kind else None
+
+
+# JSON Schema keywords and their checkers; a keyword checked with a sibling is skipped alone.
+_KEYWORDS = {
+    "$ref": _ref, "type": _type, "enum": _enum, "const": _const,
+    "minLength": _bound("minLength", _length(str), lambda m, b: m < b),
+    "maxLength": _bound("maxLength", _length(str), lambda m, b: m > b),
+    "minItems": _bound("minItems", _length(list), lambda m, b: m < b),
+    "maxItems": _bound("maxItems", _length(list), lambda m, b: m > b),
+    "minimum": _bound("minimum", _number, lambda m, b: m < b),
+    "maximum": _bound("maximum", _number, lambda m, b: m > b),
+    "exclusiveMinimum": _bound("exclusiveMinimum", _number, lambda m, b: m <= b),
+    "exclusiveMaximum": _bound("exclusiveMaximum", _number, lambda m, b: m >= b),
+    "properties": _properties,
+    "required": lambda v, names, schema, at: None if "properties" in schema else _required(v, names, schema, at),
+    "additionalProperties": lambda v, extra, schema, at:
+        None if "properties" in schema else _properties(v, {}, schema, at),
+    "prefixItems": _items,
+    "items": lambda v, rest, schema, at: None if "prefixItems" in schema else _items(v, [], schema, at),
+    "allOf": _all_of, "anyOf": _some_of(float("inf")), "oneOf": _some_of(1),
+}
 
 
 def _join(path, name):
@@ -543,76 +691,6 @@ def _json_type(value):
 
 def _same(a, b):
     return type(a) is type(b) and a == b or _type_ok(a, "number") and _type_ok(b, "number") and a == b
-
-
-def _number(value):
-    return value if type(value) in (int, float) else None
-
-
-_BOUNDS = (
-    ("minLength", lambda v: len(v) if type(v) is str else None, lambda m, b: m < b),
-    ("maxLength", lambda v: len(v) if type(v) is str else None, lambda m, b: m > b),
-    ("minItems", lambda v: len(v) if type(v) is list else None, lambda m, b: m < b),
-    ("maxItems", lambda v: len(v) if type(v) is list else None, lambda m, b: m > b),
-    ("minimum", _number, lambda m, b: m < b),
-    ("maximum", _number, lambda m, b: m > b),
-    ("exclusiveMinimum", _number, lambda m, b: m <= b),
-    ("exclusiveMaximum", _number, lambda m, b: m >= b),
-)
-_BOUND_KEYS = frozenset(key for key, _, _ in _BOUNDS)
-
-
-def _convert(value, tp):
-    """Turn validated JSON into what a hint asks for (dataclass, Enum, tuple, date ...)."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Annotated or origin in _MARKERS:
-        return _convert(value, args[0])
-    if hasattr(tp, "__supertype__"):
-        return _convert(value, tp.__supertype__)
-    if value is None:
-        return None
-    if origin is typing.Union or type(tp).__name__ == "UnionType":
-        failed = None
-        for option in args:
-            if option is not type(None) and validate(value, _schema(option)) is None:
-                try:
-                    return _convert(value, option)
-                except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
-                    failed = e
-        if failed:
-            raise failed
-        return value
-    if origin is None and isinstance(tp, type):
-        if issubclass(tp, enum.Enum):
-            return tp(value)
-        if tp is float and type(value) is int:
-            return float(value)
-        if tp is int and type(value) is float:
-            return int(value)
-        if (as_string := _string_type(tp)):
-            return as_string[1](tp, value)
-        if _is_dataclass(tp) and type(value) is dict:
-            hints = typing.get_type_hints(tp)
-            takes = _init_names(tp)     # others (extra keys, init=False fields) are ignored
-            return tp(**{k: _convert(v, hints.get(k, typing.Any)) for k, v in value.items()
-                         if takes is None or k in takes})
-        if issubclass(tp, dict) and hasattr(tp, "__required_keys__") and type(value) is dict:
-            hints = typing.get_type_hints(tp)     # a TypedDict
-            return {k: _convert(v, hints.get(k, typing.Any)) for k, v in value.items()}
-        if issubclass(tp, tuple) and hasattr(tp, "_fields") and type(value) is list:     # a NamedTuple
-            hints = typing.get_type_hints(tp)
-            return tp(*(_convert(v, hints.get(f, typing.Any)) for f, v in zip(tp._fields, value)))
-        if tp not in _SIMPLE_TYPES and type(value) in _SIMPLE_TYPES and issubclass(tp, type(value)):
-            return tp(value)                    # a str or int subclass
-    if type(value) is list and origin is tuple and args:
-        items = args if Ellipsis not in args else (args[0],) * len(value)
-        return tuple(_convert(v, t) for v, t in zip(value, items))
-    if type(value) is list and _container(origin or tp) == "array":
-        item = args[0] if args else typing.Any
-        return _array_of(origin or tp)(_convert(v, item) for v in value)
-    if type(value) is dict and origin is not None and _container(origin) == "object" and len(args) == 2:
-        return {k: _convert(v, args[1]) for k, v in value.items()}
-    return value
 
 
 def _array_of(cls):
@@ -697,15 +775,17 @@ class _Handler:
                 self.params.append((p.name, hint, p.default))
         self.empty = inspect.Parameter.empty
         self.description = _first_paragraph(fn.__doc__)
-        self.schemas = {name: self.schema_of(name, hint) for name, hint, _ in self.params}
-        # Validated JSON already is a str, int, bool, dict ...: only other hints convert.
+        self.schemas, self.loads = {}, {}   # loads: only where JSON is not already the value
+        for name, hint, _ in self.params:
+            self.schemas[name], load = self.hint(name, hint)
+            if load:
+                self.loads[name] = load
         self.names = frozenset(self.schemas)
-        self.converts = {name: hint for name, hint, _ in self.params if _strip(hint) not in _AS_IS}
 
-    def schema_of(self, name, hint):
-        """The schema of parameter `name` (or "return"): a bad hint is the author's TypeError."""
+    def hint(self, name, hint):
+        """Parameter `name`'s (or "return"'s) schema and loader: a bad hint is the author's TypeError."""
         try:
-            return _schema(hint)
+            return _hint(hint)
         except TypeError as e:
             what = "its return value" if name == "return" else f"parameter {name!r}"
             raise TypeError(f"{getattr(self.fn, '__qualname__', self.fn)}(): {what}: {e}; use a "
@@ -733,8 +813,8 @@ class _Handler:
         return schema
 
     async def call(self, arguments, context):
-        converts = self.converts
-        kwargs = {name: self.convert(name, value) if name in converts else value
+        loads = self.loads
+        kwargs = {name: self.convert(name, value) if name in loads else value
                   for name, value in arguments.items()
                   if self.var_keyword or name in self.names}
         if self.context_param:
@@ -745,16 +825,14 @@ class _Handler:
         return await asyncio.to_thread(self.fn, **kwargs)
 
     def convert(self, name, value):
-        hint = self.converts[name]
         try:
-            return _convert(value, hint)
+            return _load(self.loads[name], value)
         except _BAD_VALUE as e:     # "2024-13-01" for a date
             why = f" ({str(e)[:200]})" if isinstance(e, ValueError) else ""
             raise McpError(INVALID_PARAMS, f"Invalid arguments: {name}: not a valid "
-                                           f"{_hint_name(_strip(hint))}{why}") from None
+                                           f"{_hint_name(_strip(self.hints.get(name)))}{why}") from None
 
 
-_AS_IS = (str, bool, dict, list, typing.Any)     # not int: 2.0 is a valid integer
 # What converting JSON a schema passed may still raise: the value, not the server, is wrong.
 _BAD_VALUE = (ValueError, TypeError, ArithmeticError, RecursionError)
 
@@ -786,7 +864,7 @@ class Tool(_Handler):
         self.wrap = False       # structured output must be an object: others go under "result"
         if output_schema is None and "return" in self.hints and not _mentions_content(returns) \
                 and _strip(returns) not in (str, typing.Any, type(None), typing.NoReturn, _NEVER):
-            output_schema = self.schema_of("return", returns)
+            output_schema = self.hint("return", returns)[0]
             if output_schema and output_schema.get("type") != "object":
                 output_schema = {"type": "object", "properties": {"result": output_schema},
                                  "required": ["result"]}
@@ -3667,13 +3745,7 @@ class _Trace:
                         record[key] = value
                 text = json.dumps(record, ensure_ascii=False, default=str) + "\n"
             else:
-                lines = [f"{t:8.3f}s {arrow} {head}" + (f"  {_summary(record)}" if "kind" in record else "")]
-                lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-                lines += [f"data: {line}" for line in (data or "").split("\n") if data is not None]
-                if message is not None:
-                    lines += json.dumps(_shorten(message), indent=2, ensure_ascii=False,
-                                        default=str).splitlines()
-                text = "\n".join(lines[:1] + [" " * 14 + line for line in lines[1:]]) + "\n"
+                text = _capture_text(record, headers, data, message)
             try:
                 self.file.write(text)
                 self.file.flush()
@@ -3765,6 +3837,17 @@ class _Trace:
 _NAMED = ("tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe")
 # Set around a request the CLI makes for itself, so that the trace says why it was sent.
 _TRACE_WHY = contextvars.ContextVar("mcp_min_trace_why", default=None)
+
+
+def _capture_text(record, headers, data, message):
+    """A record as the capture shows it: the header line, then the rest indented."""
+    lines = [f"{record['t']:8.3f}s {record['dir']} {record['head']}"
+             + (f"  {_summary(record)}" if "kind" in record else "")]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    lines += [f"data: {line}" for line in data.split("\n")] if data is not None else []
+    if message is not None:
+        lines += json.dumps(_shorten(message), indent=2, ensure_ascii=False, default=str).splitlines()
+    return "\n".join(lines[:1] + [" " * 14 + line for line in lines[1:]]) + "\n"
 
 
 def _summary(about):
