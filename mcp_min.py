@@ -395,11 +395,12 @@ def _union(options):
     schema = {"anyOf": [schema for _, schema, _ in options]}
     if not any(load for _, _, load in options):
         return schema, None
+    options = [(_checker(schema), load) for option, schema, load in options if option is not type(None)]
 
     def load(value):
         failed = None
-        for option, schema, load in options:
-            if option is not type(None) and validate(value, schema) is None:
+        for fits, load in options:
+            if fits(value, "") is None:
                 try:
                     return _load(load, value)
                 except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
@@ -523,129 +524,168 @@ def _type_ok(value, kind):
     return type(value) is _JSON_TYPES.get(kind, object)
 
 
-def validate(value, schema, root=None, path="", depth=0):
+def validate(value, schema):
     """First reason `value` does not match `schema`, or None.
 
     A subset of JSON Schema 2020-12: type, enum, const, properties, required,
     additionalProperties, items, prefixItems, anyOf/oneOf/allOf, $ref to local
-    $defs, min/max (length, items, value). Unknown keywords are ignored. Each
-    keyword is one checker in `_KEYWORDS`, met in the schema's own order.
+    $defs, min/max (length, items, value). Unknown keywords are ignored. A tool
+    keeps its schemas compiled (`_checker`); this compiles one for a single use.
 
     >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
     'a: expected integer, got string'
     """
+    return _checker(schema)(value, "")
+
+
+def _checker(schema, root=None, depth=0):
+    """`schema` compiled once into a function (value, path) -> the first problem, or None:
+    one small check for each keyword it has (the `_KEYWORDS` table), in its own order."""
     if depth > 64 or type(schema) is not dict:
+        return _fine
+    root = schema if root is None else root
+    checks = [check for key, arg in schema.items()
+              if (make := _KEYWORDS.get(key)) and (check := make(arg, schema, root, depth))]
+    if len(checks) < 2:
+        return checks[0] if checks else _fine
+
+    def check(value, path):
+        for one in checks:
+            if (problem := one(value, path)):
+                return problem
         return None
-    at = (schema if root is None else root, path, depth)
-    for key, arg in schema.items():
-        check = _KEYWORDS.get(key)
-        if check and (problem := check(value, arg, schema, at)):
-            return problem
+    return check
+
+
+def _fine(value, path):
     return None
 
 
-def _where(at):
-    return at[1] or "arguments"
+def _where(path):
+    return path or "arguments"
 
 
-def _ref(value, ref, schema, at):
-    root, path, depth = at
-    if type(ref) is str and ref.startswith("#/"):
-        target = root
-        for part in ref[2:].split("/"):
-            target = target.get(part, {}) if type(target) is dict else {}
-        return validate(value, target, root, path, depth + 1)
-    return None
+def _ref(ref, schema, root, depth):
+    if not (type(ref) is str and ref.startswith("#/")):
+        return None
+    target = root
+    for part in ref[2:].split("/"):
+        target = target.get(part, {}) if type(target) is dict else {}
+    compiled = None
+
+    def check(value, path):     # compiled when first met: a schema may refer to itself
+        nonlocal compiled
+        compiled = compiled or _checker(target, root, depth + 1)
+        return compiled(value, path)
+    return check
 
 
-def _type(value, kinds, schema, at):
-    kinds = (kinds,) if type(kinds) is str else kinds if type(kinds) is list else ()
-    if kinds and not any(_type_ok(value, k) for k in kinds):
-        return f"{_where(at)}: expected {' or '.join(map(str, kinds))}, got {_json_type(value)}"
-    return None
+def _type(kinds, schema, root, depth):
+    kinds = (kinds,) if type(kinds) is str else tuple(map(str, kinds)) if type(kinds) is list else ()
+    said = " or ".join(kinds)
+    if len(kinds) == 1 and kinds[0] in _JSON_TYPES:     # the usual case, on every call: be quick
+        exact = _JSON_TYPES[kinds[0]]
+        return lambda value, path: None if type(value) is exact else \
+            f"{_where(path)}: expected {said}, got {_json_type(value)}"
+
+    def check(value, path):
+        if not any(_type_ok(value, kind) for kind in kinds):
+            return f"{_where(path)}: expected {said}, got {_json_type(value)}"
+        return None
+    return check if kinds else None
 
 
-def _enum(value, options, schema, at):
-    if type(options) is list and not any(_same(value, e) for e in options):
-        return f"{_where(at)}: must be one of {json.dumps(options)}"
-    return None
+def _enum(options, schema, root, depth):
+    def check(value, path):
+        if not any(_same(value, e) for e in options):
+            return f"{_where(path)}: must be one of {json.dumps(options)}"
+        return None
+    return check if type(options) is list else None
 
 
-def _const(value, const, schema, at):
-    return None if _same(value, const) else f"{_where(at)}: must be {json.dumps(const)}"
+def _const(const, schema, root, depth):
+    return lambda value, path: None if _same(value, const) else f"{_where(path)}: must be {json.dumps(const)}"
 
 
 def _bound(key, measure, beyond):
-    def check(value, bound, schema, at):
-        if (size := measure(value)) is not None and _number(bound) is not None and beyond(size, bound):
-            return f"{_where(at)}: {key} is {bound}"
+    def make(bound, schema, root, depth):
+        def check(value, path):
+            if (size := measure(value)) is not None and beyond(size, bound):
+                return f"{_where(path)}: {key} is {bound}"
+            return None
+        return check if _number(bound) is not None else None
+    return make
+
+
+def _properties(props, schema, root, depth):
+    """properties, with required and additionalProperties beside it."""
+    props = {name: _checker(sub, root, depth + 1) for name, sub in props.items()} \
+        if type(props) is dict else {}
+    names = schema.get("required")
+    names = names if type(names) is list else []
+    extra = schema.get("additionalProperties", True)
+    extra_check = extra if extra is True or extra is False else _checker(extra, root, depth + 1)
+
+    def check(value, path):
+        if type(value) is not dict:
+            return None
+        for name in names:
+            if name not in value:
+                return f"{_join(path, name)}: required property is missing"
+        for name, item in value.items() if props or extra is not True else ():
+            sub = props.get(name, extra_check)
+            if sub is False:
+                return f"{_join(path, name)}: unexpected property"
+            if sub is not True and (problem := sub(item, _join(path, name))):
+                return problem
         return None
     return check
 
 
-def _properties(value, props, schema, at):
-    """properties, with required and additionalProperties beside it."""
-    if type(value) is not dict:
-        return None
-    root, path, depth = at
-    if (problem := _required(value, schema.get("required"), schema, at)):
-        return problem
-    props = props if type(props) is dict else {}
-    extra = schema.get("additionalProperties", True)
-    for name, item in value.items() if props or extra is not True else ():
-        if name in props:
-            problem = validate(item, props[name], root, _join(path, name), depth + 1)
-        elif extra is False:
-            problem = f"{_join(path, name)}: unexpected property"
-        else:
-            problem = validate(item, extra, root, _join(path, name), depth + 1)
-        if problem:
-            return problem
-    return None
-
-
-def _required(value, names, schema, at):
-    if type(value) is dict and type(names) is list:
-        for name in names:
-            if name not in value:
-                return f"{_join(at[1], name)}: required property is missing"
-    return None
-
-
-def _items(value, prefix, schema, at):
+def _items(prefix, schema, root, depth):
     """prefixItems, with items beside it (for the rest)."""
-    if type(value) is not list:
+    prefix = [sub if sub is False else _checker(sub, root, depth + 1)
+              for sub in (prefix if type(prefix) is list else ())]
+    rest = schema.get("items")
+    rest = rest if rest is False else _checker(rest, root, depth + 1)
+
+    def check(value, path):
+        if type(value) is not list:
+            return None
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else rest
+            if sub is False:
+                return f"{path}[{i}]: unexpected item"
+            if (problem := sub(item, f"{path}[{i}]")):
+                return problem
         return None
-    root, path, depth = at
-    prefix, rest = prefix if type(prefix) is list else [], schema.get("items")
-    for i, item in enumerate(value):
-        sub = prefix[i] if i < len(prefix) else rest
-        if sub is False:
-            return f"{path}[{i}]: unexpected item"
-        if (problem := validate(item, sub, root, f"{path}[{i}]", depth + 1)):
-            return problem
-    return None
+    return check
 
 
-def _all_of(value, subs, schema, at):
-    root, path, depth = at
-    for sub in subs if type(subs) is list else ():
-        if (problem := validate(value, sub, root, path, depth + 1)):
-            return problem
-    return None
+def _all_of(subs, schema, root, depth):
+    checks = [_checker(sub, root, depth + 1) for sub in (subs if type(subs) is list else ())]
+
+    def check(value, path):
+        for one in checks:
+            if (problem := one(value, path)):
+                return problem
+        return None
+    return check
 
 
 def _some_of(most):
-    def check(value, subs, schema, at):
-        root, path, depth = at
-        passed = sum(validate(value, sub, root, path, depth + 1) is None
-                     for sub in (subs if type(subs) is list else ()))
-        if not passed:
-            return f"{_where(at)}: does not match any allowed form"
-        if passed > most:
-            return f"{_where(at)}: matches more than one allowed form"
-        return None
-    return check
+    def make(subs, schema, root, depth):
+        checks = [_checker(sub, root, depth + 1) for sub in (subs if type(subs) is list else ())]
+
+        def check(value, path):
+            passed = sum(one(value, path) is None for one in checks)
+            if not passed:
+                return f"{_where(path)}: does not match any allowed form"
+            if passed > most:
+                return f"{_where(path)}: matches more than one allowed form"
+            return None
+        return check
+    return make
 
 
 def _number(value):
@@ -656,7 +696,9 @@ def _length(kind):
     return lambda v: len(v) if type(v) is kind else None
 
 
-# JSON Schema keywords and their checkers; a keyword checked with a sibling is skipped alone.
+# JSON Schema keywords, each with the maker of its check; a keyword checked with a
+# sibling (required and additionalProperties with properties, items with prefixItems)
+# makes none of its own.
 _KEYWORDS = {
     "$ref": _ref, "type": _type, "enum": _enum, "const": _const,
     "minLength": _bound("minLength", _length(str), lambda m, b: m < b),
@@ -668,11 +710,12 @@ _KEYWORDS = {
     "exclusiveMinimum": _bound("exclusiveMinimum", _number, lambda m, b: m <= b),
     "exclusiveMaximum": _bound("exclusiveMaximum", _number, lambda m, b: m >= b),
     "properties": _properties,
-    "required": lambda v, names, schema, at: None if "properties" in schema else _required(v, names, schema, at),
-    "additionalProperties": lambda v, extra, schema, at:
-        None if "properties" in schema else _properties(v, {}, schema, at),
+    "required": lambda names, schema, root, depth:
+        None if "properties" in schema else _properties({}, schema, root, depth),
+    "additionalProperties": lambda extra, schema, root, depth:
+        None if "properties" in schema or "required" in schema else _properties({}, schema, root, depth),
     "prefixItems": _items,
-    "items": lambda v, rest, schema, at: None if "prefixItems" in schema else _items(v, [], schema, at),
+    "items": lambda rest, schema, root, depth: None if "prefixItems" in schema else _items([], schema, root, depth),
     "allOf": _all_of, "anyOf": _some_of(float("inf")), "oneOf": _some_of(1),
 }
 
@@ -860,6 +903,7 @@ class Tool(_Handler):
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
         self.description = description or self.description
         self.input_schema = input_schema or self.input_schema()
+        self.check_input = _checker(self.input_schema)
         returns = self.hints.get("return", None)
         self.wrap = False       # structured output must be an object: others go under "result"
         if output_schema is None and "return" in self.hints and not _mentions_content(returns) \
@@ -870,6 +914,7 @@ class Tool(_Handler):
                                  "required": ["result"]}
                 self.wrap = True
         self.output_schema = output_schema or None
+        self.check_output = _checker(self.output_schema)
         self.definition = {"name": self.name}
         for key, value in (("title", title), ("description", self.description),
                            ("inputSchema", self.input_schema), ("outputSchema", self.output_schema),
@@ -890,7 +935,7 @@ class Tool(_Handler):
         data = _to_json(value)
         body = _text_encoder.encode(data)
         structured = {"result": data} if self.wrap or type(data) is not dict else data
-        if self.output_schema and (problem := validate(structured, self.output_schema)):
+        if (problem := self.check_output(structured, "")):
             log.error("tool %s returned a value that does not match its outputSchema: %s",
                       self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
@@ -1590,7 +1635,7 @@ async def _call_tool(session, params, ctx):
         raise McpError(INVALID_PARAMS, f"Unknown tool {name[:100]!r}: call tools/list for the tools there are")
     arguments = _arguments_of(params)
     # 2025-11-25: bad argument values are a tool error the model can read and fix.
-    if (problem := validate(arguments, tool.input_schema)):
+    if (problem := tool.check_input(arguments, "")):
         return _tool_error(f"Invalid arguments for tool '{name}': {problem}")
     try:
         return tool.result(await tool.call(arguments, ctx))
