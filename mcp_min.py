@@ -544,8 +544,12 @@ def _checker(schema, root=None, depth=0):
     if depth > 64 or type(schema) is not dict:
         return _fine
     root = schema if root is None else root
-    checks = [check for key, arg in schema.items()
-              if (make := _KEYWORDS.get(key)) and (check := make(arg, schema, root, depth))]
+    return _all([check for key, arg in schema.items()
+                 if (make := _KEYWORDS.get(key)) and (check := make(arg, schema, root, depth))])
+
+
+def _all(checks):
+    """Several checks as one: the first problem any of them finds."""
     if len(checks) < 2:
         return checks[0] if checks else _fine
 
@@ -561,8 +565,8 @@ def _fine(value, path):
     return None
 
 
-def _where(path):
-    return path or "arguments"
+def _subs(subs, root, depth):
+    return [_checker(sub, root, depth + 1) for sub in (subs if type(subs) is list else ())]
 
 
 def _ref(ref, schema, root, depth):
@@ -586,32 +590,32 @@ def _type(kinds, schema, root, depth):
     if len(kinds) == 1 and kinds[0] in _JSON_TYPES:     # the usual case, on every call: be quick
         exact = _JSON_TYPES[kinds[0]]
         return lambda value, path: None if type(value) is exact else \
-            f"{_where(path)}: expected {said}, got {_json_type(value)}"
+            f"{path or 'arguments'}: expected {said}, got {_json_type(value)}"
 
     def check(value, path):
         if not any(_type_ok(value, kind) for kind in kinds):
-            return f"{_where(path)}: expected {said}, got {_json_type(value)}"
+            return f"{path or 'arguments'}: expected {said}, got {_json_type(value)}"
         return None
     return check if kinds else None
 
 
 def _enum(options, schema, root, depth):
-    def check(value, path):
-        if not any(_same(value, e) for e in options):
-            return f"{_where(path)}: must be one of {json.dumps(options)}"
-        return None
-    return check if type(options) is list else None
+    if type(options) is list:
+        return lambda value, path: None if any(_same(value, e) for e in options) \
+            else f"{path or 'arguments'}: must be one of {json.dumps(options)}"
+    return None
 
 
 def _const(const, schema, root, depth):
-    return lambda value, path: None if _same(value, const) else f"{_where(path)}: must be {json.dumps(const)}"
+    return lambda value, path: None if _same(value, const) \
+        else f"{path or 'arguments'}: must be {json.dumps(const)}"
 
 
 def _bound(key, measure, beyond):
     def make(bound, schema, root, depth):
         def check(value, path):
             if (size := measure(value)) is not None and beyond(size, bound):
-                return f"{_where(path)}: {key} is {bound}"
+                return f"{path or 'arguments'}: {key} is {bound}"
             return None
         return check if _number(bound) is not None else None
     return make
@@ -662,27 +666,16 @@ def _items(prefix, schema, root, depth):
     return check
 
 
-def _all_of(subs, schema, root, depth):
-    checks = [_checker(sub, root, depth + 1) for sub in (subs if type(subs) is list else ())]
-
-    def check(value, path):
-        for one in checks:
-            if (problem := one(value, path)):
-                return problem
-        return None
-    return check
-
-
 def _some_of(most):
     def make(subs, schema, root, depth):
-        checks = [_checker(sub, root, depth + 1) for sub in (subs if type(subs) is list else ())]
+        checks = _subs(subs, root, depth)
 
         def check(value, path):
             passed = sum(one(value, path) is None for one in checks)
             if not passed:
-                return f"{_where(path)}: does not match any allowed form"
+                return f"{path or 'arguments'}: does not match any allowed form"
             if passed > most:
-                return f"{_where(path)}: matches more than one allowed form"
+                return f"{path or 'arguments'}: matches more than one allowed form"
             return None
         return check
     return make
@@ -715,8 +708,10 @@ _KEYWORDS = {
     "additionalProperties": lambda extra, schema, root, depth:
         None if "properties" in schema or "required" in schema else _properties({}, schema, root, depth),
     "prefixItems": _items,
-    "items": lambda rest, schema, root, depth: None if "prefixItems" in schema else _items([], schema, root, depth),
-    "allOf": _all_of, "anyOf": _some_of(float("inf")), "oneOf": _some_of(1),
+    "items": lambda rest, schema, root, depth:
+        None if "prefixItems" in schema else _items([], schema, root, depth),
+    "allOf": lambda subs, schema, root, depth: _all(_subs(subs, root, depth)),
+    "anyOf": _some_of(float("inf")), "oneOf": _some_of(1),
 }
 
 
@@ -773,9 +768,7 @@ def _to_json(value):
         return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
         return _to_json(value.value)
-    if isinstance(value, dict):
-        return {str(k): _to_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if type(value) is list:
         return [_to_json(v) for v in value]
     if (as_string := _string_type(type(value))):
         return as_string[2](value)
@@ -1632,7 +1625,8 @@ async def _call_tool(session, params, ctx):
     name = _name(params)
     tool = session.server.tools.get(name)
     if tool is None:    # -32602, not -32601: tools/call itself exists
-        raise McpError(INVALID_PARAMS, f"Unknown tool {name[:100]!r}: call tools/list for the tools there are")
+        raise McpError(INVALID_PARAMS, f"Unknown tool {name[:100]!r}: call tools/list for the tools "
+                                       "there are")
     arguments = _arguments_of(params)
     # 2025-11-25: bad argument values are a tool error the model can read and fix.
     if (problem := tool.check_input(arguments, "")):
@@ -3669,8 +3663,8 @@ def _client_usage(args):
         raise ValueError("TARGET is empty: give a URL or the command that starts a server")
     if re.fullmatch(r"[\w.\-\[\]:]+:\d+(/\S*)?", target):        # 127.0.0.1:8080/mcp
         raise ValueError(f"{target} is not a URL: write http://{target}")
-    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) and not target.lower().startswith(("http://", "https://")):
-        raise ValueError(f"{target}: only http:// and https:// URLs (or a command that starts a stdio server)")
+    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) and target.partition(":")[0].lower() not in ("http", "https"):
+        raise ValueError(f"{target}: only http:// and https:// URLs, or a command that starts a server")
     if method in _CLI_NEEDS and not words:
         raise ValueError(f"{method} needs {_CLI_NEEDS[method]}: client TARGET {method} {_CLI_NEEDS[method]}")
     if method in ("tools/call", "prompts/get"):
@@ -3970,7 +3964,8 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _common_options(p, level):
-    p.add_argument("--trace", nargs="?", const="-", metavar="FILE", help="show every message on stderr as a packet capture "
+    p.add_argument("--trace", nargs="?", const="-", metavar="FILE",
+                   help="show every message on stderr as a packet capture "
                    "would; --trace=FILE appends them to FILE as JSON Lines")
     p.add_argument("--log-level", default=level, type=str.upper, choices=_LOG_LEVELS, metavar="LEVEL",
                    help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default {level})")
@@ -4219,8 +4214,10 @@ def main(argv=None):
     client = commands.add_parser("client", formatter_class=p.formatter_class, description=_CLIENT_HELP,
                                  help="call a server: TARGET METHOD [ARGS...]")
     client.add_argument("target", help="an http(s):// URL, or a quoted command that starts a stdio server")
-    client.add_argument("method", metavar="METHOD", help="tools/list, tools/call, resources/read, prompts/get, ping ...")
-    client.add_argument("args", nargs="*", default=[], metavar="ARGS", help="NAME, URI, k=v pairs or one JSON object")
+    client.add_argument("method", metavar="METHOD",
+                        help="tools/list, tools/call, resources/read, prompts/get, ping ...")
+    client.add_argument("args", nargs="*", default=[], metavar="ARGS",
+                        help="NAME, URI, k=v pairs or one JSON object")
     client.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
                         help="bearer token for HTTP (default: $MCP_TOKEN)")
     client.add_argument("--timeout", type=_seconds, default=REQUEST_TIMEOUT_S, metavar="SECONDS",
