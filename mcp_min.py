@@ -49,6 +49,15 @@ Bad input is answered, never raised:
 >>> out[-1]["error"]["code"] == METHOD_NOT_FOUND
 True
 
+A `Client` speaks to servers over stdio or HTTP, or to a `Server` in this very
+process, which is how a server's own tests can call its tools:
+
+>>> async def use():
+...     async with Client(server) as client:
+...         return await client.call_tool("add", {"a": 2, "b": 3})
+>>> asyncio.run(use())["structuredContent"]
+{'result': 5}
+
 Run it: ``python mcp_min.py serve --stdio`` (the built-in user-store demo),
 ``python mcp_min.py serve --port 8080`` (HTTP: legacy SSE at /sse and
 Streamable HTTP at /mcp), ``python mcp_min.py client URL tools/list``.
@@ -2776,8 +2785,9 @@ class Client:
 
     `target` is an ``http(s)://`` URL, or a command as an argument list (or a
     string split like a shell would, never run through one) that starts a
-    stdio server. A URL is tried as Streamable HTTP first; a 4xx to that
-    probe falls back to the legacy HTTP+SSE transport, as VS Code does.
+    stdio server, or a `Server` in this process (no pipe or socket: for tests).
+    A URL is tried as Streamable HTTP first; a 4xx to that probe falls back to
+    the legacy HTTP+SSE transport, as VS Code does.
 
     >>> async def main():
     ...     async with Client([sys.executable, "mcp_min.py", "serve"]) as client:
@@ -2839,7 +2849,10 @@ class Client:
     async def _connect(self):
         self._gone = None
         target = self.target
-        if isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
+        if isinstance(target, Server):
+            self._transport = _InMemory(target, self)
+            await self._initialize()
+        elif isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
             kinds = ["http", "sse"] if self.transport_kind == "auto" else [self.transport_kind]
             for kind in kinds:
                 self._transport = (_StreamableHttp if kind == "http" else _LegacySse)(target, self)
@@ -3096,6 +3109,32 @@ class SyncClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class _InMemory:
+    """A `Server` in this very process as the client's transport: the same JSON text as
+    on a wire, handed over without a pipe or a socket."""
+
+    def __init__(self, server, client):
+        self.client = client
+        self.session = Session(server, self._deliver)
+
+    def _deliver(self, message, related):
+        if message is not None and (data := _encode_safely(message)) is not None:
+            if self.client.trace:
+                self.client.trace.message("in", "memory", message)
+            self.client._received(decode(data))
+
+    async def send(self, message):
+        if self.client.trace:
+            self.client.trace.message("out", "memory", message)
+        self.session.receive(encode(message))
+
+    async def initialized(self):
+        pass
+
+    async def close(self):
+        self.session.close(cancel=True)
 
 
 class _Fallback(Exception):

@@ -4063,6 +4063,47 @@ class _Lines:
         pass
 
 
+class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
+    """Client(server): a Server in this process, no pipe or socket (issue 11's pairing)."""
+
+    async def test_a_server_is_used_in_memory(self):
+        server, state = make_server()
+        logs, progress = [], []
+        async with mcp_min.Client(server, timeout=TIMEOUT, on_log=logs.append,
+                                  sampling=lambda p: {"role": "assistant", "model": "m",
+                                                      "content": {"type": "text", "text": "hi"}},
+                                  roots=[{"uri": "file:///tmp/p", "name": "p"}]) as client:
+            self.assertEqual(client.server_info["name"], "test-server")
+            self.assertEqual(client.protocol_version, LATEST_PROTOCOL_VERSION)
+            self.assertIn("add", [t["name"] for t in await client.list_tools()])
+            self.assertEqual((await client.call_tool("add", {"a": 2, "b": 3}))["structuredContent"],
+                             {"result": 5})
+            refused = await client.call_tool("refuse")
+            self.assertTrue(refused["isError"])
+            self.assertEqual(refused["content"][0]["text"], "No such user: bob.")
+            self.assertEqual((await client.call_tool("ask_model", {"prompt": "?"}))["content"][0]["text"],
+                             "hi")     # the server's request to us, answered in memory
+            self.assertEqual((await client.call_tool("roots"))["structuredContent"], {"result": ["file:///tmp/p"]})
+            await client.set_log_level("debug")
+            await client.call_tool("chat")
+            await client.call_tool("steps", {"n": 2}, on_progress=progress.append)
+            with self.assertRaises(McpError) as unknown:
+                await client.request("nope")
+            self.assertEqual(unknown.exception.code, METHOD_NOT_FOUND)
+            waiting = asyncio.ensure_future(client.call_tool("wait"))
+            await asyncio.wait_for(state.entered.wait(), TIMEOUT)
+        # Closing the client ends the session: what still ran is cancelled, and nothing leaks.
+        with self.assertRaises(McpError):
+            await asyncio.wait_for(waiting, TIMEOUT)
+        deadline = time.monotonic() + TIMEOUT
+        while not state.cancelled:      # the cancellation lands on a later turn
+            self.assertLess(time.monotonic(), deadline)
+            await asyncio.sleep(0.001)
+        self.assertEqual(server.sessions, set())
+        self.assertEqual([entry["data"] for entry in logs], ["d", "i", "w", "e"])
+        self.assertEqual([p["progress"] for p in progress], [1, 2])
+
+
 class TraceTest(unittest.IsolatedAsyncioTestCase):
     """--trace, the server's side: a legacy SSE session reads as the capture did."""
 
