@@ -1364,16 +1364,20 @@ class Session:
             id_ = None if self.broken_reply(message) else _readable_id(message)
             self._send(_error(id_, e.code, e.message), None)
             return done and done()
+        self.handle(message, kind, done)
+
+    def handle(self, message, kind, done=None):
+        """Act on one classified message. Every transport comes through here, so a bug
+        inside is answered the same on all of them: -32603, and the transport lives on."""
         try:
-            self.handle(message, kind, done)
-        except Exception:   # a bug here must not take the transport down with it
+            self._handle(message, kind, done)
+        except Exception:
             log.exception("failed to handle a %s", kind)
             if kind == "request" and message["id"] not in self.running:
                 self._send(_error(message["id"], INTERNAL_ERROR, "Internal error"), message["id"])
                 done and done()
 
-    def handle(self, message, kind, done=None):
-        """Act on one classified message."""
+    def _handle(self, message, kind, done):
         if self.loop is None:
             self.loop = _running_loop()
         if kind == "response":
