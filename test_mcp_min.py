@@ -653,6 +653,11 @@ class DecoratorTest(unittest.TestCase):
                 return ""
         self.assertEqual(server.resources, {})
 
+    def test_positional_only_parameters_are_refused_at_registration(self):
+        server = Server("s")
+        with self.assertRaisesRegex(ValueError, "positional-only"):
+            server.tool()(lambda a, /: a)
+
 
 class ConvertTest(unittest.IsolatedAsyncioTestCase):
     """Validated arguments become what the hints ask for."""
@@ -757,6 +762,14 @@ class UriTemplateTest(unittest.TestCase):
                 t.match(uri)
         self.assertLess(time.perf_counter() - started, 1.0)
 
+    def test_uri_template_values_cannot_walk_a_path(self):
+        template = mcp_min._UriTemplate("file:///docs/{name}")
+        for uri in ("file:///docs/..%2F..%2Fetc%2Fpasswd", "file:///docs/a%00b", "file:///docs/..",
+                    "file:///docs/C:..", "file:///docs/%43%3Ax",
+                    "file:///docs/a%5Cb", "file:///docs/a/b"):
+            self.assertIsNone(template.match(uri), uri)
+        self.assertEqual(template.match("file:///docs/read%20me"), {"name": "read me"})
+
 
 class ToolResultTest(unittest.TestCase):
     """What a tool returns becomes a CallToolResult."""
@@ -828,6 +841,16 @@ class ToolResultTest(unittest.TestCase):
         result = self.result(f, "not an int")
         self.assertTrue(result["isError"])
         self.assertNotIn("structuredContent", result)
+
+    def test_optional_return_of_none_meets_the_output_schema(self):
+        server = Server("s")
+
+        @server.tool()
+        def maybe() -> typing.Optional[dict]:
+            return None
+        result = server.tools["maybe"].result(None)
+        self.assertEqual(result["structuredContent"], {"result": None})
+        self.assertIsNone(validate(result["structuredContent"], server.tools["maybe"].output_schema))
 
 
 class ToolNameTest(unittest.TestCase):
@@ -1032,6 +1055,13 @@ class SessionLifecycleTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(methods, [m.get("method") for m in late.messages])
         self.assertNotIn(late.session, server.sessions)
 
+    async def test_null_params_on_a_notification_still_count(self):
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.request(rpc(0, "initialize", init_params()))
+        wire.feed({"jsonrpc": "2.0", "method": "notifications/initialized", "params": None})
+        self.assertTrue(wire.session.ready)     # else list_changed notices never go out
+
 
 class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
     """Ids, bad envelopes, batches (SECURITY.md group E on the session)."""
@@ -1136,6 +1166,60 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
         self.wire.feed("[]")
         self.assertEqual(self.wire.messages[-1]["error"]["code"], INVALID_REQUEST)
         self.assertIsNone(self.wire.messages[-1]["id"])
+
+    async def test_an_id_can_be_reused_as_soon_as_it_is_answered(self):
+        # Regression: `running` was cleared after the answer went out, so a client
+        # reusing id 1 at once (the claude.ai connector does) got "id already in use".
+        server, _ = make_server()
+        out = []
+
+        def send(message, related):
+            out.append(message)
+            if message and message.get("id") == 1 and len(out) < 6:
+                session.receive(call(1, "add", {"a": len(out), "b": 0}))
+        session = Session(server, send)
+        session.receive(rpc(0, "initialize", init_params()))
+        session.receive(call(1, "add", {"a": 1, "b": 0}))
+        for _ in range(100):
+            await asyncio.sleep(0.005)
+        answers = [m for m in out if m and m.get("id") == 1]
+        self.assertGreaterEqual(len(answers), 3)
+        self.assertTrue(all("result" in m for m in answers), answers)
+
+    async def test_nested_batch_is_answered_not_raised(self):
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize("2025-03-26")
+        wire.feed("[" * 450 + "]" * 450)
+        wire.feed("[[1], 2, {\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\"}]")
+        self.assertEqual((await wire.response(5))["result"], {})
+        errors = [m for m in wire.messages if m.get("error", {}).get("code") == INVALID_REQUEST]
+        self.assertEqual(len(errors), 3)
+
+    async def test_requests_in_flight_are_bounded_per_session(self):
+        server, state = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3):
+            for i in range(1, 5):
+                wire.feed(call(i, "wait"))
+            refused = await wire.response(4)
+        self.assertEqual(refused["error"]["code"], INTERNAL_ERROR)
+        state.gate.set()
+        await wire.settle()
+
+    @unittest.skipUnless(hasattr(asyncio, "eager_task_factory"), "Python 3.12+")
+    async def test_an_eager_task_factory_answers_and_frees_the_id(self):
+        # Regression: a request finished inside create_task was recorded as running
+        # afterwards: no answer (KeyError in the task) and its id refused forever.
+        asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        for _ in range(2):
+            self.assertEqual((await wire.request(rpc(1, "ping")))["result"], {})
+            self.assertEqual(tool_text(await wire.request(call(2, "add", {"a": 1, "b": 2}))), "3")
+        self.assertEqual(wire.session.running, {})
 
 
 class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
@@ -1295,6 +1379,140 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
         response = await self.wire.request(rpc(4, "logging/setLevel", {"level": "loud"}))
         self.assertEqual(response["error"]["code"], INVALID_PARAMS)
 
+    async def test_request_cancelled_before_its_task_ran_is_not_stuck(self):
+        # Regression: cancel in the same loop turn as the request left the id in
+        # `running` forever (no response, the id refused, drain() spinning).
+        server, state = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        wire.feed(call(7, "wait"))
+        wire.feed(note("notifications/cancelled", {"requestId": 7}))
+        await wire.settle()
+        self.assertEqual(wire.session.running, {})
+        self.assertEqual(wire.answers(7), [])
+        self.assertIn((None, 7), wire.sent)          # "no response" reaches the transport
+        self.assertEqual((await wire.request(rpc(7, "ping")))["result"], {})
+
+    async def test_a_cursor_of_thousands_of_digits_is_invalid_params(self):
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        for cursor in ("1" * 5000, "9" * 10):
+            response = await wire.request(rpc(1, "tools/list", {"cursor": cursor}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, cursor[:12])
+
+    async def test_arguments_that_are_not_an_object_are_refused(self):
+        server, state = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        for i, arguments in enumerate((False, [], 0, "", "x")):
+            response = await wire.request(rpc(i + 1, "tools/call", {"name": "count", "arguments": arguments}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
+            response = await wire.request(rpc(i + 10, "prompts/get", {"name": "review", "arguments": arguments}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
+        self.assertEqual(state.calls, 0)
+        response = await wire.request(rpc(20, "tools/call", {"name": "count", "arguments": None}))
+        self.assertEqual(tool_text(response), "counted")
+
+    async def test_argument_types_the_schema_promises(self):
+        @dataclasses.dataclass
+        class Point:
+            x: int
+            y: int = 0
+            norm: float = dataclasses.field(init=False, default=0.0)
+
+        server = Server("s")
+
+        @server.tool()
+        def repeat(s: str, n: int) -> str:
+            return s * n            # a float n would raise TypeError
+
+        @server.tool()
+        def where(p: Point) -> str:
+            return f"{p.x},{p.y}"
+
+        @server.tool()
+        def pair(p: tuple[int, str]) -> str:
+            return repr(p)
+
+        class Count(typing.TypedDict):
+            n: int
+
+        @server.tool()
+        def counted(c: Count) -> str:
+            return repr(c["n"])
+
+        wire = Wire(server)
+        await wire.initialize()
+        self.assertEqual(tool_text(await wire.request(call(1, "repeat", {"s": "ab", "n": 2.0}))), "abab")
+        point = server.tools["where"].input_schema["properties"]["p"]
+        self.assertEqual(point["required"], ["x"])
+        # Keys the constructor does not take (an extra one, an init=False field) are ignored.
+        self.assertEqual(tool_text(await wire.request(call(2, "where", {"p": {"x": 1, "y": 2, "z": 3}}))), "1,2")
+        self.assertEqual(tool_text(await wire.request(call(3, "where", {"p": {"x": 1, "norm": 2.5}}))), "1,0")
+        response = await wire.request(call(4, "pair", {"p": ["a", 1]}))
+        self.assertTrue(response["result"]["isError"])
+        self.assertIn("p[0]: expected integer", tool_text(response))
+        self.assertEqual(tool_text(await wire.request(call(5, "pair", {"p": [1, "a"]}))), "(1, 'a')")
+        self.assertEqual(tool_text(await wire.request(call(6, "counted", {"c": {"n": 2.0}}))), "2")
+
+    async def test_dataclasses_out_with_init_false_fields_and_in_with_initvars(self):
+        @dataclasses.dataclass
+        class Scaled:
+            x: int
+            scale: dataclasses.InitVar[int] = 1
+            norm: float = dataclasses.field(init=False, default=0.0)
+
+            def __post_init__(self, scale):
+                self.x *= scale
+
+        server = Server("s")
+
+        @server.tool()
+        def make(x: int) -> Scaled:
+            return Scaled(x)
+
+        @server.tool()
+        def scaled(p: Scaled) -> int:
+            return p.x
+
+        wire = Wire(server)
+        await wire.initialize()
+        result = (await wire.request(call(1, "make", {"x": 2})))["result"]
+        self.assertEqual(result["structuredContent"], {"x": 2, "norm": 0.0})
+        self.assertEqual(tool_text(await wire.request(call(2, "scaled", {"p": {"x": 2, "scale": 3}}))), "6")
+
+    async def test_content_and_none_returns_declare_no_output_schema(self):
+        server = Server("s")
+
+        @server.tool()
+        def pictures() -> list[Content]:
+            return [mcp_min.text("a"), mcp_min.image(b"x")]
+
+        @server.tool()
+        def nothing() -> None:
+            pass
+
+        for name in ("pictures", "nothing"):
+            self.assertNotIn("outputSchema", server.tools[name].definition, name)
+        wire = Wire(server)
+        await wire.initialize()
+        result = (await wire.request(call(1, "pictures")))["result"]
+        self.assertEqual([c["type"] for c in result["content"]], ["text", "image"])
+        self.assertNotIn("structuredContent", result)
+        self.assertEqual((await wire.request(call(2, "nothing")))["result"], {"content": []})
+
+    async def test_a_progress_token_that_is_not_a_string_or_number_is_ignored(self):
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        for i, token in enumerate((True, {"a": 1}, None)):
+            self.assertEqual(tool_text(await wire.request(call(i + 1, "steps", {"n": 2}, {"progressToken": token}))),
+                             "done")
+        self.assertFalse([m for m in wire.messages if m.get("method") == "notifications/progress"])
+        await wire.request(call(9, "steps", {"n": 2}, {"progressToken": 1.5}))
+        self.assertEqual(len([m for m in wire.messages if m.get("method") == "notifications/progress"]), 2)
+
 
 class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
     """Server -> client requests: sampling, elicitation, roots."""
@@ -1356,6 +1574,38 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
             self.assertTrue(result["isError"], name)
             self.assertIn("does not support", result["content"][0]["text"])
         self.assertFalse([m for m in wire.messages if "method" in m and "id" in m])
+
+    async def test_unencodable_request_to_the_client_fails_in_the_tool(self):
+        server = Server("s")
+
+        @server.tool()
+        async def bad(ctx: Context) -> str:
+            await ctx.sample([{"role": "user", "content": {"type": "text", "text": b"bytes"}}])
+            return "unreachable"
+        wire = Wire(server)
+        await wire.initialize(capabilities={"sampling": {}})
+        result = (await wire.request(call(2, "bad")))["result"]
+        self.assertTrue(result["isError"])
+        self.assertFalse([m for m in wire.messages if m.get("method") == "sampling/createMessage"])
+
+    async def test_a_broken_reply_never_answers_with_its_id_and_fails_the_waiter(self):
+        # Regression: {"id": 1} with no result answered -32600 *with id 1*, which the
+        # client matches to its own request 1, and the tool waited 60 s for its reply.
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize(capabilities={"sampling": {}})
+        wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
+        request = await wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
+        self.assertEqual(request["id"], 1)      # our ids and the client's collide by design
+        wire.feed({"jsonrpc": "2.0", "id": request["id"]})
+        error = await wire.wait_for(lambda m: "error" in m)
+        self.assertEqual((error["id"], error["error"]["code"]), (None, INVALID_REQUEST))
+        response = await wire.wait_for(lambda m: "result" in m and m.get("id") == 1, timeout=5)
+        self.assertTrue(response["result"]["isError"])
+        self.assertEqual(wire.answers(1), [response])
+        # A request-shaped message keeps its id (SECURITY 38).
+        self.assertEqual((await wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
+                         ["error"]["code"], INVALID_REQUEST)
 
 
 class SessionResourcesPromptsTest(unittest.IsolatedAsyncioTestCase):
@@ -1746,6 +1996,265 @@ class StdioTest(unittest.TestCase):
                 b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
         self.assertEqual(p.read(timeout=3)["error"]["code"], INVALID_PARAMS)
         self.assertEqual(p.read(timeout=3)["id"], 2)
+
+
+class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
+    """serve_stdio in-process on os.pipe()s: framing, the in-flight cap and its queue."""
+
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.to_server, self.from_client = os.pipe()
+        self.to_client, self.from_server = os.pipe()
+        self.buffer = b""
+
+    async def asyncTearDown(self):
+        for fd in (self.to_server, self.to_client, self.from_server, self.from_client):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def serve(self):
+        return asyncio.ensure_future(mcp_min.serve_stdio(self.server, self.to_server, self.from_server))
+
+    def write(self, *messages):
+        data = "".join(m if isinstance(m, str) else json.dumps(m) + "\n" for m in messages).encode()
+        self.assertLess(len(data), 65536)   # what a pipe takes without a reader: no hang
+        os.write(self.from_client, data)
+
+    async def read(self):
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self.buffer:
+            readable = loop.create_future()     # polled, not a blocking read: a failure cannot hang
+            loop.add_reader(self.to_client, lambda: readable.done() or readable.set_result(None))
+            try:
+                await asyncio.wait_for(readable, TIMEOUT)
+            finally:
+                loop.remove_reader(self.to_client)
+            chunk = os.read(self.to_client, 65536)
+            self.assertTrue(chunk, "stdout closed")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    async def finish(self, serving):
+        """Close stdin; everything the server writes until it ends, as messages."""
+        rest = []
+
+        def drain():        # stdout writes block: read while the server finishes
+            while chunk := os.read(self.to_client, 65536):
+                rest.append(chunk)
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        os.close(self.from_client)
+        self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
+        os.close(self.from_server)
+        reader.join(TIMEOUT)
+        return [json.loads(line) for line in (self.buffer + b"".join(rest)).splitlines()]
+
+    async def test_a_json_string_holding_a_request_is_not_run(self):
+        # Regression: the line was decoded twice, so "{\"jsonrpc\"...}" ran (SECURITY 37).
+        serving = self.serve()
+        self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                   json.dumps(json.dumps(call(5, "count"))) + "\n", json.dumps("hello") + "\n")
+        out = await self.finish(serving)
+        self.assertEqual([(m["id"], m.get("error", {}).get("code")) for m in out],
+                         [(0, None), (None, INVALID_REQUEST), (None, INVALID_REQUEST)])
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_queued_requests_answered_at_once_do_not_recurse(self):
+        # Regression: each queued request answered synchronously started the next one
+        # from inside its own answer: RecursionError, double answers, lost answers.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                       call(1, "wait"), call(2, "wait"), *[rpc(100 + i, "nope") for i in range(1000)])
+            await asyncio.sleep(0.2)
+            self.state.gate.set()
+            out = await self.finish(serving)
+        ids = [m["id"] for m in out]
+        self.assertEqual(sorted(ids), [0, 1, 2] + list(range(100, 1100)))   # each exactly once
+        self.assertEqual({m["error"]["code"] for m in out if m["id"] >= 100}, {METHOD_NOT_FOUND})
+
+    async def test_the_answer_to_our_request_gets_in_past_a_full_queue(self):
+        # Regression: reading paused with the queue full, so the client's answer to
+        # sampling/createMessage sat unread and the tool waited 60 s.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
+                       note("notifications/initialized"),
+                       call(1, "ask_model", {"prompt": "Hi?"}), rpc(2, "ping"), rpc(3, "ping"))
+            self.assertEqual((await self.read())["id"], 0)
+            request = await self.read()
+            self.assertEqual(request["method"], "sampling/createMessage")
+            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
+            answers = {}
+            while len(answers) < 3:
+                message = await self.read()
+                answers[message["id"]] = message
+            self.assertEqual(tool_text(answers[1]), "Hello.")
+            self.assertEqual((answers[2]["result"], answers[3]["result"]), ({}, {}))
+            await self.finish(serving)
+
+    async def test_the_reader_thread_goes_on_when_a_cancel_empties_the_queue(self):
+        # Regression: the thread (Windows, stdin from a file) waited on a full queue that
+        # a cancel had emptied, and was never woken: nothing more was read, not even EOF.
+        loop = asyncio.get_running_loop()
+        add_reader = loop.add_reader
+
+        def no_polling_stdin(fd, *args):        # as on Windows: the server reads in a thread
+            if fd == self.to_server:
+                raise NotImplementedError
+            return add_reader(fd, *args)
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1), \
+                mock.patch.object(loop, "add_reader", no_polling_stdin):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "wait"))
+            self.assertEqual((await self.read())["id"], 0)
+            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+            self.write(call(2, "count"), note("notifications/cancelled", {"requestId": 2}))
+            await asyncio.sleep(0.2)
+            self.write(rpc(3, "ping"), note("notifications/cancelled", {"requestId": 1}))
+            self.assertEqual(await self.read(), {"jsonrpc": "2.0", "id": 3, "result": {}})
+            self.assertEqual(await self.finish(serving), [])
+        self.assertEqual((self.state.calls, self.state.cancelled), (0, True))
+
+    async def test_past_a_full_queue_new_requests_are_refused_not_queued_ones(self):
+        # Regression: a request read while the client owed us an answer could take the
+        # slot a queued request was about to get; the queued one was refused instead.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
+                       note("notifications/initialized"), call(1, "ask_model", {"prompt": "Hi?"}),
+                       call(2, "wait"), rpc(10, "ping"), rpc(11, "ping"))
+            self.assertEqual((await self.read())["id"], 0)
+            request = await self.read()
+            self.write(rpc(13, "ping"))
+            self.assertEqual((await self.read())["error"]["code"], INTERNAL_ERROR)
+            self.state.gate.set()
+            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
+            out = await self.finish(serving)
+        self.assertEqual(sorted(m["id"] for m in out), [1, 2, 10, 11])
+        self.assertTrue(all("result" in m for m in out))
+
+    async def test_a_cancel_drops_a_request_still_queued(self):
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                       call(1, "wait"), call(2, "count"), call("2", "count"),
+                       note("notifications/cancelled", {"requestId": 2}))
+            await asyncio.sleep(0.2)
+            self.state.gate.set()
+            out = await self.finish(serving)
+        self.assertEqual([m["id"] for m in out], [0, 1, "2"])
+        self.assertEqual(self.state.calls, 1)
+
+    async def test_cancel_gets_through_past_the_in_flight_cap(self):
+        # Regression: the reader blocked on request #cap+1, so a cancel (or EOF)
+        # behind it was never read.
+        server, state = make_server()
+        to_server, from_client = os.pipe()
+        to_client, from_server = os.pipe()
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+            serving = asyncio.ensure_future(mcp_min.serve_stdio(server, to_server, from_server))
+            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized")]
+            lines += [call(i, "wait") for i in range(1, 5)]
+            lines.append(note("notifications/cancelled", {"requestId": 1}))
+            os.write(from_client, "".join(json.dumps(m) + "\n" for m in lines).encode())
+            await asyncio.sleep(0.2)    # the cancel must be read now, before any request ends
+            state.gate.set()
+            os.close(from_client)
+            self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
+        out = b""
+        while chunk := os.read(to_client, 65536):
+            out += chunk
+            if out.count(b"\n") >= 4:
+                break
+        answered = {json.loads(line).get("id") for line in out.splitlines()}
+        self.assertEqual(answered, {0, 2, 3, 4})    # 1 was cancelled: no answer
+        for fd in (to_server, to_client, from_server):
+            os.close(fd)
+
+
+class StdioExitTest(unittest.TestCase):
+    def serve_target(self, source, *options, lines=None):
+        """`serve [OPTIONS] TARGET` on `lines` (default: initialize); the run, and
+        TARGET's text afterwards."""
+        lines = lines or [rpc(0, "initialize", init_params())]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "target.py")
+            with open(path, "w") as f:
+                f.write(source)
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", *options, path],
+                                  input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+            with open(path) as f:
+                return done, f.read()
+
+    def test_stdin_from_a_file_is_served_by_the_reader_thread(self):
+        # A regular file cannot be polled: this exercises the thread that Windows uses too.
+        with tempfile.TemporaryFile() as f:
+            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                     call(1, "getUser", {"name": "John"}), rpc(2, "ping")]
+            f.write("".join(json.dumps(m) + "\n" for m in lines).encode())
+            f.seek(0)
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=f,
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
+        self.assertEqual(sorted(answers), [0, 1, 2])
+        self.assertEqual(answers[1]["result"]["structuredContent"]["email"], "john@example.com")
+
+    def test_a_target_printing_while_it_loads_cannot_corrupt_stdout(self):
+        # Regression: TARGET was imported before fd 1 was moved to stderr (SECURITY 67).
+        done, _ = self.serve_target("import os\nfrom mcp_min import Server\nprint('loading...')\n"
+                                    "os.write(1, b'raw\\n')\nserver = Server('noisy')\n", "--stdio")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
+        self.assertIn(b"loading...", done.stderr)
+
+    def test_stdout_ends_with_serving_even_if_a_thread_lingers(self):
+        # Regression: main's own copy of stdout stayed open until the process exited.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "lingers.py")
+            with open(path, "w") as f:
+                f.write("import threading, time\nfrom mcp_min import Server\nserver = Server('x')\n"
+                        "threading.Thread(target=time.sleep, args=(30,)).start()\n")
+            proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", path], cwd=HERE,
+                                    env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                proc.stdin.write((json.dumps(rpc(0, "initialize", init_params())) + "\n").encode())
+                proc.stdin.close()
+                out = []
+                reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+                reader.start()
+                reader.join(TIMEOUT)
+                self.assertEqual(len(out), 1, "stdout still open after serving ended")
+                self.assertIsNone(proc.poll())      # the thread keeps the process alive meanwhile
+                self.assertEqual(json.loads(out[0])["id"], 0)
+            finally:
+                proc.kill()
+                proc.wait()
+                proc.stdout.close()
+
+    def test_a_bare_trace_never_takes_the_target(self):
+        # Regression: `serve --trace server.py` served the demo and appended the trace to server.py.
+        source = "from mcp_min import Server\nserver = Server('named-server')\n"
+        done, after = self.serve_target(source, "--stdio", "--trace")
+        self.assertEqual(after, source)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout)["result"]["serverInfo"]["name"], "named-server")
+        self.assertIn("S→C".encode(), done.stderr)     # traced on stderr
+
+    def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
+        started = time.monotonic()
+        done, _ = self.serve_target(
+            "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
+            "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
+            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")])
+        self.assertEqual(done.returncode, 0)
+        self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
 
 
 class CliTest(unittest.TestCase):
@@ -2155,6 +2664,66 @@ class HttpHostOriginTest(HttpTestCase):
         response = await self.client.post(rpc(0, "initialize", init_params()))
         self.assertIsNone(response.header("access-control-allow-origin"))
 
+    def test_host_is_checked_on_a_non_loopback_bind(self):
+        # Regression: binding 0.0.0.0 turned the Host allowlist off (R3: fail closed).
+        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN)
+        for host, allowed in (("evil.example", False), ("192.168.1.5:8080", False),
+                              ("localhost:8080", True), ("127.0.0.1", True)):
+            request = mcp_min._parse_head(f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            if allowed:
+                http._check_peer(request)
+            else:
+                with self.assertRaises(mcp_min._HttpError, msg=host) as caught:
+                    http._check_peer(request)
+                self.assertEqual(caught.exception.status, 403)
+        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN, allow_hosts=["192.168.1.5"])
+        http._check_peer(mcp_min._parse_head(b"POST /mcp HTTP/1.1\r\nHost: 192.168.1.5:8080\r\n\r\n"))
+
+
+class HttpCorsTest(HttpTestCase):
+    """Allowed origins: preflights, and CORS headers that end with their request."""
+
+    options = {"allow_origins": ["http://app.example"]}
+
+    def preflight(self, extra=""):
+        return (f"OPTIONS /mcp HTTP/1.1\r\nHost: localhost:{self.port}\r\nOrigin: http://app.example\r\n"
+                f"Access-Control-Request-Method: POST\r\n{extra}").encode()
+
+    async def test_a_preflight_body_is_never_read_as_a_request(self):
+        # Regression: OPTIONS skipped the body check, so its body ran as the next request.
+        hidden = f"DELETE /nope HTTP/1.1\r\nHost: localhost:{self.port}\r\nContent-Length: 0\r\n\r\n".encode()
+        for extra, body in ((f"Content-Length: {len(hidden)}\r\n\r\n", hidden),
+                            ("Transfer-Encoding: chunked\r\n\r\n", b"0\r\n\r\n")):
+            response = await self.client.exchange(self.preflight(extra) + body, check_close=True)
+            self.assertEqual((response.status, response.closed), (400, True), extra)
+
+    async def test_a_preflight_has_no_content_length_and_its_cors_ends_with_it(self):
+        reader, writer = await self.client.connect()
+        writer.write(self.preflight("\r\n"))
+        response = await read_response(reader)
+        self.assertEqual(response.status, 204)
+        self.assertIsNone(response.header("content-length"))    # RFC 9110 8.6
+        self.assertEqual(response.header("access-control-allow-origin"), "http://app.example")
+        writer.write(b"0\r\n\r\n")     # garbage next: its 400 carries no CORS of the last request
+        response = await read_response(reader)
+        self.assertEqual(response.status, 400)
+        self.assertIsNone(response.header("access-control-allow-origin"))
+
+
+class HttpCorsTokenTest(HttpTestCase):
+    options = {"token": "t0k3n", "allow_origins": ["http://app.example.com"]}
+
+    async def test_preflight_needs_no_token_and_errors_carry_cors(self):
+        preflight = await self.client.request("OPTIONS", "/mcp", headers={
+            "Origin": "http://app.example.com", "Access-Control-Request-Method": "POST",
+            "Authorization": None})
+        self.assertEqual(preflight.status, 204)
+        self.assertEqual(preflight.header("access-control-allow-origin"), "http://app.example.com")
+        missing = await self.client.post(rpc(1, "ping"), "no-such-session",
+                                         headers={"Origin": "http://app.example.com"})
+        self.assertEqual(missing.status, 404)
+        self.assertEqual(missing.header("access-control-allow-origin"), "http://app.example.com")
+
 
 class HttpContentTypeTest(HttpTestCase):
     """SECURITY.md B9 / GO GHSA-89xv-2j6f-qhc8: the tool must not run."""
@@ -2368,6 +2937,14 @@ class HttpSessionTest(HttpTestCase):
         finally:
             writer.close()
 
+    async def test_rejected_posts_leave_no_session_behind(self):
+        before = len(self.server.sessions)
+        for _ in range(5):      # a notification named initialize
+            response = await self.client.post(note("initialize"))
+            self.assertIn(response.status, (202, 400))
+        self.assertEqual(len(self.server.sessions), before)
+        self.assertEqual(self.http.sessions, {})
+
 
 class HttpExpiryTest(HttpTestCase):
     options = {"session_idle": 0.25}
@@ -2558,6 +3135,22 @@ class HttpFramingTest(HttpTestCase):
         await asyncio.sleep(0.05)
         self.assertEqual(self.state.calls, 0)
 
+    async def test_expect_100_continue_is_answered_before_the_body(self):
+        sid = await self.client.initialize()
+        body = json.dumps(rpc(1, "ping")).encode()
+        head = self.client.build("POST", "/mcp", body, {"Mcp-Session-Id": sid, "Expect": "100-continue"})
+        head = head[:-len(body)]
+        reader, writer = await self.client.connect()
+        writer.write(head)
+        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+        self.assertEqual(interim, b"HTTP/1.1 100 Continue\r\n\r\n")
+        writer.write(body)
+        self.assertEqual((await read_response(reader)).json()["result"], {})
+        # Refused before the body: no 100, the final status instead.
+        head = self.client.build("POST", "/mcp", None, {"Expect": "100-continue", "Content-Type":
+                                 "application/json", "Content-Length": str(1 << 30)})
+        self.assertEqual((await self.client.exchange(head)).status, 413)
+
 
 class HttpLimitsTest(HttpTestCase):
     """SECURITY.md 1.5: the named limits, shrunk so that hitting them is cheap."""
@@ -2672,6 +3265,22 @@ class HttpLimitsTest(HttpTestCase):
             self.assertEqual(self.http.connections, 0)
             self.assertEqual(self.http.sessions[sid].routes, {})
             self.assertEqual((await self.ping(sid)).status, 200)
+
+    async def test_close_does_not_wait_for_idle_keepalive_connections(self):
+        other = await start_http(self.server, "127.0.0.1", 0)
+        client = HttpClient(other.port)
+        await client.initialize()          # leaves a kept-alive connection open
+        await asyncio.wait_for(other.close(), 5)
+        await client.close()
+
+    async def test_a_silent_connection_gets_the_header_deadline(self):
+        # Regression: the head's deadline started at its first byte; a silent
+        # connection held a slot for the 75 s idle timeout instead.
+        with mock.patch.object(mcp_min, "HEADER_TIMEOUT", 0.2):
+            reader, _ = await self.client.connect()
+            response = await read_response(reader, timeout=5)
+            self.assertEqual(response.status, 408)
+            self.assertTrue(await closed_by_server(reader))
 
 
 class HttpJsonRpcTest(HttpTestCase):
@@ -2807,6 +3416,53 @@ class HttpJsonRpcTest(HttpTestCase):
         self.assertEqual(second.messages()[-1]["id"], "1")
         self.assertEqual(tool_text(second.messages()[-1]), "str")
 
+    async def test_unserializable_result_is_an_error_not_a_dead_connection(self):
+        @self.server.resource("data://raw")
+        def raw():
+            return {"uri": "data://raw", "text": b"bytes are not JSON"}
+        sid = await self.client.initialize()
+        response = await self.client.post(rpc(2, "resources/read", {"uri": "data://raw"}), sid)
+        self.assertJsonRpcError(response, 200, INTERNAL_ERROR, 2)
+        self.assertEqual((await self.ping(sid, 3)).json()["result"], {})
+
+    async def test_a_duplicate_id_late_in_a_batch_is_refused_with_it(self):
+        sid = await self.client.initialize("2025-03-26")
+        batch = [rpc(i, "ping") for i in range(2000)] + [rpc(1999, "ping")]
+        response = await self.client.post(batch, sid, "2025-03-26")
+        self.assertJsonRpcError(response, 409, INVALID_REQUEST, 1999)
+
+    async def test_tracing_a_deeply_nested_body_cannot_drop_the_request(self):
+        # Regression: --trace recursed on a 1 KB body and the connection died unanswered.
+        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as devnull:
+            path = os.path.join(tmp, "trace.jsonl")
+            for target in ("-", path):      # shown on stderr, and recorded as JSON Lines
+                with mock.patch.object(sys, "stderr", devnull):
+                    self.http.trace = mcp_min._Trace(target)
+                response = await self.client.post(b"[" * 500 + b"]" * 500)
+                self.assertEqual(response.status, 400, target)
+            self.http.trace.file.close()
+            self.http.trace = None
+            with open(path) as f:
+                records = [json.loads(line) for line in f]
+        self.assertTrue(any("..." in json.dumps(r.get("message")) for r in records))
+
+    async def test_a_broken_reply_over_http_fails_the_waiting_tool_at_once(self):
+        # Regression: the 400 went out but the tool waited REQUEST_TIMEOUT_S for its reply.
+        version = LATEST_PROTOCOL_VERSION
+        response = await self.client.post(rpc(0, "initialize", init_params(capabilities={"sampling": {}})))
+        sid = response.header("mcp-session-id")
+        self.assertEqual((await self.client.post(note("notifications/initialized"), sid, version)).status, 202)
+        reader, writer = await self.client.connect()
+        writer.write(self.client.build("POST", "/mcp", call(1, "ask_model", {"prompt": "Hi?"}),
+                                       {"Mcp-Session-Id": sid, "MCP-Protocol-Version": version}))
+        self.assertEqual((await read_head(reader)).status, 200)
+        request = json.loads((await read_event(reader))["data"])
+        self.assertEqual(request["method"], "sampling/createMessage")
+        broken = await self.client.post({"jsonrpc": "2.0", "id": request["id"]}, sid, version)
+        self.assertEqual(broken.status, 400)
+        result = json.loads((await read_event(reader, timeout=5))["data"])
+        self.assertEqual((result["id"], result["result"]["isError"]), (1, True))
+
 
 class HttpStreamingTest(HttpTestCase):
     """SECURITY.md group F: streams, disconnects, concurrency, backpressure."""
@@ -2918,6 +3574,63 @@ class HttpStreamingTest(HttpTestCase):
             self.assertIn(response.status, (406, 409))
         finally:
             writer.close()
+
+    def test_a_full_stream_still_takes_its_end_marker(self):
+        stream = mcp_min._Stream()
+        for i in range(mcp_min.MAX_QUEUED):
+            stream.put(note("notifications/progress", {"progress": i}))
+        stream.put(mcp_min._FINISHED)
+        self.assertIs(stream.items[-1], mcp_min._FINISHED)
+
+    async def test_json_response_mode_refuses_requests_to_the_client_at_once(self):
+        json_only = await start_http(self.server, "127.0.0.1", 0, json_response=True)
+        try:
+            client = HttpClient(json_only.port)
+            sid = await client.initialize()
+            started = time.monotonic()
+            response = await client.post(call(2, "ask_user"), sid)
+            self.assertLess(time.monotonic() - started, 5)
+            self.assertEqual(response.status, 200)
+            self.assertTrue(response.json()["result"]["isError"])
+            await client.close()
+        finally:
+            await json_only.close()
+
+    async def test_http_1_0_gets_no_chunked_stream(self):
+        # Regression: RFC 9112 6.1: no Transfer-Encoding to a client that did not send 1.1.
+        sid = await self.client.initialize()
+        data = self.client.build("POST", "/mcp", call(1, "chat"), {"Mcp-Session-Id": sid})
+        data = data.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
+        reader, writer = await self.client.connect()
+        writer.write(data)
+        response = await read_head(reader)
+        body = await asyncio.wait_for(reader.read(), TIMEOUT)      # until the server closes
+        self.assertEqual(response.status, 200)
+        self.assertIsNone(response.header("transfer-encoding"))
+        self.assertEqual(response.header("connection"), "close")
+        response.body = body
+        messages = response.messages()
+        self.assertEqual(messages[-1]["id"], 1)
+        self.assertEqual(tool_text(messages[-1]), "logged")
+        self.assertTrue(all(m.get("method") == "notifications/message" for m in messages[:-1]))
+
+
+class HttpCancelTest(HttpTestCase):
+    async def test_cancelled_request_gets_an_empty_stream_not_a_response(self):
+        # transports: a POST carrying a request is answered with JSON or SSE; cancellation:
+        # no response. So: an SSE answer with no message in it.
+        sid = await self.client.initialize()
+        waiting = asyncio.ensure_future(self.client.post(call(5, "wait"), sid))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        other = HttpClient(self.port)
+        accepted = await other.post(note("notifications/cancelled", {"requestId": 5}), sid)
+        self.assertEqual(accepted.status, 202)
+        answer = await asyncio.wait_for(waiting, TIMEOUT)
+        self.assertEqual(answer.status, 200)
+        self.assertTrue(answer.header("content-type").startswith("text/event-stream"))
+        self.assertEqual(answer.messages(), [])
+        self.assertTrue(self.state.cancelled)
+        await other.close()
 
 
 def parse_qs_session(endpoint):
@@ -3045,744 +3758,6 @@ class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
             proc.stderr.close()
 
 
-class ReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
-    """Bugs a code review found, each pinned by the input that showed it."""
-
-    async def test_request_cancelled_before_its_task_ran_is_not_stuck(self):
-        # Regression: cancel in the same loop turn as the request left the id in
-        # `running` forever (no response, the id refused, drain() spinning).
-        server, state = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        wire.feed(call(7, "wait"))
-        wire.feed(note("notifications/cancelled", {"requestId": 7}))
-        await wire.settle()
-        self.assertEqual(wire.session.running, {})
-        self.assertEqual(wire.answers(7), [])
-        self.assertIn((None, 7), wire.sent)          # "no response" reaches the transport
-        self.assertEqual((await wire.request(rpc(7, "ping")))["result"], {})
-
-    async def test_an_id_can_be_reused_as_soon_as_it_is_answered(self):
-        # Regression: `running` was cleared after the answer went out, so a client
-        # reusing id 1 at once (the claude.ai connector does) got "id already in use".
-        server, _ = make_server()
-        out = []
-
-        def send(message, related):
-            out.append(message)
-            if message and message.get("id") == 1 and len(out) < 6:
-                session.receive(call(1, "add", {"a": len(out), "b": 0}))
-        session = Session(server, send)
-        session.receive(rpc(0, "initialize", init_params()))
-        session.receive(call(1, "add", {"a": 1, "b": 0}))
-        for _ in range(100):
-            await asyncio.sleep(0.005)
-        answers = [m for m in out if m and m.get("id") == 1]
-        self.assertGreaterEqual(len(answers), 3)
-        self.assertTrue(all("result" in m for m in answers), answers)
-
-    async def test_unencodable_request_to_the_client_fails_in_the_tool(self):
-        server = Server("s")
-
-        @server.tool()
-        async def bad(ctx: Context) -> str:
-            await ctx.sample([{"role": "user", "content": {"type": "text", "text": b"bytes"}}])
-            return "unreachable"
-        wire = Wire(server)
-        await wire.initialize(capabilities={"sampling": {}})
-        result = (await wire.request(call(2, "bad")))["result"]
-        self.assertTrue(result["isError"])
-        self.assertFalse([m for m in wire.messages if m.get("method") == "sampling/createMessage"])
-
-    def test_a_full_stream_still_takes_its_end_marker(self):
-        stream = mcp_min._Stream()
-        for i in range(mcp_min.MAX_QUEUED):
-            stream.put(note("notifications/progress", {"progress": i}))
-        stream.put(mcp_min._FINISHED)
-        self.assertIs(stream.items[-1], mcp_min._FINISHED)
-
-    async def test_nested_batch_is_answered_not_raised(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize("2025-03-26")
-        wire.feed("[" * 450 + "]" * 450)
-        wire.feed("[[1], 2, {\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\"}]")
-        self.assertEqual((await wire.response(5))["result"], {})
-        errors = [m for m in wire.messages if m.get("error", {}).get("code") == INVALID_REQUEST]
-        self.assertEqual(len(errors), 3)
-
-    async def test_requests_in_flight_are_bounded_per_session(self):
-        server, state = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3):
-            for i in range(1, 5):
-                wire.feed(call(i, "wait"))
-            refused = await wire.response(4)
-        self.assertEqual(refused["error"]["code"], INTERNAL_ERROR)
-        state.gate.set()
-        await wire.settle()
-
-    def test_uri_template_values_cannot_walk_a_path(self):
-        template = mcp_min._UriTemplate("file:///docs/{name}")
-        for uri in ("file:///docs/..%2F..%2Fetc%2Fpasswd", "file:///docs/a%00b", "file:///docs/..",
-                    "file:///docs/C:..", "file:///docs/%43%3Ax",
-                    "file:///docs/a%5Cb", "file:///docs/a/b"):
-            self.assertIsNone(template.match(uri), uri)
-        self.assertEqual(template.match("file:///docs/read%20me"), {"name": "read me"})
-
-    def test_optional_return_of_none_meets_the_output_schema(self):
-        server = Server("s")
-
-        @server.tool()
-        def maybe() -> typing.Optional[dict]:
-            return None
-        result = server.tools["maybe"].result(None)
-        self.assertEqual(result["structuredContent"], {"result": None})
-        self.assertIsNone(validate(result["structuredContent"], server.tools["maybe"].output_schema))
-
-    async def test_failed_connect_leaves_no_child_process(self):
-        client = mcp_min.Client([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
-        with self.assertRaises(McpError):
-            await client.connect()
-        process = client._transport.process if client._transport else None
-        self.assertIsNone(client._transport)
-        self.assertTrue(process is None or process.returncode is not None)
-
-
-class HttpReviewRegressionTest(HttpTestCase):
-    """HTTP bugs a code review found."""
-
-    async def test_rejected_posts_leave_no_session_behind(self):
-        before = len(self.server.sessions)
-        for _ in range(5):      # a notification named initialize
-            response = await self.client.post(note("initialize"))
-            self.assertIn(response.status, (202, 400))
-        self.assertEqual(len(self.server.sessions), before)
-        self.assertEqual(self.http.sessions, {})
-
-    async def test_json_response_mode_refuses_requests_to_the_client_at_once(self):
-        json_only = await start_http(self.server, "127.0.0.1", 0, json_response=True)
-        try:
-            client = HttpClient(json_only.port)
-            sid = await client.initialize()
-            started = time.monotonic()
-            response = await client.post(call(2, "ask_user"), sid)
-            self.assertLess(time.monotonic() - started, 5)
-            self.assertEqual(response.status, 200)
-            self.assertTrue(response.json()["result"]["isError"])
-            await client.close()
-        finally:
-            await json_only.close()
-
-    async def test_unserializable_result_is_an_error_not_a_dead_connection(self):
-        @self.server.resource("data://raw")
-        def raw():
-            return {"uri": "data://raw", "text": b"bytes are not JSON"}
-        sid = await self.client.initialize()
-        response = await self.client.post(rpc(2, "resources/read", {"uri": "data://raw"}), sid)
-        self.assertJsonRpcError(response, 200, INTERNAL_ERROR, 2)
-        self.assertEqual((await self.ping(sid, 3)).json()["result"], {})
-
-    async def test_close_does_not_wait_for_idle_keepalive_connections(self):
-        other = await start_http(self.server, "127.0.0.1", 0)
-        client = HttpClient(other.port)
-        await client.initialize()          # leaves a kept-alive connection open
-        await asyncio.wait_for(other.close(), 5)
-        await client.close()
-
-
-class SecondReviewHttpTest(HttpTestCase):
-    """The second adversarial review's HTTP findings, each pinned by its bytes."""
-
-    options = {"allow_origins": ["http://app.example"]}
-
-    def preflight(self, extra=""):
-        return (f"OPTIONS /mcp HTTP/1.1\r\nHost: localhost:{self.port}\r\nOrigin: http://app.example\r\n"
-                f"Access-Control-Request-Method: POST\r\n{extra}").encode()
-
-    async def test_a_preflight_body_is_never_read_as_a_request(self):
-        # Regression: OPTIONS skipped the body check, so its body ran as the next request.
-        hidden = f"DELETE /nope HTTP/1.1\r\nHost: localhost:{self.port}\r\nContent-Length: 0\r\n\r\n".encode()
-        for extra, body in ((f"Content-Length: {len(hidden)}\r\n\r\n", hidden),
-                            ("Transfer-Encoding: chunked\r\n\r\n", b"0\r\n\r\n")):
-            response = await self.client.exchange(self.preflight(extra) + body, check_close=True)
-            self.assertEqual((response.status, response.closed), (400, True), extra)
-
-    async def test_a_preflight_has_no_content_length_and_its_cors_ends_with_it(self):
-        reader, writer = await self.client.connect()
-        writer.write(self.preflight("\r\n"))
-        response = await read_response(reader)
-        self.assertEqual(response.status, 204)
-        self.assertIsNone(response.header("content-length"))    # RFC 9110 8.6
-        self.assertEqual(response.header("access-control-allow-origin"), "http://app.example")
-        writer.write(b"0\r\n\r\n")     # garbage next: its 400 carries no CORS of the last request
-        response = await read_response(reader)
-        self.assertEqual(response.status, 400)
-        self.assertIsNone(response.header("access-control-allow-origin"))
-
-    async def test_a_silent_connection_gets_the_header_deadline(self):
-        # Regression: the head's deadline started at its first byte; a silent
-        # connection held a slot for the 75 s idle timeout instead.
-        with mock.patch.object(mcp_min, "HEADER_TIMEOUT", 0.2):
-            reader, _ = await self.client.connect()
-            response = await read_response(reader, timeout=5)
-            self.assertEqual(response.status, 408)
-            self.assertTrue(await closed_by_server(reader))
-
-    async def test_a_duplicate_id_late_in_a_batch_is_refused_with_it(self):
-        sid = await self.client.initialize("2025-03-26")
-        batch = [rpc(i, "ping") for i in range(2000)] + [rpc(1999, "ping")]
-        response = await self.client.post(batch, sid, "2025-03-26")
-        self.assertJsonRpcError(response, 409, INVALID_REQUEST, 1999)
-
-    async def test_http_1_0_gets_no_chunked_stream(self):
-        # Regression: RFC 9112 6.1: no Transfer-Encoding to a client that did not send 1.1.
-        sid = await self.client.initialize()
-        data = self.client.build("POST", "/mcp", call(1, "chat"), {"Mcp-Session-Id": sid})
-        data = data.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
-        reader, writer = await self.client.connect()
-        writer.write(data)
-        response = await read_head(reader)
-        body = await asyncio.wait_for(reader.read(), TIMEOUT)      # until the server closes
-        self.assertEqual(response.status, 200)
-        self.assertIsNone(response.header("transfer-encoding"))
-        self.assertEqual(response.header("connection"), "close")
-        response.body = body
-        messages = response.messages()
-        self.assertEqual(messages[-1]["id"], 1)
-        self.assertEqual(tool_text(messages[-1]), "logged")
-        self.assertTrue(all(m.get("method") == "notifications/message" for m in messages[:-1]))
-
-    async def test_expect_100_continue_is_answered_before_the_body(self):
-        sid = await self.client.initialize()
-        body = json.dumps(rpc(1, "ping")).encode()
-        head = self.client.build("POST", "/mcp", body, {"Mcp-Session-Id": sid, "Expect": "100-continue"})
-        head = head[:-len(body)]
-        reader, writer = await self.client.connect()
-        writer.write(head)
-        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
-        self.assertEqual(interim, b"HTTP/1.1 100 Continue\r\n\r\n")
-        writer.write(body)
-        self.assertEqual((await read_response(reader)).json()["result"], {})
-        # Refused before the body: no 100, the final status instead.
-        head = self.client.build("POST", "/mcp", None, {"Expect": "100-continue", "Content-Type":
-                                 "application/json", "Content-Length": str(1 << 30)})
-        self.assertEqual((await self.client.exchange(head)).status, 413)
-
-    async def test_tracing_a_deeply_nested_body_cannot_drop_the_request(self):
-        # Regression: --trace recursed on a 1 KB body and the connection died unanswered.
-        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as devnull:
-            path = os.path.join(tmp, "trace.jsonl")
-            for target in ("-", path):      # shown on stderr, and recorded as JSON Lines
-                with mock.patch.object(sys, "stderr", devnull):
-                    self.http.trace = mcp_min._Trace(target)
-                response = await self.client.post(b"[" * 500 + b"]" * 500)
-                self.assertEqual(response.status, 400, target)
-            self.http.trace.file.close()
-            self.http.trace = None
-            with open(path) as f:
-                records = [json.loads(line) for line in f]
-        self.assertTrue(any("..." in json.dumps(r.get("message")) for r in records))
-
-    async def test_a_broken_reply_over_http_fails_the_waiting_tool_at_once(self):
-        # Regression: the 400 went out but the tool waited REQUEST_TIMEOUT_S for its reply.
-        version = LATEST_PROTOCOL_VERSION
-        response = await self.client.post(rpc(0, "initialize", init_params(capabilities={"sampling": {}})))
-        sid = response.header("mcp-session-id")
-        self.assertEqual((await self.client.post(note("notifications/initialized"), sid, version)).status, 202)
-        reader, writer = await self.client.connect()
-        writer.write(self.client.build("POST", "/mcp", call(1, "ask_model", {"prompt": "Hi?"}),
-                                       {"Mcp-Session-Id": sid, "MCP-Protocol-Version": version}))
-        self.assertEqual((await read_head(reader)).status, 200)
-        request = json.loads((await read_event(reader))["data"])
-        self.assertEqual(request["method"], "sampling/createMessage")
-        broken = await self.client.post({"jsonrpc": "2.0", "id": request["id"]}, sid, version)
-        self.assertEqual(broken.status, 400)
-        result = json.loads((await read_event(reader, timeout=5))["data"])
-        self.assertEqual((result["id"], result["result"]["isError"]), (1, True))
-
-    def test_host_is_checked_on_a_non_loopback_bind(self):
-        # Regression: binding 0.0.0.0 turned the Host allowlist off (R3: fail closed).
-        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN)
-        for host, allowed in (("evil.example", False), ("192.168.1.5:8080", False),
-                              ("localhost:8080", True), ("127.0.0.1", True)):
-            request = mcp_min._parse_head(f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-            if allowed:
-                http._check_peer(request)
-            else:
-                with self.assertRaises(mcp_min._HttpError, msg=host) as caught:
-                    http._check_peer(request)
-                self.assertEqual(caught.exception.status, 403)
-        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN, allow_hosts=["192.168.1.5"])
-        http._check_peer(mcp_min._parse_head(b"POST /mcp HTTP/1.1\r\nHost: 192.168.1.5:8080\r\n\r\n"))
-
-
-class HttpCancelTest(HttpTestCase):
-    async def test_cancelled_request_gets_an_empty_stream_not_a_response(self):
-        # transports: a POST carrying a request is answered with JSON or SSE; cancellation:
-        # no response. So: an SSE answer with no message in it.
-        sid = await self.client.initialize()
-        waiting = asyncio.ensure_future(self.client.post(call(5, "wait"), sid))
-        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
-        other = HttpClient(self.port)
-        accepted = await other.post(note("notifications/cancelled", {"requestId": 5}), sid)
-        self.assertEqual(accepted.status, 202)
-        answer = await asyncio.wait_for(waiting, TIMEOUT)
-        self.assertEqual(answer.status, 200)
-        self.assertTrue(answer.header("content-type").startswith("text/event-stream"))
-        self.assertEqual(answer.messages(), [])
-        self.assertTrue(self.state.cancelled)
-        await other.close()
-
-
-class HttpCorsTokenTest(HttpTestCase):
-    options = {"token": "t0k3n", "allow_origins": ["http://app.example.com"]}
-
-    async def test_preflight_needs_no_token_and_errors_carry_cors(self):
-        preflight = await self.client.request("OPTIONS", "/mcp", headers={
-            "Origin": "http://app.example.com", "Access-Control-Request-Method": "POST",
-            "Authorization": None})
-        self.assertEqual(preflight.status, 204)
-        self.assertEqual(preflight.header("access-control-allow-origin"), "http://app.example.com")
-        missing = await self.client.post(rpc(1, "ping"), "no-such-session",
-                                         headers={"Origin": "http://app.example.com"})
-        self.assertEqual(missing.status, 404)
-        self.assertEqual(missing.header("access-control-allow-origin"), "http://app.example.com")
-
-
-class StdioReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
-    """serve_stdio in-process on os.pipe()s, with the cap lowered."""
-
-    async def test_cancel_gets_through_past_the_in_flight_cap(self):
-        # Regression: the reader blocked on request #cap+1, so a cancel (or EOF)
-        # behind it was never read.
-        server, state = make_server()
-        to_server, from_client = os.pipe()
-        to_client, from_server = os.pipe()
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
-            serving = asyncio.ensure_future(mcp_min.serve_stdio(server, to_server, from_server))
-            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized")]
-            lines += [call(i, "wait") for i in range(1, 5)]
-            lines.append(note("notifications/cancelled", {"requestId": 1}))
-            os.write(from_client, "".join(json.dumps(m) + "\n" for m in lines).encode())
-            await asyncio.sleep(0.2)    # the cancel must be read now, before any request ends
-            state.gate.set()
-            os.close(from_client)
-            self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
-        out = b""
-        while chunk := os.read(to_client, 65536):
-            out += chunk
-            if out.count(b"\n") >= 4:
-                break
-        answered = {json.loads(line).get("id") for line in out.splitlines()}
-        self.assertEqual(answered, {0, 2, 3, 4})    # 1 was cancelled: no answer
-        for fd in (to_server, to_client, from_server):
-            os.close(fd)
-
-
-
-class SecondReviewSessionTest(unittest.IsolatedAsyncioTestCase):
-    """Bugs the second adversarial review found in the core, each pinned by its input."""
-
-    async def test_a_broken_reply_never_answers_with_its_id_and_fails_the_waiter(self):
-        # Regression: {"id": 1} with no result answered -32600 *with id 1*, which the
-        # client matches to its own request 1, and the tool waited 60 s for its reply.
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize(capabilities={"sampling": {}})
-        wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
-        request = await wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
-        self.assertEqual(request["id"], 1)      # our ids and the client's collide by design
-        wire.feed({"jsonrpc": "2.0", "id": request["id"]})
-        error = await wire.wait_for(lambda m: "error" in m)
-        self.assertEqual((error["id"], error["error"]["code"]), (None, INVALID_REQUEST))
-        response = await wire.wait_for(lambda m: "result" in m and m.get("id") == 1, timeout=5)
-        self.assertTrue(response["result"]["isError"])
-        self.assertEqual(wire.answers(1), [response])
-        # A request-shaped message keeps its id (SECURITY 38).
-        self.assertEqual((await wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
-                         ["error"]["code"], INVALID_REQUEST)
-
-    async def test_a_cursor_of_thousands_of_digits_is_invalid_params(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        for cursor in ("1" * 5000, "9" * 10):
-            response = await wire.request(rpc(1, "tools/list", {"cursor": cursor}))
-            self.assertEqual(response["error"]["code"], INVALID_PARAMS, cursor[:12])
-
-    async def test_arguments_that_are_not_an_object_are_refused(self):
-        server, state = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        for i, arguments in enumerate((False, [], 0, "", "x")):
-            response = await wire.request(rpc(i + 1, "tools/call", {"name": "count", "arguments": arguments}))
-            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
-            response = await wire.request(rpc(i + 10, "prompts/get", {"name": "review", "arguments": arguments}))
-            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
-        self.assertEqual(state.calls, 0)
-        response = await wire.request(rpc(20, "tools/call", {"name": "count", "arguments": None}))
-        self.assertEqual(tool_text(response), "counted")
-
-    async def test_argument_types_the_schema_promises(self):
-        @dataclasses.dataclass
-        class Point:
-            x: int
-            y: int = 0
-            norm: float = dataclasses.field(init=False, default=0.0)
-
-        server = Server("s")
-
-        @server.tool()
-        def repeat(s: str, n: int) -> str:
-            return s * n            # a float n would raise TypeError
-
-        @server.tool()
-        def where(p: Point) -> str:
-            return f"{p.x},{p.y}"
-
-        @server.tool()
-        def pair(p: tuple[int, str]) -> str:
-            return repr(p)
-
-        class Count(typing.TypedDict):
-            n: int
-
-        @server.tool()
-        def counted(c: Count) -> str:
-            return repr(c["n"])
-
-        wire = Wire(server)
-        await wire.initialize()
-        self.assertEqual(tool_text(await wire.request(call(1, "repeat", {"s": "ab", "n": 2.0}))), "abab")
-        point = server.tools["where"].input_schema["properties"]["p"]
-        self.assertEqual(point["required"], ["x"])
-        # Keys the constructor does not take (an extra one, an init=False field) are ignored.
-        self.assertEqual(tool_text(await wire.request(call(2, "where", {"p": {"x": 1, "y": 2, "z": 3}}))), "1,2")
-        self.assertEqual(tool_text(await wire.request(call(3, "where", {"p": {"x": 1, "norm": 2.5}}))), "1,0")
-        response = await wire.request(call(4, "pair", {"p": ["a", 1]}))
-        self.assertTrue(response["result"]["isError"])
-        self.assertIn("p[0]: expected integer", tool_text(response))
-        self.assertEqual(tool_text(await wire.request(call(5, "pair", {"p": [1, "a"]}))), "(1, 'a')")
-        self.assertEqual(tool_text(await wire.request(call(6, "counted", {"c": {"n": 2.0}}))), "2")
-
-    async def test_dataclasses_out_with_init_false_fields_and_in_with_initvars(self):
-        @dataclasses.dataclass
-        class Scaled:
-            x: int
-            scale: dataclasses.InitVar[int] = 1
-            norm: float = dataclasses.field(init=False, default=0.0)
-
-            def __post_init__(self, scale):
-                self.x *= scale
-
-        server = Server("s")
-
-        @server.tool()
-        def make(x: int) -> Scaled:
-            return Scaled(x)
-
-        @server.tool()
-        def scaled(p: Scaled) -> int:
-            return p.x
-
-        wire = Wire(server)
-        await wire.initialize()
-        result = (await wire.request(call(1, "make", {"x": 2})))["result"]
-        self.assertEqual(result["structuredContent"], {"x": 2, "norm": 0.0})
-        self.assertEqual(tool_text(await wire.request(call(2, "scaled", {"p": {"x": 2, "scale": 3}}))), "6")
-
-    async def test_content_and_none_returns_declare_no_output_schema(self):
-        server = Server("s")
-
-        @server.tool()
-        def pictures() -> list[Content]:
-            return [mcp_min.text("a"), mcp_min.image(b"x")]
-
-        @server.tool()
-        def nothing() -> None:
-            pass
-
-        for name in ("pictures", "nothing"):
-            self.assertNotIn("outputSchema", server.tools[name].definition, name)
-        wire = Wire(server)
-        await wire.initialize()
-        result = (await wire.request(call(1, "pictures")))["result"]
-        self.assertEqual([c["type"] for c in result["content"]], ["text", "image"])
-        self.assertNotIn("structuredContent", result)
-        self.assertEqual((await wire.request(call(2, "nothing")))["result"], {"content": []})
-
-    async def test_null_params_on_a_notification_still_count(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.request(rpc(0, "initialize", init_params()))
-        wire.feed({"jsonrpc": "2.0", "method": "notifications/initialized", "params": None})
-        self.assertTrue(wire.session.ready)     # else list_changed notices never go out
-
-    async def test_a_progress_token_that_is_not_a_string_or_number_is_ignored(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        for i, token in enumerate((True, {"a": 1}, None)):
-            self.assertEqual(tool_text(await wire.request(call(i + 1, "steps", {"n": 2}, {"progressToken": token}))),
-                             "done")
-        self.assertFalse([m for m in wire.messages if m.get("method") == "notifications/progress"])
-        await wire.request(call(9, "steps", {"n": 2}, {"progressToken": 1.5}))
-        self.assertEqual(len([m for m in wire.messages if m.get("method") == "notifications/progress"]), 2)
-
-    def test_positional_only_parameters_are_refused_at_registration(self):
-        server = Server("s")
-        with self.assertRaisesRegex(ValueError, "positional-only"):
-            server.tool()(lambda a, /: a)
-
-    @unittest.skipUnless(hasattr(asyncio, "eager_task_factory"), "Python 3.12+")
-    async def test_an_eager_task_factory_answers_and_frees_the_id(self):
-        # Regression: a request finished inside create_task was recorded as running
-        # afterwards: no answer (KeyError in the task) and its id refused forever.
-        asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        for _ in range(2):
-            self.assertEqual((await wire.request(rpc(1, "ping")))["result"], {})
-            self.assertEqual(tool_text(await wire.request(call(2, "add", {"a": 1, "b": 2}))), "3")
-        self.assertEqual(wire.session.running, {})
-
-
-class SecondReviewStdioTest(unittest.IsolatedAsyncioTestCase):
-    """serve_stdio in-process on os.pipe()s: the second review's stdio findings."""
-
-    async def asyncSetUp(self):
-        self.server, self.state = make_server()
-        self.to_server, self.from_client = os.pipe()
-        self.to_client, self.from_server = os.pipe()
-        self.buffer = b""
-
-    async def asyncTearDown(self):
-        for fd in (self.to_server, self.to_client, self.from_server, self.from_client):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def serve(self):
-        return asyncio.ensure_future(mcp_min.serve_stdio(self.server, self.to_server, self.from_server))
-
-    def write(self, *messages):
-        data = "".join(m if isinstance(m, str) else json.dumps(m) + "\n" for m in messages).encode()
-        self.assertLess(len(data), 65536)   # what a pipe takes without a reader: no hang
-        os.write(self.from_client, data)
-
-    async def read(self):
-        loop = asyncio.get_running_loop()
-        while b"\n" not in self.buffer:
-            readable = loop.create_future()     # polled, not a blocking read: a failure cannot hang
-            loop.add_reader(self.to_client, lambda: readable.done() or readable.set_result(None))
-            try:
-                await asyncio.wait_for(readable, TIMEOUT)
-            finally:
-                loop.remove_reader(self.to_client)
-            chunk = os.read(self.to_client, 65536)
-            self.assertTrue(chunk, "stdout closed")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-    async def finish(self, serving):
-        """Close stdin; everything the server writes until it ends, as messages."""
-        rest = []
-
-        def drain():        # stdout writes block: read while the server finishes
-            while chunk := os.read(self.to_client, 65536):
-                rest.append(chunk)
-        reader = threading.Thread(target=drain, daemon=True)
-        reader.start()
-        os.close(self.from_client)
-        self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
-        os.close(self.from_server)
-        reader.join(TIMEOUT)
-        return [json.loads(line) for line in (self.buffer + b"".join(rest)).splitlines()]
-
-    async def test_a_json_string_holding_a_request_is_not_run(self):
-        # Regression: the line was decoded twice, so "{\"jsonrpc\"...}" ran (SECURITY 37).
-        serving = self.serve()
-        self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                   json.dumps(json.dumps(call(5, "count"))) + "\n", json.dumps("hello") + "\n")
-        out = await self.finish(serving)
-        self.assertEqual([(m["id"], m.get("error", {}).get("code")) for m in out],
-                         [(0, None), (None, INVALID_REQUEST), (None, INVALID_REQUEST)])
-        self.assertEqual(self.state.calls, 0)
-
-    async def test_queued_requests_answered_at_once_do_not_recurse(self):
-        # Regression: each queued request answered synchronously started the next one
-        # from inside its own answer: RecursionError, double answers, lost answers.
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                       call(1, "wait"), call(2, "wait"), *[rpc(100 + i, "nope") for i in range(1000)])
-            await asyncio.sleep(0.2)
-            self.state.gate.set()
-            out = await self.finish(serving)
-        ids = [m["id"] for m in out]
-        self.assertEqual(sorted(ids), [0, 1, 2] + list(range(100, 1100)))   # each exactly once
-        self.assertEqual({m["error"]["code"] for m in out if m["id"] >= 100}, {METHOD_NOT_FOUND})
-
-    async def test_the_answer_to_our_request_gets_in_past_a_full_queue(self):
-        # Regression: reading paused with the queue full, so the client's answer to
-        # sampling/createMessage sat unread and the tool waited 60 s.
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
-                       note("notifications/initialized"),
-                       call(1, "ask_model", {"prompt": "Hi?"}), rpc(2, "ping"), rpc(3, "ping"))
-            self.assertEqual((await self.read())["id"], 0)
-            request = await self.read()
-            self.assertEqual(request["method"], "sampling/createMessage")
-            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
-                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
-            answers = {}
-            while len(answers) < 3:
-                message = await self.read()
-                answers[message["id"]] = message
-            self.assertEqual(tool_text(answers[1]), "Hello.")
-            self.assertEqual((answers[2]["result"], answers[3]["result"]), ({}, {}))
-            await self.finish(serving)
-
-    async def test_the_reader_thread_goes_on_when_a_cancel_empties_the_queue(self):
-        # Regression: the thread (Windows, stdin from a file) waited on a full queue that
-        # a cancel had emptied, and was never woken: nothing more was read, not even EOF.
-        loop = asyncio.get_running_loop()
-        add_reader = loop.add_reader
-
-        def no_polling_stdin(fd, *args):        # as on Windows: the server reads in a thread
-            if fd == self.to_server:
-                raise NotImplementedError
-            return add_reader(fd, *args)
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1), \
-                mock.patch.object(loop, "add_reader", no_polling_stdin):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "wait"))
-            self.assertEqual((await self.read())["id"], 0)
-            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
-            self.write(call(2, "count"), note("notifications/cancelled", {"requestId": 2}))
-            await asyncio.sleep(0.2)
-            self.write(rpc(3, "ping"), note("notifications/cancelled", {"requestId": 1}))
-            self.assertEqual(await self.read(), {"jsonrpc": "2.0", "id": 3, "result": {}})
-            self.assertEqual(await self.finish(serving), [])
-        self.assertEqual((self.state.calls, self.state.cancelled), (0, True))
-
-    async def test_past_a_full_queue_new_requests_are_refused_not_queued_ones(self):
-        # Regression: a request read while the client owed us an answer could take the
-        # slot a queued request was about to get; the queued one was refused instead.
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
-                       note("notifications/initialized"), call(1, "ask_model", {"prompt": "Hi?"}),
-                       call(2, "wait"), rpc(10, "ping"), rpc(11, "ping"))
-            self.assertEqual((await self.read())["id"], 0)
-            request = await self.read()
-            self.write(rpc(13, "ping"))
-            self.assertEqual((await self.read())["error"]["code"], INTERNAL_ERROR)
-            self.state.gate.set()
-            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
-                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
-            out = await self.finish(serving)
-        self.assertEqual(sorted(m["id"] for m in out), [1, 2, 10, 11])
-        self.assertTrue(all("result" in m for m in out))
-
-    async def test_a_cancel_drops_a_request_still_queued(self):
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                       call(1, "wait"), call(2, "count"), call("2", "count"),
-                       note("notifications/cancelled", {"requestId": 2}))
-            await asyncio.sleep(0.2)
-            self.state.gate.set()
-            out = await self.finish(serving)
-        self.assertEqual([m["id"] for m in out], [0, 1, "2"])
-        self.assertEqual(self.state.calls, 1)
-
-
-class StdioExitTest(unittest.TestCase):
-    def serve_target(self, source, *options, lines=None):
-        """`serve [OPTIONS] TARGET` on `lines` (default: initialize); the run, and
-        TARGET's text afterwards."""
-        lines = lines or [rpc(0, "initialize", init_params())]
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "target.py")
-            with open(path, "w") as f:
-                f.write(source)
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", *options, path],
-                                  input="".join(json.dumps(m) + "\n" for m in lines).encode(),
-                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
-            with open(path) as f:
-                return done, f.read()
-
-    def test_stdin_from_a_file_is_served_by_the_reader_thread(self):
-        # A regular file cannot be polled: this exercises the thread that Windows uses too.
-        with tempfile.TemporaryFile() as f:
-            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                     call(1, "getUser", {"name": "John"}), rpc(2, "ping")]
-            f.write("".join(json.dumps(m) + "\n" for m in lines).encode())
-            f.seek(0)
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=f,
-                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
-        self.assertEqual(done.returncode, 0, done.stderr)
-        answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
-        self.assertEqual(sorted(answers), [0, 1, 2])
-        self.assertEqual(answers[1]["result"]["structuredContent"]["email"], "john@example.com")
-
-    def test_a_target_printing_while_it_loads_cannot_corrupt_stdout(self):
-        # Regression: TARGET was imported before fd 1 was moved to stderr (SECURITY 67).
-        done, _ = self.serve_target("import os\nfrom mcp_min import Server\nprint('loading...')\n"
-                                    "os.write(1, b'raw\\n')\nserver = Server('noisy')\n", "--stdio")
-        self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
-        self.assertIn(b"loading...", done.stderr)
-
-    def test_stdout_ends_with_serving_even_if_a_thread_lingers(self):
-        # Regression: main's own copy of stdout stayed open until the process exited.
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "lingers.py")
-            with open(path, "w") as f:
-                f.write("import threading, time\nfrom mcp_min import Server\nserver = Server('x')\n"
-                        "threading.Thread(target=time.sleep, args=(30,)).start()\n")
-            proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", path], cwd=HERE,
-                                    env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL)
-            try:
-                proc.stdin.write((json.dumps(rpc(0, "initialize", init_params())) + "\n").encode())
-                proc.stdin.close()
-                out = []
-                reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
-                reader.start()
-                reader.join(TIMEOUT)
-                self.assertEqual(len(out), 1, "stdout still open after serving ended")
-                self.assertIsNone(proc.poll())      # the thread keeps the process alive meanwhile
-                self.assertEqual(json.loads(out[0])["id"], 0)
-            finally:
-                proc.kill()
-                proc.wait()
-                proc.stdout.close()
-
-    def test_a_bare_trace_never_takes_the_target(self):
-        # Regression: `serve --trace server.py` served the demo and appended the trace to server.py.
-        source = "from mcp_min import Server\nserver = Server('named-server')\n"
-        done, after = self.serve_target(source, "--stdio", "--trace")
-        self.assertEqual(after, source)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertEqual(json.loads(done.stdout)["result"]["serverInfo"]["name"], "named-server")
-        self.assertIn("S→C".encode(), done.stderr)     # traced on stderr
-
-    def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
-        started = time.monotonic()
-        done, _ = self.serve_target(
-            "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
-            "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
-            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")])
-        self.assertEqual(done.returncode, 0)
-        self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
-
-
 ##############################################################################
 # Client: our client against our server over every transport
 ##############################################################################
@@ -3837,76 +3812,6 @@ def _slow_server_file(tmp):
     with open(path, "w") as f:
         f.write(SLOW_SERVER.format(root=ROOT))
     return path
-
-
-class ClientReviewTest(unittest.IsolatedAsyncioTestCase):
-    """The client against hostile servers: bugs the client review found."""
-
-    def test_sse_parsing_follows_whatwg(self):
-        def events(*pieces):
-            parser, out = mcp_min._SseParser(), []
-            for piece in pieces:
-                out += parser.feed(piece)
-            return out
-        self.assertEqual(events(b"event: endpoint\rdata: /m\r\r"), [{"event": "endpoint", "data": "/m"}])
-        self.assertEqual(events(b"\xef\xbb", b"\xbfdata: {}\n\n"), [{"event": "message", "data": "{}"}])
-        self.assertEqual(events(b"event:\ndata: 1\n\n"), [{"event": "message", "data": "1"}])
-        self.assertEqual(events(b"event: endpoint\n\nid: 5\nretry: 9\n\n"), [{"id": "5", "retry": "9"}])
-        self.assertEqual(events(b"data: a\r", b"\ndata: b\r\n\r", b"\n"), [{"event": "message", "data": "a\nb"}])
-
-    def test_body_sizes_are_digits_only(self):
-        for bad in ("-1", "+5", " 5", "", "1e3", "9" * 13):
-            with self.assertRaises(ValueError, msg=bad):
-                mcp_min._size(bad, 10)
-        self.assertEqual((mcp_min._size("42", 10), mcp_min._size(b"1F", 16)), (42, 31))
-        with self.assertRaises(ValueError):
-            mcp_min._size(b"-1", 16)
-
-    async def serve(self, answer):
-        """A hostile HTTP server: `answer(head, body)` gives the bytes to send for each request."""
-        async def handle(reader, writer):
-            try:
-                while True:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    length = re.search(rb"Content-Length: (\d+)", head)
-                    body = await reader.readexactly(int(length.group(1))) if length else b""
-                    writer.write(answer(head, body))
-            except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-                writer.close()
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        self.addAsyncCleanup(server.wait_closed)
-        self.addCleanup(server.close)
-        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
-
-    async def test_a_body_that_never_comes_is_bounded_by_the_timeout(self):
-        url = await self.serve(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                                  b"Content-Length: 500\r\n\r\n{")
-        with self.assertRaises(McpError) as caught:
-            await asyncio.wait_for(mcp_min.Client(url, timeout=0.5, transport="http").connect(), TIMEOUT)
-        self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
-
-    async def test_a_session_the_server_always_forgets_ends_in_an_error(self):
-        # Regression: the 404 to the re-initialization's own notice waited on itself forever.
-        def answer(head, body):
-            if b"Mcp-Session-Id" in head:
-                return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
-            result = json.dumps(mcp_min._result(json.loads(body)["id"], {
-                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-                "serverInfo": {"name": "forgetful", "version": "1"}})).encode()
-            return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s%d\r\n"
-                    b"Content-Length: %d\r\n\r\n%s" % (len(body), len(result), result))
-        url = await self.serve(answer)
-        with self.assertRaises(McpError):
-            await asyncio.wait_for(mcp_min.Client(url, timeout=2, transport="http").connect(), TIMEOUT)
-
-    async def test_a_repeated_cursor_ends_the_listing(self):
-        client = mcp_min.Client("unused")
-
-        async def request(method, params=None, **_):
-            return {"tools": [{"name": "t"}], "nextCursor": "again"}
-        client.request = request
-        with self.assertRaisesRegex(McpError, "repeated a cursor"):
-            await asyncio.wait_for(client.list_tools(), TIMEOUT)
 
 
 class ClientTests(unittest.IsolatedAsyncioTestCase):
@@ -4050,6 +3955,80 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             self.assertIn("another origin", caught.exception.message)
         finally:
             fake_server.close()
+
+    async def test_failed_connect_leaves_no_child_process(self):
+        client = mcp_min.Client([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
+        with self.assertRaises(McpError):
+            await client.connect()
+        process = client._transport.process if client._transport else None
+        self.assertIsNone(client._transport)
+        self.assertTrue(process is None or process.returncode is not None)
+
+    def test_sse_parsing_follows_whatwg(self):
+        def events(*pieces):
+            parser, out = mcp_min._SseParser(), []
+            for piece in pieces:
+                out += parser.feed(piece)
+            return out
+        self.assertEqual(events(b"event: endpoint\rdata: /m\r\r"), [{"event": "endpoint", "data": "/m"}])
+        self.assertEqual(events(b"\xef\xbb", b"\xbfdata: {}\n\n"), [{"event": "message", "data": "{}"}])
+        self.assertEqual(events(b"event:\ndata: 1\n\n"), [{"event": "message", "data": "1"}])
+        self.assertEqual(events(b"event: endpoint\n\nid: 5\nretry: 9\n\n"), [{"id": "5", "retry": "9"}])
+        self.assertEqual(events(b"data: a\r", b"\ndata: b\r\n\r", b"\n"), [{"event": "message", "data": "a\nb"}])
+
+    def test_body_sizes_are_digits_only(self):
+        for bad in ("-1", "+5", " 5", "", "1e3", "9" * 13):
+            with self.assertRaises(ValueError, msg=bad):
+                mcp_min._size(bad, 10)
+        self.assertEqual((mcp_min._size("42", 10), mcp_min._size(b"1F", 16)), (42, 31))
+        with self.assertRaises(ValueError):
+            mcp_min._size(b"-1", 16)
+
+    async def serve(self, answer):
+        """A hostile HTTP server: `answer(head, body)` gives the bytes to send for each request."""
+        async def handle(reader, writer):
+            try:
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = re.search(rb"Content-Length: (\d+)", head)
+                    body = await reader.readexactly(int(length.group(1))) if length else b""
+                    writer.write(answer(head, body))
+            except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+                writer.close()
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        self.addAsyncCleanup(server.wait_closed)
+        self.addCleanup(server.close)
+        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+
+    async def test_a_body_that_never_comes_is_bounded_by_the_timeout(self):
+        url = await self.serve(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                                  b"Content-Length: 500\r\n\r\n{")
+        with self.assertRaises(McpError) as caught:
+            await asyncio.wait_for(mcp_min.Client(url, timeout=0.5, transport="http").connect(), TIMEOUT)
+        self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
+
+    async def test_a_session_the_server_always_forgets_ends_in_an_error(self):
+        # Regression: the 404 to the re-initialization's own notice waited on itself forever.
+        def answer(head, body):
+            if b"Mcp-Session-Id" in head:
+                return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+            result = json.dumps(mcp_min._result(json.loads(body)["id"], {
+                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                "serverInfo": {"name": "forgetful", "version": "1"}})).encode()
+            return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s%d\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), len(result), result))
+        url = await self.serve(answer)
+        with self.assertRaises(McpError):
+            await asyncio.wait_for(mcp_min.Client(url, timeout=2, transport="http").connect(), TIMEOUT)
+
+    async def test_a_repeated_cursor_ends_the_listing(self):
+        client = mcp_min.Client("unused")
+
+        async def request(method, params=None, **_):
+            return {"tools": [{"name": "t"}], "nextCursor": "again"}
+        client.request = request
+        with self.assertRaisesRegex(McpError, "repeated a cursor"):
+            await asyncio.wait_for(client.list_tools(), TIMEOUT)
 
 
 class _Lines:
