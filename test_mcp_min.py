@@ -1187,26 +1187,22 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(all("result" in m for m in answers), answers)
 
     async def test_nested_batch_is_answered_not_raised(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize("2025-03-26")
-        wire.feed("[" * 450 + "]" * 450)
-        wire.feed("[[1], 2, {\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\"}]")
-        self.assertEqual((await wire.response(5))["result"], {})
-        errors = [m for m in wire.messages if m.get("error", {}).get("code") == INVALID_REQUEST]
+        await self.wire.initialize("2025-03-26")
+        self.wire.feed("[" * 450 + "]" * 450)
+        self.wire.feed("[[1], 2, {\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\"}]")
+        self.assertEqual((await self.wire.response(5))["result"], {})
+        errors = [m for m in self.wire.messages if m.get("error", {}).get("code") == INVALID_REQUEST]
         self.assertEqual(len(errors), 3)
 
     async def test_requests_in_flight_are_bounded_per_session(self):
-        server, state = make_server()
-        wire = Wire(server)
-        await wire.initialize()
+        await self.wire.initialize()
         with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3):
             for i in range(1, 5):
-                wire.feed(call(i, "wait"))
-            refused = await wire.response(4)
+                self.wire.feed(call(i, "wait"))
+            refused = await self.wire.response(4)
         self.assertEqual(refused["error"]["code"], INTERNAL_ERROR)
-        state.gate.set()
-        await wire.settle()
+        self.state.gate.set()
+        await self.wire.settle()
 
     @unittest.skipUnless(hasattr(asyncio, "eager_task_factory"), "Python 3.12+")
     async def test_an_eager_task_factory_answers_and_frees_the_id(self):
@@ -1382,36 +1378,29 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
     async def test_request_cancelled_before_its_task_ran_is_not_stuck(self):
         # Regression: cancel in the same loop turn as the request left the id in
         # `running` forever (no response, the id refused, drain() spinning).
-        server, state = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        wire.feed(call(7, "wait"))
-        wire.feed(note("notifications/cancelled", {"requestId": 7}))
-        await wire.settle()
-        self.assertEqual(wire.session.running, {})
-        self.assertEqual(wire.answers(7), [])
-        self.assertIn((None, 7), wire.sent)          # "no response" reaches the transport
-        self.assertEqual((await wire.request(rpc(7, "ping")))["result"], {})
+        self.wire.feed(call(7, "wait"))
+        self.wire.feed(note("notifications/cancelled", {"requestId": 7}))
+        await self.wire.settle()
+        self.assertEqual(self.wire.session.running, {})
+        self.assertEqual(self.wire.answers(7), [])
+        self.assertIn((None, 7), self.wire.sent)     # "no response" reaches the transport
+        self.assertEqual((await self.wire.request(rpc(7, "ping")))["result"], {})
 
     async def test_a_cursor_of_thousands_of_digits_is_invalid_params(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize()
         for cursor in ("1" * 5000, "9" * 10):
-            response = await wire.request(rpc(1, "tools/list", {"cursor": cursor}))
+            response = await self.wire.request(rpc(1, "tools/list", {"cursor": cursor}))
             self.assertEqual(response["error"]["code"], INVALID_PARAMS, cursor[:12])
 
     async def test_arguments_that_are_not_an_object_are_refused(self):
-        server, state = make_server()
-        wire = Wire(server)
-        await wire.initialize()
         for i, arguments in enumerate((False, [], 0, "", "x")):
-            response = await wire.request(rpc(i + 1, "tools/call", {"name": "count", "arguments": arguments}))
+            response = await self.wire.request(rpc(i + 1, "tools/call", {"name": "count",
+                                                                         "arguments": arguments}))
             self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
-            response = await wire.request(rpc(i + 10, "prompts/get", {"name": "review", "arguments": arguments}))
+            response = await self.wire.request(rpc(i + 10, "prompts/get", {"name": "review",
+                                                                           "arguments": arguments}))
             self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
-        self.assertEqual(state.calls, 0)
-        response = await wire.request(rpc(20, "tools/call", {"name": "count", "arguments": None}))
+        self.assertEqual(self.state.calls, 0)
+        response = await self.wire.request(rpc(20, "tools/call", {"name": "count", "arguments": None}))
         self.assertEqual(tool_text(response), "counted")
 
     async def test_argument_types_the_schema_promises(self):
@@ -1503,15 +1492,12 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((await wire.request(call(2, "nothing")))["result"], {"content": []})
 
     async def test_a_progress_token_that_is_not_a_string_or_number_is_ignored(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize()
         for i, token in enumerate((True, {"a": 1}, None)):
-            self.assertEqual(tool_text(await wire.request(call(i + 1, "steps", {"n": 2}, {"progressToken": token}))),
-                             "done")
-        self.assertFalse([m for m in wire.messages if m.get("method") == "notifications/progress"])
-        await wire.request(call(9, "steps", {"n": 2}, {"progressToken": 1.5}))
-        self.assertEqual(len([m for m in wire.messages if m.get("method") == "notifications/progress"]), 2)
+            response = await self.wire.request(call(i + 1, "steps", {"n": 2}, {"progressToken": token}))
+            self.assertEqual(tool_text(response), "done")
+        self.assertFalse([m for m in self.wire.messages if m.get("method") == "notifications/progress"])
+        await self.wire.request(call(9, "steps", {"n": 2}, {"progressToken": 1.5}))
+        self.assertEqual(len([m for m in self.wire.messages if m.get("method") == "notifications/progress"]), 2)
 
 
 class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
@@ -1591,20 +1577,17 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
     async def test_a_broken_reply_never_answers_with_its_id_and_fails_the_waiter(self):
         # Regression: {"id": 1} with no result answered -32600 *with id 1*, which the
         # client matches to its own request 1, and the tool waited 60 s for its reply.
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize(capabilities={"sampling": {}})
-        wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
-        request = await wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
+        self.wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
+        request = await self.wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
         self.assertEqual(request["id"], 1)      # our ids and the client's collide by design
-        wire.feed({"jsonrpc": "2.0", "id": request["id"]})
-        error = await wire.wait_for(lambda m: "error" in m)
+        self.wire.feed({"jsonrpc": "2.0", "id": request["id"]})
+        error = await self.wire.wait_for(lambda m: "error" in m)
         self.assertEqual((error["id"], error["error"]["code"]), (None, INVALID_REQUEST))
-        response = await wire.wait_for(lambda m: "result" in m and m.get("id") == 1, timeout=5)
+        response = await self.wire.wait_for(lambda m: "result" in m and m.get("id") == 1, timeout=5)
         self.assertTrue(response["result"]["isError"])
-        self.assertEqual(wire.answers(1), [response])
+        self.assertEqual(self.wire.answers(1), [response])
         # A request-shaped message keeps its id (SECURITY 38).
-        self.assertEqual((await wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
+        self.assertEqual((await self.wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
                          ["error"]["code"], INVALID_REQUEST)
 
 
