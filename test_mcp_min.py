@@ -96,6 +96,15 @@ def tool_text(response):
     return response["result"]["content"][0]["text"]
 
 
+async def until(predicate, what, timeout=TIMEOUT):
+    """Wait for something that must happen (a barrier), polling; fail if it never does."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.002)
+
+
 def make_server(instructions="Be nice."):
     """A server with one of everything; `state` lets tests see and steer tools."""
     server = Server("test-server", version="1.2.3", instructions=instructions)
@@ -1180,10 +1189,11 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
         session = Session(server, send)
         session.receive(rpc(0, "initialize", init_params()))
         session.receive(call(1, "add", {"a": 1, "b": 0}))
-        for _ in range(100):
-            await asyncio.sleep(0.005)
-        answers = [m for m in out if m and m.get("id") == 1]
-        self.assertGreaterEqual(len(answers), 3)
+
+        def answers():
+            return [m for m in out if m and m.get("id") == 1]
+        await until(lambda: len(answers()) >= 3, "three answers to id 1")
+        answers = answers()
         self.assertTrue(all("result" in m for m in answers), answers)
 
     async def test_nested_batch_is_answered_not_raised(self):
@@ -2050,7 +2060,7 @@ class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
             serving = self.serve()
             self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
                        call(1, "wait"), call(2, "wait"), *[rpc(100 + i, "nope") for i in range(1000)])
-            await asyncio.sleep(0.2)
+            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)  # all read: the rest are queued
             self.state.gate.set()
             out = await self.finish(serving)
         ids = [m["id"] for m in out]
@@ -2126,7 +2136,7 @@ class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
             self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
                        call(1, "wait"), call(2, "count"), call("2", "count"),
                        note("notifications/cancelled", {"requestId": 2}))
-            await asyncio.sleep(0.2)
+            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)  # all read, the cancel too
             self.state.gate.set()
             out = await self.finish(serving)
         self.assertEqual([m["id"] for m in out], [0, 1, "2"])
@@ -2135,28 +2145,17 @@ class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
     async def test_cancel_gets_through_past_the_in_flight_cap(self):
         # Regression: the reader blocked on request #cap+1, so a cancel (or EOF)
         # behind it was never read.
-        server, state = make_server()
-        to_server, from_client = os.pipe()
-        to_client, from_server = os.pipe()
         with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
-            serving = asyncio.ensure_future(mcp_min.serve_stdio(server, to_server, from_server))
-            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized")]
-            lines += [call(i, "wait") for i in range(1, 5)]
-            lines.append(note("notifications/cancelled", {"requestId": 1}))
-            os.write(from_client, "".join(json.dumps(m) + "\n" for m in lines).encode())
-            await asyncio.sleep(0.2)    # the cancel must be read now, before any request ends
-            state.gate.set()
-            os.close(from_client)
-            self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
-        out = b""
-        while chunk := os.read(to_client, 65536):
-            out += chunk
-            if out.count(b"\n") >= 4:
-                break
-        answered = {json.loads(line).get("id") for line in out.splitlines()}
-        self.assertEqual(answered, {0, 2, 3, 4})    # 1 was cancelled: no answer
-        for fd in (to_server, to_client, from_server):
-            os.close(fd)
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                       *[call(i, "wait") for i in range(1, 5)],
+                       note("notifications/cancelled", {"requestId": 1}))
+            # The cancel must be read now, before any request ends: 1 ends, and 3 takes its slot.
+            await until(lambda: [set(s.running) for s in self.server.sessions] == [{2, 3}],
+                        "the cancel behind the cap was read")
+            self.state.gate.set()
+            out = await self.finish(serving)
+        self.assertEqual(sorted(m["id"] for m in out), [0, 2, 3, 4])    # 1 was cancelled: no answer
 
 
 class StdioExitTest(unittest.TestCase):
@@ -2573,6 +2572,12 @@ class HttpTestCase(unittest.IsolatedAsyncioTestCase):
     async def ping(self, sid, id_=1, version=LATEST_PROTOCOL_VERSION, **headers):
         return await self.client.post(rpc(id_, "ping"), sid, version, headers or None)
 
+    async def assertNothingRan(self, sid):
+        """After a barrier -- a ping on the session, answered -- no tool has run and none runs."""
+        self.assertEqual((await self.ping(sid, "barrier")).status, 200)
+        self.assertEqual(self.http.sessions[sid].session.running, {})
+        self.assertEqual(self.state.calls, 0)
+
     def assertJsonRpcError(self, response, status, code, id_=None):
         self.assertEqual(response.status, status, response)
         body = response.json()
@@ -2722,8 +2727,7 @@ class HttpContentTypeTest(HttpTestCase):
         data = self.client.build("POST", "/mcp", call(1, "count"), {"Mcp-Session-Id": sid}).replace(
             b"\r\n", b"\r\nContent-Type: text/plain\r\n", 1)
         self.assertEqual((await self.client.exchange(data)).status, 400)     # two Content-Type lines
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(sid)
 
     async def test_accepted_content_types(self):
         sid = await self.client.initialize()
@@ -3015,8 +3019,7 @@ class HttpFramingTest(HttpTestCase):
         data = self.client.build("POST", "/mcp", body, {**base, "Transfer-Encoding": "chunked"}).replace(
             b"HTTP/1.1\r\n", b"HTTP/1.0\r\n", 1)
         self.assertEqual((await self.raw(data)).status, 400)                 # TE on HTTP/1.0
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(sid)
 
     async def test_bad_lines_and_bytes(self):
         sid = await self.client.initialize()
@@ -3037,8 +3040,7 @@ class HttpFramingTest(HttpTestCase):
             response = await self.raw(data)
             self.assertEqual(response.status, 400, name)
             self.assertTrue(response.closed, name)
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(sid)
 
     async def test_non_ascii_target(self):
         response = await self.raw(f"GET /mcp\xe9 HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n\r\n"
@@ -3115,8 +3117,7 @@ class HttpFramingTest(HttpTestCase):
         self.assertEqual(response.status, 400)
         self.assertTrue(response.closed)
         self.assertNotIn(b"MARKER", response.body)
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(sid)
 
     async def test_expect_100_continue_is_answered_before_the_body(self):
         sid = await self.client.initialize()
@@ -3165,17 +3166,27 @@ class HttpLimitsTest(HttpTestCase):
             self.assertEqual(await asyncio.wait_for(reader.read(), TIMEOUT), b"")
 
     async def test_deadline_moves_without_new_timers(self):
+        loop = asyncio.get_running_loop()
+
+        async def past(when):       # the barrier: every loop timer due by `when` has run
+            reached = loop.create_future()
+            loop.call_at(when + 0.001, reached.set_result, None)
+            await reached
         fired = []
         deadline = mcp_min._Deadline()
         deadline.set(0.05, lambda: fired.append("early"))
+        first = deadline.timer
         deadline.set(0.2, lambda: fired.append("late"))     # later: the first timer re-arms
-        await asyncio.sleep(0.1)
+        self.assertIs(deadline.timer, first)
+        await past(first.when())
         self.assertEqual(fired, [])
-        await asyncio.sleep(0.2)
+        self.assertEqual(deadline.timer.when(), deadline.when)
+        await past(deadline.when)
         self.assertEqual(fired, ["late"])
         deadline.set(0.05, lambda: fired.append("cleared"))
+        timer = deadline.timer
         deadline.clear()
-        await asyncio.sleep(0.1)
+        await past(timer.when())
         self.assertEqual(fired, ["late"])
         deadline.set(0.05, lambda: fired.append("cancelled"))
         deadline.cancel()
@@ -3316,8 +3327,7 @@ class HttpJsonRpcTest(HttpTestCase):
         for bad_id in (b"true", b"1.5", b"null"):
             body = b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"count"}}' % bad_id
             self.assertIsNone((await self.post(body)).json()["id"])
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(self.sid)
         self.assertNoLeaks()
 
     async def test_method_and_params_errors_keep_the_id(self):
@@ -3332,8 +3342,7 @@ class HttpJsonRpcTest(HttpTestCase):
     async def test_batch_refused_on_later_versions(self):
         response = await self.post([call(1, "count"), rpc(2, "ping")])
         self.assertJsonRpcError(response, 400, INVALID_REQUEST)
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(self.sid)
 
     async def test_batch_on_2025_03_26(self):
         sid = await self.client.initialize("2025-03-26")
@@ -3391,7 +3400,8 @@ class HttpJsonRpcTest(HttpTestCase):
         one = asyncio.ensure_future(self.client.post(call(1, "wait", {"label": "int"}), self.sid))
         await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
         other = asyncio.ensure_future(self.client.post(call("1", "wait", {"label": "str"}), self.sid))
-        await asyncio.sleep(0.05)
+        running = self.http.sessions[self.sid].session.running
+        await until(lambda: len(running) == 2, "both requests in flight")
         self.state.gate.set()
         first, second = await asyncio.wait_for(asyncio.gather(one, other), TIMEOUT)
         self.assertEqual(first.messages()[-1]["id"], 1)
@@ -3476,7 +3486,8 @@ class HttpStreamingTest(HttpTestCase):
             await writer.drain()
             await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
             writer.transport.abort()
-            await asyncio.sleep(0.02)
+            # The barrier: a ping answered after the disconnect; the server has seen it.
+            self.assertEqual((await self.ping(sid, 50 + attempt)).status, 200)
             self.state.gate.set()
             for _ in range(500):
                 if self.state.finished:
