@@ -3951,12 +3951,27 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             fake_server.close()
 
     async def test_failed_connect_leaves_no_child_process(self):
+        # The child is seen as it starts: close() forgets the transport, and its process with it.
+        started, start = [], mcp_min._StdioClient.start
+
+        async def seen_start(transport):
+            await start(transport)
+            started.append(transport.process)
+            self.addAsyncCleanup(self.reap, transport.process)
         client = mcp_min.Client([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
-        with self.assertRaises(McpError):
+        with mock.patch.object(mcp_min._StdioClient, "start", seen_start), \
+                self.assertRaises(McpError) as caught:
             await client.connect()
-        process = client._transport.process if client._transport else None
+        self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)    # no answer to initialize
         self.assertIsNone(client._transport)
-        self.assertTrue(process is None or process.returncode is not None)
+        self.assertEqual(len(started), 1)
+        self.assertIsNotNone(started[0].returncode, "the child still runs")
+
+    @staticmethod
+    async def reap(process):
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
     def test_sse_parsing_follows_whatwg(self):
         def events(*pieces):
