@@ -2933,6 +2933,31 @@ class HttpSessionTest(HttpTestCase):
         self.assertEqual(self.http.sessions, {})
 
 
+class HttpStatelessTest(HttpTestCase):
+    """--stateless: Streamable HTTP without sessions; every POST stands alone."""
+    options = {"stateless": True}
+
+    async def test_posts_without_a_session_id_are_answered(self):
+        version = LATEST_PROTOCOL_VERSION
+        response = await self.client.post(call(1, "add", {"a": 1, "b": 2}), version=version)
+        self.assertEqual(response.status, 200)
+        self.assertIsNone(response.header("mcp-session-id"))
+        self.assertEqual(tool_text(response.json()), "3")
+        response = await self.client.post(rpc(1, "tools/list"), version=version)    # id 1 again
+        self.assertEqual(response.status, 200)
+        self.assertIn("add", [t["name"] for t in response.json()["result"]["tools"]])
+        response = await self.client.post(rpc(2, "initialize", init_params()), version=version)
+        self.assertEqual(response.json()["result"]["protocolVersion"], version)
+        self.assertIsNone(response.header("mcp-session-id"))       # answered, yet no session
+        self.assertEqual((self.http.sessions, self.http.stateless_entries), ({}, set()))
+
+    async def test_get_and_delete_are_405_allow_post(self):
+        for method in ("GET", "DELETE"):
+            response = await self.client.request(method, "/mcp", headers={"Accept": "text/event-stream"})
+            self.assertEqual(response.status, 405, method)
+            self.assertEqual(response.header("allow"), "POST")
+
+
 class HttpExpiryTest(HttpTestCase):
     options = {"session_idle": 0.25}
 
@@ -4041,6 +4066,32 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         client.request = request
         with self.assertRaisesRegex(McpError, "repeated a cursor"):
             await asyncio.wait_for(client.list_tools(), TIMEOUT)
+
+
+class SyncClientTest(unittest.TestCase):
+    """SyncClient: the Client's methods without await, against `serve --stdio`."""
+
+    def test_methods_without_await_and_close_on_exit(self):
+        with mcp_min.SyncClient([sys.executable, MCP_MIN, "serve", "--stdio"], timeout=TIMEOUT,
+                                env=_clean_env()) as client:
+            self.assertEqual(client.server_info["name"], "user-store")     # attributes pass through
+            self.assertEqual(client.protocol_version, LATEST_PROTOCOL_VERSION)
+            names = sorted(t["name"] for t in client.list_tools())
+            self.assertEqual(names, ["addUser", "deleteUser", "getUser", "getUsers"])
+            result = client.call_tool("getUser", {"name": "Jane"})
+            self.assertEqual(result["structuredContent"], {"name": "Jane", "email": "jane@example.com"})
+            self.assertTrue(client.call_tool("getUser", {"name": "Nobody"})["isError"])
+            self.assertEqual(client.ping(), {})
+            process, thread = client.client._transport.process, client._thread
+        self.assertEqual(process.returncode, 0)     # stdin closed: the server ended by itself
+        self.assertFalse(thread.is_alive())
+
+    def test_a_failed_connect_raises_and_stops_its_thread(self):
+        before = {t for t in threading.enumerate() if t.name == "mcp-client"}
+        with self.assertRaises(McpError) as caught:
+            mcp_min.SyncClient([sys.executable, "-c", "import sys; sys.stdin.read()"], timeout=0.3)
+        self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
+        self.assertEqual({t for t in threading.enumerate() if t.name == "mcp-client"}, before)
 
 
 class _Lines:
