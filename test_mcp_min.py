@@ -2958,13 +2958,38 @@ class HttpStatelessTest(HttpTestCase):
             self.assertEqual(response.header("allow"), "POST")
 
 
+class _Clock:
+    """Stands in for mcp_min._now: time moves only when a test moves it."""
+
+    def __init__(self):
+        self.now, self.sweeps = 1000.0, 0
+
+    def __call__(self):
+        if sys._getframe(1).f_code.co_name == "_expire":    # the reaper of idle sessions
+            self.sweeps += 1
+        return self.now
+
+    async def sweep_after(self, seconds):
+        """Move time on, then wait until the reaper has looked at the sessions (a barrier)."""
+        self.now += seconds
+        sweeps = self.sweeps
+        await until(lambda: self.sweeps > sweeps, "a sweep of idle sessions")
+
+
 class HttpExpiryTest(HttpTestCase):
     options = {"session_idle": 0.25}
+
+    async def asyncSetUp(self):
+        self.clock = _Clock()
+        patcher = mock.patch.object(mcp_min, "_now", self.clock)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        await super().asyncSetUp()
 
     async def test_idle_session_expires(self):
         sid = await self.client.initialize()
         self.assertEqual((await self.ping(sid)).status, 200)
-        await asyncio.sleep(0.7)
+        await self.clock.sweep_after(0.7)
         self.assertJsonRpcError(await self.ping(sid), 404, INVALID_REQUEST)
         self.assertEqual(self.http.sessions, {})
 
@@ -2972,12 +2997,12 @@ class HttpExpiryTest(HttpTestCase):
         sid = await self.client.initialize()
         pending = asyncio.ensure_future(self.client.post(call(3, "wait", {"label": "late"}), sid))
         await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
-        await asyncio.sleep(0.7)
+        await self.clock.sweep_after(0.7)
         self.state.gate.set()
         response = await asyncio.wait_for(pending, TIMEOUT)
         self.assertEqual(tool_text(response.messages()[-1]), "late")
         self.assertEqual((await self.ping(sid)).status, 200)
-        await asyncio.sleep(0.7)
+        await self.clock.sweep_after(0.7)
         self.assertEqual((await self.ping(sid)).status, 404)
 
 
