@@ -3862,7 +3862,7 @@ def _slow_server_file(tmp):
 
 
 class ClientTests(unittest.IsolatedAsyncioTestCase):
-    """mcp_min.Client against mcp_min servers: pipes, sockets, both HTTP transports."""
+    """mcp_min.Client against mcp_min servers (pipes, sockets, both HTTP transports), and hostile ones."""
 
     async def asyncSetUp(self):
         self.tmp = tempfile.mkdtemp()
@@ -4046,7 +4046,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(ValueError):
             mcp_min._size(b"-1", 16)
 
-    async def serve(self, answer):
+    async def hostile_server(self, answer):
         """A hostile HTTP server: `answer(head, body)` gives the bytes to send for each request."""
         async def handle(reader, writer):
             try:
@@ -4063,8 +4063,8 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
 
     async def test_a_body_that_never_comes_is_bounded_by_the_timeout(self):
-        url = await self.serve(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                                  b"Content-Length: 500\r\n\r\n{")
+        url = await self.hostile_server(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                                           b"Content-Length: 500\r\n\r\n{")
         with self.assertRaises(McpError) as caught:
             await asyncio.wait_for(mcp_min.Client(url, timeout=0.5, transport="http").connect(), TIMEOUT)
         self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
@@ -4079,7 +4079,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
                 "serverInfo": {"name": "forgetful", "version": "1"}})).encode()
             return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s%d\r\n"
                     b"Content-Length: %d\r\n\r\n%s" % (len(body), len(result), result))
-        url = await self.serve(answer)
+        url = await self.hostile_server(answer)
         with self.assertRaises(McpError):
             await asyncio.wait_for(mcp_min.Client(url, timeout=2, transport="http").connect(), TIMEOUT)
 
