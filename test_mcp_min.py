@@ -4083,6 +4083,51 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(McpError):
             await asyncio.wait_for(mcp_min.Client(url, timeout=2, transport="http").connect(), TIMEOUT)
 
+    async def test_a_stream_that_ends_before_its_answer_is_resumed(self):
+        # transports: a POST's SSE stream that ends unanswered is resumed by a GET
+        # carrying Last-Event-ID, after the server's `retry`; the request is not sent again.
+        calls, resumed_from = [], []
+
+        def http(status, headers, body=b""):
+            return b"HTTP/1.1 %s\r\n%s\r\n%s" % (status, b"".join(h + b"\r\n" for h in headers), body)
+        sse = [b"Content-Type: text/event-stream", b"Connection: close"]
+
+        async def handle(reader, writer):
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"Content-Length: (\d+)", head)
+                message = json.loads(await reader.readexactly(int(length.group(1)))) if length else None
+                last_id = re.search(rb"Last-Event-ID: (\S+)", head)
+                if message and message.get("method") == "initialize":
+                    result = json.dumps(mcp_min._result(message["id"], {
+                        "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "resumable", "version": "1"}})).encode()
+                    writer.write(http(b"200 OK", [b"Content-Type: application/json", b"Mcp-Session-Id: s1",
+                                                  b"Content-Length: %d" % len(result)], result))
+                elif message and "id" not in message:
+                    writer.write(http(b"202 Accepted", [b"Content-Length: 0"]))
+                elif message:       # the call: its stream ends after a priming event
+                    calls.append(message["id"])
+                    writer.write(http(b"200 OK", sse, b"id: e1\nretry: 10\ndata:\n\n"))
+                elif last_id:
+                    resumed_from.append(last_id.group(1))
+                    answer = json.dumps(mcp_min._result(calls[0], {"content": [
+                        {"type": "text", "text": "resumed"}]})).encode()
+                    writer.write(http(b"200 OK", sse, b"id: e2\ndata: " + answer + b"\n\n"))
+                else:               # the GET stream for the server's own messages, the DELETE
+                    writer.write(http(b"405 Method Not Allowed", [b"Content-Length: 0"]))
+                await writer.drain()
+            finally:
+                writer.close()
+        fake = await asyncio.start_server(handle, "127.0.0.1", 0)
+        self.addAsyncCleanup(fake.wait_closed)
+        self.addCleanup(fake.close)
+        url = f"http://127.0.0.1:{fake.sockets[0].getsockname()[1]}/mcp"
+        async with mcp_min.Client(url, timeout=TIMEOUT, transport="http") as client:
+            result = await client.call_tool("anything")
+        self.assertEqual(result["content"][0]["text"], "resumed")
+        self.assertEqual((len(calls), resumed_from), (1, [b"e1"]))
+
     async def test_a_repeated_cursor_ends_the_listing(self):
         client = mcp_min.Client("unused")
 
