@@ -2,7 +2,7 @@
 
 1. pure functions: framing, schemas, validation, URI templates, tool results;
 2. a Session wired in memory to a list that collects what it sends;
-3. real subprocesses over real pipes (stdio) and real sockets on 127.0.0.1
+3. real pipes (stdio: subprocesses, or serve_stdio in process) and real sockets on 127.0.0.1
    port 0 (HTTP), sending exact bytes.
 
 Adversarial cases follow SECURITY.md section 3 (groups B-I); the item number
@@ -1689,7 +1689,7 @@ class SessionResourcesPromptsTest(unittest.IsolatedAsyncioTestCase):
 
 
 ##############################################################################
-# Tier 3a. stdio over real subprocess pipes (SECURITY.md group H)
+# Tier 3a. stdio over real pipes: subprocesses, and serve_stdio in process (SECURITY.md group H)
 ##############################################################################
 
 TARGET_SOURCE = textwrap.dedent('''
