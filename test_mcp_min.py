@@ -2,7 +2,7 @@
 
 1. pure functions: framing, schemas, validation, URI templates, tool results;
 2. a Session wired in memory to a list that collects what it sends;
-3. real subprocesses over real pipes (stdio) and real sockets on 127.0.0.1
+3. real pipes (stdio: subprocesses, or serve_stdio in process) and real sockets on 127.0.0.1
    port 0 (HTTP), sending exact bytes.
 
 Adversarial cases follow SECURITY.md section 3 (groups B-I); the item number
@@ -94,6 +94,15 @@ def call(id_, name, arguments=None, meta=None):
 def tool_text(response):
     """The first text block of a tools/call response."""
     return response["result"]["content"][0]["text"]
+
+
+async def until(predicate, what, timeout=TIMEOUT):
+    """Wait for something that must happen (a barrier), polling; fail if it never does."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.002)
 
 
 def make_server(instructions="Be nice."):
@@ -653,6 +662,11 @@ class DecoratorTest(unittest.TestCase):
                 return ""
         self.assertEqual(server.resources, {})
 
+    def test_positional_only_parameters_are_refused_at_registration(self):
+        server = Server("s")
+        with self.assertRaisesRegex(ValueError, "positional-only"):
+            server.tool()(lambda a, /: a)
+
 
 class ConvertTest(unittest.IsolatedAsyncioTestCase):
     """Validated arguments become what the hints ask for."""
@@ -757,6 +771,14 @@ class UriTemplateTest(unittest.TestCase):
                 t.match(uri)
         self.assertLess(time.perf_counter() - started, 1.0)
 
+    def test_uri_template_values_cannot_walk_a_path(self):
+        template = mcp_min._UriTemplate("file:///docs/{name}")
+        for uri in ("file:///docs/..%2F..%2Fetc%2Fpasswd", "file:///docs/a%00b", "file:///docs/..",
+                    "file:///docs/C:..", "file:///docs/%43%3Ax",
+                    "file:///docs/a%5Cb", "file:///docs/a/b"):
+            self.assertIsNone(template.match(uri), uri)
+        self.assertEqual(template.match("file:///docs/read%20me"), {"name": "read me"})
+
 
 class ToolResultTest(unittest.TestCase):
     """What a tool returns becomes a CallToolResult."""
@@ -828,6 +850,16 @@ class ToolResultTest(unittest.TestCase):
         result = self.result(f, "not an int")
         self.assertTrue(result["isError"])
         self.assertNotIn("structuredContent", result)
+
+    def test_optional_return_of_none_meets_the_output_schema(self):
+        server = Server("s")
+
+        @server.tool()
+        def maybe() -> typing.Optional[dict]:
+            return None
+        result = server.tools["maybe"].result(None)
+        self.assertEqual(result["structuredContent"], {"result": None})
+        self.assertIsNone(validate(result["structuredContent"], server.tools["maybe"].output_schema))
 
 
 class ToolNameTest(unittest.TestCase):
@@ -1032,6 +1064,13 @@ class SessionLifecycleTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(methods, [m.get("method") for m in late.messages])
         self.assertNotIn(late.session, server.sessions)
 
+    async def test_null_params_on_a_notification_still_count(self):
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.request(rpc(0, "initialize", init_params()))
+        wire.feed({"jsonrpc": "2.0", "method": "notifications/initialized", "params": None})
+        self.assertTrue(wire.session.ready)     # else list_changed notices never go out
+
 
 class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
     """Ids, bad envelopes, batches (SECURITY.md group E on the session)."""
@@ -1136,6 +1175,57 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
         self.wire.feed("[]")
         self.assertEqual(self.wire.messages[-1]["error"]["code"], INVALID_REQUEST)
         self.assertIsNone(self.wire.messages[-1]["id"])
+
+    async def test_an_id_can_be_reused_as_soon_as_it_is_answered(self):
+        # Regression: `running` was cleared after the answer went out, so a client
+        # reusing id 1 at once (the claude.ai connector does) got "id already in use".
+        server, _ = make_server()
+        out = []
+
+        def send(message, related):
+            out.append(message)
+            if message and message.get("id") == 1 and len(out) < 6:
+                session.receive(call(1, "add", {"a": len(out), "b": 0}))
+        session = Session(server, send)
+        session.receive(rpc(0, "initialize", init_params()))
+        session.receive(call(1, "add", {"a": 1, "b": 0}))
+
+        def answers():
+            return [m for m in out if m and m.get("id") == 1]
+        await until(lambda: len(answers()) >= 3, "three answers to id 1")
+        answers = answers()
+        self.assertTrue(all("result" in m for m in answers), answers)
+
+    async def test_nested_batch_is_answered_not_raised(self):
+        await self.wire.initialize("2025-03-26")
+        self.wire.feed("[" * 450 + "]" * 450)
+        self.wire.feed("[[1], 2, {\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\"}]")
+        self.assertEqual((await self.wire.response(5))["result"], {})
+        errors = [m for m in self.wire.messages if m.get("error", {}).get("code") == INVALID_REQUEST]
+        self.assertEqual(len(errors), 3)
+
+    async def test_requests_in_flight_are_bounded_per_session(self):
+        await self.wire.initialize()
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3):
+            for i in range(1, 5):
+                self.wire.feed(call(i, "wait"))
+            refused = await self.wire.response(4)
+        self.assertEqual(refused["error"]["code"], INTERNAL_ERROR)
+        self.state.gate.set()
+        await self.wire.settle()
+
+    @unittest.skipUnless(hasattr(asyncio, "eager_task_factory"), "Python 3.12+")
+    async def test_an_eager_task_factory_answers_and_frees_the_id(self):
+        # Regression: a request finished inside create_task was recorded as running
+        # afterwards: no answer (KeyError in the task) and its id refused forever.
+        asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
+        server, _ = make_server()
+        wire = Wire(server)
+        await wire.initialize()
+        for _ in range(2):
+            self.assertEqual((await wire.request(rpc(1, "ping")))["result"], {})
+            self.assertEqual(tool_text(await wire.request(call(2, "add", {"a": 1, "b": 2}))), "3")
+        self.assertEqual(wire.session.running, {})
 
 
 class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
@@ -1295,6 +1385,130 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
         response = await self.wire.request(rpc(4, "logging/setLevel", {"level": "loud"}))
         self.assertEqual(response["error"]["code"], INVALID_PARAMS)
 
+    async def test_request_cancelled_before_its_task_ran_is_not_stuck(self):
+        # Regression: cancel in the same loop turn as the request left the id in
+        # `running` forever (no response, the id refused, drain() spinning).
+        self.wire.feed(call(7, "wait"))
+        self.wire.feed(note("notifications/cancelled", {"requestId": 7}))
+        await self.wire.settle()
+        self.assertEqual(self.wire.session.running, {})
+        self.assertEqual(self.wire.answers(7), [])
+        self.assertIn((None, 7), self.wire.sent)     # "no response" reaches the transport
+        self.assertEqual((await self.wire.request(rpc(7, "ping")))["result"], {})
+
+    async def test_a_cursor_of_thousands_of_digits_is_invalid_params(self):
+        for cursor in ("1" * 5000, "9" * 10):
+            response = await self.wire.request(rpc(1, "tools/list", {"cursor": cursor}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, cursor[:12])
+
+    async def test_arguments_that_are_not_an_object_are_refused(self):
+        for i, arguments in enumerate((False, [], 0, "", "x")):
+            response = await self.wire.request(rpc(i + 1, "tools/call", {"name": "count",
+                                                                         "arguments": arguments}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
+            response = await self.wire.request(rpc(i + 10, "prompts/get", {"name": "review",
+                                                                           "arguments": arguments}))
+            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
+        self.assertEqual(self.state.calls, 0)
+        response = await self.wire.request(rpc(20, "tools/call", {"name": "count", "arguments": None}))
+        self.assertEqual(tool_text(response), "counted")
+
+    async def test_argument_types_the_schema_promises(self):
+        @dataclasses.dataclass
+        class Point:
+            x: int
+            y: int = 0
+            norm: float = dataclasses.field(init=False, default=0.0)
+
+        server = Server("s")
+
+        @server.tool()
+        def repeat(s: str, n: int) -> str:
+            return s * n            # a float n would raise TypeError
+
+        @server.tool()
+        def where(p: Point) -> str:
+            return f"{p.x},{p.y}"
+
+        @server.tool()
+        def pair(p: tuple[int, str]) -> str:
+            return repr(p)
+
+        class Count(typing.TypedDict):
+            n: int
+
+        @server.tool()
+        def counted(c: Count) -> str:
+            return repr(c["n"])
+
+        wire = Wire(server)
+        await wire.initialize()
+        self.assertEqual(tool_text(await wire.request(call(1, "repeat", {"s": "ab", "n": 2.0}))), "abab")
+        point = server.tools["where"].input_schema["properties"]["p"]
+        self.assertEqual(point["required"], ["x"])
+        # Keys the constructor does not take (an extra one, an init=False field) are ignored.
+        self.assertEqual(tool_text(await wire.request(call(2, "where", {"p": {"x": 1, "y": 2, "z": 3}}))), "1,2")
+        self.assertEqual(tool_text(await wire.request(call(3, "where", {"p": {"x": 1, "norm": 2.5}}))), "1,0")
+        response = await wire.request(call(4, "pair", {"p": ["a", 1]}))
+        self.assertTrue(response["result"]["isError"])
+        self.assertIn("p[0]: expected integer", tool_text(response))
+        self.assertEqual(tool_text(await wire.request(call(5, "pair", {"p": [1, "a"]}))), "(1, 'a')")
+        self.assertEqual(tool_text(await wire.request(call(6, "counted", {"c": {"n": 2.0}}))), "2")
+
+    async def test_dataclasses_out_with_init_false_fields_and_in_with_initvars(self):
+        @dataclasses.dataclass
+        class Scaled:
+            x: int
+            scale: dataclasses.InitVar[int] = 1
+            norm: float = dataclasses.field(init=False, default=0.0)
+
+            def __post_init__(self, scale):
+                self.x *= scale
+
+        server = Server("s")
+
+        @server.tool()
+        def make(x: int) -> Scaled:
+            return Scaled(x)
+
+        @server.tool()
+        def scaled(p: Scaled) -> int:
+            return p.x
+
+        wire = Wire(server)
+        await wire.initialize()
+        result = (await wire.request(call(1, "make", {"x": 2})))["result"]
+        self.assertEqual(result["structuredContent"], {"x": 2, "norm": 0.0})
+        self.assertEqual(tool_text(await wire.request(call(2, "scaled", {"p": {"x": 2, "scale": 3}}))), "6")
+
+    async def test_content_and_none_returns_declare_no_output_schema(self):
+        server = Server("s")
+
+        @server.tool()
+        def pictures() -> list[Content]:
+            return [mcp_min.text("a"), mcp_min.image(b"x")]
+
+        @server.tool()
+        def nothing() -> None:
+            pass
+
+        for name in ("pictures", "nothing"):
+            self.assertNotIn("outputSchema", server.tools[name].definition, name)
+        wire = Wire(server)
+        await wire.initialize()
+        result = (await wire.request(call(1, "pictures")))["result"]
+        self.assertEqual([c["type"] for c in result["content"]], ["text", "image"])
+        self.assertNotIn("structuredContent", result)
+        self.assertEqual((await wire.request(call(2, "nothing")))["result"], {"content": []})
+
+    async def test_a_progress_token_that_is_not_a_string_or_number_is_ignored(self):
+        for i, token in enumerate((True, {"a": 1}, None)):
+            response = await self.wire.request(call(i + 1, "steps", {"n": 2}, {"progressToken": token}))
+            self.assertEqual(tool_text(response), "done")
+        self.assertFalse([m for m in self.wire.messages if m.get("method") == "notifications/progress"])
+        await self.wire.request(call(9, "steps", {"n": 2}, {"progressToken": 1.5}))
+        self.assertEqual(len([m for m in self.wire.messages if m.get("method") == "notifications/progress"]), 2)
+
 
 class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
     """Server -> client requests: sampling, elicitation, roots."""
@@ -1356,6 +1570,35 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
             self.assertTrue(result["isError"], name)
             self.assertIn("does not support", result["content"][0]["text"])
         self.assertFalse([m for m in wire.messages if "method" in m and "id" in m])
+
+    async def test_unencodable_request_to_the_client_fails_in_the_tool(self):
+        server = Server("s")
+
+        @server.tool()
+        async def bad(ctx: Context) -> str:
+            await ctx.sample([{"role": "user", "content": {"type": "text", "text": b"bytes"}}])
+            return "unreachable"
+        wire = Wire(server)
+        await wire.initialize(capabilities={"sampling": {}})
+        result = (await wire.request(call(2, "bad")))["result"]
+        self.assertTrue(result["isError"])
+        self.assertFalse([m for m in wire.messages if m.get("method") == "sampling/createMessage"])
+
+    async def test_a_broken_reply_never_answers_with_its_id_and_fails_the_waiter(self):
+        # Regression: {"id": 1} with no result answered -32600 *with id 1*, which the
+        # client matches to its own request 1, and the tool waited 60 s for its reply.
+        self.wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
+        request = await self.wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
+        self.assertEqual(request["id"], 1)      # our ids and the client's collide by design
+        self.wire.feed({"jsonrpc": "2.0", "id": request["id"]})
+        error = await self.wire.wait_for(lambda m: "error" in m)
+        self.assertEqual((error["id"], error["error"]["code"]), (None, INVALID_REQUEST))
+        response = await self.wire.wait_for(lambda m: "result" in m and m.get("id") == 1, timeout=5)
+        self.assertTrue(response["result"]["isError"])
+        self.assertEqual(self.wire.answers(1), [response])
+        # A request-shaped message keeps its id (SECURITY 38).
+        self.assertEqual((await self.wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
+                         ["error"]["code"], INVALID_REQUEST)
 
 
 class SessionResourcesPromptsTest(unittest.IsolatedAsyncioTestCase):
@@ -1446,7 +1689,7 @@ class SessionResourcesPromptsTest(unittest.IsolatedAsyncioTestCase):
 
 
 ##############################################################################
-# Tier 3a. stdio over real subprocess pipes (SECURITY.md group H)
+# Tier 3a. stdio over real pipes: subprocesses, and serve_stdio in process (SECURITY.md group H)
 ##############################################################################
 
 TARGET_SOURCE = textwrap.dedent('''
@@ -1746,6 +1989,254 @@ class StdioTest(unittest.TestCase):
                 b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
         self.assertEqual(p.read(timeout=3)["error"]["code"], INVALID_PARAMS)
         self.assertEqual(p.read(timeout=3)["id"], 2)
+
+
+class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
+    """serve_stdio in-process on os.pipe()s: framing, the in-flight cap and its queue."""
+
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.to_server, self.from_client = os.pipe()
+        self.to_client, self.from_server = os.pipe()
+        self.buffer = b""
+
+    async def asyncTearDown(self):
+        for fd in (self.to_server, self.to_client, self.from_server, self.from_client):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def serve(self):
+        return asyncio.ensure_future(mcp_min.serve_stdio(self.server, self.to_server, self.from_server))
+
+    def write(self, *messages):
+        data = "".join(m if isinstance(m, str) else json.dumps(m) + "\n" for m in messages).encode()
+        self.assertLess(len(data), 65536)   # what a pipe takes without a reader: no hang
+        os.write(self.from_client, data)
+
+    async def read(self):
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self.buffer:
+            readable = loop.create_future()     # polled, not a blocking read: a failure cannot hang
+            loop.add_reader(self.to_client, lambda: readable.done() or readable.set_result(None))
+            try:
+                await asyncio.wait_for(readable, TIMEOUT)
+            finally:
+                loop.remove_reader(self.to_client)
+            chunk = os.read(self.to_client, 65536)
+            self.assertTrue(chunk, "stdout closed")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    async def finish(self, serving):
+        """Close stdin; everything the server writes until it ends, as messages."""
+        rest = []
+
+        def drain():        # stdout writes block: read while the server finishes
+            while chunk := os.read(self.to_client, 65536):
+                rest.append(chunk)
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        os.close(self.from_client)
+        self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
+        os.close(self.from_server)
+        reader.join(TIMEOUT)
+        return [json.loads(line) for line in (self.buffer + b"".join(rest)).splitlines()]
+
+    async def test_a_json_string_holding_a_request_is_not_run(self):
+        # Regression: the line was decoded twice, so "{\"jsonrpc\"...}" ran (SECURITY 37).
+        serving = self.serve()
+        self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                   json.dumps(json.dumps(call(5, "count"))) + "\n", json.dumps("hello") + "\n")
+        out = await self.finish(serving)
+        self.assertEqual([(m["id"], m.get("error", {}).get("code")) for m in out],
+                         [(0, None), (None, INVALID_REQUEST), (None, INVALID_REQUEST)])
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_queued_requests_answered_at_once_do_not_recurse(self):
+        # Regression: each queued request answered synchronously started the next one
+        # from inside its own answer: RecursionError, double answers, lost answers.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                       call(1, "wait"), call(2, "wait"), *[rpc(100 + i, "nope") for i in range(1000)])
+            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)  # all read: the rest are queued
+            self.state.gate.set()
+            out = await self.finish(serving)
+        ids = [m["id"] for m in out]
+        self.assertEqual(sorted(ids), [0, 1, 2] + list(range(100, 1100)))   # each exactly once
+        self.assertEqual({m["error"]["code"] for m in out if m["id"] >= 100}, {METHOD_NOT_FOUND})
+
+    async def test_the_answer_to_our_request_gets_in_past_a_full_queue(self):
+        # Regression: reading paused with the queue full, so the client's answer to
+        # sampling/createMessage sat unread and the tool waited 60 s.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
+                       note("notifications/initialized"),
+                       call(1, "ask_model", {"prompt": "Hi?"}), rpc(2, "ping"), rpc(3, "ping"))
+            self.assertEqual((await self.read())["id"], 0)
+            request = await self.read()
+            self.assertEqual(request["method"], "sampling/createMessage")
+            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
+            answers = {}
+            while len(answers) < 3:
+                message = await self.read()
+                answers[message["id"]] = message
+            self.assertEqual(tool_text(answers[1]), "Hello.")
+            self.assertEqual((answers[2]["result"], answers[3]["result"]), ({}, {}))
+            await self.finish(serving)
+
+    async def test_the_reader_thread_goes_on_when_a_cancel_empties_the_queue(self):
+        # Regression: the thread (Windows, stdin from a file) waited on a full queue that
+        # a cancel had emptied, and was never woken: nothing more was read, not even EOF.
+        loop = asyncio.get_running_loop()
+        add_reader = loop.add_reader
+
+        def no_polling_stdin(fd, *args):        # as on Windows: the server reads in a thread
+            if fd == self.to_server:
+                raise NotImplementedError
+            return add_reader(fd, *args)
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1), \
+                mock.patch.object(loop, "add_reader", no_polling_stdin):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "wait"))
+            self.assertEqual((await self.read())["id"], 0)
+            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+            self.write(call(2, "count"), note("notifications/cancelled", {"requestId": 2}))
+            await asyncio.sleep(0.2)
+            self.write(rpc(3, "ping"), note("notifications/cancelled", {"requestId": 1}))
+            self.assertEqual(await self.read(), {"jsonrpc": "2.0", "id": 3, "result": {}})
+            self.assertEqual(await self.finish(serving), [])
+        self.assertEqual((self.state.calls, self.state.cancelled), (0, True))
+
+    async def test_past_a_full_queue_new_requests_are_refused_not_queued_ones(self):
+        # Regression: a request read while the client owed us an answer could take the
+        # slot a queued request was about to get; the queued one was refused instead.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
+                       note("notifications/initialized"), call(1, "ask_model", {"prompt": "Hi?"}),
+                       call(2, "wait"), rpc(10, "ping"), rpc(11, "ping"))
+            self.assertEqual((await self.read())["id"], 0)
+            request = await self.read()
+            self.write(rpc(13, "ping"))
+            self.assertEqual((await self.read())["error"]["code"], INTERNAL_ERROR)
+            self.state.gate.set()
+            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
+            out = await self.finish(serving)
+        self.assertEqual(sorted(m["id"] for m in out), [1, 2, 10, 11])
+        self.assertTrue(all("result" in m for m in out))
+
+    async def test_a_cancel_drops_a_request_still_queued(self):
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                       call(1, "wait"), call(2, "count"), call("2", "count"),
+                       note("notifications/cancelled", {"requestId": 2}))
+            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)  # all read, the cancel too
+            self.state.gate.set()
+            out = await self.finish(serving)
+        self.assertEqual([m["id"] for m in out], [0, 1, "2"])
+        self.assertEqual(self.state.calls, 1)
+
+    async def test_cancel_gets_through_past_the_in_flight_cap(self):
+        # Regression: the reader blocked on request #cap+1, so a cancel (or EOF)
+        # behind it was never read.
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+            serving = self.serve()
+            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                       *[call(i, "wait") for i in range(1, 5)],
+                       note("notifications/cancelled", {"requestId": 1}))
+            # The cancel must be read now, before any request ends: 1 ends, and 3 takes its slot.
+            await until(lambda: [set(s.running) for s in self.server.sessions] == [{2, 3}],
+                        "the cancel behind the cap was read")
+            self.state.gate.set()
+            out = await self.finish(serving)
+        self.assertEqual(sorted(m["id"] for m in out), [0, 2, 3, 4])    # 1 was cancelled: no answer
+
+
+class StdioExitTest(unittest.TestCase):
+    def serve_target(self, source, *options, lines=None):
+        """`serve [OPTIONS] TARGET` on `lines` (default: initialize); the run, and
+        TARGET's text afterwards."""
+        lines = lines or [rpc(0, "initialize", init_params())]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "target.py")
+            with open(path, "w") as f:
+                f.write(source)
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", *options, path],
+                                  input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+            with open(path) as f:
+                return done, f.read()
+
+    def test_stdin_from_a_file_is_served_by_the_reader_thread(self):
+        # A regular file cannot be polled: this exercises the thread that Windows uses too.
+        with tempfile.TemporaryFile() as f:
+            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                     call(1, "getUser", {"name": "John"}), rpc(2, "ping")]
+            f.write("".join(json.dumps(m) + "\n" for m in lines).encode())
+            f.seek(0)
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=f,
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
+        self.assertEqual(sorted(answers), [0, 1, 2])
+        self.assertEqual(answers[1]["result"]["structuredContent"]["email"], "john@example.com")
+
+    def test_a_target_printing_while_it_loads_cannot_corrupt_stdout(self):
+        # Regression: TARGET was imported before fd 1 was moved to stderr (SECURITY 67).
+        done, _ = self.serve_target("import os\nfrom mcp_min import Server\nprint('loading...')\n"
+                                    "os.write(1, b'raw\\n')\nserver = Server('noisy')\n", "--stdio")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
+        self.assertIn(b"loading...", done.stderr)
+
+    def test_stdout_ends_with_serving_even_if_a_thread_lingers(self):
+        # Regression: main's own copy of stdout stayed open until the process exited.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "lingers.py")
+            with open(path, "w") as f:
+                f.write("import threading, time\nfrom mcp_min import Server\nserver = Server('x')\n"
+                        "threading.Thread(target=time.sleep, args=(30,)).start()\n")
+            proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", path], cwd=HERE,
+                                    env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                proc.stdin.write((json.dumps(rpc(0, "initialize", init_params())) + "\n").encode())
+                proc.stdin.close()
+                out = []
+                reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+                reader.start()
+                reader.join(TIMEOUT)
+                self.assertEqual(len(out), 1, "stdout still open after serving ended")
+                self.assertIsNone(proc.poll())      # the thread keeps the process alive meanwhile
+                self.assertEqual(json.loads(out[0])["id"], 0)
+            finally:
+                proc.kill()
+                proc.wait()
+                proc.stdout.close()
+
+    def test_a_bare_trace_never_takes_the_target(self):
+        # Regression: `serve --trace server.py` served the demo and appended the trace to server.py.
+        source = "from mcp_min import Server\nserver = Server('named-server')\n"
+        done, after = self.serve_target(source, "--stdio", "--trace")
+        self.assertEqual(after, source)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout)["result"]["serverInfo"]["name"], "named-server")
+        self.assertIn("S→C".encode(), done.stderr)     # traced on stderr
+
+    def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
+        started = time.monotonic()
+        done, _ = self.serve_target(
+            "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
+            "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
+            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")])
+        self.assertEqual(done.returncode, 0)
+        self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
 
 
 class CliTest(unittest.TestCase):
@@ -2081,6 +2572,12 @@ class HttpTestCase(unittest.IsolatedAsyncioTestCase):
     async def ping(self, sid, id_=1, version=LATEST_PROTOCOL_VERSION, **headers):
         return await self.client.post(rpc(id_, "ping"), sid, version, headers or None)
 
+    async def assertNothingRan(self, sid):
+        """After a barrier -- a ping on the session, answered -- no tool has run and none runs."""
+        self.assertEqual((await self.ping(sid, "barrier")).status, 200)
+        self.assertEqual(self.http.sessions[sid].session.running, {})
+        self.assertEqual(self.state.calls, 0)
+
     def assertJsonRpcError(self, response, status, code, id_=None):
         self.assertEqual(response.status, status, response)
         body = response.json()
@@ -2150,10 +2647,70 @@ class HttpHostOriginTest(HttpTestCase):
     async def test_no_permissive_cors(self):
         response = await self.client.request("OPTIONS", "/mcp", headers={
             "Origin": "http://evil.example.com", "Access-Control-Request-Method": "POST"})
-        self.assertIn(response.status, (403, 405))
+        self.assertEqual(response.status, 403)      # transports: an invalid Origin gets 403, first
         self.assertFalse([k for k in response.headers if k.startswith("access-control-")])
         response = await self.client.post(rpc(0, "initialize", init_params()))
         self.assertIsNone(response.header("access-control-allow-origin"))
+
+    def test_host_is_checked_on_a_non_loopback_bind(self):
+        # Regression: binding 0.0.0.0 turned the Host allowlist off (R3: fail closed).
+        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN)
+        for host, allowed in (("evil.example", False), ("192.168.1.5:8080", False),
+                              ("localhost:8080", True), ("127.0.0.1", True)):
+            request = mcp_min._parse_head(f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            if allowed:
+                http._check_peer(request)
+            else:
+                with self.assertRaises(mcp_min._HttpError, msg=host) as caught:
+                    http._check_peer(request)
+                self.assertEqual(caught.exception.status, 403)
+        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN, allow_hosts=["192.168.1.5"])
+        http._check_peer(mcp_min._parse_head(b"POST /mcp HTTP/1.1\r\nHost: 192.168.1.5:8080\r\n\r\n"))
+
+
+class HttpCorsTest(HttpTestCase):
+    """Allowed origins: preflights, and CORS headers that end with their request."""
+
+    options = {"allow_origins": ["http://app.example"]}
+
+    def preflight(self, extra=""):
+        return (f"OPTIONS /mcp HTTP/1.1\r\nHost: localhost:{self.port}\r\nOrigin: http://app.example\r\n"
+                f"Access-Control-Request-Method: POST\r\n{extra}").encode()
+
+    async def test_a_preflight_body_is_never_read_as_a_request(self):
+        # Regression: OPTIONS skipped the body check, so its body ran as the next request.
+        hidden = f"DELETE /nope HTTP/1.1\r\nHost: localhost:{self.port}\r\nContent-Length: 0\r\n\r\n".encode()
+        for extra, body in ((f"Content-Length: {len(hidden)}\r\n\r\n", hidden),
+                            ("Transfer-Encoding: chunked\r\n\r\n", b"0\r\n\r\n")):
+            response = await self.client.exchange(self.preflight(extra) + body, check_close=True)
+            self.assertEqual((response.status, response.closed), (400, True), extra)
+
+    async def test_a_preflight_has_no_content_length_and_its_cors_ends_with_it(self):
+        reader, writer = await self.client.connect()
+        writer.write(self.preflight("\r\n"))
+        response = await read_response(reader)
+        self.assertEqual(response.status, 204)
+        self.assertIsNone(response.header("content-length"))    # RFC 9110 8.6
+        self.assertEqual(response.header("access-control-allow-origin"), "http://app.example")
+        writer.write(b"0\r\n\r\n")     # garbage next: its 400 carries no CORS of the last request
+        response = await read_response(reader)
+        self.assertEqual(response.status, 400)
+        self.assertIsNone(response.header("access-control-allow-origin"))
+
+
+class HttpCorsTokenTest(HttpTestCase):
+    options = {"token": "t0k3n", "allow_origins": ["http://app.example.com"]}
+
+    async def test_preflight_needs_no_token_and_errors_carry_cors(self):
+        preflight = await self.client.request("OPTIONS", "/mcp", headers={
+            "Origin": "http://app.example.com", "Access-Control-Request-Method": "POST",
+            "Authorization": None})
+        self.assertEqual(preflight.status, 204)
+        self.assertEqual(preflight.header("access-control-allow-origin"), "http://app.example.com")
+        missing = await self.client.post(rpc(1, "ping"), "no-such-session",
+                                         headers={"Origin": "http://app.example.com"})
+        self.assertEqual(missing.status, 404)
+        self.assertEqual(missing.header("access-control-allow-origin"), "http://app.example.com")
 
 
 class HttpContentTypeTest(HttpTestCase):
@@ -2170,8 +2727,7 @@ class HttpContentTypeTest(HttpTestCase):
         data = self.client.build("POST", "/mcp", call(1, "count"), {"Mcp-Session-Id": sid}).replace(
             b"\r\n", b"\r\nContent-Type: text/plain\r\n", 1)
         self.assertEqual((await self.client.exchange(data)).status, 400)     # two Content-Type lines
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(sid)
 
     async def test_accepted_content_types(self):
         sid = await self.client.initialize()
@@ -2276,14 +2832,14 @@ class HttpSessionTest(HttpTestCase):
         response = await self.ping(os.urandom(16).hex())
         self.assertJsonRpcError(response, 404, INVALID_REQUEST)
         for sid in ("a b", "\xe9" * 8, "x" * 10_000, "../../etc"):
-            response = await self.ping(sid)
-            self.assertIn(response.status, (400, 404), repr(sid[:20]))
+            response = await self.ping(sid)         # never ours, whatever its shape: 404
+            self.assertJsonRpcError(response, 404, INVALID_REQUEST)
 
     async def test_delete_then_404(self):
         sid = await self.client.initialize()
         self.assertEqual((await self.ping(sid)).status, 200)
         response = await self.client.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid})
-        self.assertIn(response.status, (200, 204))
+        self.assertEqual(response.status, 200)      # the spec names no status; ours is 200
         self.assertEqual((await self.ping(sid)).status, 404)
         for method in ("GET", "DELETE"):
             response = await self.client.request(method, "/mcp", headers={
@@ -2355,7 +2911,7 @@ class HttpSessionTest(HttpTestCase):
     async def test_initialize_params_not_object(self):
         response = await self.client.post(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":"x"}',
                                           timeout=3)
-        self.assertIn(response.status, (200, 400))
+        self.assertEqual(response.status, 200)      # a JSON-RPC error, as any failed initialize
         self.assertEqual(response.json()["error"]["code"], INVALID_PARAMS)
 
     async def test_legacy_session_id_not_valid_on_mcp(self):
@@ -2368,14 +2924,72 @@ class HttpSessionTest(HttpTestCase):
         finally:
             writer.close()
 
+    async def test_rejected_posts_leave_no_session_behind(self):
+        before = len(self.server.sessions)
+        for _ in range(5):      # a notification named initialize
+            response = await self.client.post(note("initialize"))
+            self.assertJsonRpcError(response, 400, INVALID_REQUEST)    # not initialize: no session, 400
+        self.assertEqual(len(self.server.sessions), before)
+        self.assertEqual(self.http.sessions, {})
+
+
+class HttpStatelessTest(HttpTestCase):
+    """--stateless: Streamable HTTP without sessions; every POST stands alone."""
+    options = {"stateless": True}
+
+    async def test_posts_without_a_session_id_are_answered(self):
+        version = LATEST_PROTOCOL_VERSION
+        response = await self.client.post(call(1, "add", {"a": 1, "b": 2}), version=version)
+        self.assertEqual(response.status, 200)
+        self.assertIsNone(response.header("mcp-session-id"))
+        self.assertEqual(tool_text(response.json()), "3")
+        response = await self.client.post(rpc(1, "tools/list"), version=version)    # id 1 again
+        self.assertEqual(response.status, 200)
+        self.assertIn("add", [t["name"] for t in response.json()["result"]["tools"]])
+        response = await self.client.post(rpc(2, "initialize", init_params()), version=version)
+        self.assertEqual(response.json()["result"]["protocolVersion"], version)
+        self.assertIsNone(response.header("mcp-session-id"))       # answered, yet no session
+        self.assertEqual((self.http.sessions, self.http.stateless_entries), ({}, set()))
+
+    async def test_get_and_delete_are_405_allow_post(self):
+        for method in ("GET", "DELETE"):
+            response = await self.client.request(method, "/mcp", headers={"Accept": "text/event-stream"})
+            self.assertEqual(response.status, 405, method)
+            self.assertEqual(response.header("allow"), "POST")
+
+
+class _Clock:
+    """Stands in for mcp_min._now: time moves only when a test moves it."""
+
+    def __init__(self):
+        self.now, self.sweeps = 1000.0, 0
+
+    def __call__(self):
+        if sys._getframe(1).f_code.co_name == "_expire":    # the reaper of idle sessions
+            self.sweeps += 1
+        return self.now
+
+    async def sweep_after(self, seconds):
+        """Move time on, then wait until the reaper has looked at the sessions (a barrier)."""
+        self.now += seconds
+        sweeps = self.sweeps
+        await until(lambda: self.sweeps > sweeps, "a sweep of idle sessions")
+
 
 class HttpExpiryTest(HttpTestCase):
     options = {"session_idle": 0.25}
 
+    async def asyncSetUp(self):
+        self.clock = _Clock()
+        patcher = mock.patch.object(mcp_min, "_now", self.clock)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        await super().asyncSetUp()
+
     async def test_idle_session_expires(self):
         sid = await self.client.initialize()
         self.assertEqual((await self.ping(sid)).status, 200)
-        await asyncio.sleep(0.7)
+        await self.clock.sweep_after(0.7)
         self.assertJsonRpcError(await self.ping(sid), 404, INVALID_REQUEST)
         self.assertEqual(self.http.sessions, {})
 
@@ -2383,12 +2997,12 @@ class HttpExpiryTest(HttpTestCase):
         sid = await self.client.initialize()
         pending = asyncio.ensure_future(self.client.post(call(3, "wait", {"label": "late"}), sid))
         await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
-        await asyncio.sleep(0.7)
+        await self.clock.sweep_after(0.7)
         self.state.gate.set()
         response = await asyncio.wait_for(pending, TIMEOUT)
         self.assertEqual(tool_text(response.messages()[-1]), "late")
         self.assertEqual((await self.ping(sid)).status, 200)
-        await asyncio.sleep(0.7)
+        await self.clock.sweep_after(0.7)
         self.assertEqual((await self.ping(sid)).status, 404)
 
 
@@ -2451,12 +3065,13 @@ class HttpFramingTest(HttpTestCase):
         self.assertEqual((await self.raw(data)).status, 400)                 # two Content-Lengths
         data = self.client.build("POST", "/mcp", body, {**base, "Content-Length": None,
                                                       "Transfer-Encoding": "xchunked"})
-        self.assertIn((await self.raw(data)).status, (400, 411, 501))        # TE alone: refused
+        # TE alone: refused. RFC 9112 allows 400 or 501 too; ours says what to send instead.
+        response = await self.raw(data)
+        self.assertEqual((response.status, response.closed), (411, True))
         data = self.client.build("POST", "/mcp", body, {**base, "Transfer-Encoding": "chunked"}).replace(
             b"HTTP/1.1\r\n", b"HTTP/1.0\r\n", 1)
         self.assertEqual((await self.raw(data)).status, 400)                 # TE on HTTP/1.0
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(sid)
 
     async def test_bad_lines_and_bytes(self):
         sid = await self.client.initialize()
@@ -2477,8 +3092,7 @@ class HttpFramingTest(HttpTestCase):
             response = await self.raw(data)
             self.assertEqual(response.status, 400, name)
             self.assertTrue(response.closed, name)
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(sid)
 
     async def test_non_ascii_target(self):
         response = await self.raw(f"GET /mcp\xe9 HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n\r\n"
@@ -2494,7 +3108,7 @@ class HttpFramingTest(HttpTestCase):
             reply = await asyncio.wait_for(reader.read(), TIMEOUT)
         finally:
             writer.close()
-        self.assertTrue(reply == b"" or reply.startswith(b"HTTP/1.1 4"), reply)
+        self.assertEqual(reply, b"")     # the head never ended (no CRLF CRLF): closed at EOF, unanswered
         self.assertEqual(self.state.calls, 0)
 
     async def test_sizes(self):
@@ -2555,8 +3169,23 @@ class HttpFramingTest(HttpTestCase):
         self.assertEqual(response.status, 400)
         self.assertTrue(response.closed)
         self.assertNotIn(b"MARKER", response.body)
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(sid)
+
+    async def test_expect_100_continue_is_answered_before_the_body(self):
+        sid = await self.client.initialize()
+        body = json.dumps(rpc(1, "ping")).encode()
+        head = self.client.build("POST", "/mcp", body, {"Mcp-Session-Id": sid, "Expect": "100-continue"})
+        head = head[:-len(body)]
+        reader, writer = await self.client.connect()
+        writer.write(head)
+        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+        self.assertEqual(interim, b"HTTP/1.1 100 Continue\r\n\r\n")
+        writer.write(body)
+        self.assertEqual((await read_response(reader)).json()["result"], {})
+        # Refused before the body: no 100, the final status instead.
+        head = self.client.build("POST", "/mcp", None, {"Expect": "100-continue", "Content-Type":
+                                 "application/json", "Content-Length": str(1 << 30)})
+        self.assertEqual((await self.client.exchange(head)).status, 413)
 
 
 class HttpLimitsTest(HttpTestCase):
@@ -2589,17 +3218,27 @@ class HttpLimitsTest(HttpTestCase):
             self.assertEqual(await asyncio.wait_for(reader.read(), TIMEOUT), b"")
 
     async def test_deadline_moves_without_new_timers(self):
+        loop = asyncio.get_running_loop()
+
+        async def past(when):       # the barrier: every loop timer due by `when` has run
+            reached = loop.create_future()
+            loop.call_at(when + 0.001, reached.set_result, None)
+            await reached
         fired = []
         deadline = mcp_min._Deadline()
         deadline.set(0.05, lambda: fired.append("early"))
+        first = deadline.timer
         deadline.set(0.2, lambda: fired.append("late"))     # later: the first timer re-arms
-        await asyncio.sleep(0.1)
+        self.assertIs(deadline.timer, first)
+        await past(first.when())
         self.assertEqual(fired, [])
-        await asyncio.sleep(0.2)
+        self.assertEqual(deadline.timer.when(), deadline.when)
+        await past(deadline.when)
         self.assertEqual(fired, ["late"])
         deadline.set(0.05, lambda: fired.append("cleared"))
+        timer = deadline.timer
         deadline.clear()
-        await asyncio.sleep(0.1)
+        await past(timer.when())
         self.assertEqual(fired, ["late"])
         deadline.set(0.05, lambda: fired.append("cancelled"))
         deadline.cancel()
@@ -2673,6 +3312,22 @@ class HttpLimitsTest(HttpTestCase):
             self.assertEqual(self.http.sessions[sid].routes, {})
             self.assertEqual((await self.ping(sid)).status, 200)
 
+    async def test_close_does_not_wait_for_idle_keepalive_connections(self):
+        other = await start_http(self.server, "127.0.0.1", 0)
+        client = HttpClient(other.port)
+        await client.initialize()          # leaves a kept-alive connection open
+        await asyncio.wait_for(other.close(), 5)
+        await client.close()
+
+    async def test_a_silent_connection_gets_the_header_deadline(self):
+        # Regression: the head's deadline started at its first byte; a silent
+        # connection held a slot for the 75 s idle timeout instead.
+        with mock.patch.object(mcp_min, "HEADER_TIMEOUT", 0.2):
+            reader, _ = await self.client.connect()
+            response = await read_response(reader, timeout=5)
+            self.assertEqual(response.status, 408)
+            self.assertTrue(await closed_by_server(reader))
+
 
 class HttpJsonRpcTest(HttpTestCase):
     """SECURITY.md group E over Streamable HTTP."""
@@ -2724,8 +3379,7 @@ class HttpJsonRpcTest(HttpTestCase):
         for bad_id in (b"true", b"1.5", b"null"):
             body = b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"count"}}' % bad_id
             self.assertIsNone((await self.post(body)).json()["id"])
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(self.sid)
         self.assertNoLeaks()
 
     async def test_method_and_params_errors_keep_the_id(self):
@@ -2740,8 +3394,7 @@ class HttpJsonRpcTest(HttpTestCase):
     async def test_batch_refused_on_later_versions(self):
         response = await self.post([call(1, "count"), rpc(2, "ping")])
         self.assertJsonRpcError(response, 400, INVALID_REQUEST)
-        await asyncio.sleep(0.05)
-        self.assertEqual(self.state.calls, 0)
+        await self.assertNothingRan(self.sid)
 
     async def test_batch_on_2025_03_26(self):
         sid = await self.client.initialize("2025-03-26")
@@ -2799,13 +3452,61 @@ class HttpJsonRpcTest(HttpTestCase):
         one = asyncio.ensure_future(self.client.post(call(1, "wait", {"label": "int"}), self.sid))
         await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
         other = asyncio.ensure_future(self.client.post(call("1", "wait", {"label": "str"}), self.sid))
-        await asyncio.sleep(0.05)
+        running = self.http.sessions[self.sid].session.running
+        await until(lambda: len(running) == 2, "both requests in flight")
         self.state.gate.set()
         first, second = await asyncio.wait_for(asyncio.gather(one, other), TIMEOUT)
         self.assertEqual(first.messages()[-1]["id"], 1)
         self.assertEqual(tool_text(first.messages()[-1]), "int")
         self.assertEqual(second.messages()[-1]["id"], "1")
         self.assertEqual(tool_text(second.messages()[-1]), "str")
+
+    async def test_unserializable_result_is_an_error_not_a_dead_connection(self):
+        @self.server.resource("data://raw")
+        def raw():
+            return {"uri": "data://raw", "text": b"bytes are not JSON"}
+        sid = await self.client.initialize()
+        response = await self.client.post(rpc(2, "resources/read", {"uri": "data://raw"}), sid)
+        self.assertJsonRpcError(response, 200, INTERNAL_ERROR, 2)
+        self.assertEqual((await self.ping(sid, 3)).json()["result"], {})
+
+    async def test_a_duplicate_id_late_in_a_batch_is_refused_with_it(self):
+        sid = await self.client.initialize("2025-03-26")
+        batch = [rpc(i, "ping") for i in range(2000)] + [rpc(1999, "ping")]
+        response = await self.client.post(batch, sid, "2025-03-26")
+        self.assertJsonRpcError(response, 409, INVALID_REQUEST, 1999)
+
+    async def test_tracing_a_deeply_nested_body_cannot_drop_the_request(self):
+        # Regression: --trace recursed on a 1 KB body and the connection died unanswered.
+        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as devnull:
+            path = os.path.join(tmp, "trace.jsonl")
+            for target in ("-", path):      # shown on stderr, and recorded as JSON Lines
+                with mock.patch.object(sys, "stderr", devnull):
+                    self.http.trace = mcp_min._Trace(target)
+                response = await self.client.post(b"[" * 500 + b"]" * 500)
+                self.assertEqual(response.status, 400, target)
+            self.http.trace.file.close()
+            self.http.trace = None
+            with open(path) as f:
+                records = [json.loads(line) for line in f]
+        self.assertTrue(any("..." in json.dumps(r.get("message")) for r in records))
+
+    async def test_a_broken_reply_over_http_fails_the_waiting_tool_at_once(self):
+        # Regression: the 400 went out but the tool waited REQUEST_TIMEOUT_S for its reply.
+        version = LATEST_PROTOCOL_VERSION
+        response = await self.client.post(rpc(0, "initialize", init_params(capabilities={"sampling": {}})))
+        sid = response.header("mcp-session-id")
+        self.assertEqual((await self.client.post(note("notifications/initialized"), sid, version)).status, 202)
+        reader, writer = await self.client.connect()
+        writer.write(self.client.build("POST", "/mcp", call(1, "ask_model", {"prompt": "Hi?"}),
+                                       {"Mcp-Session-Id": sid, "MCP-Protocol-Version": version}))
+        self.assertEqual((await read_head(reader)).status, 200)
+        request = json.loads((await read_event(reader))["data"])
+        self.assertEqual(request["method"], "sampling/createMessage")
+        broken = await self.client.post({"jsonrpc": "2.0", "id": request["id"]}, sid, version)
+        self.assertEqual(broken.status, 400)
+        result = json.loads((await read_event(reader, timeout=5))["data"])
+        self.assertEqual((result["id"], result["result"]["isError"]), (1, True))
 
 
 class HttpStreamingTest(HttpTestCase):
@@ -2837,7 +3538,8 @@ class HttpStreamingTest(HttpTestCase):
             await writer.drain()
             await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
             writer.transport.abort()
-            await asyncio.sleep(0.02)
+            # The barrier: a ping answered after the disconnect; the server has seen it.
+            self.assertEqual((await self.ping(sid, 50 + attempt)).status, 200)
             self.state.gate.set()
             for _ in range(500):
                 if self.state.finished:
@@ -2915,9 +3617,66 @@ class HttpStreamingTest(HttpTestCase):
             self.assertEqual(json.loads(event["data"])["method"], "notifications/tools/list_changed")
             response = await self.client.request("GET", "/mcp", headers={
                 "Mcp-Session-Id": sid, "Accept": "application/json"})
-            self.assertIn(response.status, (406, 409))
+            self.assertEqual(response.status, 406)      # Accept is checked before the open stream
         finally:
             writer.close()
+
+    def test_a_full_stream_still_takes_its_end_marker(self):
+        stream = mcp_min._Stream()
+        for i in range(mcp_min.MAX_QUEUED):
+            stream.put(note("notifications/progress", {"progress": i}))
+        stream.put(mcp_min._FINISHED)
+        self.assertIs(stream.items[-1], mcp_min._FINISHED)
+
+    async def test_json_response_mode_refuses_requests_to_the_client_at_once(self):
+        json_only = await start_http(self.server, "127.0.0.1", 0, json_response=True)
+        try:
+            client = HttpClient(json_only.port)
+            sid = await client.initialize()
+            started = time.monotonic()
+            response = await client.post(call(2, "ask_user"), sid)
+            self.assertLess(time.monotonic() - started, 5)
+            self.assertEqual(response.status, 200)
+            self.assertTrue(response.json()["result"]["isError"])
+            await client.close()
+        finally:
+            await json_only.close()
+
+    async def test_http_1_0_gets_no_chunked_stream(self):
+        # Regression: RFC 9112 6.1: no Transfer-Encoding to a client that did not send 1.1.
+        sid = await self.client.initialize()
+        data = self.client.build("POST", "/mcp", call(1, "chat"), {"Mcp-Session-Id": sid})
+        data = data.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
+        reader, writer = await self.client.connect()
+        writer.write(data)
+        response = await read_head(reader)
+        body = await asyncio.wait_for(reader.read(), TIMEOUT)      # until the server closes
+        self.assertEqual(response.status, 200)
+        self.assertIsNone(response.header("transfer-encoding"))
+        self.assertEqual(response.header("connection"), "close")
+        response.body = body
+        messages = response.messages()
+        self.assertEqual(messages[-1]["id"], 1)
+        self.assertEqual(tool_text(messages[-1]), "logged")
+        self.assertTrue(all(m.get("method") == "notifications/message" for m in messages[:-1]))
+
+
+class HttpCancelTest(HttpTestCase):
+    async def test_cancelled_request_gets_an_empty_stream_not_a_response(self):
+        # transports: a POST carrying a request is answered with JSON or SSE; cancellation:
+        # no response. So: an SSE answer with no message in it.
+        sid = await self.client.initialize()
+        waiting = asyncio.ensure_future(self.client.post(call(5, "wait"), sid))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        other = HttpClient(self.port)
+        accepted = await other.post(note("notifications/cancelled", {"requestId": 5}), sid)
+        self.assertEqual(accepted.status, 202)
+        answer = await asyncio.wait_for(waiting, TIMEOUT)
+        self.assertEqual(answer.status, 200)
+        self.assertTrue(answer.header("content-type").startswith("text/event-stream"))
+        self.assertEqual(answer.messages(), [])
+        self.assertTrue(self.state.cancelled)
+        await other.close()
 
 
 def parse_qs_session(endpoint):
@@ -2972,10 +3731,11 @@ class HttpLegacySseTest(HttpTestCase):
         self.assertEqual((await self.post("0" * 32, rpc(1, "ping"))).status, 404)
         response = await self.client.request("POST", "/messages", rpc(1, "ping"))
         self.assertEqual(response.status, 400)
-        for query in ("sessionId=", "sessionId=abc%0d%0aSet-Cookie:%20x=1", "sessionId=" + "a" * 10_000,
-                      "sessionId=a&sessionId=b"):
+        for query, status in (("sessionId=", 400), ("sessionId=abc%0d%0aSet-Cookie:%20x=1", 400),
+                              ("sessionId=" + "a" * 10_000, 414),      # the request line's limit
+                              ("sessionId=a&sessionId=b", 400)):
             response = await self.client.request("POST", "/messages?" + query, rpc(1, "ping"))
-            self.assertIn(response.status, (400, 404, 414), query[:30])
+            self.assertEqual(response.status, status, query[:30])
             self.assertIsNone(response.header("set-cookie"))
             self.assertNotIn(b"Set-Cookie", response.body)
 
@@ -3045,744 +3805,6 @@ class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
             proc.stderr.close()
 
 
-class ReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
-    """Bugs a code review found, each pinned by the input that showed it."""
-
-    async def test_request_cancelled_before_its_task_ran_is_not_stuck(self):
-        # Regression: cancel in the same loop turn as the request left the id in
-        # `running` forever (no response, the id refused, drain() spinning).
-        server, state = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        wire.feed(call(7, "wait"))
-        wire.feed(note("notifications/cancelled", {"requestId": 7}))
-        await wire.settle()
-        self.assertEqual(wire.session.running, {})
-        self.assertEqual(wire.answers(7), [])
-        self.assertIn((None, 7), wire.sent)          # "no response" reaches the transport
-        self.assertEqual((await wire.request(rpc(7, "ping")))["result"], {})
-
-    async def test_an_id_can_be_reused_as_soon_as_it_is_answered(self):
-        # Regression: `running` was cleared after the answer went out, so a client
-        # reusing id 1 at once (the claude.ai connector does) got "id already in use".
-        server, _ = make_server()
-        out = []
-
-        def send(message, related):
-            out.append(message)
-            if message and message.get("id") == 1 and len(out) < 6:
-                session.receive(call(1, "add", {"a": len(out), "b": 0}))
-        session = Session(server, send)
-        session.receive(rpc(0, "initialize", init_params()))
-        session.receive(call(1, "add", {"a": 1, "b": 0}))
-        for _ in range(100):
-            await asyncio.sleep(0.005)
-        answers = [m for m in out if m and m.get("id") == 1]
-        self.assertGreaterEqual(len(answers), 3)
-        self.assertTrue(all("result" in m for m in answers), answers)
-
-    async def test_unencodable_request_to_the_client_fails_in_the_tool(self):
-        server = Server("s")
-
-        @server.tool()
-        async def bad(ctx: Context) -> str:
-            await ctx.sample([{"role": "user", "content": {"type": "text", "text": b"bytes"}}])
-            return "unreachable"
-        wire = Wire(server)
-        await wire.initialize(capabilities={"sampling": {}})
-        result = (await wire.request(call(2, "bad")))["result"]
-        self.assertTrue(result["isError"])
-        self.assertFalse([m for m in wire.messages if m.get("method") == "sampling/createMessage"])
-
-    def test_a_full_stream_still_takes_its_end_marker(self):
-        stream = mcp_min._Stream()
-        for i in range(mcp_min.MAX_QUEUED):
-            stream.put(note("notifications/progress", {"progress": i}))
-        stream.put(mcp_min._FINISHED)
-        self.assertIs(stream.items[-1], mcp_min._FINISHED)
-
-    async def test_nested_batch_is_answered_not_raised(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize("2025-03-26")
-        wire.feed("[" * 450 + "]" * 450)
-        wire.feed("[[1], 2, {\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\"}]")
-        self.assertEqual((await wire.response(5))["result"], {})
-        errors = [m for m in wire.messages if m.get("error", {}).get("code") == INVALID_REQUEST]
-        self.assertEqual(len(errors), 3)
-
-    async def test_requests_in_flight_are_bounded_per_session(self):
-        server, state = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3):
-            for i in range(1, 5):
-                wire.feed(call(i, "wait"))
-            refused = await wire.response(4)
-        self.assertEqual(refused["error"]["code"], INTERNAL_ERROR)
-        state.gate.set()
-        await wire.settle()
-
-    def test_uri_template_values_cannot_walk_a_path(self):
-        template = mcp_min._UriTemplate("file:///docs/{name}")
-        for uri in ("file:///docs/..%2F..%2Fetc%2Fpasswd", "file:///docs/a%00b", "file:///docs/..",
-                    "file:///docs/C:..", "file:///docs/%43%3Ax",
-                    "file:///docs/a%5Cb", "file:///docs/a/b"):
-            self.assertIsNone(template.match(uri), uri)
-        self.assertEqual(template.match("file:///docs/read%20me"), {"name": "read me"})
-
-    def test_optional_return_of_none_meets_the_output_schema(self):
-        server = Server("s")
-
-        @server.tool()
-        def maybe() -> typing.Optional[dict]:
-            return None
-        result = server.tools["maybe"].result(None)
-        self.assertEqual(result["structuredContent"], {"result": None})
-        self.assertIsNone(validate(result["structuredContent"], server.tools["maybe"].output_schema))
-
-    async def test_failed_connect_leaves_no_child_process(self):
-        client = mcp_min.Client([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
-        with self.assertRaises(McpError):
-            await client.connect()
-        process = client._transport.process if client._transport else None
-        self.assertIsNone(client._transport)
-        self.assertTrue(process is None or process.returncode is not None)
-
-
-class HttpReviewRegressionTest(HttpTestCase):
-    """HTTP bugs a code review found."""
-
-    async def test_rejected_posts_leave_no_session_behind(self):
-        before = len(self.server.sessions)
-        for _ in range(5):      # a notification named initialize
-            response = await self.client.post(note("initialize"))
-            self.assertIn(response.status, (202, 400))
-        self.assertEqual(len(self.server.sessions), before)
-        self.assertEqual(self.http.sessions, {})
-
-    async def test_json_response_mode_refuses_requests_to_the_client_at_once(self):
-        json_only = await start_http(self.server, "127.0.0.1", 0, json_response=True)
-        try:
-            client = HttpClient(json_only.port)
-            sid = await client.initialize()
-            started = time.monotonic()
-            response = await client.post(call(2, "ask_user"), sid)
-            self.assertLess(time.monotonic() - started, 5)
-            self.assertEqual(response.status, 200)
-            self.assertTrue(response.json()["result"]["isError"])
-            await client.close()
-        finally:
-            await json_only.close()
-
-    async def test_unserializable_result_is_an_error_not_a_dead_connection(self):
-        @self.server.resource("data://raw")
-        def raw():
-            return {"uri": "data://raw", "text": b"bytes are not JSON"}
-        sid = await self.client.initialize()
-        response = await self.client.post(rpc(2, "resources/read", {"uri": "data://raw"}), sid)
-        self.assertJsonRpcError(response, 200, INTERNAL_ERROR, 2)
-        self.assertEqual((await self.ping(sid, 3)).json()["result"], {})
-
-    async def test_close_does_not_wait_for_idle_keepalive_connections(self):
-        other = await start_http(self.server, "127.0.0.1", 0)
-        client = HttpClient(other.port)
-        await client.initialize()          # leaves a kept-alive connection open
-        await asyncio.wait_for(other.close(), 5)
-        await client.close()
-
-
-class SecondReviewHttpTest(HttpTestCase):
-    """The second adversarial review's HTTP findings, each pinned by its bytes."""
-
-    options = {"allow_origins": ["http://app.example"]}
-
-    def preflight(self, extra=""):
-        return (f"OPTIONS /mcp HTTP/1.1\r\nHost: localhost:{self.port}\r\nOrigin: http://app.example\r\n"
-                f"Access-Control-Request-Method: POST\r\n{extra}").encode()
-
-    async def test_a_preflight_body_is_never_read_as_a_request(self):
-        # Regression: OPTIONS skipped the body check, so its body ran as the next request.
-        hidden = f"DELETE /nope HTTP/1.1\r\nHost: localhost:{self.port}\r\nContent-Length: 0\r\n\r\n".encode()
-        for extra, body in ((f"Content-Length: {len(hidden)}\r\n\r\n", hidden),
-                            ("Transfer-Encoding: chunked\r\n\r\n", b"0\r\n\r\n")):
-            response = await self.client.exchange(self.preflight(extra) + body, check_close=True)
-            self.assertEqual((response.status, response.closed), (400, True), extra)
-
-    async def test_a_preflight_has_no_content_length_and_its_cors_ends_with_it(self):
-        reader, writer = await self.client.connect()
-        writer.write(self.preflight("\r\n"))
-        response = await read_response(reader)
-        self.assertEqual(response.status, 204)
-        self.assertIsNone(response.header("content-length"))    # RFC 9110 8.6
-        self.assertEqual(response.header("access-control-allow-origin"), "http://app.example")
-        writer.write(b"0\r\n\r\n")     # garbage next: its 400 carries no CORS of the last request
-        response = await read_response(reader)
-        self.assertEqual(response.status, 400)
-        self.assertIsNone(response.header("access-control-allow-origin"))
-
-    async def test_a_silent_connection_gets_the_header_deadline(self):
-        # Regression: the head's deadline started at its first byte; a silent
-        # connection held a slot for the 75 s idle timeout instead.
-        with mock.patch.object(mcp_min, "HEADER_TIMEOUT", 0.2):
-            reader, _ = await self.client.connect()
-            response = await read_response(reader, timeout=5)
-            self.assertEqual(response.status, 408)
-            self.assertTrue(await closed_by_server(reader))
-
-    async def test_a_duplicate_id_late_in_a_batch_is_refused_with_it(self):
-        sid = await self.client.initialize("2025-03-26")
-        batch = [rpc(i, "ping") for i in range(2000)] + [rpc(1999, "ping")]
-        response = await self.client.post(batch, sid, "2025-03-26")
-        self.assertJsonRpcError(response, 409, INVALID_REQUEST, 1999)
-
-    async def test_http_1_0_gets_no_chunked_stream(self):
-        # Regression: RFC 9112 6.1: no Transfer-Encoding to a client that did not send 1.1.
-        sid = await self.client.initialize()
-        data = self.client.build("POST", "/mcp", call(1, "chat"), {"Mcp-Session-Id": sid})
-        data = data.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
-        reader, writer = await self.client.connect()
-        writer.write(data)
-        response = await read_head(reader)
-        body = await asyncio.wait_for(reader.read(), TIMEOUT)      # until the server closes
-        self.assertEqual(response.status, 200)
-        self.assertIsNone(response.header("transfer-encoding"))
-        self.assertEqual(response.header("connection"), "close")
-        response.body = body
-        messages = response.messages()
-        self.assertEqual(messages[-1]["id"], 1)
-        self.assertEqual(tool_text(messages[-1]), "logged")
-        self.assertTrue(all(m.get("method") == "notifications/message" for m in messages[:-1]))
-
-    async def test_expect_100_continue_is_answered_before_the_body(self):
-        sid = await self.client.initialize()
-        body = json.dumps(rpc(1, "ping")).encode()
-        head = self.client.build("POST", "/mcp", body, {"Mcp-Session-Id": sid, "Expect": "100-continue"})
-        head = head[:-len(body)]
-        reader, writer = await self.client.connect()
-        writer.write(head)
-        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
-        self.assertEqual(interim, b"HTTP/1.1 100 Continue\r\n\r\n")
-        writer.write(body)
-        self.assertEqual((await read_response(reader)).json()["result"], {})
-        # Refused before the body: no 100, the final status instead.
-        head = self.client.build("POST", "/mcp", None, {"Expect": "100-continue", "Content-Type":
-                                 "application/json", "Content-Length": str(1 << 30)})
-        self.assertEqual((await self.client.exchange(head)).status, 413)
-
-    async def test_tracing_a_deeply_nested_body_cannot_drop_the_request(self):
-        # Regression: --trace recursed on a 1 KB body and the connection died unanswered.
-        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as devnull:
-            path = os.path.join(tmp, "trace.jsonl")
-            for target in ("-", path):      # shown on stderr, and recorded as JSON Lines
-                with mock.patch.object(sys, "stderr", devnull):
-                    self.http.trace = mcp_min._Trace(target)
-                response = await self.client.post(b"[" * 500 + b"]" * 500)
-                self.assertEqual(response.status, 400, target)
-            self.http.trace.file.close()
-            self.http.trace = None
-            with open(path) as f:
-                records = [json.loads(line) for line in f]
-        self.assertTrue(any("..." in json.dumps(r.get("message")) for r in records))
-
-    async def test_a_broken_reply_over_http_fails_the_waiting_tool_at_once(self):
-        # Regression: the 400 went out but the tool waited REQUEST_TIMEOUT_S for its reply.
-        version = LATEST_PROTOCOL_VERSION
-        response = await self.client.post(rpc(0, "initialize", init_params(capabilities={"sampling": {}})))
-        sid = response.header("mcp-session-id")
-        self.assertEqual((await self.client.post(note("notifications/initialized"), sid, version)).status, 202)
-        reader, writer = await self.client.connect()
-        writer.write(self.client.build("POST", "/mcp", call(1, "ask_model", {"prompt": "Hi?"}),
-                                       {"Mcp-Session-Id": sid, "MCP-Protocol-Version": version}))
-        self.assertEqual((await read_head(reader)).status, 200)
-        request = json.loads((await read_event(reader))["data"])
-        self.assertEqual(request["method"], "sampling/createMessage")
-        broken = await self.client.post({"jsonrpc": "2.0", "id": request["id"]}, sid, version)
-        self.assertEqual(broken.status, 400)
-        result = json.loads((await read_event(reader, timeout=5))["data"])
-        self.assertEqual((result["id"], result["result"]["isError"]), (1, True))
-
-    def test_host_is_checked_on_a_non_loopback_bind(self):
-        # Regression: binding 0.0.0.0 turned the Host allowlist off (R3: fail closed).
-        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN)
-        for host, allowed in (("evil.example", False), ("192.168.1.5:8080", False),
-                              ("localhost:8080", True), ("127.0.0.1", True)):
-            request = mcp_min._parse_head(f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-            if allowed:
-                http._check_peer(request)
-            else:
-                with self.assertRaises(mcp_min._HttpError, msg=host) as caught:
-                    http._check_peer(request)
-                self.assertEqual(caught.exception.status, 403)
-        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN, allow_hosts=["192.168.1.5"])
-        http._check_peer(mcp_min._parse_head(b"POST /mcp HTTP/1.1\r\nHost: 192.168.1.5:8080\r\n\r\n"))
-
-
-class HttpCancelTest(HttpTestCase):
-    async def test_cancelled_request_gets_an_empty_stream_not_a_response(self):
-        # transports: a POST carrying a request is answered with JSON or SSE; cancellation:
-        # no response. So: an SSE answer with no message in it.
-        sid = await self.client.initialize()
-        waiting = asyncio.ensure_future(self.client.post(call(5, "wait"), sid))
-        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
-        other = HttpClient(self.port)
-        accepted = await other.post(note("notifications/cancelled", {"requestId": 5}), sid)
-        self.assertEqual(accepted.status, 202)
-        answer = await asyncio.wait_for(waiting, TIMEOUT)
-        self.assertEqual(answer.status, 200)
-        self.assertTrue(answer.header("content-type").startswith("text/event-stream"))
-        self.assertEqual(answer.messages(), [])
-        self.assertTrue(self.state.cancelled)
-        await other.close()
-
-
-class HttpCorsTokenTest(HttpTestCase):
-    options = {"token": "t0k3n", "allow_origins": ["http://app.example.com"]}
-
-    async def test_preflight_needs_no_token_and_errors_carry_cors(self):
-        preflight = await self.client.request("OPTIONS", "/mcp", headers={
-            "Origin": "http://app.example.com", "Access-Control-Request-Method": "POST",
-            "Authorization": None})
-        self.assertEqual(preflight.status, 204)
-        self.assertEqual(preflight.header("access-control-allow-origin"), "http://app.example.com")
-        missing = await self.client.post(rpc(1, "ping"), "no-such-session",
-                                         headers={"Origin": "http://app.example.com"})
-        self.assertEqual(missing.status, 404)
-        self.assertEqual(missing.header("access-control-allow-origin"), "http://app.example.com")
-
-
-class StdioReviewRegressionTest(unittest.IsolatedAsyncioTestCase):
-    """serve_stdio in-process on os.pipe()s, with the cap lowered."""
-
-    async def test_cancel_gets_through_past_the_in_flight_cap(self):
-        # Regression: the reader blocked on request #cap+1, so a cancel (or EOF)
-        # behind it was never read.
-        server, state = make_server()
-        to_server, from_client = os.pipe()
-        to_client, from_server = os.pipe()
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
-            serving = asyncio.ensure_future(mcp_min.serve_stdio(server, to_server, from_server))
-            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized")]
-            lines += [call(i, "wait") for i in range(1, 5)]
-            lines.append(note("notifications/cancelled", {"requestId": 1}))
-            os.write(from_client, "".join(json.dumps(m) + "\n" for m in lines).encode())
-            await asyncio.sleep(0.2)    # the cancel must be read now, before any request ends
-            state.gate.set()
-            os.close(from_client)
-            self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
-        out = b""
-        while chunk := os.read(to_client, 65536):
-            out += chunk
-            if out.count(b"\n") >= 4:
-                break
-        answered = {json.loads(line).get("id") for line in out.splitlines()}
-        self.assertEqual(answered, {0, 2, 3, 4})    # 1 was cancelled: no answer
-        for fd in (to_server, to_client, from_server):
-            os.close(fd)
-
-
-
-class SecondReviewSessionTest(unittest.IsolatedAsyncioTestCase):
-    """Bugs the second adversarial review found in the core, each pinned by its input."""
-
-    async def test_a_broken_reply_never_answers_with_its_id_and_fails_the_waiter(self):
-        # Regression: {"id": 1} with no result answered -32600 *with id 1*, which the
-        # client matches to its own request 1, and the tool waited 60 s for its reply.
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize(capabilities={"sampling": {}})
-        wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
-        request = await wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
-        self.assertEqual(request["id"], 1)      # our ids and the client's collide by design
-        wire.feed({"jsonrpc": "2.0", "id": request["id"]})
-        error = await wire.wait_for(lambda m: "error" in m)
-        self.assertEqual((error["id"], error["error"]["code"]), (None, INVALID_REQUEST))
-        response = await wire.wait_for(lambda m: "result" in m and m.get("id") == 1, timeout=5)
-        self.assertTrue(response["result"]["isError"])
-        self.assertEqual(wire.answers(1), [response])
-        # A request-shaped message keeps its id (SECURITY 38).
-        self.assertEqual((await wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
-                         ["error"]["code"], INVALID_REQUEST)
-
-    async def test_a_cursor_of_thousands_of_digits_is_invalid_params(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        for cursor in ("1" * 5000, "9" * 10):
-            response = await wire.request(rpc(1, "tools/list", {"cursor": cursor}))
-            self.assertEqual(response["error"]["code"], INVALID_PARAMS, cursor[:12])
-
-    async def test_arguments_that_are_not_an_object_are_refused(self):
-        server, state = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        for i, arguments in enumerate((False, [], 0, "", "x")):
-            response = await wire.request(rpc(i + 1, "tools/call", {"name": "count", "arguments": arguments}))
-            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
-            response = await wire.request(rpc(i + 10, "prompts/get", {"name": "review", "arguments": arguments}))
-            self.assertEqual(response["error"]["code"], INVALID_PARAMS, repr(arguments))
-        self.assertEqual(state.calls, 0)
-        response = await wire.request(rpc(20, "tools/call", {"name": "count", "arguments": None}))
-        self.assertEqual(tool_text(response), "counted")
-
-    async def test_argument_types_the_schema_promises(self):
-        @dataclasses.dataclass
-        class Point:
-            x: int
-            y: int = 0
-            norm: float = dataclasses.field(init=False, default=0.0)
-
-        server = Server("s")
-
-        @server.tool()
-        def repeat(s: str, n: int) -> str:
-            return s * n            # a float n would raise TypeError
-
-        @server.tool()
-        def where(p: Point) -> str:
-            return f"{p.x},{p.y}"
-
-        @server.tool()
-        def pair(p: tuple[int, str]) -> str:
-            return repr(p)
-
-        class Count(typing.TypedDict):
-            n: int
-
-        @server.tool()
-        def counted(c: Count) -> str:
-            return repr(c["n"])
-
-        wire = Wire(server)
-        await wire.initialize()
-        self.assertEqual(tool_text(await wire.request(call(1, "repeat", {"s": "ab", "n": 2.0}))), "abab")
-        point = server.tools["where"].input_schema["properties"]["p"]
-        self.assertEqual(point["required"], ["x"])
-        # Keys the constructor does not take (an extra one, an init=False field) are ignored.
-        self.assertEqual(tool_text(await wire.request(call(2, "where", {"p": {"x": 1, "y": 2, "z": 3}}))), "1,2")
-        self.assertEqual(tool_text(await wire.request(call(3, "where", {"p": {"x": 1, "norm": 2.5}}))), "1,0")
-        response = await wire.request(call(4, "pair", {"p": ["a", 1]}))
-        self.assertTrue(response["result"]["isError"])
-        self.assertIn("p[0]: expected integer", tool_text(response))
-        self.assertEqual(tool_text(await wire.request(call(5, "pair", {"p": [1, "a"]}))), "(1, 'a')")
-        self.assertEqual(tool_text(await wire.request(call(6, "counted", {"c": {"n": 2.0}}))), "2")
-
-    async def test_dataclasses_out_with_init_false_fields_and_in_with_initvars(self):
-        @dataclasses.dataclass
-        class Scaled:
-            x: int
-            scale: dataclasses.InitVar[int] = 1
-            norm: float = dataclasses.field(init=False, default=0.0)
-
-            def __post_init__(self, scale):
-                self.x *= scale
-
-        server = Server("s")
-
-        @server.tool()
-        def make(x: int) -> Scaled:
-            return Scaled(x)
-
-        @server.tool()
-        def scaled(p: Scaled) -> int:
-            return p.x
-
-        wire = Wire(server)
-        await wire.initialize()
-        result = (await wire.request(call(1, "make", {"x": 2})))["result"]
-        self.assertEqual(result["structuredContent"], {"x": 2, "norm": 0.0})
-        self.assertEqual(tool_text(await wire.request(call(2, "scaled", {"p": {"x": 2, "scale": 3}}))), "6")
-
-    async def test_content_and_none_returns_declare_no_output_schema(self):
-        server = Server("s")
-
-        @server.tool()
-        def pictures() -> list[Content]:
-            return [mcp_min.text("a"), mcp_min.image(b"x")]
-
-        @server.tool()
-        def nothing() -> None:
-            pass
-
-        for name in ("pictures", "nothing"):
-            self.assertNotIn("outputSchema", server.tools[name].definition, name)
-        wire = Wire(server)
-        await wire.initialize()
-        result = (await wire.request(call(1, "pictures")))["result"]
-        self.assertEqual([c["type"] for c in result["content"]], ["text", "image"])
-        self.assertNotIn("structuredContent", result)
-        self.assertEqual((await wire.request(call(2, "nothing")))["result"], {"content": []})
-
-    async def test_null_params_on_a_notification_still_count(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.request(rpc(0, "initialize", init_params()))
-        wire.feed({"jsonrpc": "2.0", "method": "notifications/initialized", "params": None})
-        self.assertTrue(wire.session.ready)     # else list_changed notices never go out
-
-    async def test_a_progress_token_that_is_not_a_string_or_number_is_ignored(self):
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        for i, token in enumerate((True, {"a": 1}, None)):
-            self.assertEqual(tool_text(await wire.request(call(i + 1, "steps", {"n": 2}, {"progressToken": token}))),
-                             "done")
-        self.assertFalse([m for m in wire.messages if m.get("method") == "notifications/progress"])
-        await wire.request(call(9, "steps", {"n": 2}, {"progressToken": 1.5}))
-        self.assertEqual(len([m for m in wire.messages if m.get("method") == "notifications/progress"]), 2)
-
-    def test_positional_only_parameters_are_refused_at_registration(self):
-        server = Server("s")
-        with self.assertRaisesRegex(ValueError, "positional-only"):
-            server.tool()(lambda a, /: a)
-
-    @unittest.skipUnless(hasattr(asyncio, "eager_task_factory"), "Python 3.12+")
-    async def test_an_eager_task_factory_answers_and_frees_the_id(self):
-        # Regression: a request finished inside create_task was recorded as running
-        # afterwards: no answer (KeyError in the task) and its id refused forever.
-        asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
-        server, _ = make_server()
-        wire = Wire(server)
-        await wire.initialize()
-        for _ in range(2):
-            self.assertEqual((await wire.request(rpc(1, "ping")))["result"], {})
-            self.assertEqual(tool_text(await wire.request(call(2, "add", {"a": 1, "b": 2}))), "3")
-        self.assertEqual(wire.session.running, {})
-
-
-class SecondReviewStdioTest(unittest.IsolatedAsyncioTestCase):
-    """serve_stdio in-process on os.pipe()s: the second review's stdio findings."""
-
-    async def asyncSetUp(self):
-        self.server, self.state = make_server()
-        self.to_server, self.from_client = os.pipe()
-        self.to_client, self.from_server = os.pipe()
-        self.buffer = b""
-
-    async def asyncTearDown(self):
-        for fd in (self.to_server, self.to_client, self.from_server, self.from_client):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def serve(self):
-        return asyncio.ensure_future(mcp_min.serve_stdio(self.server, self.to_server, self.from_server))
-
-    def write(self, *messages):
-        data = "".join(m if isinstance(m, str) else json.dumps(m) + "\n" for m in messages).encode()
-        self.assertLess(len(data), 65536)   # what a pipe takes without a reader: no hang
-        os.write(self.from_client, data)
-
-    async def read(self):
-        loop = asyncio.get_running_loop()
-        while b"\n" not in self.buffer:
-            readable = loop.create_future()     # polled, not a blocking read: a failure cannot hang
-            loop.add_reader(self.to_client, lambda: readable.done() or readable.set_result(None))
-            try:
-                await asyncio.wait_for(readable, TIMEOUT)
-            finally:
-                loop.remove_reader(self.to_client)
-            chunk = os.read(self.to_client, 65536)
-            self.assertTrue(chunk, "stdout closed")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-    async def finish(self, serving):
-        """Close stdin; everything the server writes until it ends, as messages."""
-        rest = []
-
-        def drain():        # stdout writes block: read while the server finishes
-            while chunk := os.read(self.to_client, 65536):
-                rest.append(chunk)
-        reader = threading.Thread(target=drain, daemon=True)
-        reader.start()
-        os.close(self.from_client)
-        self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
-        os.close(self.from_server)
-        reader.join(TIMEOUT)
-        return [json.loads(line) for line in (self.buffer + b"".join(rest)).splitlines()]
-
-    async def test_a_json_string_holding_a_request_is_not_run(self):
-        # Regression: the line was decoded twice, so "{\"jsonrpc\"...}" ran (SECURITY 37).
-        serving = self.serve()
-        self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                   json.dumps(json.dumps(call(5, "count"))) + "\n", json.dumps("hello") + "\n")
-        out = await self.finish(serving)
-        self.assertEqual([(m["id"], m.get("error", {}).get("code")) for m in out],
-                         [(0, None), (None, INVALID_REQUEST), (None, INVALID_REQUEST)])
-        self.assertEqual(self.state.calls, 0)
-
-    async def test_queued_requests_answered_at_once_do_not_recurse(self):
-        # Regression: each queued request answered synchronously started the next one
-        # from inside its own answer: RecursionError, double answers, lost answers.
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                       call(1, "wait"), call(2, "wait"), *[rpc(100 + i, "nope") for i in range(1000)])
-            await asyncio.sleep(0.2)
-            self.state.gate.set()
-            out = await self.finish(serving)
-        ids = [m["id"] for m in out]
-        self.assertEqual(sorted(ids), [0, 1, 2] + list(range(100, 1100)))   # each exactly once
-        self.assertEqual({m["error"]["code"] for m in out if m["id"] >= 100}, {METHOD_NOT_FOUND})
-
-    async def test_the_answer_to_our_request_gets_in_past_a_full_queue(self):
-        # Regression: reading paused with the queue full, so the client's answer to
-        # sampling/createMessage sat unread and the tool waited 60 s.
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
-                       note("notifications/initialized"),
-                       call(1, "ask_model", {"prompt": "Hi?"}), rpc(2, "ping"), rpc(3, "ping"))
-            self.assertEqual((await self.read())["id"], 0)
-            request = await self.read()
-            self.assertEqual(request["method"], "sampling/createMessage")
-            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
-                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
-            answers = {}
-            while len(answers) < 3:
-                message = await self.read()
-                answers[message["id"]] = message
-            self.assertEqual(tool_text(answers[1]), "Hello.")
-            self.assertEqual((answers[2]["result"], answers[3]["result"]), ({}, {}))
-            await self.finish(serving)
-
-    async def test_the_reader_thread_goes_on_when_a_cancel_empties_the_queue(self):
-        # Regression: the thread (Windows, stdin from a file) waited on a full queue that
-        # a cancel had emptied, and was never woken: nothing more was read, not even EOF.
-        loop = asyncio.get_running_loop()
-        add_reader = loop.add_reader
-
-        def no_polling_stdin(fd, *args):        # as on Windows: the server reads in a thread
-            if fd == self.to_server:
-                raise NotImplementedError
-            return add_reader(fd, *args)
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1), \
-                mock.patch.object(loop, "add_reader", no_polling_stdin):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "wait"))
-            self.assertEqual((await self.read())["id"], 0)
-            await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
-            self.write(call(2, "count"), note("notifications/cancelled", {"requestId": 2}))
-            await asyncio.sleep(0.2)
-            self.write(rpc(3, "ping"), note("notifications/cancelled", {"requestId": 1}))
-            self.assertEqual(await self.read(), {"jsonrpc": "2.0", "id": 3, "result": {}})
-            self.assertEqual(await self.finish(serving), [])
-        self.assertEqual((self.state.calls, self.state.cancelled), (0, True))
-
-    async def test_past_a_full_queue_new_requests_are_refused_not_queued_ones(self):
-        # Regression: a request read while the client owed us an answer could take the
-        # slot a queued request was about to get; the queued one was refused instead.
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
-                       note("notifications/initialized"), call(1, "ask_model", {"prompt": "Hi?"}),
-                       call(2, "wait"), rpc(10, "ping"), rpc(11, "ping"))
-            self.assertEqual((await self.read())["id"], 0)
-            request = await self.read()
-            self.write(rpc(13, "ping"))
-            self.assertEqual((await self.read())["error"]["code"], INTERNAL_ERROR)
-            self.state.gate.set()
-            self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
-                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
-            out = await self.finish(serving)
-        self.assertEqual(sorted(m["id"] for m in out), [1, 2, 10, 11])
-        self.assertTrue(all("result" in m for m in out))
-
-    async def test_a_cancel_drops_a_request_still_queued(self):
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
-            serving = self.serve()
-            self.write(rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                       call(1, "wait"), call(2, "count"), call("2", "count"),
-                       note("notifications/cancelled", {"requestId": 2}))
-            await asyncio.sleep(0.2)
-            self.state.gate.set()
-            out = await self.finish(serving)
-        self.assertEqual([m["id"] for m in out], [0, 1, "2"])
-        self.assertEqual(self.state.calls, 1)
-
-
-class StdioExitTest(unittest.TestCase):
-    def serve_target(self, source, *options, lines=None):
-        """`serve [OPTIONS] TARGET` on `lines` (default: initialize); the run, and
-        TARGET's text afterwards."""
-        lines = lines or [rpc(0, "initialize", init_params())]
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "target.py")
-            with open(path, "w") as f:
-                f.write(source)
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", *options, path],
-                                  input="".join(json.dumps(m) + "\n" for m in lines).encode(),
-                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
-            with open(path) as f:
-                return done, f.read()
-
-    def test_stdin_from_a_file_is_served_by_the_reader_thread(self):
-        # A regular file cannot be polled: this exercises the thread that Windows uses too.
-        with tempfile.TemporaryFile() as f:
-            lines = [rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                     call(1, "getUser", {"name": "John"}), rpc(2, "ping")]
-            f.write("".join(json.dumps(m) + "\n" for m in lines).encode())
-            f.seek(0)
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=f,
-                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
-        self.assertEqual(done.returncode, 0, done.stderr)
-        answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
-        self.assertEqual(sorted(answers), [0, 1, 2])
-        self.assertEqual(answers[1]["result"]["structuredContent"]["email"], "john@example.com")
-
-    def test_a_target_printing_while_it_loads_cannot_corrupt_stdout(self):
-        # Regression: TARGET was imported before fd 1 was moved to stderr (SECURITY 67).
-        done, _ = self.serve_target("import os\nfrom mcp_min import Server\nprint('loading...')\n"
-                                    "os.write(1, b'raw\\n')\nserver = Server('noisy')\n", "--stdio")
-        self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
-        self.assertIn(b"loading...", done.stderr)
-
-    def test_stdout_ends_with_serving_even_if_a_thread_lingers(self):
-        # Regression: main's own copy of stdout stayed open until the process exited.
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "lingers.py")
-            with open(path, "w") as f:
-                f.write("import threading, time\nfrom mcp_min import Server\nserver = Server('x')\n"
-                        "threading.Thread(target=time.sleep, args=(30,)).start()\n")
-            proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", path], cwd=HERE,
-                                    env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL)
-            try:
-                proc.stdin.write((json.dumps(rpc(0, "initialize", init_params())) + "\n").encode())
-                proc.stdin.close()
-                out = []
-                reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
-                reader.start()
-                reader.join(TIMEOUT)
-                self.assertEqual(len(out), 1, "stdout still open after serving ended")
-                self.assertIsNone(proc.poll())      # the thread keeps the process alive meanwhile
-                self.assertEqual(json.loads(out[0])["id"], 0)
-            finally:
-                proc.kill()
-                proc.wait()
-                proc.stdout.close()
-
-    def test_a_bare_trace_never_takes_the_target(self):
-        # Regression: `serve --trace server.py` served the demo and appended the trace to server.py.
-        source = "from mcp_min import Server\nserver = Server('named-server')\n"
-        done, after = self.serve_target(source, "--stdio", "--trace")
-        self.assertEqual(after, source)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertEqual(json.loads(done.stdout)["result"]["serverInfo"]["name"], "named-server")
-        self.assertIn("S→C".encode(), done.stderr)     # traced on stderr
-
-    def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
-        started = time.monotonic()
-        done, _ = self.serve_target(
-            "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
-            "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
-            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")])
-        self.assertEqual(done.returncode, 0)
-        self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
-
-
 ##############################################################################
 # Client: our client against our server over every transport
 ##############################################################################
@@ -3839,78 +3861,8 @@ def _slow_server_file(tmp):
     return path
 
 
-class ClientReviewTest(unittest.IsolatedAsyncioTestCase):
-    """The client against hostile servers: bugs the client review found."""
-
-    def test_sse_parsing_follows_whatwg(self):
-        def events(*pieces):
-            parser, out = mcp_min._SseParser(), []
-            for piece in pieces:
-                out += parser.feed(piece)
-            return out
-        self.assertEqual(events(b"event: endpoint\rdata: /m\r\r"), [{"event": "endpoint", "data": "/m"}])
-        self.assertEqual(events(b"\xef\xbb", b"\xbfdata: {}\n\n"), [{"event": "message", "data": "{}"}])
-        self.assertEqual(events(b"event:\ndata: 1\n\n"), [{"event": "message", "data": "1"}])
-        self.assertEqual(events(b"event: endpoint\n\nid: 5\nretry: 9\n\n"), [{"id": "5", "retry": "9"}])
-        self.assertEqual(events(b"data: a\r", b"\ndata: b\r\n\r", b"\n"), [{"event": "message", "data": "a\nb"}])
-
-    def test_body_sizes_are_digits_only(self):
-        for bad in ("-1", "+5", " 5", "", "1e3", "9" * 13):
-            with self.assertRaises(ValueError, msg=bad):
-                mcp_min._size(bad, 10)
-        self.assertEqual((mcp_min._size("42", 10), mcp_min._size(b"1F", 16)), (42, 31))
-        with self.assertRaises(ValueError):
-            mcp_min._size(b"-1", 16)
-
-    async def serve(self, answer):
-        """A hostile HTTP server: `answer(head, body)` gives the bytes to send for each request."""
-        async def handle(reader, writer):
-            try:
-                while True:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    length = re.search(rb"Content-Length: (\d+)", head)
-                    body = await reader.readexactly(int(length.group(1))) if length else b""
-                    writer.write(answer(head, body))
-            except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-                writer.close()
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        self.addAsyncCleanup(server.wait_closed)
-        self.addCleanup(server.close)
-        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
-
-    async def test_a_body_that_never_comes_is_bounded_by_the_timeout(self):
-        url = await self.serve(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                                  b"Content-Length: 500\r\n\r\n{")
-        with self.assertRaises(McpError) as caught:
-            await asyncio.wait_for(mcp_min.Client(url, timeout=0.5, transport="http").connect(), TIMEOUT)
-        self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
-
-    async def test_a_session_the_server_always_forgets_ends_in_an_error(self):
-        # Regression: the 404 to the re-initialization's own notice waited on itself forever.
-        def answer(head, body):
-            if b"Mcp-Session-Id" in head:
-                return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
-            result = json.dumps(mcp_min._result(json.loads(body)["id"], {
-                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-                "serverInfo": {"name": "forgetful", "version": "1"}})).encode()
-            return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s%d\r\n"
-                    b"Content-Length: %d\r\n\r\n%s" % (len(body), len(result), result))
-        url = await self.serve(answer)
-        with self.assertRaises(McpError):
-            await asyncio.wait_for(mcp_min.Client(url, timeout=2, transport="http").connect(), TIMEOUT)
-
-    async def test_a_repeated_cursor_ends_the_listing(self):
-        client = mcp_min.Client("unused")
-
-        async def request(method, params=None, **_):
-            return {"tools": [{"name": "t"}], "nextCursor": "again"}
-        client.request = request
-        with self.assertRaisesRegex(McpError, "repeated a cursor"):
-            await asyncio.wait_for(client.list_tools(), TIMEOUT)
-
-
 class ClientTests(unittest.IsolatedAsyncioTestCase):
-    """mcp_min.Client against mcp_min servers: pipes, sockets, both HTTP transports."""
+    """mcp_min.Client against mcp_min servers (pipes, sockets, both HTTP transports), and hostile ones."""
 
     async def asyncSetUp(self):
         self.tmp = tempfile.mkdtemp()
@@ -4050,6 +4002,166 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             self.assertIn("another origin", caught.exception.message)
         finally:
             fake_server.close()
+
+    async def test_failed_connect_leaves_no_child_process(self):
+        # The child is seen as it starts: close() forgets the transport, and its process with it.
+        started, start = [], mcp_min._StdioClient.start
+
+        async def seen_start(transport):
+            await start(transport)
+            started.append(transport.process)
+            self.addAsyncCleanup(self.reap, transport.process)
+        client = mcp_min.Client([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
+        with mock.patch.object(mcp_min._StdioClient, "start", seen_start), \
+                self.assertRaises(McpError) as caught:
+            await client.connect()
+        self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)    # no answer to initialize
+        self.assertIsNone(client._transport)
+        self.assertEqual(len(started), 1)
+        self.assertIsNotNone(started[0].returncode, "the child still runs")
+
+    @staticmethod
+    async def reap(process):
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    def test_sse_parsing_follows_whatwg(self):
+        def events(*pieces):
+            parser, out = mcp_min._SseParser(), []
+            for piece in pieces:
+                out += parser.feed(piece)
+            return out
+        self.assertEqual(events(b"event: endpoint\rdata: /m\r\r"), [{"event": "endpoint", "data": "/m"}])
+        self.assertEqual(events(b"\xef\xbb", b"\xbfdata: {}\n\n"), [{"event": "message", "data": "{}"}])
+        self.assertEqual(events(b"event:\ndata: 1\n\n"), [{"event": "message", "data": "1"}])
+        self.assertEqual(events(b"event: endpoint\n\nid: 5\nretry: 9\n\n"), [{"id": "5", "retry": "9"}])
+        self.assertEqual(events(b"data: a\r", b"\ndata: b\r\n\r", b"\n"), [{"event": "message", "data": "a\nb"}])
+
+    def test_body_sizes_are_digits_only(self):
+        for bad in ("-1", "+5", " 5", "", "1e3", "9" * 13):
+            with self.assertRaises(ValueError, msg=bad):
+                mcp_min._size(bad, 10)
+        self.assertEqual((mcp_min._size("42", 10), mcp_min._size(b"1F", 16)), (42, 31))
+        with self.assertRaises(ValueError):
+            mcp_min._size(b"-1", 16)
+
+    async def hostile_server(self, answer):
+        """A hostile HTTP server: `answer(head, body)` gives the bytes to send for each request."""
+        async def handle(reader, writer):
+            try:
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = re.search(rb"Content-Length: (\d+)", head)
+                    body = await reader.readexactly(int(length.group(1))) if length else b""
+                    writer.write(answer(head, body))
+            except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+                writer.close()
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        self.addAsyncCleanup(server.wait_closed)
+        self.addCleanup(server.close)
+        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+
+    async def test_a_body_that_never_comes_is_bounded_by_the_timeout(self):
+        url = await self.hostile_server(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                                           b"Content-Length: 500\r\n\r\n{")
+        with self.assertRaises(McpError) as caught:
+            await asyncio.wait_for(mcp_min.Client(url, timeout=0.5, transport="http").connect(), TIMEOUT)
+        self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
+
+    async def test_a_session_the_server_always_forgets_ends_in_an_error(self):
+        # Regression: the 404 to the re-initialization's own notice waited on itself forever.
+        def answer(head, body):
+            if b"Mcp-Session-Id" in head:
+                return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+            result = json.dumps(mcp_min._result(json.loads(body)["id"], {
+                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                "serverInfo": {"name": "forgetful", "version": "1"}})).encode()
+            return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s%d\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), len(result), result))
+        url = await self.hostile_server(answer)
+        with self.assertRaises(McpError):
+            await asyncio.wait_for(mcp_min.Client(url, timeout=2, transport="http").connect(), TIMEOUT)
+
+    async def test_a_stream_that_ends_before_its_answer_is_resumed(self):
+        # transports: a POST's SSE stream that ends unanswered is resumed by a GET
+        # carrying Last-Event-ID, after the server's `retry`; the request is not sent again.
+        calls, resumed_from = [], []
+
+        def http(status, headers, body=b""):
+            return b"HTTP/1.1 %s\r\n%s\r\n%s" % (status, b"".join(h + b"\r\n" for h in headers), body)
+        sse = [b"Content-Type: text/event-stream", b"Connection: close"]
+
+        async def handle(reader, writer):
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"Content-Length: (\d+)", head)
+                message = json.loads(await reader.readexactly(int(length.group(1)))) if length else None
+                last_id = re.search(rb"Last-Event-ID: (\S+)", head)
+                if message and message.get("method") == "initialize":
+                    result = json.dumps(mcp_min._result(message["id"], {
+                        "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "resumable", "version": "1"}})).encode()
+                    writer.write(http(b"200 OK", [b"Content-Type: application/json", b"Mcp-Session-Id: s1",
+                                                  b"Content-Length: %d" % len(result)], result))
+                elif message and "id" not in message:
+                    writer.write(http(b"202 Accepted", [b"Content-Length: 0"]))
+                elif message:       # the call: its stream ends after a priming event
+                    calls.append(message["id"])
+                    writer.write(http(b"200 OK", sse, b"id: e1\nretry: 10\ndata:\n\n"))
+                elif last_id:
+                    resumed_from.append(last_id.group(1))
+                    answer = json.dumps(mcp_min._result(calls[0], {"content": [
+                        {"type": "text", "text": "resumed"}]})).encode()
+                    writer.write(http(b"200 OK", sse, b"id: e2\ndata: " + answer + b"\n\n"))
+                else:               # the GET stream for the server's own messages, the DELETE
+                    writer.write(http(b"405 Method Not Allowed", [b"Content-Length: 0"]))
+                await writer.drain()
+            finally:
+                writer.close()
+        fake = await asyncio.start_server(handle, "127.0.0.1", 0)
+        self.addAsyncCleanup(fake.wait_closed)
+        self.addCleanup(fake.close)
+        url = f"http://127.0.0.1:{fake.sockets[0].getsockname()[1]}/mcp"
+        async with mcp_min.Client(url, timeout=TIMEOUT, transport="http") as client:
+            result = await client.call_tool("anything")
+        self.assertEqual(result["content"][0]["text"], "resumed")
+        self.assertEqual((len(calls), resumed_from), (1, [b"e1"]))
+
+    async def test_a_repeated_cursor_ends_the_listing(self):
+        client = mcp_min.Client("unused")
+
+        async def request(method, params=None, **_):
+            return {"tools": [{"name": "t"}], "nextCursor": "again"}
+        client.request = request
+        with self.assertRaisesRegex(McpError, "repeated a cursor"):
+            await asyncio.wait_for(client.list_tools(), TIMEOUT)
+
+
+class SyncClientTest(unittest.TestCase):
+    """SyncClient: the Client's methods without await, against `serve --stdio`."""
+
+    def test_methods_without_await_and_close_on_exit(self):
+        with mcp_min.SyncClient([sys.executable, MCP_MIN, "serve", "--stdio"], timeout=TIMEOUT,
+                                env=_clean_env()) as client:
+            self.assertEqual(client.server_info["name"], "user-store")     # attributes pass through
+            self.assertEqual(client.protocol_version, LATEST_PROTOCOL_VERSION)
+            names = sorted(t["name"] for t in client.list_tools())
+            self.assertEqual(names, ["addUser", "deleteUser", "getUser", "getUsers"])
+            result = client.call_tool("getUser", {"name": "Jane"})
+            self.assertEqual(result["structuredContent"], {"name": "Jane", "email": "jane@example.com"})
+            self.assertTrue(client.call_tool("getUser", {"name": "Nobody"})["isError"])
+            self.assertEqual(client.ping(), {})
+            process, thread = client.client._transport.process, client._thread
+        self.assertEqual(process.returncode, 0)     # stdin closed: the server ended by itself
+        self.assertFalse(thread.is_alive())
+
+    def test_a_failed_connect_raises_and_stops_its_thread(self):
+        before = {t for t in threading.enumerate() if t.name == "mcp-client"}
+        with self.assertRaises(McpError) as caught:
+            mcp_min.SyncClient([sys.executable, "-c", "import sys; sys.stdin.read()"], timeout=0.3)
+        self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
+        self.assertEqual({t for t in threading.enumerate() if t.name == "mcp-client"}, before)
 
 
 class _Lines:
