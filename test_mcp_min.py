@@ -4175,6 +4175,34 @@ class _Lines:
         pass
 
 
+class OneDoorTest(HttpTestCase):
+    """A fault inside the session is answered alike on every transport (issue 11)."""
+
+    async def test_a_bug_in_the_session_is_minus_32603_everywhere_and_the_id_is_free_again(self):
+        original = mcp_min.Session._refusal
+
+        def faulty(session, id_, method, params):
+            if method == "ping":
+                raise RuntimeError("injected")
+            return original(session, id_, method, params)
+        with mock.patch.object(mcp_min.Session, "_refusal", faulty):
+            wire = Wire(self.server)                                    # receive, in memory
+            await wire.initialize()
+            for _ in range(2):
+                self.assertEqual((await wire.request(rpc(5, "ping")))["error"]["code"], INTERNAL_ERROR)
+            sid = await self.client.initialize()                        # Streamable HTTP
+            for _ in range(2):      # the same id again: was 409 "id already in use" for good
+                response = await self.client.post(rpc(5, "ping"), sid, LATEST_PROTOCOL_VERSION)
+                self.assertEqual(response.status, 200, response)
+                self.assertEqual(response.json()["error"]["code"], INTERNAL_ERROR)
+            async with mcp_min.Client(f"http://127.0.0.1:{self.port}/sse", transport="sse",
+                                      timeout=TIMEOUT) as client:        # legacy SSE
+                for _ in range(2):
+                    with self.assertRaises(McpError) as failed:
+                        await client.ping()
+                    self.assertEqual(failed.exception.code, INTERNAL_ERROR)
+
+
 class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
     """Client(server): a Server in this process, no pipe or socket (issue 11's pairing)."""
 
