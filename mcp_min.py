@@ -3076,7 +3076,7 @@ class Client:
 class SyncClient:
     """`Client` for scripts and the REPL: the same methods, without ``await``.
 
-    >>> with SyncClient("python mcp_min.py serve") as c:     # doctest: +SKIP
+    >>> with SyncClient(demo_server()) as c:     # or a URL, or "python3 mcp_min.py serve"
     ...     c.call_tool("getUser", {"name": "John"})["structuredContent"]
     {'name': 'John', 'email': 'john@example.com'}
     """
@@ -3089,8 +3089,7 @@ class SyncClient:
         try:
             self._run(self.client.connect())
         except BaseException:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
+            self._stop()
             raise
 
     def _run(self, coroutine):
@@ -3105,8 +3104,13 @@ class SyncClient:
     def close(self):
         if self._loop.is_running():
             self._run(self.client.close())
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
+            self._stop()
+
+    def _stop(self):
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     def __enter__(self):
         return self
@@ -4066,9 +4070,15 @@ def _serve(server, args, stdout=1):
 
     async def main():
         from concurrent.futures import ThreadPoolExecutor
+        import signal
+        loop = asyncio.get_running_loop()
+        try:    # Ctrl-C cancels serving, which ends quietly (3.10 would cancel every task at once)
+            loop.add_signal_handler(signal.SIGINT, asyncio.current_task().cancel)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+            pass
         # Sync tools share this pool: room for many slow ones at once.
         pool = ThreadPoolExecutor(64, "mcp-tool")
-        asyncio.get_running_loop().set_default_executor(pool)
+        loop.set_default_executor(pool)
         if args.port is None:
             try:
                 code = await serve_stdio(server, stdout_fd=stdout, trace=trace)
@@ -4092,7 +4102,7 @@ def _serve(server, args, stdout=1):
                                 insecure=args.insecure, trace=trace)
     try:
         return asyncio.run(main())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         return 130
     except (OSError, ValueError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)

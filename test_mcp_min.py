@@ -4155,6 +4155,7 @@ class SyncClientTest(unittest.TestCase):
             process, thread = client.client._transport.process, client._thread
         self.assertEqual(process.returncode, 0)     # stdin closed: the server ended by itself
         self.assertFalse(thread.is_alive())
+        self.assertTrue(client._loop.is_closed())   # its loop too (it leaked, with its sockets)
 
     def test_a_failed_connect_raises_and_stops_its_thread(self):
         before = {t for t in threading.enumerate() if t.name == "mcp-client"}
