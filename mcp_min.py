@@ -315,8 +315,8 @@ def _hint(tp, depth=0):
     >>> _hint(list[int])[0]
     {'type': 'array', 'items': {'type': 'integer'}}
     """
-    if depth > 20:
-        return {}, None
+    if depth > 20:      # deeper (a recursive dataclass): no schema, and the loader built when used
+        return {}, lambda value: _convert(value, tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Annotated:
         return _annotated(args, depth)
@@ -382,17 +382,19 @@ def _container_hint(tp, origin, args, depth):
     if item:
         schema["items" if kind == "array" else "additionalProperties"] = item
     if kind == "object":
-        return schema, load and (lambda value: {k: _load(load, v) for k, v in value.items()})
+        return schema, load and (lambda value: {k: _load(load, v) for k, v in value.items()}
+                                 if type(value) is dict else value)
     make = _array_of(origin or tp)
     return schema, None if make is list and load is None else \
-        (lambda value: make(_load(load, v) for v in value))
+        (lambda value: make(_load(load, v) for v in value) if type(value) is list else value)
 
 
 def _tuple_hint(args, depth, make):
     items = [_hint(a, depth + 1) for a in args]
     return ({"type": "array", "prefixItems": [schema for schema, _ in items],
              "minItems": len(items), "maxItems": len(items)},
-            lambda value: make(*(_load(load, v) for (_, load), v in zip(items, value))))
+            lambda value: make(*(_load(load, v) for (_, load), v in zip(items, value)))
+            if type(value) is list else value)
 
 
 def _load(load, value):
@@ -404,11 +406,13 @@ def _union(options):
     schema = {"anyOf": [schema for _, schema, _ in options]}
     if not any(load for _, _, load in options):
         return schema, None
-    options = [(_checker(schema), load) for option, schema, load in options if option is not type(None)]
+    options = [(schema, load) for option, schema, load in options if option is not type(None)]
+    checks = {}     # compiled when first needed: recursive hints register fast
 
     def load(value):
         failed = None
-        for fits, load in options:
+        for i, (schema, load) in enumerate(options):
+            fits = checks.get(i) or checks.setdefault(i, _checker(schema))
             if fits(value, "") is None:
                 try:
                     return _load(load, value)
@@ -431,7 +435,8 @@ def _record(tp, depth):
     if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
         schema["description"] = doc
     loads = {k: load for k, (_, load) in fields.items() if load}
-    return schema, lambda value: make({k: _load(loads.get(k), v) for k, v in value.items()})
+    return schema, lambda value: make({k: _load(loads.get(k), v) for k, v in value.items()}) \
+        if type(value) is dict else value   # unchecked (a prompt's text): left to the function
 
 
 def _dataclass_fields(tp):
@@ -552,7 +557,7 @@ def _checker(schema, root=None, depth=0):
     one small check for each keyword it has (the `_KEYWORDS` table), in its own order."""
     if depth > 64 or type(schema) is not dict:
         return _fine
-    root = schema if root is None else root
+    root = _Root(schema) if root is None else root
     return _all([check for key, arg in schema.items()
                  if (make := _KEYWORDS.get(key)) and (check := make(arg, schema, root, depth))])
 
@@ -574,6 +579,14 @@ def _fine(value, path):
     return None
 
 
+class _Root(dict):
+    """The schema being compiled, and its $ref targets compiled so far, by (ref, depth)."""
+
+    def __init__(self, schema):
+        super().__init__()
+        self.schema = schema
+
+
 def _subs(subs, root, depth):
     return [_checker(sub, root, depth + 1) for sub in (subs if type(subs) is list else ())]
 
@@ -581,14 +594,13 @@ def _subs(subs, root, depth):
 def _ref(ref, schema, root, depth):
     if not (type(ref) is str and ref.startswith("#/")):
         return None
-    target = root
+    target = root.schema
     for part in ref[2:].split("/"):
         target = target.get(part, {}) if type(target) is dict else {}
-    compiled = None
+    key = ref, depth + 1
 
-    def check(value, path):     # compiled when first met: a schema may refer to itself
-        nonlocal compiled
-        compiled = compiled or _checker(target, root, depth + 1)
+    def check(value, path):     # compiled when first met (a schema may refer to itself), once
+        compiled = root.get(key) or root.setdefault(key, _checker(target, root, depth + 1))
         return compiled(value, path)
     return check
 
@@ -635,7 +647,7 @@ def _properties(props, schema, root, depth):
     props = {name: _checker(sub, root, depth + 1) for name, sub in props.items()} \
         if type(props) is dict else {}
     names = schema.get("required")
-    names = names if type(names) is list else []
+    names = [name for name in names if type(name) is str] if type(names) is list else []
     extra = schema.get("additionalProperties", True)
     extra_check = extra if extra is True or extra is False else _checker(extra, root, depth + 1)
 
@@ -677,6 +689,8 @@ def _items(prefix, schema, root, depth):
 
 def _some_of(most):
     def make(subs, schema, root, depth):
+        if type(subs) is not list:      # a malformed keyword is ignored, as everywhere
+            return None
         checks = _subs(subs, root, depth)
 
         def check(value, path):
@@ -904,10 +918,12 @@ class Tool(_Handler):
         if not _valid_tool_name(self.name):
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
         self.description = description or self.description
-        self.input_schema = input_schema or self.input_schema()
+        # A schema of the author's is copied: what is advertised stays what is checked.
+        self.input_schema = json.loads(json.dumps(input_schema)) if input_schema else self.input_schema()
         self.check_input = _checker(self.input_schema)
         returns = self.hints.get("return", None)
         self.wrap = False       # structured output must be an object: others go under "result"
+        output_schema = json.loads(json.dumps(output_schema)) if output_schema else None
         if output_schema is None and "return" in self.hints and not _mentions_content(returns) \
                 and _strip(returns) not in (str, typing.Any, type(None), typing.NoReturn, _NEVER):
             output_schema = self.hint("return", returns)[0]
@@ -3131,7 +3147,10 @@ class _InMemory:
         if message is not None and (data := _encode_safely(message)) is not None:
             if self.client.trace:
                 self.client.trace.message("in", "memory", message)
-            self.client._received(decode(data))
+            try:
+                self.client._received(decode(data))
+            except McpError:    # what a client reading a pipe would skip (a duplicate key ...)
+                log.warning("ignoring a malformed message from the server")
 
     async def send(self, message):
         if self.client.trace:
@@ -4071,35 +4090,41 @@ def _serve(server, args, stdout=1):
     async def main():
         from concurrent.futures import ThreadPoolExecutor
         import signal
-        loop = asyncio.get_running_loop()
-        try:    # Ctrl-C cancels serving, which ends quietly (3.10 would cancel every task at once)
-            loop.add_signal_handler(signal.SIGINT, asyncio.current_task().cancel)
-        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
-            pass
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+
+        def interrupted():      # the first Ctrl-C ends serving quietly, a second at once
+            loop.remove_signal_handler(signal.SIGINT)
+            task.cancel()
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not ignored or taken
+            try:    # (3.10's asyncio.run would cancel every task at once, and tools complain)
+                loop.add_signal_handler(signal.SIGINT, interrupted)
+            except (NotImplementedError, RuntimeError, ValueError):  # Windows; not the main thread
+                pass
         # Sync tools share this pool: room for many slow ones at once.
         pool = ThreadPoolExecutor(64, "mcp-tool")
         loop.set_default_executor(pool)
-        if args.port is None:
-            try:
+        try:
+            if args.port is None:
                 code = await serve_stdio(server, stdout_fd=stdout, trace=trace)
-            except asyncio.CancelledError:      # Ctrl-C
-                code = 130
-            if stdout != 1:
-                os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
-            pool.shutdown(wait=False, cancel_futures=True)
-            await asyncio.sleep(0.05)
-            if any(t.name.startswith("mcp-tool") for t in threading.enumerate()):
-                # A sync tool still runs past the grace period (or Ctrl-C): threads cannot
-                # be cancelled, and the client is gone, so leave without it.
-                if code != 130:
-                    log.warning("stdin closed; exiting with a tool still running")
-                sys.stderr.flush()
-                os._exit(code)
-            return code
-        return await serve_http(server, args.host, args.port, token=args.token,
-                                allow_origins=args.allow_origin, allow_hosts=args.allow_host,
-                                stateless=args.stateless, json_response=args.json_response,
-                                insecure=args.insecure, trace=trace)
+            else:
+                code = await serve_http(server, args.host, args.port, token=args.token,
+                                        allow_origins=args.allow_origin, allow_hosts=args.allow_host,
+                                        stateless=args.stateless, json_response=args.json_response,
+                                        insecure=args.insecure, trace=trace)
+        except asyncio.CancelledError:      # Ctrl-C
+            code = 130
+        if stdout != 1:
+            os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
+        pool.shutdown(wait=False, cancel_futures=True)
+        await asyncio.sleep(0.05)
+        if any(t.name.startswith("mcp-tool") for t in threading.enumerate()):
+            # A sync tool still runs past the grace period (or Ctrl-C): threads cannot
+            # be cancelled, and the client is gone, so leave without it.
+            if code != 130:
+                log.warning("stdin closed; exiting with a tool still running")
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     try:
         return asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -2352,6 +2352,51 @@ class CliTest(unittest.TestCase):
         done = self.run_cli("serve", "--stdio")     # not a terminal: no hint
         self.assertEqual(done.stderr, "")
 
+    def start_http_server(self, path, **popen):
+        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", path, "--port", "0"], cwd=HERE,
+                                   env=_clean_env(), stderr=subprocess.PIPE, text=True, **popen)
+        self.addCleanup(lambda: process.poll() is None and (process.kill(), process.wait()))
+        port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", process.stderr.readline()).group(1))
+        return process, port
+
+    @unittest.skipUnless(hasattr(signal, "SIGINT") and os.name == "posix", "POSIX signals")
+    def test_ctrl_c_ends_an_http_server_at_once_even_with_a_tool_stuck(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            started, path = os.path.join(tmp, "started"), os.path.join(tmp, "stuck.py")
+            with open(path, "w") as f:
+                f.write(f"import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
+                        f"@server.tool\ndef nap() -> str:\n    open({started!r}, 'w').close()\n"
+                        f"    time.sleep(60)\n    return 'late'\n")
+            server, port = self.start_http_server(path)
+            client = subprocess.Popen([sys.executable, MCP_MIN, "client", f"http://127.0.0.1:{port}/mcp",
+                                       "tools/call", "nap"], cwd=HERE, env=_clean_env(),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.addCleanup(lambda: (client.kill(), client.wait()))
+            deadline = time.monotonic() + TIMEOUT
+            while not os.path.exists(started):     # the barrier: the tool is running
+                self.assertLess(time.monotonic(), deadline, "the tool never started")
+                time.sleep(0.01)
+            server.send_signal(signal.SIGINT)
+            self.assertEqual(server.wait(timeout=3), 130)      # not after the tool's 60 s
+
+    @unittest.skipUnless(os.name == "posix", "POSIX signals")
+    def test_an_ignored_sigint_stays_ignored(self):
+        # `serve ... &` from a script starts with SIGINT ignored: Ctrl-C is not for it.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "plain.py")
+            with open(path, "w") as f:
+                f.write("from mcp_min import Server\nserver = Server('plain')\n")
+            server, port = self.start_http_server(
+                path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        server.send_signal(signal.SIGINT)
+        import urllib.request
+        request = urllib.request.Request(          # answered after the signal: still serving
+            f"http://127.0.0.1:{port}/mcp", json.dumps(rpc(0, "initialize", init_params())).encode(),
+            {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+            self.assertEqual(json.loads(answer.read())["id"], 0)
+        self.assertIsNone(server.poll())
+
     @unittest.skipUnless(hasattr(os, "killpg"), "needs process groups")
     def test_ctrl_c_in_the_client_while_a_tool_runs_exits_at_once(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -4204,6 +4249,63 @@ class OneDoorTest(HttpTestCase):
                     self.assertEqual(failed.exception.code, INTERNAL_ERROR)
 
 
+class CompiledSchemaTest(unittest.TestCase):
+    """Schemas and hints compiled once (issue 11's types as data), read against a review."""
+
+    def test_recursive_refs_compile_a_bounded_number_of_checks(self):
+        tree = {"$defs": {"node": {"type": "object", "properties": {
+            "left": {"$ref": "#/$defs/node"}, "right": {"$ref": "#/$defs/node"}}}},
+            "$ref": "#/$defs/node"}
+        check = mcp_min._checker(tree)
+
+        def grow(n, seed):
+            return {} if n == 0 else {("left", "right")[seed % 2]: grow(n - 1, seed // 2 + n)}
+        with mock.patch.object(mcp_min, "_checker", wraps=mcp_min._checker) as compiled:
+            for seed in range(300):       # every path a new shape: each ref is compiled once per depth
+                self.assertIsNone(check(grow(30, seed), ""))
+        self.assertLessEqual(compiled.call_count, 2 * 65 + 2)
+
+    def test_an_authors_schema_is_copied_so_what_is_advertised_is_checked(self):
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        server = Server("s")
+        server.add_tool(lambda n=0: n, "count", input_schema=schema)
+        schema["required"] = ["n"]      # changed afterwards: neither advertised nor checked
+        tool = server.tools["count"]
+        self.assertNotIn("required", tool.definition["inputSchema"])
+        self.assertIsNone(tool.check_input({}, ""))
+
+    def test_loaders_leave_unchecked_values_of_another_json_type_alone(self):
+        @dataclasses.dataclass
+        class Item:
+            name: str
+        self.assertEqual(mcp_min._convert("xyz", tuple[str, ...]), "xyz")   # not ('x', 'y', 'z')
+        self.assertEqual(mcp_min._convert("123", list[int]), "123")
+        self.assertEqual(mcp_min._convert("text", Item), "text")
+        self.assertEqual(mcp_min._convert("text", dict[str, int]), "text")
+
+    def test_a_recursive_dataclass_loads_at_any_depth(self):
+        module = types.ModuleType("recursive_nodes")     # where 'list[Node]' is looked up
+        sys.modules[module.__name__] = module
+        self.addCleanup(sys.modules.pop, module.__name__)
+        exec("import dataclasses\n@dataclasses.dataclass\nclass Node:\n    v: int\n"
+             "    kids: 'list[Node]'\n", module.__dict__)
+        Node = module.Node
+        data = {"v": 0, "kids": []}
+        for i in range(1, 31):
+            data = {"v": i, "kids": [data]}
+        node, depth = mcp_min._convert(data, Node), 0
+        while node.kids:
+            self.assertIsInstance(node, Node)
+            node, depth = node.kids[0], depth + 1
+        self.assertEqual((type(node), depth), (Node, 30))
+
+    def test_malformed_keywords_are_ignored_never_raised(self):
+        for schema in ({"anyOf": {"a": 1}}, {"oneOf": "ab"}, {"required": [[1], "a"]},
+                       {"type": 5}, {"enum": 5}, {"minimum": "2"}, {"properties": ["a"]}):
+            with self.subTest(schema=schema):
+                self.assertIsNone(validate({"a": 1}, schema))
+
+
 class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
     """Client(server): a Server in this process, no pipe or socket (issue 11's pairing)."""
 
@@ -4231,6 +4333,11 @@ class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
             with self.assertRaises(McpError) as unknown:
                 await client.request("nope")
             self.assertEqual(unknown.exception.code, METHOD_NOT_FOUND)
+            @server.tool
+            async def odd_log(ctx: Context) -> str:    # keys that collide once encoded
+                ctx.log("info", {1: "a", "1": "b"})
+                return "ok"
+            self.assertEqual((await client.call_tool("odd_log"))["content"][0]["text"], "ok")
             waiting = asyncio.ensure_future(client.call_tool("wait"))
             await asyncio.wait_for(state.entered.wait(), TIMEOUT)
         # Closing the client ends the session: what still ran is cancelled, and nothing leaks.
