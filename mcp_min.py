@@ -403,13 +403,13 @@ def _load(load, value):
 
 def _union(options):
     """anyOf the options; the loader uses the first that validates and loads."""
-    schema = {"anyOf": [schema for _, schema, _ in options]}
+    any_of = {"anyOf": [schema for _, schema, _ in options]}
     if not any(load for _, _, load in options):
-        return schema, None
+        return any_of, None
     options = [(schema, load) for option, schema, load in options if option is not type(None)]
     checks = {}     # compiled when first needed: recursive hints register fast
 
-    def load(value):
+    def first_that_loads(value):
         failed = None
         for i, (schema, load) in enumerate(options):
             fits = checks.get(i) or checks.setdefault(i, _checker(schema))
@@ -421,7 +421,7 @@ def _union(options):
         if failed:
             raise failed
         return value
-    return schema, load
+    return any_of, first_that_loads
 
 
 def _record(tp, depth):
@@ -4095,8 +4095,10 @@ def _serve(server, args, stdout=1):
         def interrupted():      # the first Ctrl-C ends serving quietly, a second at once
             loop.remove_signal_handler(signal.SIGINT)
             task.cancel()
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not ignored or taken
-            try:    # (3.10's asyncio.run would cancel every task at once, and tools complain)
+        # asyncio.run does this itself from 3.11; 3.10's cancels every task at once on Ctrl-C
+        # (tools then log errors). An ignored or an application's own SIGINT is left alone.
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            try:
                 loop.add_signal_handler(signal.SIGINT, interrupted)
             except (NotImplementedError, RuntimeError, ValueError):  # Windows; not the main thread
                 pass
