@@ -25,29 +25,33 @@ Schema the client sees, and the docstring becomes the description:
 >>> server.tools["add"].input_schema["required"]
 ['a']
 
-The session is transport-free: it takes messages and hands replies to a
-callback. Here it is wired by hand (stdio and HTTP do the same with bytes):
+The session is transport-free: every frame that arrives goes in at one door,
+`Session.receive`, which says how many requests it took in, and everything
+going out is handed to a callback. Here it is wired by hand (stdio and HTTP
+do the same with the bytes they read):
 
 >>> out = []
 >>> session = Session(server, lambda message, related: out.append(message))
 >>> session.receive(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":'
 ...     b'{"protocolVersion":"2025-11-25","capabilities":{},'
 ...     b'"clientInfo":{"name":"doc","version":"1"}}}')
+1
 >>> out[-1]["result"]["protocolVersion"]
 '2025-11-25'
 >>> async def call():
-...     session.receive('{"jsonrpc":"2.0","id":1,"method":"tools/call",'
-...                     '"params":{"name":"add","arguments":{"a":2,"b":3}}}')
-...     await session.drain()
+...     session.receive(b'{"jsonrpc":"2.0","id":1,"method":"tools/call",'
+...                     b'"params":{"name":"add","arguments":{"a":2,"b":3}}}')
+...     await session.drain()       # wait for what runs
 >>> asyncio.run(call())
 >>> out[-1]["result"]["content"]
 [{'type': 'text', 'text': '5'}]
 
 Bad input is answered, never raised:
 
->>> session.receive(b'{"jsonrpc":"2.0","id":2,"method":"nope"}')
->>> out[-1]["error"]["code"] == METHOD_NOT_FOUND
-True
+>>> session.receive(b'{"jsonrpc":"2.0","id":2,"method":')
+0
+>>> out[-1]
+{'jsonrpc': '2.0', 'id': None, 'error': {'code': -32700, 'message': 'Parse error'}}
 
 A `Client` speaks to servers over stdio or HTTP, or to a `Server` in this very
 process, which is how a server's own tests can call its tools:
@@ -113,8 +117,10 @@ REQUEST_TIMEOUT = -32001            # our own: a request we sent was not answere
 
 # Limits. Each says what happens at the edge.
 MAX_LINE_BYTES = 16 * 1024 * 1024   # stdio: a longer line gets one error and is skipped to its "\n"
-MAX_IN_FLIGHT = 256                 # requests running per session; more are refused (-32603);
-                                    # stdio stops reading at the cap instead
+MAX_IN_FLIGHT = 256                 # requests running per session; as many more wait their turn,
+                                    # and reading pauses (stdio); while the client owes us an
+                                    # answer, requests past them are refused (-32603)
+MAX_WAITING = 10_000                # requests waiting per session, however they came; more -> -32603
 PAGE_SIZE = 100                     # items per tools/resources/prompts list page
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes
 REQUEST_TIMEOUT_S = 60.0            # default wait for a reply to a request we send
@@ -1308,11 +1314,11 @@ def _camel(name):
 class Session:
     """One client's conversation with a `Server`, independent of transport.
 
-    Feed it what arrives with `receive`; it calls ``send(message, related)``
-    with each message to go out, where `related` is the id of the client
-    request the message belongs to (a response, or a notification or request
-    made while serving it), or None. ``send(None, id)`` means: that request
-    ends with no response (it was cancelled).
+    Feed it every frame that arrives with `receive`; it calls ``send(message,
+    related)`` with each message to go out, where `related` is the id of the
+    client request the message belongs to (a response, or a notification or
+    request made while serving it), or None. ``send(None, id)`` means: that
+    request ends with no response (it was cancelled).
 
     All per-client state lives here, so a transport creates one per client.
     """
@@ -1325,6 +1331,9 @@ class Session:
         self.log_level = "info"
         self.subscriptions = set()
         self.running = {}       # request id -> task serving it
+        self.waiting = {}       # request id -> (message, done): taken in, waiting for a slot (FIFO)
+        self.replies = {}       # request id -> the reply its frame came with (see `receive`)
+        self.on_ready = None    # called when `accepting` may have become true
         self._cancelled = set()
         self._pending = {}      # id of a request we sent -> future for its reply
         self._next_id = 0
@@ -1333,69 +1342,93 @@ class Session:
         self.loop = None
         server.sessions.add(self)
 
-    # -- input ----------------------------------------------------------------
-    def receive(self, data, done=None):
-        """Handle one frame: JSON text (bytes or str), or a parsed dict or list.
+    # -- input: the one door -----------------------------------------------------
+    def receive(self, frame, done=None, reply=None):
+        """Take one inbound frame: JSON text as bytes, or a message already parsed
+        (a dict; a list is a batch; a str is not decoded again: it is no message).
+        Every transport comes through here.
 
-        `done` is called once the frame's work has finished (for a request,
-        when it is answered), so a transport can bound what it reads ahead.
-        Nothing raises out of here: bad input is answered.
+        The frame is decoded and checked, and everything in it is answered: bad
+        input too, nothing raises. At most MAX_IN_FLIGHT requests run at once;
+        later ones wait their turn in order (see `accepting`). Answers go to
+        ``reply(message)`` if given (HTTP answers a POST on its own response; a
+        reply that returns False cannot carry a notification, which then goes to
+        `send`), else to `send`. ``done()`` is called when the frame's work is
+        over. Returns how many requests it took in; None if it refused the frame
+        whole (a batch it does not accept).
         """
+        if self.loop is None:
+            self.loop = _running_loop()
         try:
-            message = decode(data) if isinstance(data, (bytes, bytearray, str)) else data
+            message = decode(frame) if isinstance(frame, (bytes, bytearray)) else frame
         except McpError as e:
-            self._send(_error(None, e.code, e.message), None)
-            return done and done()
-        return self.dispatch(message, done)
-
-    def dispatch(self, message, done=None):
-        """Handle one parsed frame: a message, or a batch (a list). A parsed
-        JSON string is never decoded again: it is not a message, whatever it says."""
+            message = e
         if type(message) is not list:
-            return self._one(message, done)
-        # Batches: 2025-03-26 only; initialize MUST NOT be in one.
-        if self.protocol_version not in BATCH_VERSIONS or not message:
-            self._send(_error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
-                              if message else "Invalid request: empty batch"), None)
-            return done and done()
-        remaining = [len(message)]
+            return self._take(message, done, reply, False)
+        if not message or self.protocol_version not in BATCH_VERSIONS:    # batches: 2025-03-26 only
+            self._answer(_error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
+                                if message else "Invalid request: empty batch"), None, reply)
+            done and done()
+            return None
+        left = [len(message)]
 
         def one_done():
-            remaining[0] -= 1
-            if remaining[0] == 0 and done:
+            left[0] -= 1
+            if not left[0] and done:
                 done()
-        for item in message:
-            if type(item) is dict and item.get("method") == "initialize":
-                self._send(_error(_readable_id(item), INVALID_REQUEST,
-                                  "Invalid request: initialize may not be batched"), None)
-                one_done()
-            else:
-                self._one(item, one_done)   # a nested list is simply not a valid message
+        return sum([self._take(item, one_done, reply, True) for item in message])
 
-    def _one(self, message, done):
+    @property
+    def accepting(self):
+        """Whether a transport should read on. False while as many requests wait as
+        may run; then `on_ready` says when to go on. While the client owes us an
+        answer it stays true (that answer must get in), and requests beyond are refused."""
+        return len(self.waiting) < MAX_IN_FLIGHT or bool(self._pending)
+
+    def _take(self, message, done, reply, batched):
         try:
+            if type(message) is McpError:
+                raise message
             kind = classify(message)
+            if kind == "request":
+                id_ = message["id"]
+                if batched and message["method"] == "initialize":
+                    raise McpError(INVALID_REQUEST, "Invalid request: initialize may not be batched")
+                if id_ in self.running or id_ in self.waiting:  # two live requests would cross answers
+                    raise McpError(INVALID_REQUEST, _ID_IN_USE)
         except McpError as e:
             # Only a request's id is the client's own: never echo the id of a broken reply.
-            id_ = None if self.broken_reply(message) else _readable_id(message)
-            self._send(_error(id_, e.code, e.message), None)
-            return done and done()
-        self.handle(message, kind, done)
-
-    def handle(self, message, kind, done=None):
-        """Act on one classified message. Every transport comes through here, so a bug
-        inside is answered the same on all of them: -32603, and the transport lives on."""
-        try:
+            id_ = None if type(message) is McpError or self._broken_reply(message) \
+                else _readable_id(message)
+            self._answer(_error(id_, e.code, e.message), None, reply)
+            done and done()
+            return 0
+        if kind != "request":
             self._handle(message, kind, done)
+            return 0
+        if reply is not None:
+            self.replies[id_] = reply
+        if len(self.running) < MAX_IN_FLIGHT and not self.waiting:
+            self._handle(message, kind, done)
+        elif len(self.waiting) < (MAX_IN_FLIGHT if self._pending else MAX_WAITING):
+            self.waiting[id_] = message, done
+        else:
+            self._answer(_error(id_, INTERNAL_ERROR, "Too many requests in flight"), id_)
+            done and done()
+        return 1
+
+    def _handle(self, message, kind, done):
+        """Act on one classified message. A bug in here is answered the same on every
+        transport: -32603, and the session lives on."""
+        try:
+            self._act(message, kind, done)
         except Exception:
             log.exception("failed to handle a %s", kind)
             if kind == "request" and message["id"] not in self.running:
-                self._send(_error(message["id"], INTERNAL_ERROR, "Internal error"), message["id"])
+                self._answer(_error(message["id"], INTERNAL_ERROR, "Internal error"), message["id"])
                 done and done()
 
-    def _handle(self, message, kind, done):
-        if self.loop is None:
-            self.loop = _running_loop()
+    def _act(self, message, kind, done):
         if kind == "response":
             _settle(self._pending.pop(message["id"], None), message)
             return done and done()
@@ -1410,29 +1443,26 @@ class Session:
                     log.exception("notification %r failed", method)
             return done and done()
         id_ = message["id"]
-        problem = self._refusal(id_, method, params)
+        problem = self._refusal(method, params)
         if problem:
-            self._send(_error(id_, *problem), id_)
+            self._answer(_error(id_, *problem), id_)
             return done and done()
         if method == "initialize":
             # Answered inline, so every later message sees the negotiated state.
             try:
-                self._send(_result(id_, self._initialize(params)), id_)
+                self._answer(_result(id_, self._initialize(params)), id_)
             except McpError as e:
-                self._send(_error(id_, e.code, e.message, e.data), id_)
+                self._answer(_error(id_, e.code, e.message, e.data), id_)
             return done and done()
-        if self.loop is None:   # no event loop (a bare doctest): answer synchronous methods only
+        if self.loop is None:   # no event loop to run it on (a synchronous caller)
+            self._answer(_error(id_, INTERNAL_ERROR, "No event loop is running"), id_)
             return done and done()
         task = self.loop.create_task(self._serve(id_, _METHODS[method][0], params, done))
         if not task.done():     # an eager task factory (3.12+) may have finished it already
             self.running[id_] = task
 
-    def _refusal(self, id_, method, params):
+    def _refusal(self, method, params):
         """Why a request cannot run, as (code, message), or None."""
-        if id_ in self.running:     # two live requests with one id would cross their answers
-            return INVALID_REQUEST, "Invalid request: id already in use"
-        if len(self.running) >= MAX_IN_FLIGHT:
-            return INTERNAL_ERROR, "Too many requests in flight"
         if type(params) is not dict:
             return INVALID_PARAMS, "Invalid params: expected an object"
         if method == "initialize":
@@ -1469,26 +1499,65 @@ class Session:
         self.running.pop(id_, None)     # before the answer: the client may reuse the id at once
         if response is None or id_ in self._cancelled:
             self._cancelled.discard(id_)
-            self._send(None, id_)   # cancelled: no response, even if the handler finished
+            self._answer(None, id_)     # cancelled: no response, even if the handler finished
         elif not self.closed:
-            self._send(response, id_)
+            self._answer(response, id_)
+        if self.waiting:    # the next starts on the next turn: one answered at once would recurse
+            self.loop.call_soon(self._start_waiting)
         if done:
             done()
 
+    def _start_waiting(self):
+        while self.waiting and len(self.running) < MAX_IN_FLIGHT and not self.closed:
+            id_ = next(iter(self.waiting))
+            message, done = self.waiting.pop(id_)
+            self._handle(message, "request", done)
+        if self.on_ready and self.accepting:
+            self.on_ready()
+
     def cancel(self, id_):
-        """Cancel a running request: it ends without a response."""
+        """Cancel a request that runs or waits: it ends without a response."""
+        if id_ in self.waiting:
+            done = self.waiting.pop(id_)[1]
+            self._answer(None, id_)
+            done and done()
+            if self.on_ready and self.accepting:
+                self.on_ready()
+            return
         import inspect
         self._cancelled.add(id_)
         task = self.running[id_]
         if inspect.getcoroutinestate(task.get_coro()) != inspect.CORO_CREATED:
             task.cancel()   # one not yet started sees the mark when it starts, and ends
 
-    async def drain(self):
-        """Wait until every running request has been answered."""
-        while self.running:
-            await asyncio.wait(list(self.running.values()))
+    async def drain(self, timeout=None):
+        """Wait until every request taken in has been answered (or `timeout` s passed)."""
+        loop = asyncio.get_running_loop()
+        end = None if timeout is None else loop.time() + timeout
+        while (self.running or self.waiting) and not self.closed:
+            left = None if end is None else end - loop.time()
+            if left is not None and left <= 0:
+                return
+            if self.running:
+                await asyncio.wait(list(self.running.values()), timeout=left,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            else:
+                await asyncio.sleep(0)      # a waiting request starts on the next turn
 
     # -- output -------------------------------------------------------------------
+    def _answer(self, message, related, reply=None):
+        """Every outgoing message passes here: to the reply of its request's frame
+        if it came with one, else to `send`."""
+        if reply is None and related is not None:
+            reply = self.replies.get(related)
+        if reply is None:
+            self._send(message, related)
+        elif message is None or "method" not in message:    # the answer: that request is over
+            self.replies.pop(related, None)
+            reply(message)
+        elif not reply(message):
+            self._send(message, related)
+
     def notify(self, method, params=None, related=None):
         """Send a notification (thread-safe: sync tools run in threads)."""
         # lifecycle: before notifications/initialized, only what a request causes, and logs.
@@ -1505,7 +1574,7 @@ class Session:
 
     def _send_open(self, message, related):
         if not self.closed:
-            self._send(message, related)
+            self._answer(message, related)
 
     async def request(self, method, params=None, related=None, timeout=REQUEST_TIMEOUT_S):
         """Send a request to the client and wait for its result (or McpError)."""
@@ -1522,7 +1591,9 @@ class Session:
         except (TypeError, ValueError) as e:
             self._pending.pop(id_, None)
             raise McpError(INVALID_PARAMS, f"{method}: parameters are not JSON ({e})") from None
-        self._send(message, related)
+        self._answer(message, related)
+        if self.on_ready:       # we owe the client's answer a way in
+            self.on_ready()
         try:
             return await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError:
@@ -1531,22 +1602,17 @@ class Session:
         finally:
             self._pending.pop(id_, None)
 
-    @property
-    def awaiting_reply(self):
-        """Whether a request we sent still waits for the client's answer."""
-        return bool(self._pending)
-
-    def broken_reply(self, message):
+    def _broken_reply(self, message):
         """Whether an invalid message has no "method", so may be a broken reply to a
         request of ours (its id is then ours, not the client's); its waiter fails now."""
         if type(message) is not dict or "method" in message:
             return False
         if _is_id(message.get("id")):
-            self.refuse(message["id"], "Invalid response from the client")
+            self.fail(message["id"], "Invalid response from the client")
         return True
 
-    def refuse(self, id_, reason):
-        """A request we sent cannot reach the client: fail its waiter now."""
+    def fail(self, id_, reason):
+        """A request we sent cannot be answered (no way to the client): its waiter fails now."""
         future = self._pending.pop(id_, None)
         if future is not None and not future.done():
             future.set_exception(McpError(CONNECTION_CLOSED, reason))
@@ -1561,7 +1627,7 @@ class Session:
                 future.set_exception(McpError(CONNECTION_CLOSED, "Connection closed"))
         self._pending.clear()
         if cancel:
-            for id_ in list(self.running):
+            for id_ in list(self.running) + list(self.waiting):
                 self.cancel(id_)
 
     # -- the handshake ---------------------------------------------------------
@@ -1594,6 +1660,9 @@ def _settle(future, message):
                                       str(error.get("message", "error")), error.get("data")))
     else:
         future.set_result(message["result"])
+
+
+_ID_IN_USE = "Invalid request: id already in use"
 
 
 def _readable_id(message):
@@ -1762,7 +1831,7 @@ async def _complete(session, params, ctx):
 
 def _on_cancelled(session, params):
     id_ = params.get("requestId")
-    if _is_id(id_) and id_ in session.running:  # initialize never runs as a task: not cancellable
+    if _is_id(id_) and (id_ in session.running or id_ in session.waiting):  # initialize never runs as a task
         session.cancel(id_)
 
 
@@ -1844,20 +1913,15 @@ def _private_stdout(fd=1):
 async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     """Serve one session over stdin/stdout until stdin closes.
 
+    Framing only: lines in, lines out. Reading pauses while the session is not
+    `accepting` (the pipe then holds the client back) and goes on at `on_ready`.
     Protocol goes to a private copy of stdout (see `_private_stdout`).
     """
     loop = asyncio.get_running_loop()
     out = _private_stdout(stdout_fd)
     finished = asyncio.Event()
-    # At most MAX_IN_FLIGHT requests run; later ones wait in `queued`, and reading
-    # pauses once as many wait. Everything else -- a cancel, the client's answer
-    # to a request of ours -- is never held behind them, and while a request of
-    # ours awaits its answer reading never pauses: requests read past the full
-    # queue then are refused (-32603) instead.
-    lock = threading.Lock()             # the reader thread (if any) and the loop share these:
-    free, queued, paused = MAX_IN_FLIGHT, [], False
-    wake = threading.Condition(lock)    # the thread waits here while the queue is full
-    REFUSED = object()                  # marks a request past a full queue
+    paused = threaded = False
+    go = threading.Event()              # the reader thread (if any) waits here to read on
 
     def send(message, related):
         if message is None or session.closed:
@@ -1874,117 +1938,44 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         except OSError:     # the client stopped reading: end quietly
             session.closed = True
             finished.set()
-            return
-        if "method" in message and "id" in message:    # we asked: the answer must get in
-            resume()
 
     session = Session(server, send)
     session.loop = loop
-
-    def receive(items):
-        for line, message, done in items:
-            if trace:
-                trace.line("in", "stdin", line)
-            if isinstance(message, McpError):
-                send(_error(None, message.code, message.message), None)
-                continue
-            if done is REFUSED:
-                id_ = _readable_id(message)
-                send(_error(id_, INTERNAL_ERROR, "Too many requests in flight"), id_)
-                continue
-            if type(message) is dict and message.get("method") == "notifications/cancelled":
-                drop_queued(message.get("params"))
-            session.dispatch(message, done)
-
-    def take(lines):
-        """Parse lines into (line, message, done) items to hand to `receive`."""
-        nonlocal free
-        items = []
-        # Reading with the queue full happens only while the client owes us an answer:
-        # requests that come then are refused, never let past the queued ones.
-        full = len(queued) >= MAX_IN_FLIGHT
-        for line in lines:
-            line = line[:-1] if line.endswith(b"\r") else line
-            if not line.strip():
-                continue
-            try:
-                message = decode(line)
-            except McpError as e:
-                message = e
-            if type(message) is list or type(message) is dict and "id" in message and "method" in message:
-                if full:
-                    items.append((line, message, REFUSED))
-                    continue
-                with lock:
-                    if free and not queued:
-                        free -= 1
-                        items.append((line, message, request_done))
-                    else:
-                        queued.append((line, message))
-            else:
-                items.append((line, message, None))
-        return items
-
-    def request_done():                 # on the loop: a request ended, its slot is free
-        nonlocal free
-        with lock:
-            free += 1
-            if not queued:
-                return
-        # A queued one starts next turn, not now: one answered at once would recurse here.
-        loop.call_soon(start_queued)
-
-    def start_queued():
-        nonlocal free
-        with lock:
-            if not (free and queued):
-                return
-            free -= 1
-            item = queued.pop(0)
-        if len(queued) < MAX_IN_FLIGHT:
-            resume()
-        receive([item + (request_done,)])
-
-    def drop_queued(params):            # a cancel for a request still in the queue
-        wanted = params.get("requestId") if type(params) is dict else None
-        if not _is_id(wanted):
-            return
-        with lock:
-            for i, (_, message) in enumerate(queued):
-                id_ = message.get("id") if type(message) is dict else None
-                if type(id_) is type(wanted) and id_ == wanted:     # 1 and "1" differ
-                    del queued[i]
-                    break
-            else:
-                return
-        resume()        # the queue shrank: a waiting reader may go on
-
-    def resume():
-        nonlocal paused
-        with wake:
-            wake.notify()
-        if paused:
-            paused = False
-            loop.add_reader(stdin_fd, readable)
-
     lines = _Lines(lambda: send(_error(None, INVALID_REQUEST,
                                        f"Message too long (over {MAX_LINE_BYTES} bytes)"), None))
 
-    def readable():                     # the loop's own reader (POSIX pipes, sockets, ttys)
+    def feed(chunk):                    # on the loop: every line of a chunk goes in
         nonlocal paused
+        for line in lines.feed(chunk) if chunk else lines.end():
+            line = line[:-1] if line.endswith(b"\r") else line
+            if line.strip():
+                if trace:
+                    trace.line("in", "stdin", line)
+                session.receive(line)
+        if not chunk:
+            finished.set()
+        elif session.accepting:
+            go.set()
+        elif not threaded:              # the client is far ahead: let the pipe hold it
+            loop.remove_reader(stdin_fd)
+            paused = True
+
+    def read_on():
+        nonlocal paused
+        go.set()
+        if paused and not finished.is_set():
+            paused = False
+            loop.add_reader(stdin_fd, readable)
+    session.on_ready = read_on
+
+    def readable():                     # the loop's own reader (POSIX pipes, sockets, ttys)
         try:
             chunk = os.read(stdin_fd, 1 << 16)
         except OSError:
             chunk = b""
         if not chunk:
             loop.remove_reader(stdin_fd)
-            receive(take(lines.end()))
-            finished.set()
-            return
-        receive(take(lines.feed(chunk)))
-        if len(queued) >= MAX_IN_FLIGHT and not session.awaiting_reply:  # the client is far ahead
-            loop.remove_reader(stdin_fd)
-            paused = True
+        feed(chunk)
 
     def reader():                       # a thread: Windows, or stdin redirected from a file
         while True:
@@ -1992,19 +1983,16 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 chunk = os.read(stdin_fd, 1 << 16)
             except OSError:
                 chunk = b""
-            items = take(lines.feed(chunk) if chunk else lines.end())
-            if items:
-                loop.call_soon_threadsafe(receive, items)
+            go.clear()
+            loop.call_soon_threadsafe(feed, chunk)
             if not chunk:
-                break
-            with wake:
-                while len(queued) >= MAX_IN_FLIGHT and not session.awaiting_reply:
-                    wake.wait()
-        loop.call_soon_threadsafe(finished.set)
+                return
+            go.wait()
 
     try:
         loop.add_reader(stdin_fd, readable)
     except (NotImplementedError, OSError, ValueError):  # proactor loop, or a regular file
+        threaded = True
         threading.Thread(target=reader, name="mcp-stdin", daemon=True).start()
     try:
         await finished.wait()
@@ -2015,14 +2003,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
         loop.remove_reader(stdin_fd)
     except (NotImplementedError, OSError, ValueError):
         pass
-    # stdin closed: what was read still runs, queued requests too, within the grace period.
-    end = loop.time() + SHUTDOWN_GRACE
-    while (session.running or queued) and not session.closed and loop.time() < end:
-        if session.running:
-            await asyncio.wait(list(session.running.values()), timeout=end - loop.time(),
-                               return_when=asyncio.FIRST_COMPLETED)
-        else:
-            await asyncio.sleep(0)      # a queued request starts on the next turn
+    # stdin closed: what was read still runs, waiting requests too, within the grace period.
+    await session.drain(SHUTDOWN_GRACE)
     session.close(cancel=True)
     os.close(out)
     return 0
@@ -2145,8 +2127,14 @@ class _Stream:
         self.direct = None      # writes a message at once if it can (else it is queued)
 
     def put(self, message):
-        if self.closed:
+        """Queue `message`; False if this stream cannot carry it (a JSON-only answer
+        carries no notification or request). Once closed, everything is dropped."""
+        if message is None:     # the request ended without a response: nothing to carry
+            return True
+        if not self.streams and "method" in message:
             return False
+        if self.closed:
+            return True
         if not self.items and self.direct and self.direct(message):
             return True         # no waking the stream's task for each message
         if len(self.items) >= MAX_QUEUED and message is not _FINISHED and "id" not in message:
@@ -2179,7 +2167,7 @@ class _Stream:
 
 
 _KEEPALIVE = object()
-_FINISHED = {"finished": True}   # put on a POST stream when its request ends without a response
+_FINISHED = {"finished": True}   # put on a POST's stream when its frame's work is over
 
 
 class _HttpSession:
@@ -2187,39 +2175,28 @@ class _HttpSession:
 
     def __init__(self, server, sid, legacy, stateless_version=None):
         self.sid, self.legacy = sid, legacy
-        self.routes = {}        # client request id -> _Stream of the POST that carried it
+        self.posts = set()      # the _Streams answering POSTs that are still open
         self.standalone = None  # the GET stream: legacy /sse, or GET /mcp
         self.last_active = _now()
         self.session = Session(server, self.send, stateless_version)
 
     def send(self, message, related):
-        """Route one outgoing message to exactly one stream (never broadcast)."""
-        if self.legacy:         # 2024-11-05: everything goes on the one SSE stream
-            if message is not None and self.standalone is not None:
-                self.standalone.put(message)
+        """What no POST's answer carries goes on the GET stream (legacy: everything)."""
+        if message is None:
             return
-        stream = self.routes.get(related) if related is not None else None
-        if message is None or "method" not in message:     # a response, or "no response"
-            if stream is not None:
-                del self.routes[related]
-                self.last_active = _now()
-                stream.put(_FINISHED if message is None else message)
-            return
-        if stream is not None and stream.streams:
-            stream.put(message)     # on the answer stream of the request that caused it
-        elif related is not None and stream is None:
-            pass    # its request is over (answered or cancelled): nothing more belongs to it
-        elif self.standalone is not None:
+        if not self.legacy and related is not None and related not in self.session.replies:
+            return      # its request is over (answered or cancelled): nothing more belongs to it
+        if self.standalone is not None:
             self.standalone.put(message)
-        elif "id" in message:
-            self.session.refuse(message["id"], "No open stream can carry a request to the client")
+        elif "method" in message and "id" in message:
+            self.session.fail(message["id"], "No open stream can carry a request to the client")
 
     def close(self, cancel):
         self.session.close(cancel=cancel)
-        for stream in list(self.routes.values()) + [self.standalone]:
+        for stream in list(self.posts) + [self.standalone]:
             if stream:
                 stream.close()
-        self.routes.clear()
+        self.posts.clear()
 
 
 _now = time.monotonic
@@ -2319,7 +2296,7 @@ class HttpServer:
             limit = _now() - self.session_idle
             for sid, entry in list(self.sessions.items()):
                 if not entry.legacy and entry.last_active < limit and not entry.session.running \
-                        and not entry.routes and entry.standalone is None:
+                        and not entry.posts and entry.standalone is None:
                     del self.sessions[sid]
                     entry.close(cancel=True)
 
@@ -2546,27 +2523,18 @@ class HttpServer:
     async def _mcp_post(self, request, writer, cors):
         if not self._accepts(request, not self.json_response):
             raise _HttpError(406, "Accept must list application/json and text/event-stream")
-        version = request.header("mcp-protocol-version") or "2025-03-26"
-        body = None
         try:
             body = decode(request.body)
-            if body == []:
-                raise McpError(INVALID_REQUEST, "Invalid request: empty batch")
-            messages = body if type(body) is list else [body]
-            kinds = [classify(m) for m in messages]
         except McpError as e:
-            entry = self.sessions.get(request.header("mcp-session-id"))
-            if entry and not entry.legacy and type(body) in (dict, list):
-                for message in body if type(body) is list else [body]:
-                    entry.session.broken_reply(message)
             raise _HttpError(400, e.message, e.code) from None
-        initialize = any(k == "request" and m["method"] == "initialize" for m, k in zip(messages, kinds))
+        initialize = type(body) is dict and body.get("method") == "initialize" and "id" in body
         if self.stateless:
+            version = request.header("mcp-protocol-version") or "2025-03-26"
             entry = _HttpSession(self.server, None, False, None if initialize else version)
             self.stateless_entries.add(entry)
         elif initialize:
-            if type(body) is list or request.header("mcp-session-id"):
-                raise _HttpError(400, "Invalid request: initialize must be alone, without a session",
+            if request.header("mcp-session-id"):
+                raise _HttpError(400, "Invalid request: initialize must come without a session",
                                  INVALID_REQUEST)
             if len(self.sessions) >= MAX_SESSIONS:
                 raise _HttpError(503, "Too many sessions")
@@ -2575,66 +2543,54 @@ class HttpServer:
         else:
             entry = self._lookup(request)
         frame = _chunk if request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
+        stream = _Stream(streams=not (self.json_response or type(body) is list))
+        entry.posts.add(stream)
         try:
-            return await self._mcp_messages(entry, messages, kinds, writer, cors, initialize,
-                                            type(body) is list, frame)
+            entry.last_active = _now()
+            taken = entry.session.receive(body, lambda: stream.put(_FINISHED), stream.put)
+            if not taken:   # None: a batch refused whole, answered with one error
+                return self._no_request(writer, stream, cors, taken is not None and type(body) is list)
+            headers = list(cors)
+            if initialize and not self.stateless:
+                if "result" in stream.items[0]:   # a session exists only once initialize succeeded
+                    self.sessions[entry.sid] = entry
+                    headers.append(("Mcp-Session-Id", entry.sid))
+            return await self._answer(writer, stream, headers, type(body) is list, frame)
         finally:    # a refused or failed opening request leaves nothing behind
+            entry.posts.discard(stream)
+            entry.last_active = _now()
             if self.stateless or initialize and entry.sid not in self.sessions:
                 entry.close(cancel=False)
                 self.stateless_entries.discard(entry)
 
-    async def _mcp_messages(self, entry, messages, kinds, writer, cors, initialize, batch, frame):
-        if batch and entry.session.protocol_version not in BATCH_VERSIONS:
-            raise _HttpError(400, "Invalid request: batches are not accepted", INVALID_REQUEST)
-        entry.last_active = _now()
-        requests = [m["id"] for m, k in zip(messages, kinds) if k == "request"]
-        if not requests:
-            for message, kind in zip(messages, kinds):
-                entry.session.handle(message, kind)
+    def _no_request(self, writer, stream, cors, batch):
+        """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors."""
+        errors = [m for m in stream.items if m is not _FINISHED]
+        if not errors:
             self._write(writer, 202, cors, b"")
             return True
-        seen = set()
-        for id_ in requests:    # ids are str or int, never bool: 1 and "1" stay apart in a set
-            if id_ in entry.routes or id_ in seen:
-                raise _HttpError(409, "Invalid request: id already in use", INVALID_REQUEST, id_=id_)
-            seen.add(id_)
-        stream = _Stream(streams=not (self.json_response or batch))
-        for id_ in requests:
-            entry.routes[id_] = stream
-        for message, kind in zip(messages, kinds):
-            entry.session.handle(message, kind)
-        headers = list(cors)
-        if initialize and not self.stateless:
-            first = await stream.get()
-            if "result" in first:   # a session exists only once initialize succeeded
-                self.sessions[entry.sid] = entry
-                headers.append(("Mcp-Session-Id", entry.sid))
-            stream.items.insert(0, first)
-        return await self._answer(writer, stream, len(requests), headers, batch, frame)
+        status = 409 if not batch and errors[0]["error"]["message"] == _ID_IN_USE else 400
+        self._write(writer, status, cors + [("Content-Type", "application/json")],
+                    b"[" + b",".join(map(encode, errors)) + b"]" if batch else encode(errors[0]))
+        return True
 
-    async def _answer(self, writer, stream, expected, headers, batch, frame):
+    async def _answer(self, writer, stream, headers, batch, frame):
         """Write the responses to a POST: one JSON body if nothing came before
         the result, else an SSE stream of everything related, result last."""
         responses, sse = [], False
         deadline = self.writers[writer]
-        while expected:
+        while True:
             if stream.streams:
                 deadline.set(KEEPALIVE_INTERVAL, stream.poke)
             message = await stream.get()
-            if message is None:     # the session ended (DELETE, expiry): no more answers come
+            if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
                 break
-            if message is _FINISHED:
-                expected -= 1
-                continue
             final = message is not _KEEPALIVE and "method" not in message
             if not sse and not final:
                 sse = self._start_sse(writer, headers, frame)   # something before the result
             if message is _KEEPALIVE:
                 await self._send(writer, frame(b": keepalive\n\n"))
-                continue
-            if final:
-                expected -= 1
-            if sse and (event := self._event(message)):
+            elif sse and (event := self._event(message)):
                 await self._send(writer, frame(event))
             elif final:
                 responses.append(message)
@@ -2758,16 +2714,12 @@ class HttpServer:
         entry = self.sessions.get(ids[0])
         if entry is None or not entry.legacy:
             raise _HttpError(404, "Session not found")
-        message = None
         try:
             message = decode(request.body)
-            if type(message) is not list:
-                classify(message)
         except McpError as e:
-            entry.session.broken_reply(message)
             raise _HttpError(400, e.message, e.code) from None
         self._write(writer, 202, cors, b"")     # first: the answer goes to the stream
-        entry.session.dispatch(message)
+        entry.session.receive(message)
         return True
 
 

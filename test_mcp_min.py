@@ -890,7 +890,8 @@ class Wire:
         return [m for m, _ in self.sent if m is not None]
 
     def feed(self, data):
-        self.session.receive(data if isinstance(data, (bytes, str)) else json.dumps(data))
+        self.session.receive(data.encode() if isinstance(data, str) else
+                             data if isinstance(data, bytes) else json.dumps(data).encode())
 
     async def wait_for(self, predicate, timeout=TIMEOUT):
         """The first message matching `predicate` not yet waited for."""
@@ -1206,13 +1207,16 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
 
     async def test_requests_in_flight_are_bounded_per_session(self):
         await self.wire.initialize()
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3):
-            for i in range(1, 5):
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3), mock.patch.object(mcp_min, "MAX_WAITING", 1):
+            for i in range(1, 6):
                 self.wire.feed(call(i, "wait"))
-            refused = await self.wire.response(4)
-        self.assertEqual(refused["error"]["code"], INTERNAL_ERROR)
-        self.state.gate.set()
-        await self.wire.settle()
+            refused = await self.wire.response(5)
+            self.assertEqual(refused["error"]["code"], INTERNAL_ERROR)
+            self.assertEqual((set(self.wire.session.running), set(self.wire.session.waiting)),
+                             ({1, 2, 3}, {4}))
+            self.state.gate.set()
+            for i in range(1, 5):       # the one that waited runs when a slot frees
+                self.assertEqual(tool_text(await self.wire.response(i)), "released")
 
     @unittest.skipUnless(hasattr(asyncio, "eager_task_factory"), "Python 3.12+")
     async def test_an_eager_task_factory_answers_and_frees_the_id(self):
@@ -3354,7 +3358,7 @@ class HttpLimitsTest(HttpTestCase):
                     break
                 await asyncio.sleep(0.01)
             self.assertEqual(self.http.connections, 0)
-            self.assertEqual(self.http.sessions[sid].routes, {})
+            self.assertEqual((self.http.sessions[sid].posts, self.http.sessions[sid].session.replies), (set(), {}))
             self.assertEqual((await self.ping(sid)).status, 200)
 
     async def test_close_does_not_wait_for_idle_keepalive_connections(self):
@@ -3519,7 +3523,11 @@ class HttpJsonRpcTest(HttpTestCase):
         sid = await self.client.initialize("2025-03-26")
         batch = [rpc(i, "ping") for i in range(2000)] + [rpc(1999, "ping")]
         response = await self.client.post(batch, sid, "2025-03-26")
-        self.assertJsonRpcError(response, 409, INVALID_REQUEST, 1999)
+        self.assertEqual(response.status, 200)
+        answers = response.json()      # as on stdio: the duplicate alone is refused, with its id
+        self.assertEqual(len(answers), 2001)
+        self.assertEqual([m["error"]["message"] for m in answers if m["id"] == 1999 and "error" in m],
+                         ["Invalid request: id already in use"])
 
     async def test_tracing_a_deeply_nested_body_cannot_drop_the_request(self):
         # Regression: --trace recursed on a 1 KB body and the connection died unanswered.
@@ -3621,17 +3629,18 @@ class HttpStreamingTest(HttpTestCase):
             await writer.drain()
             entry = self.http.sessions[sid]
             for _ in range(500):
-                if 7 in entry.routes:
+                if 7 in entry.session.replies:
                     break
                 await asyncio.sleep(0.01)
-            stream = entry.routes[7]
+            [stream] = entry.posts
             self.state.gate.set()
             await read_head(reader)        # ... and read nothing more
             await asyncio.wait_for(self.state.flood_done.wait(), 30)
             for _ in range(500):
-                if stream.items and "result" in stream.items[-1]:
+                if stream.items[-1:] == [mcp_min._FINISHED]:
                     break
                 await asyncio.sleep(0.01)
+            self.assertEqual(stream.items.pop(), mcp_min._FINISHED)    # the POST's work is over
             self.assertLessEqual(len(stream.items), mcp_min.MAX_QUEUED + 1)
             self.assertGreater(stream.dropped, 0)
             self.assertEqual(stream.items[-1]["id"], 7)
@@ -4227,10 +4236,10 @@ class OneDoorTest(HttpTestCase):
     async def test_a_bug_in_the_session_is_minus_32603_everywhere_and_the_id_is_free_again(self):
         original = mcp_min.Session._refusal
 
-        def faulty(session, id_, method, params):
+        def faulty(session, method, params):
             if method == "ping":
                 raise RuntimeError("injected")
-            return original(session, id_, method, params)
+            return original(session, method, params)
         with mock.patch.object(mcp_min.Session, "_refusal", faulty):
             wire = Wire(self.server)                                    # receive, in memory
             await wire.initialize()
