@@ -1311,7 +1311,78 @@ def _camel(name):
     return head + "".join(w.title() for w in rest)
 
 
-class Session:
+class _Peer:
+    """What both ends of a connection do alike as JSON-RPC peers, the server's
+    `Session` and the `Client`: number the requests they send, wait for each
+    answer (or a timeout, after which the other side is told to stop), and
+    fail every waiter at once when the connection ends.
+
+    A transport hands what arrives to the peer and tells it two things:
+    ``_fail(id, error)`` when a request it was to carry can get no answer, and
+    ``_closed(reason)`` when the connection has ended.
+    """
+
+    def __init__(self):
+        self._pending = {}      # id of a request we sent -> future for its answer
+        self._next_id = 0
+        self._gone = None       # why the connection ended, once it has
+
+    def _new_id(self):
+        self._next_id += 1
+        return self._next_id
+
+    async def _exchange(self, id_, method, params, timeout, send, related=None):
+        """Send request `id_` with ``await send(message)`` and wait for its result."""
+        if self._gone:
+            raise McpError(CONNECTION_CLOSED, self._gone)
+        message = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            encode(message)     # fail here, in the caller, rather than on the wire
+        except (TypeError, ValueError) as e:
+            raise McpError(INVALID_PARAMS, f"{method}: parameters are not JSON ({e})") from None
+        future = self._pending[id_] = asyncio.get_running_loop().create_future()
+
+        async def exchange():   # sending counts against the timeout too
+            await send(message)
+            return await future
+        try:
+            return await asyncio.wait_for(exchange(), timeout)
+        except asyncio.TimeoutError:
+            self._abandon(id_, method, "timeout", related)
+            raise McpError(REQUEST_TIMEOUT, f"{method}: no answer within {timeout} s") from None
+        except asyncio.CancelledError:      # our caller gave up: so may the other side
+            self._abandon(id_, method, "cancelled", related)
+            raise
+        finally:
+            self._pending.pop(id_, None)
+
+    def _settle(self, message):
+        """A response arrived: its waiter gets the result, or McpError."""
+        future = self._pending.pop(message["id"], None)
+        if future is None or future.done():
+            return
+        if "error" in message:
+            error = message["error"] if type(message["error"]) is dict else {}
+            future.set_exception(McpError(error.get("code", INTERNAL_ERROR),
+                                          str(error.get("message", "error")), error.get("data")))
+        else:
+            future.set_result(message["result"])
+
+    def _fail(self, id_, error):
+        future = self._pending.pop(id_, None)
+        if future is not None and not future.done():
+            future.set_exception(error)
+
+    def _closed(self, reason):
+        """The connection is gone: every waiting request fails now, and later ones at once."""
+        self._gone = reason
+        for id_ in list(self._pending):
+            self._fail(id_, McpError(CONNECTION_CLOSED, reason))
+
+
+class Session(_Peer):
     """One client's conversation with a `Server`, independent of transport.
 
     Feed it every frame that arrives with `receive`; it calls ``send(message,
@@ -1324,6 +1395,7 @@ class Session:
     """
 
     def __init__(self, server, send, stateless_version=None):
+        super().__init__()
         self.server, self._send = server, send
         self.protocol_version = stateless_version
         self.initialized = stateless_version is not None  # stateless HTTP needs no handshake
@@ -1335,8 +1407,6 @@ class Session:
         self.replies = {}       # request id -> the reply its frame came with (see `receive`)
         self.on_ready = None    # called when `accepting` may have become true
         self._cancelled = set()
-        self._pending = {}      # id of a request we sent -> future for its reply
-        self._next_id = 0
         self.closed = False
         self.ready = self.initialized   # the client sent notifications/initialized
         self.loop = None
@@ -1430,7 +1500,7 @@ class Session:
 
     def _act(self, message, kind, done):
         if kind == "response":
-            _settle(self._pending.pop(message["id"], None), message)
+            self._settle(message)
             return done and done()
         method = message["method"]
         params = message.get("params", {})
@@ -1578,29 +1648,14 @@ class Session:
 
     async def request(self, method, params=None, related=None, timeout=REQUEST_TIMEOUT_S):
         """Send a request to the client and wait for its result (or McpError)."""
-        if self.closed:
-            raise McpError(CONNECTION_CLOSED, "Connection closed")
-        self._next_id += 1
-        id_ = self._next_id
-        future = self._pending[id_] = asyncio.get_running_loop().create_future()
-        message = {"jsonrpc": "2.0", "id": id_, "method": method}
-        if params is not None:
-            message["params"] = params
-        try:
-            encode(message)     # fail here, in the tool, rather than on the wire
-        except (TypeError, ValueError) as e:
-            self._pending.pop(id_, None)
-            raise McpError(INVALID_PARAMS, f"{method}: parameters are not JSON ({e})") from None
-        self._answer(message, related)
-        if self.on_ready:       # we owe the client's answer a way in
-            self.on_ready()
-        try:
-            return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
-            self.notify("notifications/cancelled", {"requestId": id_, "reason": "timeout"}, related)
-            raise McpError(REQUEST_TIMEOUT, f"No reply to {method} within {timeout} s") from None
-        finally:
-            self._pending.pop(id_, None)
+        async def send(message):
+            self._answer(message, related)
+            if self.on_ready:   # we owe the client's answer a way in
+                self.on_ready()
+        return await self._exchange(self._new_id(), method, params, timeout, send, related)
+
+    def _abandon(self, id_, method, reason, related):
+        self.notify("notifications/cancelled", {"requestId": id_, "reason": reason}, related)
 
     def _broken_reply(self, message):
         """Whether an invalid message has no "method", so may be a broken reply to a
@@ -1608,24 +1663,15 @@ class Session:
         if type(message) is not dict or "method" in message:
             return False
         if _is_id(message.get("id")):
-            self.fail(message["id"], "Invalid response from the client")
+            self._fail(message["id"], McpError(CONNECTION_CLOSED, "Invalid response from the client"))
         return True
-
-    def fail(self, id_, reason):
-        """A request we sent cannot be answered (no way to the client): its waiter fails now."""
-        future = self._pending.pop(id_, None)
-        if future is not None and not future.done():
-            future.set_exception(McpError(CONNECTION_CLOSED, reason))
 
     def close(self, cancel=False):
         """End the session: fail our pending requests; cancel running ones if asked
         (a vanished connection is not a cancel: by default the work finishes)."""
         self.closed = True
         self.server.sessions.discard(self)
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(McpError(CONNECTION_CLOSED, "Connection closed"))
-        self._pending.clear()
+        self._closed("Connection closed")
         if cancel:
             for id_ in list(self.running) + list(self.waiting):
                 self.cancel(id_)
@@ -1648,18 +1694,6 @@ class Session:
         if self.server.instructions:
             result["instructions"] = self.server.instructions
         return result
-
-
-def _settle(future, message):
-    """Resolve the future waiting for a response with its result, or McpError."""
-    if future is None or future.done():
-        return
-    if "error" in message:
-        error = message["error"] if type(message["error"]) is dict else {}
-        future.set_exception(McpError(error.get("code", INTERNAL_ERROR),
-                                      str(error.get("message", "error")), error.get("data")))
-    else:
-        future.set_result(message["result"])
 
 
 _ID_IN_USE = "Invalid request: id already in use"
@@ -1937,6 +1971,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
                 view = view[os.write(out, view):]
         except OSError:     # the client stopped reading: end quietly
             session.closed = True
+            session._closed("The client stopped reading")
             finished.set()
 
     session = Session(server, send)
@@ -2189,7 +2224,8 @@ class _HttpSession:
         if self.standalone is not None:
             self.standalone.put(message)
         elif "method" in message and "id" in message:
-            self.session.fail(message["id"], "No open stream can carry a request to the client")
+            self.session._fail(message["id"], McpError(CONNECTION_CLOSED,
+                                                       "No open stream can carry a request to the client"))
 
     def close(self, cancel):
         self.session.close(cancel=cancel)
@@ -2752,7 +2788,7 @@ MAX_SSE_EVENT = 16 * 1024 * 1024    # client: a longer SSE event ends the connec
 CONNECT_TIMEOUT = 10.0              # client: seconds to reach a server and see its endpoint
 
 
-class Client:
+class Client(_Peer):
     """An MCP client, async at heart (see `SyncClient` for scripts).
 
     `target` is an ``http(s)://`` URL, or a command as an argument list (or a
@@ -2777,6 +2813,7 @@ class Client:
                  protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None,
                  roots=None, on_log=None, on_notification=None, trace=None, transport="auto",
                  env=None):
+        super().__init__()
         self.target, self.token, self.timeout = target, token, timeout
         self.client_info = {"name": name, "version": __version__}
         self.requested_version = protocol_version
@@ -2787,11 +2824,8 @@ class Client:
         self.server_info = self.server_capabilities = self.protocol_version = None
         self.instructions = None
         self._transport = None
-        self._pending = {}
         self._progress = {}
-        self._next_id = 0
         self._tasks = set()
-        self._gone = None       # why the connection ended, once it has
 
     # -- connecting ----------------------------------------------------------------
     async def __aenter__(self):
@@ -2869,32 +2903,17 @@ class Client:
     async def request(self, method, params=None, timeout=None, on_progress=None):
         """Send a request; return its result or raise McpError. On timeout the
         server is sent notifications/cancelled."""
-        if self._transport is None or self._gone:
-            raise McpError(CONNECTION_CLOSED, self._gone or "Not connected")
-        self._next_id += 1
-        id_ = self._next_id
+        if self._transport is None and not self._gone:
+            raise McpError(CONNECTION_CLOSED, "Not connected")
+        id_ = self._new_id()
         params = dict(params or {})
         if on_progress:
             params["_meta"] = {**params.get("_meta", {}), "progressToken": id_}
             self._progress[id_] = on_progress
-        future = self._pending[id_] = asyncio.get_running_loop().create_future()
-        message = {"jsonrpc": "2.0", "id": id_, "method": method}
-        if params:
-            message["params"] = params
-        async def exchange():       # sending counts against the timeout too
-            await self._transport.send(message)
-            return await future
         try:
-            return await asyncio.wait_for(exchange(), timeout or self.timeout)
-        except asyncio.TimeoutError:
-            self._cancel(id_, method, "timeout")
-            raise McpError(REQUEST_TIMEOUT, f"{method}: no answer within {timeout or self.timeout} s") \
-                from None
-        except asyncio.CancelledError:      # our caller gave up: so may the server
-            self._cancel(id_, method, "cancelled")
-            raise
+            return await self._exchange(id_, method, params or None, timeout or self.timeout,
+                                        lambda message: self._transport.send(message))
         finally:
-            self._pending.pop(id_, None)
             self._progress.pop(id_, None)
 
     async def notify(self, method, params=None):
@@ -2903,7 +2922,7 @@ class Client:
             message["params"] = params
         await asyncio.wait_for(self._transport.send(message), self.timeout)
 
-    def _cancel(self, id_, method, reason):
+    def _abandon(self, id_, method, reason, related=None):
         """Tell the server a request is abandoned, in the background: never wait on it."""
         if method == "initialize" or self._transport is None:     # initialize is never cancelled
             return
@@ -2925,7 +2944,7 @@ class Client:
             log.warning("ignoring a malformed message from the server")
             return
         if kind == "response":
-            _settle(self._pending.get(message["id"]), message)
+            self._settle(message)
         elif kind == "request":
             task = asyncio.get_running_loop().create_task(self._answer(message))
             self._tasks.add(task)
@@ -2974,18 +2993,6 @@ class Client:
                 await self._transport.send(reply)
             except Exception:
                 log.warning("could not answer the server's %s", method)
-
-    def _fail(self, id_, error):
-        future = self._pending.get(id_)
-        if future is not None and not future.done():
-            future.set_exception(error)
-
-    def _closed(self, reason):
-        """The connection is gone: every waiting request fails now, and later ones at once."""
-        self._gone = reason
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(McpError(CONNECTION_CLOSED, reason))
 
     # -- the protocol's methods --------------------------------------------------------
     async def _all(self, method, key, params=None):
