@@ -2062,6 +2062,8 @@ MAX_CONNECTIONS = 512               # -> 503
 MAX_SESSIONS = 10_000               # -> 503
 SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
 MAX_QUEUED = 1000                   # messages waiting per stream; beyond it notifications are dropped
+WRITE_BUFFER = 1 << 16              # bytes unsent to a reader before we wait for it to catch up
+MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is not looked up: 404/400
 
 _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
             401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
@@ -2080,9 +2082,9 @@ _BAD_TARGET = re.compile(r"[\x00-\x20\x7f-\xff]")
 
 
 class _HttpError(Exception):
-    def __init__(self, status, message="", code=None, headers=(), id_=None):
+    def __init__(self, status, message="", code=None, headers=()):
         super().__init__(message)
-        self.status, self.message, self.code, self.headers, self.id = status, message, code, headers, id_
+        self.status, self.message, self.code, self.headers = status, message, code, headers
 
 
 class _Request:
@@ -2280,8 +2282,296 @@ def _is_loopback(host):
     return host in _LOOPBACK or host.startswith("127.")
 
 
-class HttpServer:
-    """The HTTP front door: routing, limits and security checks, no protocol.
+class _Exchange:
+    """One connection and the request it is serving: what the endpoints read
+    (`request`, `reader`) and write (through `write`, `send` and `hold`)."""
+
+    def __init__(self, http, reader, writer):
+        self.http, self.reader, self.writer = http, reader, writer
+        self.deadline = _Deadline()
+        self.request, self.cors = None, []
+
+    def header(self, name, default=""):
+        return self.request.header(name, default)
+
+    def write(self, status, headers=(), body=b"", close=False):
+        """A response head, and `body` unless it is None (a stream follows)."""
+        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
+        lines += [f"{k}: {v}" for k, v in headers]
+        if body is not None and status != 204:
+            lines.append(f"Content-Length: {len(body)}")
+        if close:
+            lines.append("Connection: close")
+        if self.http.trace:
+            self.http.trace.http_response(status, headers, body)
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
+
+    def error(self, e, close=False):
+        body = b""
+        if e.status not in (405, 408, 413, 414, 431):     # these need no explaining
+            code = INTERNAL_ERROR if e.status == 503 else (e.code or INVALID_REQUEST)
+            body = encode(_error(None, code, e.message or _REASONS.get(e.status, "Error")))
+        self.write(e.status, list(e.headers) + ([("Content-Type", "application/json")] if body else []),
+                   body, close)
+
+    def timeout(self):
+        """A request came too slowly: 408, and close (a pending read then ends at EOF)."""
+        if not self.writer.is_closing():
+            self.error(_HttpError(408, "Request timeout"), close=True)
+        self.writer.close()
+
+    async def send(self, data):
+        writer = self.writer
+        if writer.is_closing():
+            raise ConnectionError("connection closed")
+        writer.write(data)
+        if writer.transport.get_write_buffer_size() > WRITE_BUFFER:
+            # The reader is slow: wait, but a reader that stopped is cut off (state freed).
+            timer = asyncio.get_running_loop().call_later(WRITE_TIMEOUT, writer.transport.abort)
+            try:
+                await writer.drain()
+            finally:
+                timer.cancel()
+
+    def event(self, message):
+        data = _encode_safely(message)
+        if data is None:
+            return b""
+        if self.http.trace:
+            self.http.trace.event("out", {"event": "message", "data": message})
+        return b"event: message\ndata: " + data + b"\n\n"
+
+    async def hold(self, stream, first_events, closed):
+        """Hold a long-lived SSE response open until the client leaves."""
+        self.write(200, self.cors + [("Content-Type", "text/event-stream"),
+                                     ("Cache-Control", "no-cache, no-transform"),
+                                     ("X-Accel-Buffering", "no")], None, close=True)
+        writer, deadline, trace = self.writer, self.deadline, self.http.trace
+        # Nothing more is read from this connection: EOF means the client left.
+        watcher = asyncio.ensure_future(self.reader.read(1))
+        watcher.add_done_callback(lambda _: stream.close())
+        try:
+            for fields in first_events:
+                if trace:
+                    trace.event("out", fields)
+                await self.send("".join(f"{k}: {v}\n" for k, v in fields.items()).encode() + b"\n")
+
+            def direct(message):
+                if writer.is_closing() or writer.transport.get_write_buffer_size() > WRITE_BUFFER:
+                    return False    # a slow reader: the task below waits for it
+                writer.write(self.event(message))
+                deadline.set(KEEPALIVE_INTERVAL, stream.poke)   # not quiet: no keepalive due
+                return True
+            stream.direct = direct
+            while True:
+                deadline.set(KEEPALIVE_INTERVAL, stream.poke)
+                message = await stream.get()
+                if message is None:
+                    break
+                await self.send(b": keepalive\n\n" if message is _KEEPALIVE else self.event(message))
+        except ConnectionError:
+            writer.transport.abort()
+        finally:
+            stream.direct = None
+            watcher.cancel()
+            stream.close()
+            if trace:
+                trace.note("out", closed)
+
+
+class _McpEndpoint:
+    """The Streamable HTTP endpoint (2025-03-26 and later): POST, GET and DELETE /mcp.
+    A part of `HttpServer`, kept apart so each protocol reads on its own."""
+
+    async def _mcp_post(self, x):
+        if not self._accepts(x, not self.json_response):
+            raise _HttpError(406, "Accept must list application/json and text/event-stream")
+        try:
+            body = decode(x.request.body)
+        except McpError as e:
+            raise _HttpError(400, e.message, e.code) from None
+        batch = type(body) is list
+        initialize = type(body) is dict and body.get("method") == "initialize" and "id" in body
+        entry = self._entry_for(x, initialize)
+        frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
+        stream = _Stream(streams=not (self.json_response or batch))
+        entry.posts.add(stream)
+        try:
+            entry.last_active = _now()
+            taken = entry.session.receive(body, lambda: stream.put(_FINISHED), stream.put)
+            if not taken:   # None: a batch refused whole, answered with one error
+                return self._no_request(x, stream, taken is not None and batch)
+            headers = list(x.cors)
+            if initialize and not self.stateless and "result" in stream.items[0]:
+                self.sessions[entry.sid] = entry    # a session exists once initialize succeeded
+                headers.append(("Mcp-Session-Id", entry.sid))
+            return await self._answer(x, stream, headers, batch, frame)
+        finally:    # a refused or failed opening request leaves nothing behind
+            entry.posts.discard(stream)
+            entry.last_active = _now()
+            if self.stateless or initialize and entry.sid not in self.sessions:
+                entry.close(cancel=False)
+                self.stateless_entries.discard(entry)
+
+    def _entry_for(self, x, initialize):
+        """The session a POST speaks to: a new one for initialize (or for every
+        POST, stateless), else the one its Mcp-Session-Id names."""
+        if self.stateless:
+            version = x.header("mcp-protocol-version") or "2025-03-26"
+            entry = _HttpSession(self.server, None, False, None if initialize else version)
+            self.stateless_entries.add(entry)
+            return entry
+        if not initialize:
+            return self._lookup(x)
+        if x.header("mcp-session-id"):
+            raise _HttpError(400, "Invalid request: initialize must come without a session",
+                             INVALID_REQUEST)
+        if len(self.sessions) >= MAX_SESSIONS:
+            raise _HttpError(503, "Too many sessions")
+        import secrets
+        return _HttpSession(self.server, secrets.token_urlsafe(24), False)
+
+    def _no_request(self, x, stream, batch):
+        """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors."""
+        errors = [m for m in stream.items if m is not _FINISHED]
+        if not errors:
+            x.write(202, x.cors, b"")
+            return True
+        status = 409 if not batch and errors[0]["error"]["message"] == _ID_IN_USE else 400
+        x.write(status, x.cors + [("Content-Type", "application/json")],
+                b"[" + b",".join(map(encode, errors)) + b"]" if batch else encode(errors[0]))
+        return True
+
+    async def _answer(self, x, stream, headers, batch, frame):
+        """Write the responses to a POST: one JSON body if nothing came before
+        the result, else an SSE stream of everything related, result last."""
+        responses, sse = [], False
+        while True:
+            if stream.streams:
+                x.deadline.set(KEEPALIVE_INTERVAL, stream.poke)
+            message = await stream.get()
+            if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
+                break
+            final = message is not _KEEPALIVE and "method" not in message
+            if not sse and not final:
+                sse = self._start_sse(x, headers, frame)    # something before the result
+            if message is _KEEPALIVE:
+                await x.send(frame(b": keepalive\n\n"))
+            elif sse and (event := x.event(message)):
+                await x.send(frame(event))
+            elif final:
+                responses.append(message)
+        if not sse and not responses and stream.streams:
+            # Every request was cancelled: no response (cancellation), yet a POST that
+            # carried requests is answered with a stream (transports): an empty one.
+            sse = self._start_sse(x, headers, frame)
+        x.deadline.clear()
+        if sse:
+            await x.send(frame(b""))     # chunked: the last chunk
+            if self.trace:
+                self.trace.note("out", "(the SSE stream ends: every answer was sent)")
+        elif responses:
+            body = b"[" + b",".join(map(_encode_safely, responses)) + b"]" if batch \
+                else _encode_safely(responses[0])
+            x.write(200, headers + [("Content-Type", "application/json")], body)
+        else:
+            x.write(202, headers, b"")
+        return True
+
+    @staticmethod
+    def _start_sse(x, headers, frame):
+        headers = headers + [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                             ("X-Accel-Buffering", "no")]
+        if frame is _chunk:
+            x.write(200, headers + [("Transfer-Encoding", "chunked")], None)
+        else:               # HTTP/1.0: the stream ends when the connection closes
+            x.write(200, headers, None, close=True)
+        return True
+
+    async def _mcp_get(self, x):
+        if not self._accepts(x, None):
+            raise _HttpError(406, "Accept must list text/event-stream")
+        entry = self._lookup(x)
+        if entry.standalone is not None:
+            raise _HttpError(409, "A stream is already open for this session")
+        entry.standalone = _Stream()
+        try:
+            await x.hold(entry.standalone, [], "(the GET /mcp stream closed)")
+        finally:
+            entry.standalone = None
+            entry.last_active = _now()
+        return False
+
+    def _mcp_delete(self, x):
+        entry = self._lookup(x)
+        del self.sessions[entry.sid]
+        entry.close(cancel=True)
+        x.write(200, x.cors, b"")
+        return True
+
+    @staticmethod
+    def _accepts(x, sse_needed):
+        accept = _media_types(x.header("accept"))
+        if "*/*" in accept:
+            return True
+        json_ok = "application/json" in accept or "application/*" in accept
+        sse_ok = "text/event-stream" in accept or "text/*" in accept
+        return sse_ok if sse_needed is None else json_ok and (sse_ok or not sse_needed)
+
+    def _lookup(self, x):
+        sid = x.header("mcp-session-id")
+        if not sid:
+            raise _HttpError(400, "Missing Mcp-Session-Id header")
+        entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
+        if entry is None or entry.legacy:
+            raise _HttpError(404, "Session not found")
+        return entry
+
+
+class _SseEndpoint:
+    """The legacy HTTP+SSE endpoint (2024-11-05): GET /sse opens the session's
+    stream, whose first event names where to POST (/messages?sessionId=...).
+    A part of `HttpServer`, kept apart so each protocol reads on its own."""
+
+    async def _sse_get(self, x):
+        if len(self.sessions) >= MAX_SESSIONS:
+            raise _HttpError(503, "Too many sessions")
+        import secrets
+        sid = secrets.token_hex(16)
+        entry = self.sessions[sid] = _HttpSession(self.server, sid, True)
+        entry.standalone = _Stream()
+        # The endpoint is a fixed relative path, never built from the Host header.
+        endpoint = {"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"}
+        try:
+            await x.hold(entry.standalone, [endpoint],
+                         "(the GET /sse stream closed: the session ends with it)")
+        finally:    # the stream was the session: it ends with it
+            self.sessions.pop(sid, None)
+            entry.close(cancel=False)
+        return False
+
+    def _sse_post(self, x):
+        ids = [value for key, _, value in (p.partition("=") for p in x.request.query.split("&"))
+               if key in ("sessionId", "session_id")]
+        # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
+        if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii()
+                                 and ids[0].isalnum()):
+            raise _HttpError(400, "Missing or malformed sessionId")
+        entry = self.sessions.get(ids[0])
+        if entry is None or not entry.legacy:
+            raise _HttpError(404, "Session not found")
+        try:
+            message = decode(x.request.body)
+        except McpError as e:
+            raise _HttpError(400, e.message, e.code) from None
+        x.write(202, x.cors, b"")     # first: the answer goes to the stream
+        entry.session.receive(message)
+        return True
+
+
+class HttpServer(_McpEndpoint, _SseEndpoint):
+    """The HTTP front door: connections, parsing, limits, Host/Origin/token
+    checks and routing to the two endpoints; the protocol is the Session's.
 
     Created by `serve_http` / `start_http`; `port` is the bound port.
     """
@@ -2300,7 +2590,7 @@ class HttpServer:
         self.trace, self.session_idle = trace, session_idle
         self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
         self.connections = 0
-        self.writers = {}       # open connections (writer -> its _Deadline), closed with the server
+        self.writers = {}       # open connections (writer -> its _Exchange), closed with the server
         self.stateless_entries = set()  # --stateless: the sessions of POSTs being answered
         self._listener = self._reaper = None
 
@@ -2339,47 +2629,26 @@ class HttpServer:
     # -- one connection: read requests until it closes --------------------------
     async def _connection(self, reader, writer):
         self.connections += 1
-        deadline = self.writers[writer] = _Deadline()
-        cors, kept_alive, request = [], False, None
+        x = self.writers[writer] = _Exchange(self, reader, writer)
         try:
             if self.connections > MAX_CONNECTIONS:
                 raise _HttpError(503, "Too many connections")
-            while True:
-                cors = []
-                # A new connection owes its head from the start: a silent one is cut off too.
-                if kept_alive:
-                    deadline.set(IDLE_TIMEOUT, writer.close)   # a pending read then ends at EOF
-                else:
-                    deadline.set(HEADER_TIMEOUT, lambda: self._timeout(writer))
-                try:
-                    first = await reader.readexactly(1)
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                if kept_alive:
-                    deadline.set(HEADER_TIMEOUT, lambda: self._timeout(writer))
+            kept_alive = False
+            while await self._next_request(x, kept_alive):
                 kept_alive = True
-                try:
-                    head = first + await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
+                if x.request.method != "POST":      # a POST is traced with its body
+                    self._trace(x.request)
+                x.cors = self._cors(x.request)
+                if not await self._route(x) or x.header("connection").lower() == "close" \
+                        or x.request.version == "HTTP/1.0":
                     return
-                except asyncio.LimitOverrunError:
-                    start = first + await reader.read(MAX_REQUEST_LINE)
-                    raise _HttpError(431 if b"\r\n" in start else 414, "Request head too large") from None
-                deadline.clear()
-                request = _parse_head(head)
-                if request.method != "POST":    # a POST is traced with its body
-                    self._trace(request)
-                cors = self._cors(request)
-                if not await self._route(request, reader, writer, cors) \
-                        or request.header("connection").lower() == "close" or request.version == "HTTP/1.0":
-                    return
-                await self._send(writer, b"")   # a client that reads no answers is cut off
+                await x.send(b"")   # a client that reads no answers is cut off
         except _HttpError as e:
-            if request is not None:
-                self._trace(request)
+            if x.request is not None:
+                self._trace(x.request)
             if not writer.is_closing():
-                e.headers = list(e.headers) + cors
-                self._write_error(writer, e, close=True, id_=e.id)
+                e.headers = list(e.headers) + x.cors
+                x.error(e, close=True)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:  # the loop is shutting down: this connection just ends
@@ -2388,7 +2657,7 @@ class HttpServer:
             log.exception("HTTP connection failed")
         finally:
             self.connections -= 1
-            self.writers.pop(writer).cancel()
+            self.writers.pop(writer).deadline.cancel()
             try:
                 if not writer.is_closing():
                     await asyncio.wait_for(writer.drain(), 1.0)
@@ -2396,81 +2665,63 @@ class HttpServer:
             except Exception:
                 writer.transport.abort()
 
+    async def _next_request(self, x, kept_alive):
+        """Read the next request's head into `x.request`; False at EOF."""
+        x.cors, x.request = [], None
+        # A new connection owes its head from the start: a silent one is cut off too.
+        if kept_alive:
+            x.deadline.set(IDLE_TIMEOUT, x.writer.close)   # a pending read then ends at EOF
+        else:
+            x.deadline.set(HEADER_TIMEOUT, x.timeout)
+        try:
+            first = await x.reader.readexactly(1)
+            if kept_alive:
+                x.deadline.set(HEADER_TIMEOUT, x.timeout)
+            head = first + await x.reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return False
+        except asyncio.LimitOverrunError:
+            start = first + await x.reader.read(MAX_REQUEST_LINE)
+            raise _HttpError(431 if b"\r\n" in start else 414, "Request head too large") from None
+        x.deadline.clear()
+        x.request = _parse_head(head)
+        return True
+
     def _trace(self, request):
         if self.trace and not request.traced:
             request.traced = True
             self.trace.http_request(request)
 
-    def _timeout(self, writer):
-        """A request came too slowly: 408, and close (a pending read then ends at EOF)."""
-        if not writer.is_closing():
-            self._write_error(writer, _HttpError(408, "Request timeout"), close=True)
-        writer.close()
-
-    def _write_error(self, writer, e, close=False, id_=None):
-        body = b""
-        if e.status not in (405, 408, 413, 414, 431):     # these need no explaining
-            code = INTERNAL_ERROR if e.status == 503 else (e.code or INVALID_REQUEST)
-            body = encode(_error(id_, code, e.message or _REASONS.get(e.status, "Error")))
-        self._write(writer, e.status, list(e.headers) + ([("Content-Type", "application/json")]
-                                                       if body else []), body, close)
-
-    def _write(self, writer, status, headers=(), body=b"", close=False):
-        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
-        lines += [f"{k}: {v}" for k, v in headers]
-        if body is not None and status != 204:
-            lines.append(f"Content-Length: {len(body)}")
-        if close:
-            lines.append("Connection: close")
-        if self.trace:
-            self.trace.http_response(status, headers, body)
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
-
-    async def _send(self, writer, data):
-        if writer.is_closing():
-            raise ConnectionError("connection closed")
-        writer.write(data)
-        if writer.transport.get_write_buffer_size() > 1 << 16:
-            # The reader is slow: wait, but a reader that stopped is cut off (state freed).
-            timer = asyncio.get_running_loop().call_later(WRITE_TIMEOUT, writer.transport.abort)
-            try:
-                await writer.drain()
-            finally:
-                timer.cancel()
-
     # -- checks and routing ------------------------------------------------------
-    async def _route(self, request, reader, writer, cors):
+    async def _route(self, x):
         """Serve one request. Returns False when the connection must close."""
-        self._check_peer(request)
-        path, method = request.path, request.method
-        if method == "OPTIONS" and cors and path in ("/mcp", "/sse", "/messages"):
-            self._no_body(request)                  # else its body would be read as a request
-            return self._preflight(writer, cors)    # browsers send no Authorization here
-        self._check_token(request)
+        self._check_peer(x.request)
+        path, method = x.request.path, x.request.method
+        if method == "OPTIONS" and x.cors and path in ("/mcp", "/sse", "/messages"):
+            self._no_body(x.request)                # else its body would be read as a request
+            return self._preflight(x)               # browsers send no Authorization here
+        self._check_token(x.request)
         if path == "/mcp":
             # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
-            if request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
+            if x.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
                 raise _HttpError(400, "Unsupported MCP-Protocol-Version")
             if method == "POST":
-                await self._read_body(request, reader, writer)
-                return await self._mcp_post(request, writer, cors)
+                await self._read_body(x)
+                return await self._mcp_post(x)
             if method in ("GET", "DELETE") and not self.stateless:
-                self._no_body(request)
-                if method == "GET":
-                    return await self._mcp_get(request, reader, writer, cors)
-                return self._mcp_delete(request, writer, cors)
-            allow = "POST" if self.stateless else "GET, POST, DELETE"
-            raise _HttpError(405, headers=[("Allow", allow)])
+                self._no_body(x.request)
+                return await self._mcp_get(x) if method == "GET" else self._mcp_delete(x)
+            raise _HttpError(405, headers=[("Allow", "POST" if self.stateless else "GET, POST, DELETE")])
         if path == "/sse":
             if method != "GET":     # VS Code probes with POST first: 405 sends it to GET
                 raise _HttpError(405, headers=[("Allow", "GET")])
-            self._no_body(request)
-            return await self._sse_get(request, reader, writer, cors)
+            self._no_body(x.request)
+            return await self._sse_get(x)
         if path == "/messages":
             if method != "POST":
                 raise _HttpError(405, headers=[("Allow", "POST")])
-            await self._read_body(request, reader, writer)
-            return self._sse_post(request, writer, cors)
+            await self._read_body(x)
+            return self._sse_post(x)
         raise _HttpError(404, "Not found")
 
     def _check_peer(self, request):
@@ -2504,19 +2755,22 @@ class HttpServer:
                     ("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")]
         return []
 
-    def _preflight(self, writer, cors):
-        self._write(writer, 204, cors + [
+    @staticmethod
+    def _preflight(x):
+        x.write(204, x.cors + [
             ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
             ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
                                              "MCP-Protocol-Version, Last-Event-ID"),
             ("Access-Control-Max-Age", "600")], b"")
         return True
 
-    def _no_body(self, request):
+    @staticmethod
+    def _no_body(request):
         if request.header("content-length", "0") != "0" or request.header("transfer-encoding"):
             raise _HttpError(400, "Unexpected request body")
 
-    async def _read_body(self, request, reader, writer):
+    async def _read_body(self, x):
+        request = x.request
         if request.header("transfer-encoding"):
             # Chunked bodies are not needed by MCP clients; CL+TE is a smuggling attempt.
             raise _HttpError(400 if request.header("content-length") or request.version == "HTTP/1.0"
@@ -2531,232 +2785,11 @@ class HttpServer:
         if _media_types(request.header("content-type")) != {"application/json"}:
             raise _HttpError(415, "Content-Type must be application/json")
         if request.header("expect").lower() == "100-continue" and request.version == "HTTP/1.1":
-            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
-        deadline = self.writers[writer]
-        deadline.set(BODY_TIMEOUT, lambda: self._trace(request) or self._timeout(writer))
-        request.body = await reader.readexactly(int(length))
-        deadline.clear()
+            x.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
+        x.deadline.set(BODY_TIMEOUT, lambda: self._trace(request) or x.timeout())
+        request.body = await x.reader.readexactly(int(length))
+        x.deadline.clear()
         self._trace(request)
-
-    # -- Streamable HTTP (2025-03-26 and later) --------------------------------------
-    def _accepts(self, request, sse_needed):
-        accept = _media_types(request.header("accept"))
-        if "*/*" in accept:
-            return True
-        json_ok = "application/json" in accept or "application/*" in accept
-        sse_ok = "text/event-stream" in accept or "text/*" in accept
-        return sse_ok if sse_needed is None else json_ok and (sse_ok or not sse_needed)
-
-    def _lookup(self, request, legacy=False):
-        sid = request.header("mcp-session-id")
-        if not sid:
-            raise _HttpError(400, "Missing Mcp-Session-Id header")
-        entry = self.sessions.get(sid) if len(sid) <= 128 else None
-        if entry is None or entry.legacy != legacy:
-            raise _HttpError(404, "Session not found")
-        return entry
-
-    async def _mcp_post(self, request, writer, cors):
-        if not self._accepts(request, not self.json_response):
-            raise _HttpError(406, "Accept must list application/json and text/event-stream")
-        try:
-            body = decode(request.body)
-        except McpError as e:
-            raise _HttpError(400, e.message, e.code) from None
-        initialize = type(body) is dict and body.get("method") == "initialize" and "id" in body
-        if self.stateless:
-            version = request.header("mcp-protocol-version") or "2025-03-26"
-            entry = _HttpSession(self.server, None, False, None if initialize else version)
-            self.stateless_entries.add(entry)
-        elif initialize:
-            if request.header("mcp-session-id"):
-                raise _HttpError(400, "Invalid request: initialize must come without a session",
-                                 INVALID_REQUEST)
-            if len(self.sessions) >= MAX_SESSIONS:
-                raise _HttpError(503, "Too many sessions")
-            import secrets
-            entry = _HttpSession(self.server, secrets.token_urlsafe(24), False)
-        else:
-            entry = self._lookup(request)
-        frame = _chunk if request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
-        stream = _Stream(streams=not (self.json_response or type(body) is list))
-        entry.posts.add(stream)
-        try:
-            entry.last_active = _now()
-            taken = entry.session.receive(body, lambda: stream.put(_FINISHED), stream.put)
-            if not taken:   # None: a batch refused whole, answered with one error
-                return self._no_request(writer, stream, cors, taken is not None and type(body) is list)
-            headers = list(cors)
-            if initialize and not self.stateless:
-                if "result" in stream.items[0]:   # a session exists only once initialize succeeded
-                    self.sessions[entry.sid] = entry
-                    headers.append(("Mcp-Session-Id", entry.sid))
-            return await self._answer(writer, stream, headers, type(body) is list, frame)
-        finally:    # a refused or failed opening request leaves nothing behind
-            entry.posts.discard(stream)
-            entry.last_active = _now()
-            if self.stateless or initialize and entry.sid not in self.sessions:
-                entry.close(cancel=False)
-                self.stateless_entries.discard(entry)
-
-    def _no_request(self, writer, stream, cors, batch):
-        """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors."""
-        errors = [m for m in stream.items if m is not _FINISHED]
-        if not errors:
-            self._write(writer, 202, cors, b"")
-            return True
-        status = 409 if not batch and errors[0]["error"]["message"] == _ID_IN_USE else 400
-        self._write(writer, status, cors + [("Content-Type", "application/json")],
-                    b"[" + b",".join(map(encode, errors)) + b"]" if batch else encode(errors[0]))
-        return True
-
-    async def _answer(self, writer, stream, headers, batch, frame):
-        """Write the responses to a POST: one JSON body if nothing came before
-        the result, else an SSE stream of everything related, result last."""
-        responses, sse = [], False
-        deadline = self.writers[writer]
-        while True:
-            if stream.streams:
-                deadline.set(KEEPALIVE_INTERVAL, stream.poke)
-            message = await stream.get()
-            if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
-                break
-            final = message is not _KEEPALIVE and "method" not in message
-            if not sse and not final:
-                sse = self._start_sse(writer, headers, frame)   # something before the result
-            if message is _KEEPALIVE:
-                await self._send(writer, frame(b": keepalive\n\n"))
-            elif sse and (event := self._event(message)):
-                await self._send(writer, frame(event))
-            elif final:
-                responses.append(message)
-        if not sse and not responses and stream.streams:
-            # Every request was cancelled: no response (cancellation), yet a POST that
-            # carried requests is answered with a stream (transports): an empty one.
-            sse = self._start_sse(writer, headers, frame)
-        deadline.clear()
-        if sse:
-            await self._send(writer, frame(b""))     # chunked: the last chunk
-            if self.trace:
-                self.trace.note("out", "(the SSE stream ends: every answer was sent)")
-        elif responses:
-            body = b"[" + b",".join(map(_encode_safely, responses)) + b"]" if batch \
-                else _encode_safely(responses[0])
-            self._write(writer, 200, headers + [("Content-Type", "application/json")], body)
-        else:
-            self._write(writer, 202, headers, b"")
-        return True
-
-    def _start_sse(self, writer, headers, frame):
-        headers = headers + [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                             ("X-Accel-Buffering", "no")]
-        if frame is _chunk:
-            self._write(writer, 200, headers + [("Transfer-Encoding", "chunked")], None)
-        else:               # HTTP/1.0: the stream ends when the connection closes
-            self._write(writer, 200, headers, None, close=True)
-        return True
-
-    def _event(self, message):
-        data = _encode_safely(message)
-        if data is None:
-            return b""
-        if self.trace:
-            self.trace.event("out", {"event": "message", "data": message})
-        return b"event: message\ndata: " + data + b"\n\n"
-
-    async def _mcp_get(self, request, reader, writer, cors):
-        if not self._accepts(request, None):
-            raise _HttpError(406, "Accept must list text/event-stream")
-        entry = self._lookup(request)
-        if entry.standalone is not None:
-            raise _HttpError(409, "A stream is already open for this session")
-        entry.standalone = _Stream()
-        try:
-            await self._stream(reader, writer, entry.standalone, cors, [], "(the GET /mcp stream closed)")
-        finally:
-            entry.standalone = None
-            entry.last_active = _now()
-        return False
-
-    def _mcp_delete(self, request, writer, cors):
-        entry = self._lookup(request)
-        del self.sessions[entry.sid]
-        entry.close(cancel=True)
-        self._write(writer, 200, cors, b"")
-        return True
-
-    async def _stream(self, reader, writer, stream, headers, first_events, closed):
-        """Hold a long-lived SSE response open until the client leaves."""
-        self._write(writer, 200, headers + [("Content-Type", "text/event-stream"),
-                                            ("Cache-Control", "no-cache, no-transform"),
-                                            ("X-Accel-Buffering", "no")], None, close=True)
-        # Nothing more is read from this connection: EOF means the client left.
-        watcher = asyncio.ensure_future(reader.read(1))
-        watcher.add_done_callback(lambda _: stream.close())
-        try:
-            for fields in first_events:
-                if self.trace:
-                    self.trace.event("out", fields)
-                await self._send(writer, "".join(f"{k}: {v}\n" for k, v in fields.items()).encode() + b"\n")
-            deadline = self.writers[writer]
-
-            def direct(message):
-                if writer.is_closing() or writer.transport.get_write_buffer_size() > 1 << 16:
-                    return False    # a slow reader: the task below waits for it
-                writer.write(self._event(message))
-                deadline.set(KEEPALIVE_INTERVAL, stream.poke)   # not quiet: no keepalive due
-                return True
-            stream.direct = direct
-            while True:
-                deadline.set(KEEPALIVE_INTERVAL, stream.poke)
-                message = await stream.get()
-                if message is None:
-                    break
-                await self._send(writer, b": keepalive\n\n" if message is _KEEPALIVE
-                                 else self._event(message))
-        except ConnectionError:
-            writer.transport.abort()
-        finally:
-            stream.direct = None
-            watcher.cancel()
-            stream.close()
-            if self.trace:
-                self.trace.note("out", closed)
-
-    # -- legacy HTTP+SSE (2024-11-05) --------------------------------------------
-    async def _sse_get(self, request, reader, writer, cors):
-        if len(self.sessions) >= MAX_SESSIONS:
-            raise _HttpError(503, "Too many sessions")
-        import secrets
-        sid = secrets.token_hex(16)
-        entry = self.sessions[sid] = _HttpSession(self.server, sid, True)
-        entry.standalone = _Stream()
-        # The endpoint is a fixed relative path, never built from the Host header.
-        endpoint = {"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"}
-        try:
-            await self._stream(reader, writer, entry.standalone, cors, [endpoint],
-                               "(the GET /sse stream closed: the session ends with it)")
-        finally:    # the stream was the session: it ends with it
-            self.sessions.pop(sid, None)
-            entry.close(cancel=False)
-        return False
-
-    def _sse_post(self, request, writer, cors):
-        ids = [value for key, _, value in (p.partition("=") for p in request.query.split("&"))
-               if key in ("sessionId", "session_id")]
-        # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
-        if len(ids) != 1 or not (0 < len(ids[0]) <= 128 and ids[0].isascii() and ids[0].isalnum()):
-            raise _HttpError(400, "Missing or malformed sessionId")
-        entry = self.sessions.get(ids[0])
-        if entry is None or not entry.legacy:
-            raise _HttpError(404, "Session not found")
-        try:
-            message = decode(request.body)
-        except McpError as e:
-            raise _HttpError(400, e.message, e.code) from None
-        self._write(writer, 202, cors, b"")     # first: the answer goes to the stream
-        entry.session.receive(message)
-        return True
 
 
 def _chunk(data):

@@ -4548,5 +4548,140 @@ class ClientCliTests(unittest.TestCase):
             self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
 
 
+class SameAnswersTest(HttpTestCase):
+    """The same battery of edge-case messages gets the same JSON-RPC answers on every
+    transport: stdio (serve_stdio on os pipes), Streamable HTTP (POST /mcp) and legacy
+    HTTP+SSE (GET /sse + POST /messages). Each item's answers are the JSON-RPC messages it
+    got: over /mcp the bodies or SSE events of its POSTs; on stdio and /sse what the stream
+    carried before the answer to a ping sent after it (a barrier: with MAX_IN_FLIGHT 1 the
+    ping runs only once every earlier request has been answered), plus /sse's 400 bodies."""
+    VERSION = "2025-03-26"      # batches: this version only; the legacy session negotiates it too
+
+    def battery(self):
+        """(frames, expected answers as (id, error code, or "ok")), by JSON-RPC 2.0 and MCP."""
+        bad = {"jsonrpc": "2.0", "id": 12, "error": {"code": -1, "message": "x"}, "result": {}}
+        cancel = note("notifications/cancelled", {"requestId": "q"})
+        return [
+            ([b'{"jsonrpc":"2.0","id":1,'], [(None, PARSE_ERROR)]),                    # not JSON
+            ([{"jsonrpc": "1.0", "id": 2, "method": "ping"}], [(2, INVALID_REQUEST)]),
+            ([rpc(None, "ping")], [(None, INVALID_REQUEST)]),      # MCP: an id is never null
+            ([rpc(True, "ping")], [(None, INVALID_REQUEST)]),
+            ([rpc(1.5, "ping")], [(None, INVALID_REQUEST)]),       # MCP: a string or an integer
+            ([b'{"jsonrpc":"2.0","id":6,"method":"ping","id":7}'], [(None, INVALID_REQUEST)]),
+            ([rpc(8, "no/such")], [(8, METHOD_NOT_FOUND)]),
+            ([rpc(9, "tools/list", [1])], [(9, INVALID_PARAMS)]),
+            ([rpc(10, "tools/call", {"arguments": {}})], [(10, INVALID_PARAMS)]),
+            ([call(11, "add", {"a": "one", "b": 2})], [(11, "isError")]),     # 2025-11-25: a tool error
+            ([note("notifications/no-such")], []),
+            ([bad], [(None, INVALID_REQUEST)]),      # a broken response: its id is not the client's
+            ([{"jsonrpc": "2.0", "id": "nobody", "result": {}}], []),
+            ([note("notifications/cancelled", {"requestId": "nobody"})], []),
+            ([call("w", "wait"), call("q", "count"), cancel], [("w", "ok")]),    # q queued, then dropped
+            ([[rpc("b1", "ping"), {"jsonrpc": "2.0", "id": "b2", "method": 5}, 1, rpc("b3", "no/such"),
+               note("notifications/initialized")]],
+             [("b1", "ok"), ("b2", INVALID_REQUEST), (None, INVALID_REQUEST), ("b3", METHOD_NOT_FOUND)]),
+            ([[]], [(None, INVALID_REQUEST)]),
+            ([[rpc("i1", "initialize", init_params(self.VERSION)), rpc("i2", "ping")]],
+             [("i1", INVALID_REQUEST), ("i2", "ok")]),       # MCP 2025-03-26: never in a batch
+            ([[rpc("d", "ping"), rpc("d", "ping")]], [("d", INVALID_REQUEST), ("d", "ok")]),
+            ([call("r", "wait"), call("r", "count")], [("r", INVALID_REQUEST), ("r", "ok")]),
+        ]
+
+    def new_item(self):
+        self.state.gate = asyncio.Event()   # `wait` blocks until the item's frames are all in
+
+    async def streamed(self, send, read, battery):
+        """Answers per item on a transport with one stream (stdio, legacy SSE)."""
+        await send([rpc(0, "initialize", init_params(self.VERSION)), note("notifications/initialized")])
+        self.assertEqual((await read())["result"]["protocolVersion"], self.VERSION)
+        out = []
+        for n, (frames, _) in enumerate(battery):
+            self.new_item()
+            got = await send(frames)
+            self.state.gate.set()
+            await send([rpc(f"barrier-{n}", "ping")])
+            while (message := await read()) != {"jsonrpc": "2.0", "id": f"barrier-{n}", "result": {}}:
+                got.append(message)
+            out.append(got)
+        return out
+
+    async def over_stdio(self, battery):
+        to_server, from_client = os.pipe()
+        to_client, from_server = os.pipe()
+        serving = asyncio.ensure_future(mcp_min.serve_stdio(self.server, to_server, from_server))
+        lines = asyncio.StreamReader()
+        pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(lines), open(to_client, "rb", buffering=0))
+
+        async def send(frames):
+            os.write(from_client, b"".join((f if type(f) is bytes else json.dumps(f).encode()) + b"\n"
+                                           for f in frames))
+            return []
+
+        async def read():
+            return json.loads(await asyncio.wait_for(lines.readline(), TIMEOUT))
+        try:
+            return await self.streamed(send, read, battery)
+        finally:
+            os.close(from_client)
+            self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
+            pipe.close()
+            for fd in (to_server, from_server):
+                os.close(fd)
+
+    async def over_legacy_sse(self, battery):
+        reader, writer = await self.client.connect()
+        writer.write(self.client.build("GET", "/sse", headers={"Accept": "text/event-stream"}))
+        self.assertEqual((await read_head(reader)).status, 200)
+        endpoint = (await read_event(reader))["data"]
+
+        async def send(frames):
+            errors = []
+            for frame in frames:    # each is taken in before its 202 is read: the next comes after
+                response = await self.client.request("POST", endpoint, frame)
+                self.assertEqual(response.status, 400 if type(frame) is bytes else 202, response)
+                errors += response.messages()
+            return errors
+
+        async def read():
+            while (event := await read_event(reader)).get("event") != "message":
+                pass
+            return json.loads(event["data"])
+        return await self.streamed(send, read, battery)
+
+    async def over_mcp(self, battery, receive):
+        sid = await self.client.initialize(self.VERSION)
+        out = []
+        for frames, _ in battery:
+            self.new_item()
+            posts = []
+            for frame in frames:    # a POST may wait for its answer: the barrier is its frame taken in
+                taken = receive.call_count
+                posts.append(asyncio.ensure_future(self.client.post(frame, sid, self.VERSION)))
+                await until(lambda: posts[-1].done() or receive.call_count > taken, "frame taken in")
+            self.state.gate.set()
+            out.append([m for r in await asyncio.gather(*posts) for m in r.messages()])
+        return out
+
+    async def test_every_transport_answers_the_battery_alike(self):
+        battery = self.battery()
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1), \
+                mock.patch.object(Session, "receive", autospec=True, side_effect=Session.receive) as receive:
+            answers = {"stdio": await self.over_stdio(battery),
+                       "/mcp": await self.over_mcp(battery, receive),
+                       "/sse": await self.over_legacy_sse(battery)}
+        self.assertEqual(self.state.calls, 0)       # a cancelled queued call and a refused duplicate
+        for n, (frames, expected) in enumerate(battery):
+            got = {name: sorted(out[n], key=lambda m: json.dumps(m, sort_keys=True))
+                   for name, out in answers.items()}
+            with self.subTest(item=n, frames=json.dumps(frames, default=bytes.decode)[:120]):
+                summary = sorted(((m["id"], m["error"]["code"] if "error" in m else
+                                   "isError" if m["result"].get("isError") else "ok") for m in got["stdio"]),
+                                 key=json.dumps)
+                self.assertEqual(summary, sorted(expected, key=json.dumps))
+                self.assertEqual(got["/mcp"], got["stdio"], "/mcp")
+                self.assertEqual(got["/sse"], got["stdio"], "/sse")
+
+
 if __name__ == "__main__":
     unittest.main()
