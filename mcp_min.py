@@ -86,14 +86,27 @@ import typing
 
 __version__ = "0.1.0"
 __all__ = [
-    "Server", "Session", "Context", "Client", "SyncClient", "McpError", "Content",
-    "text", "image", "audio", "resource_link", "embedded_resource",
-    "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS",
-    "INTERNAL_ERROR", "RESOURCE_NOT_FOUND", "PROTOCOL_VERSIONS",
-    "LATEST_PROTOCOL_VERSION", "__version__",
+    # building a server, and calling one
+    "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError",
+    "text", "image", "audio", "resource_link", "embedded_resource", "Client", "SyncClient",
+    # serving it, and the transport-free session every transport feeds
+    "serve_stdio", "serve_http", "start_http", "HttpServer", "Session", "main", "demo_server",
+    # JSON-RPC framing and JSON Schema, for transports and tests of one's own
+    "decode", "encode", "classify", "validate",
+    # the protocol's numbers
+    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "BATCH_VERSIONS", "LOG_LEVELS",
+    "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
+    "RESOURCE_NOT_FOUND", "CONNECTION_CLOSED", "REQUEST_TIMEOUT",
+    # limits (module settings)
+    "MAX_LINE_BYTES", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "SHUTDOWN_GRACE",
+    "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
+    "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT",
+    "WRITE_BUFFER", "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID",
+    "SESSION_IDLE", "MAX_QUEUED", "MAX_SSE_EVENT", "CONNECT_TIMEOUT", "KILL_STEP",
+    "__version__",
 ]
 
-log = logging.getLogger("mcp_min")
+_log = logging.getLogger("mcp_min")
 
 ##############################################################################
 # Constants: versions, error codes, limits
@@ -115,7 +128,8 @@ RESOURCE_NOT_FOUND = -32002         # handshake era resources/read of an unknown
 CONNECTION_CLOSED = -32000          # our own: the peer went away (never sent on the wire)
 REQUEST_TIMEOUT = -32001            # our own: a request we sent was not answered in time
 
-# Limits. Each says what happens at the edge.
+# Limits: module settings (set one before serving to change it). Each says what
+# happens at the edge; the HTTP ones answer with the status named, then close.
 MAX_LINE_BYTES = 16 * 1024 * 1024   # stdio: a longer line gets one error and is skipped to its "\n"
 MAX_IN_FLIGHT = 256                 # requests running per session; as many more wait their turn,
                                     # and reading pauses (stdio); while the client owes us an
@@ -123,7 +137,27 @@ MAX_IN_FLIGHT = 256                 # requests running per session; as many more
 MAX_WAITING = 10_000                # requests waiting per session, however they came; more -> -32603
 PAGE_SIZE = 100                     # items per tools/resources/prompts list page
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes
-REQUEST_TIMEOUT_S = 60.0            # default wait for a reply to a request we send
+REPLY_TIMEOUT = 60.0                # seconds to wait for the answer to a request we send -> -32001
+READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
+MAX_BODY_BYTES = 4 * 1024 * 1024    # HTTP: a POST body -> 413, checked before reading it
+MAX_REQUEST_LINE = 8 * 1024         # -> 414
+MAX_HEAD_BYTES = 64 * 1024          # request line + headers -> 431
+MAX_HEADERS = 100                   # -> 431
+HEADER_TIMEOUT = 10.0               # seconds to send a request head (from connecting) -> 408
+BODY_TIMEOUT = 30.0                 # seconds to send the body -> 408
+IDLE_TIMEOUT = 15.0                 # a kept-alive connection with no next request is closed
+WRITE_TIMEOUT = 30.0                # a reader that stops reading is cut off after this
+WRITE_BUFFER = 1 << 16              # bytes unsent to a reader before we wait for it to catch up
+KEEPALIVE_INTERVAL = 15.0           # SSE comment lines on quiet streams
+MAX_CONNECTIONS = 512               # -> 503
+MAX_SESSIONS = 10_000               # -> 503
+MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is not looked up: 404/400
+SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
+MAX_QUEUED = 1000                   # messages waiting per stream; beyond it notifications are dropped
+MAX_SSE_EVENT = 16 * 1024 * 1024    # client: a longer SSE event ends the connection
+CONNECT_TIMEOUT = 10.0              # client: seconds to reach a server and see its endpoint
+KILL_STEP = 2.0                     # client: seconds a stdio server gets to exit after EOF, then
+                                    # after SIGTERM, before SIGKILL
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -204,7 +238,7 @@ def _encode_safely(message):
     try:
         return encode(message)
     except (TypeError, ValueError, RecursionError):
-        log.error("a message is not JSON-serializable: %.200r", message)
+        _log.error("a message is not JSON-serializable: %.200r", message)
         if "method" in message:
             return None
         return encode(_error(message.get("id"), INTERNAL_ERROR, "Internal error"))
@@ -960,7 +994,7 @@ class Tool(_Handler):
         body = _text_encoder.encode(data)
         structured = {"result": data} if self.wrap or type(data) is not dict else data
         if (problem := self.check_output(structured, "")):
-            log.error("tool %s returned a value that does not match its outputSchema: %s",
+            _log.error("tool %s returned a value that does not match its outputSchema: %s",
                       self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
         return {"content": [text(body)], "structuredContent": structured}
@@ -1019,7 +1053,7 @@ class _UriTemplate:
     Each variable takes the text up to the first occurrence of the literal
     after it; no backtracking, so hostile URIs cost O(n). A value is
     percent-decoded, and may not then hold '/', '\\', NUL, a drive ('C:'), or be '.' or '..',
-    so a variable can never walk a path (SECURITY.md R31).
+    so a variable can never walk a path out of its segment.
 
     >>> _UriTemplate("users://{name}/profile").match("users://ada%20l/profile")
     {'name': 'ada l'}
@@ -1493,7 +1527,7 @@ class Session(_Peer):
         try:
             self._act(message, kind, done)
         except Exception:
-            log.exception("failed to handle a %s", kind)
+            _log.exception("failed to handle a %s", kind)
             if kind == "request" and message["id"] not in self.running:
                 self._answer(_error(message["id"], INTERNAL_ERROR, "Internal error"), message["id"])
                 done and done()
@@ -1510,7 +1544,7 @@ class Session(_Peer):
                 try:
                     handler(self, params or {})
                 except Exception:
-                    log.exception("notification %r failed", method)
+                    _log.exception("notification %r failed", method)
             return done and done()
         id_ = message["id"]
         problem = self._refusal(method, params)
@@ -1557,10 +1591,10 @@ class Session(_Peer):
                 if id_ in self._cancelled or self.closed:
                     self._finished(id_, None, done)
                     raise
-                log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
+                _log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
             except Exception:
-                log.exception("request %r (%s) failed", id_, handler.__name__)
+                _log.exception("request %r (%s) failed", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
         self._finished(id_, response, done)
 
@@ -1646,7 +1680,7 @@ class Session(_Peer):
         if not self.closed:
             self._answer(message, related)
 
-    async def request(self, method, params=None, related=None, timeout=REQUEST_TIMEOUT_S):
+    async def request(self, method, params=None, related=None, timeout=REPLY_TIMEOUT):
         """Send a request to the client and wait for its result (or McpError)."""
         async def send(message):
             self._answer(message, related)
@@ -1768,7 +1802,7 @@ async def _call_tool(session, params, ctx):
     except McpError as e:
         return _tool_error(e.message)
     except Exception:
-        log.exception("tool %r failed", name)
+        _log.exception("tool %r failed", name)
         return _tool_error(f"Tool '{name}' failed with an internal error.")
 
 
@@ -2005,7 +2039,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
 
     def readable():                     # the loop's own reader (POSIX pipes, sockets, ttys)
         try:
-            chunk = os.read(stdin_fd, 1 << 16)
+            chunk = os.read(stdin_fd, READ_CHUNK)
         except OSError:
             chunk = b""
         if not chunk:
@@ -2015,7 +2049,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     def reader():                       # a thread: Windows, or stdin redirected from a file
         while True:
             try:
-                chunk = os.read(stdin_fd, 1 << 16)
+                chunk = os.read(stdin_fd, READ_CHUNK)
             except OSError:
                 chunk = b""
             go.clear()
@@ -2047,23 +2081,6 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
 ##############################################################################
 # HTTP: one asyncio server, legacy HTTP+SSE at /sse and Streamable HTTP at /mcp
 ##############################################################################
-
-# Limits (SECURITY.md 1.5). Each answers with the status named, then closes.
-MAX_BODY_BYTES = 4 * 1024 * 1024    # POST body -> 413, checked before reading it
-MAX_REQUEST_LINE = 8 * 1024         # -> 414
-MAX_HEAD_BYTES = 64 * 1024          # request line + headers -> 431
-MAX_HEADERS = 100                   # -> 431
-HEADER_TIMEOUT = 10.0               # seconds to send a request head (from connecting) -> 408
-BODY_TIMEOUT = 30.0                 # seconds to send the body -> 408
-IDLE_TIMEOUT = 15.0                 # a kept-alive connection with no next request is closed
-WRITE_TIMEOUT = 30.0                # a reader that stops reading is cut off after this
-KEEPALIVE_INTERVAL = 15.0           # SSE comment lines on quiet streams
-MAX_CONNECTIONS = 512               # -> 503
-MAX_SESSIONS = 10_000               # -> 503
-SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
-MAX_QUEUED = 1000                   # messages waiting per stream; beyond it notifications are dropped
-WRITE_BUFFER = 1 << 16              # bytes unsent to a reader before we wait for it to catch up
-MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is not looked up: 404/400
 
 _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
             401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
@@ -2155,12 +2172,12 @@ def _host_name(value):
 class _Stream:
     """Messages waiting to go out on one SSE stream (bounded)."""
 
-    def __init__(self, streams=True):
+    def __init__(self, json_only=False):
         self.items = []
         self.wake = asyncio.Event()
         self.closed = self.poked = False
         self.dropped = 0
-        self.streams = streams  # False: a JSON-only answer, which carries responses alone
+        self.json_only = json_only  # a JSON answer to a POST: it carries responses alone
         self.direct = None      # writes a message at once if it can (else it is queued)
 
     def put(self, message):
@@ -2168,7 +2185,7 @@ class _Stream:
         carries no notification or request). Once closed, everything is dropped."""
         if message is None:     # the request ended without a response: nothing to carry
             return True
-        if not self.streams and "method" in message:
+        if self.json_only and "method" in message:
             return False
         if self.closed:
             return True
@@ -2394,7 +2411,7 @@ class _McpEndpoint:
         initialize = type(body) is dict and body.get("method") == "initialize" and "id" in body
         entry = self._entry_for(x, initialize)
         frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
-        stream = _Stream(streams=not (self.json_response or batch))
+        stream = _Stream(json_only=self.json_response or batch)
         entry.posts.add(stream)
         try:
             entry.last_active = _now()
@@ -2447,7 +2464,7 @@ class _McpEndpoint:
         the result, else an SSE stream of everything related, result last."""
         responses, sse = [], False
         while True:
-            if stream.streams:
+            if not stream.json_only:
                 x.deadline.set(KEEPALIVE_INTERVAL, stream.poke)
             message = await stream.get()
             if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
@@ -2461,7 +2478,7 @@ class _McpEndpoint:
                 await x.send(frame(event))
             elif final:
                 responses.append(message)
-        if not sse and not responses and stream.streams:
+        if not sse and not responses and not stream.json_only:
             # Every request was cancelled: no response (cancellation), yet a POST that
             # carried requests is answered with a stream (transports): an empty one.
             sse = self._start_sse(x, headers, frame)
@@ -2654,7 +2671,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         except asyncio.CancelledError:  # the loop is shutting down: this connection just ends
             pass
         except Exception:   # never let one connection take the server down
-            log.exception("HTTP connection failed")
+            _log.exception("HTTP connection failed")
         finally:
             self.connections -= 1
             self.writers.pop(writer).deadline.cancel()
@@ -2804,10 +2821,10 @@ async def start_http(server, host="127.0.0.1", port=8080, **options):
 async def serve_http(server, host="127.0.0.1", port=8080, **options):
     """Serve `server` over HTTP until cancelled."""
     http = await start_http(server, host, port, **options)
-    log.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)",
+    _log.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)",
                 host, http.port)
     if not _is_loopback(host) and not options.get("allow_hosts"):
-        log.warning("only Host: localhost is accepted; name the hosts clients use with --allow-host")
+        _log.warning("only Host: localhost is accepted; name the hosts clients use with --allow-host")
     try:
         await asyncio.Event().wait()
     finally:
@@ -2816,9 +2833,6 @@ async def serve_http(server, host="127.0.0.1", port=8080, **options):
 ##############################################################################
 # Client: stdio, Streamable HTTP and legacy HTTP+SSE
 ##############################################################################
-
-MAX_SSE_EVENT = 16 * 1024 * 1024    # client: a longer SSE event ends the connection
-CONNECT_TIMEOUT = 10.0              # client: seconds to reach a server and see its endpoint
 
 
 class Client(_Peer):
@@ -2842,7 +2856,7 @@ class Client(_Peer):
     Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
     """
 
-    def __init__(self, target, *, token=None, timeout=REQUEST_TIMEOUT_S, name="mcp_min",
+    def __init__(self, target, *, token=None, timeout=REPLY_TIMEOUT, name="mcp_min",
                  protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None,
                  roots=None, on_log=None, on_notification=None, trace=None, transport="auto",
                  env=None):
@@ -2974,7 +2988,7 @@ class Client(_Peer):
         try:
             kind = classify(message)
         except McpError:
-            log.warning("ignoring a malformed message from the server")
+            _log.warning("ignoring a malformed message from the server")
             return
         if kind == "response":
             self._settle(message)
@@ -2998,7 +3012,7 @@ class Client(_Peer):
             if asyncio.iscoroutine(result):
                 asyncio.ensure_future(result)
         except Exception:
-            log.exception("client callback failed")
+            _log.exception("client callback failed")
 
     async def _answer(self, message):
         method, params = message["method"], message.get("params") or {}
@@ -3019,13 +3033,13 @@ class Client(_Peer):
         except McpError as e:
             reply = _error(message["id"], e.code, e.message, e.data)
         except Exception:
-            log.exception("handler for %s failed", method)
+            _log.exception("handler for %s failed", method)
             reply = _error(message["id"], INTERNAL_ERROR, "Internal error")
         if self._transport:
             try:
                 await self._transport.send(reply)
             except Exception:
-                log.warning("could not answer the server's %s", method)
+                _log.warning("could not answer the server's %s", method)
 
     # -- the protocol's methods --------------------------------------------------------
     async def _all(self, method, key, params=None):
@@ -3142,7 +3156,7 @@ class _InMemory:
             try:
                 self.client._received(decode(data))
             except McpError:    # what a client reading a pipe would skip (a duplicate key ...)
-                log.warning("ignoring a malformed message from the server")
+                _log.warning("ignoring a malformed message from the server")
 
     async def send(self, message):
         if self.client.trace:
@@ -3186,12 +3200,12 @@ class _StdioClient:
         trace = self.client.trace
         try:
             while True:
-                chunk = await self.process.stdout.read(1 << 16)
+                chunk = await self.process.stdout.read(READ_CHUNK)
                 if not chunk:
                     break
                 buffer += chunk
                 if len(buffer) > MAX_LINE_BYTES and b"\n" not in buffer:
-                    log.error("server sent a line over %d bytes; closing", MAX_LINE_BYTES)
+                    _log.error("server sent a line over %d bytes; closing", MAX_LINE_BYTES)
                     break
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
@@ -3202,7 +3216,7 @@ class _StdioClient:
                     try:
                         self.client._received(decode(line))
                     except McpError:
-                        log.warning("server wrote a line that is not JSON-RPC")
+                        _log.warning("server wrote a line that is not JSON-RPC")
         finally:
             self.client._closed("The server closed its output")
 
@@ -3234,7 +3248,7 @@ class _StdioClient:
                 except ProcessLookupError:
                     break
             try:
-                await asyncio.wait_for(process.wait(), 2.0)
+                await asyncio.wait_for(process.wait(), KILL_STEP)
                 break
             except asyncio.TimeoutError:
                 continue
@@ -3266,7 +3280,7 @@ class _HttpResponse:
                     await reader.readuntil(b"\r\n")
                     return
                 while size:     # in pieces: the server picks the size, not our memory
-                    piece = await reader.read(min(size, 1 << 16))
+                    piece = await reader.read(min(size, READ_CHUNK))
                     if not piece:
                         raise ConnectionError("body cut short")
                     size -= len(piece)
@@ -3275,13 +3289,13 @@ class _HttpResponse:
         elif "content-length" in self.headers:
             left = _size(self.headers["content-length"], 10)
             while left:
-                data = await reader.read(min(left, 1 << 16))
+                data = await reader.read(min(left, READ_CHUNK))
                 if not data:
                     raise ConnectionError("body cut short")
                 left -= len(data)
                 yield data
         else:
-            while (data := await reader.read(1 << 16)):
+            while (data := await reader.read(READ_CHUNK)):
                 yield data
 
     async def body(self, limit=MAX_SSE_EVENT):
@@ -3338,7 +3352,7 @@ async def _http(url, method, headers, body=b"", trace=None):
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
     try:
         while True:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT_S)
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REPLY_TIMEOUT)
             status_line, *header_lines = head.decode("latin-1").split("\r\n")
             version, _, rest = status_line.partition(" ")
             if not (version.startswith("HTTP/1.") and rest[:3].isdigit()):
@@ -3412,7 +3426,7 @@ def _sse_message(data):
     try:
         return decode(data)
     except McpError:
-        log.warning("ignoring an SSE event that is not JSON")
+        _log.warning("ignoring an SSE event that is not JSON")
         return None
 
 
@@ -3491,7 +3505,7 @@ class _StreamableHttp:
                     await self._reinitialize()
             return await self._post(message, is_request, again=False)
         if status >= 400:
-            body = await response.body(1 << 16)
+            body = await response.body(READ_CHUNK)
             response.close()
             error = McpError(CONNECTION_CLOSED, f"HTTP {status} from {self.url}")
             try:
@@ -3518,7 +3532,7 @@ class _StreamableHttp:
     async def _reinitialize(self):
         self.session_id = None
         version, self.client.protocol_version = self.client.protocol_version, None
-        log.info("session expired: initializing again")
+        _log.info("session expired: initializing again")
         inside = _REINITIALIZING.set(True)      # seen by the tasks it starts, too
         try:
             await self.client._initialize()
@@ -3668,7 +3682,7 @@ class _LegacySse:
             response = await _http(self.endpoint, "POST", headers, encode(message), self.client.trace)
         except OSError as e:
             raise McpError(CONNECTION_CLOSED, f"cannot reach {self.endpoint}: {e}") from None
-        await response.body(1 << 16)
+        await response.body(READ_CHUNK)
         response.close()
         if response.status >= 300:
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.endpoint}")
@@ -3776,7 +3790,7 @@ def _client_main(args, name, arguments, raw):
     except KeyboardInterrupt:
         return 130
     except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
-        log.debug("client failed", exc_info=True)
+        _log.debug("client failed", exc_info=True)
         print(f"mcp_min: {_one_line(e)}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -4115,7 +4129,7 @@ def _serve(server, args, stdout=1):
             # A sync tool still runs past the grace period (or Ctrl-C): threads cannot
             # be cancelled, and the client is gone, so leave without it.
             if code != 130:
-                log.warning("stdin closed; exiting with a tool still running")
+                _log.warning("stdin closed; exiting with a tool still running")
             sys.stderr.flush()
             os._exit(code)
         return code
@@ -4292,8 +4306,8 @@ def main(argv=None):
                         help="NAME, URI, k=v pairs or one JSON object")
     client.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
                         help="bearer token for HTTP (default: $MCP_TOKEN)")
-    client.add_argument("--timeout", type=_seconds, default=REQUEST_TIMEOUT_S, metavar="SECONDS",
-                        help=f"how long to wait for each answer (default {REQUEST_TIMEOUT_S:g})")
+    client.add_argument("--timeout", type=_seconds, default=REPLY_TIMEOUT, metavar="SECONDS",
+                        help=f"how long to wait for each answer (default {REPLY_TIMEOUT:g})")
     _common_options(client, "WARNING")
     args = p.parse_args(_bare_trace(argv))
     if args.command == "serve":

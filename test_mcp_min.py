@@ -3545,7 +3545,7 @@ class HttpJsonRpcTest(HttpTestCase):
         self.assertTrue(any("..." in json.dumps(r.get("message")) for r in records))
 
     async def test_a_broken_reply_over_http_fails_the_waiting_tool_at_once(self):
-        # Regression: the 400 went out but the tool waited REQUEST_TIMEOUT_S for its reply.
+        # Regression: the 400 went out but the tool waited REPLY_TIMEOUT for its reply.
         version = LATEST_PROTOCOL_VERSION
         response = await self.client.post(rpc(0, "initialize", init_params(capabilities={"sampling": {}})))
         sid = response.header("mcp-session-id")
@@ -4588,7 +4588,7 @@ class SameAnswersTest(HttpTestCase):
         ]
 
     def new_item(self):
-        self.state.gate = asyncio.Event()   # `wait` blocks until the item's frames are all in
+        self.state.gate = asyncio.Event()   # `wait` blocks until the item's frames are all taken in
 
     async def streamed(self, send, read, battery):
         """Answers per item on a transport with one stream (stdio, legacy SSE)."""
@@ -4613,9 +4613,11 @@ class SameAnswersTest(HttpTestCase):
         pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(lines), open(to_client, "rb", buffering=0))
 
-        async def send(frames):
+        async def send(frames):     # done once the server has read every line (one receive each)
+            taken = self.receive.call_count
             os.write(from_client, b"".join((f if type(f) is bytes else json.dumps(f).encode()) + b"\n"
                                            for f in frames))
+            await until(lambda: self.receive.call_count == taken + len(frames), "lines taken in")
             return []
 
         async def read():
@@ -4649,16 +4651,16 @@ class SameAnswersTest(HttpTestCase):
             return json.loads(event["data"])
         return await self.streamed(send, read, battery)
 
-    async def over_mcp(self, battery, receive):
+    async def over_mcp(self, battery):
         sid = await self.client.initialize(self.VERSION)
         out = []
         for frames, _ in battery:
             self.new_item()
             posts = []
             for frame in frames:    # a POST may wait for its answer: the barrier is its frame taken in
-                taken = receive.call_count
+                taken = self.receive.call_count
                 posts.append(asyncio.ensure_future(self.client.post(frame, sid, self.VERSION)))
-                await until(lambda: posts[-1].done() or receive.call_count > taken, "frame taken in")
+                await until(lambda: posts[-1].done() or self.receive.call_count > taken, "frame taken in")
             self.state.gate.set()
             out.append([m for r in await asyncio.gather(*posts) for m in r.messages()])
         return out
@@ -4666,11 +4668,10 @@ class SameAnswersTest(HttpTestCase):
     async def test_every_transport_answers_the_battery_alike(self):
         battery = self.battery()
         with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1), \
-                mock.patch.object(Session, "receive", autospec=True, side_effect=Session.receive) as receive:
+                mock.patch.object(Session, "receive", autospec=True, side_effect=Session.receive) as self.receive:
             answers = {"stdio": await self.over_stdio(battery),
-                       "/mcp": await self.over_mcp(battery, receive),
+                       "/mcp": await self.over_mcp(battery),
                        "/sse": await self.over_legacy_sse(battery)}
-        self.assertEqual(self.state.calls, 0)       # a cancelled queued call and a refused duplicate
         for n, (frames, expected) in enumerate(battery):
             got = {name: sorted(out[n], key=lambda m: json.dumps(m, sort_keys=True))
                    for name, out in answers.items()}
@@ -4681,6 +4682,7 @@ class SameAnswersTest(HttpTestCase):
                 self.assertEqual(summary, sorted(expected, key=json.dumps))
                 self.assertEqual(got["/mcp"], got["stdio"], "/mcp")
                 self.assertEqual(got["/sse"], got["stdio"], "/sse")
+        self.assertEqual(self.state.calls, 0)       # a cancelled queued call and a refused duplicate
 
 
 if __name__ == "__main__":
