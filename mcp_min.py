@@ -369,10 +369,14 @@ def _hint(tp, depth=0):
         return {}, None
     if origin is typing.Literal:
         return _literal(args), None
-    if origin is typing.Union or type(tp).__name__ == "UnionType":
+    if _is_union(tp):
         return _union([(a, *_hint(a, depth + 1)) for a in args])
     return (origin is None and isinstance(tp, type) and _class_hint(tp, depth)) \
         or _container_hint(tp, origin, args, depth)
+
+
+def _is_union(tp):
+    return typing.get_origin(tp) is typing.Union or type(tp).__name__ == "UnionType"   # X | Y
 
 
 def _literal(args):
@@ -421,11 +425,15 @@ def _container_hint(tp, origin, args, depth):
     schema = {"type": kind}
     if item:
         schema["items" if kind == "array" else "additionalProperties"] = item
+    return schema, _collection_loader(kind, origin or tp, load)
+
+
+def _collection_loader(kind, cls, load):
     if kind == "object":
-        return schema, load and (lambda value: {k: _load(load, v) for k, v in value.items()}
-                                 if type(value) is dict else value)
-    make = _array_of(origin or tp)
-    return schema, None if make is list and load is None else \
+        return load and (lambda value: {k: _load(load, v) for k, v in value.items()}
+                         if type(value) is dict else value)
+    make = _array_of(cls)
+    return None if make is list and load is None else \
         (lambda value: make(_load(load, v) for v in value) if type(value) is list else value)
 
 
@@ -939,7 +947,7 @@ _BAD_VALUE = (ValueError, TypeError, ArithmeticError, RecursionError)
 def _strip(hint):
     while typing.get_origin(hint) is typing.Annotated:
         hint = typing.get_args(hint)[0]
-    if typing.get_origin(hint) is typing.Union or type(hint).__name__ == "UnionType":
+    if _is_union(hint):
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(options) == 1:
             return _strip(options[0])
@@ -1425,7 +1433,10 @@ class Session(_Peer):
     request made while serving it), or None. ``send(None, id)`` means: that
     request ends with no response (it was cancelled).
 
-    All per-client state lives here, so a transport creates one per client.
+    All per-client state lives here, so a server transport creates one per
+    client with its `send`, hands it every frame it reads with `receive`, reads
+    on only while the session is `accepting` (and again at `on_ready`), and
+    calls `close` when the client is gone.
     """
 
     def __init__(self, server, send, stateless_version=None):
@@ -3141,7 +3152,22 @@ class SyncClient:
         self.close()
 
 
-class _InMemory:
+class _Transport:
+    """What a client transport does. Four coroutines: `start` connects; `send`
+    delivers one message (McpError(CONNECTION_CLOSED) if it cannot); `initialized`
+    runs after the handshake; `close` ends it all. It hands each message that
+    arrives to ``client._received(message)``, and tells the client (a `_Peer`)
+    of loss: ``_fail(id, error)`` for a request it carried that can get no
+    answer, ``_closed(reason)`` once the connection is gone."""
+
+    async def start(self):
+        pass
+
+    async def initialized(self):
+        pass
+
+
+class _InMemory(_Transport):
     """A `Server` in this very process as the client's transport: the same JSON text as
     on a wire, handed over without a pipe or a socket."""
 
@@ -3163,9 +3189,6 @@ class _InMemory:
             self.client.trace.message("out", "memory", message)
         self.session.receive(encode(message))
 
-    async def initialized(self):
-        pass
-
     async def close(self):
         self.session.close(cancel=True)
 
@@ -3174,7 +3197,7 @@ class _Fallback(Exception):
     """The URL did not take a Streamable HTTP initialize: try legacy SSE."""
 
 
-class _StdioClient:
+class _StdioClient(_Transport):
     """Spawns the server (argv list, no shell) and speaks lines on its pipes."""
 
     def __init__(self, argv, client):
@@ -3196,29 +3219,24 @@ class _StdioClient:
         self._reader = asyncio.ensure_future(self._read())
 
     async def _read(self):
-        buffer = b""
-        trace = self.client.trace
+        lines = _Lines(lambda: _log.error("the server sent a line over %d bytes; skipped", MAX_LINE_BYTES))
         try:
-            while True:
-                chunk = await self.process.stdout.read(READ_CHUNK)
-                if not chunk:
-                    break
-                buffer += chunk
-                if len(buffer) > MAX_LINE_BYTES and b"\n" not in buffer:
-                    _log.error("server sent a line over %d bytes; closing", MAX_LINE_BYTES)
-                    break
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    if trace:
-                        trace.line("in", "stdout", line)
-                    try:
-                        self.client._received(decode(line))
-                    except McpError:
-                        _log.warning("server wrote a line that is not JSON-RPC")
+            while (chunk := await self.process.stdout.read(READ_CHUNK)):
+                for line in lines.feed(chunk):
+                    self._line(line)
+            for line in lines.end():
+                self._line(line)
         finally:
             self.client._closed("The server closed its output")
+
+    def _line(self, line):
+        if line.strip():
+            if self.client.trace:
+                self.client.trace.line("in", "stdout", line)
+            try:
+                self.client._received(decode(line))
+            except McpError:
+                _log.warning("the server wrote a line that is not JSON-RPC")
 
     async def send(self, message):
         if self.client.trace:
@@ -3228,9 +3246,6 @@ class _StdioClient:
             await self.process.stdin.drain()
         except (ConnectionError, AttributeError):
             raise McpError(CONNECTION_CLOSED, "The server is gone") from None
-
-    async def initialized(self):
-        pass
 
     async def close(self):
         # stdio shutdown: close stdin, wait; then SIGTERM; then SIGKILL.
@@ -3437,7 +3452,7 @@ _BOM = b"\xef\xbb\xbf"
 _REINITIALIZING = contextvars.ContextVar("mcp_min_reinitializing", default=False)
 
 
-class _StreamableHttp:
+class _StreamableHttp(_Transport):
     """Streamable HTTP (2025-03-26+): a POST per message, JSON or SSE replies."""
 
     def __init__(self, url, client):
@@ -3457,9 +3472,6 @@ class _StreamableHttp:
         if self.client.token:   # never in the URL
             headers["Authorization"] = f"Bearer {self.client.token}"
         return headers
-
-    async def start(self):
-        pass
 
     async def send(self, message):
         is_request = "method" in message and "id" in message
@@ -3618,7 +3630,7 @@ class _StreamableHttp:
             self.session_id = None
 
 
-class _LegacySse:
+class _LegacySse(_Transport):
     """HTTP+SSE (2024-11-05): a GET stream for everything the server says,
     POSTs to the endpoint it names for everything we say."""
 
@@ -3686,9 +3698,6 @@ class _LegacySse:
         response.close()
         if response.status >= 300:
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.endpoint}")
-
-    async def initialized(self):
-        pass
 
     async def close(self):
         if self._reader:
