@@ -2435,6 +2435,7 @@ class _McpEndpoint:
                 headers.append(("Mcp-Session-Id", entry.sid))
             return await self._answer(x, stream, headers, batch, frame)
         finally:    # a refused or failed opening request leaves nothing behind
+            stream.close()      # a client that left: what its requests still say is dropped
             entry.posts.discard(stream)
             entry.last_active = _now()
             if self.stateless or initialize and entry.sid not in self.sessions:
@@ -2988,8 +2989,8 @@ class Client(_Peer):
         async def tell():
             try:
                 await self.notify("notifications/cancelled", {"requestId": id_, "reason": reason})
-            except Exception:
-                pass
+            except Exception as e:  # the connection is going: the server will not run it anyway
+                _log.debug("could not cancel request %r: %s", id_, e)
         task = asyncio.get_running_loop().create_task(tell())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -3254,8 +3255,8 @@ class _StdioClient(_Transport):
             return
         try:
             process.stdin.close()
-        except Exception:
-            pass
+        except Exception as e:  # already broken: the steps below still end the process
+            _log.debug("closing the server's stdin: %s", e)
         for step in (None, process.terminate, process.kill):
             if step:
                 try:
@@ -3523,8 +3524,8 @@ class _StreamableHttp(_Transport):
             try:
                 detail = json.loads(body)["error"]
                 error = McpError(detail["code"], detail["message"], detail.get("data"))
-            except Exception:
-                pass
+            except Exception:   # no JSON-RPC error in the body: the status says it all
+                _log.debug("HTTP %s from %s without a JSON-RPC error", status, self.url)
             if status == 401:
                 error = McpError(CONNECTION_CLOSED, "HTTP 401: the server wants a valid --token")
             raise error
@@ -3577,8 +3578,8 @@ class _StreamableHttp(_Transport):
                             answered |= type(message) is dict and message.get("id") == request_id \
                                 and "method" not in message
                             self.client._received(message)
-            except Exception:   # reset, malformed framing, oversized event: the stream is over
-                pass
+            except Exception as e:  # reset, malformed framing, oversized event: the stream is over
+                _log.debug("a response stream ended: %r", e)
             finally:
                 response.close()
                 if self.client.trace:
@@ -3625,8 +3626,8 @@ class _StreamableHttp(_Transport):
                 response = await asyncio.wait_for(
                     _http(self.url, "DELETE", self._headers(), trace=self.client.trace), 5)
                 response.close()
-            except Exception:
-                pass
+            except Exception as e:  # the server may be gone already: the session is over anyway
+                _log.debug("DELETE of the session failed: %r", e)
             self.session_id = None
 
 
@@ -3676,8 +3677,8 @@ class _LegacySse(_Transport):
                         found.set_result(endpoint)
                     elif event["event"] == "message" and (message := _sse_message(event["data"])) is not None:
                         self.client._received(message)
-        except Exception:   # reset, malformed framing, oversized event: the stream is over
-            pass
+        except Exception as e:  # reset, malformed framing, oversized event: the stream is over
+            _log.debug("the SSE stream ended: %r", e)
         finally:
             response.close()
             if trace:

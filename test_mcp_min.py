@@ -4230,6 +4230,18 @@ class _Lines:
         pass
 
 
+class SessionWithoutLoopTest(unittest.TestCase):
+    def test_a_request_that_needs_a_loop_is_answered_not_dropped(self):
+        # Regression: with no running loop a valid request was silently dropped.
+        out = []
+        session = Session(make_server()[0], lambda message, related: out.append(message))
+        self.assertEqual(session.receive(json.dumps(rpc(0, "initialize", init_params())).encode()), 1)
+        self.assertEqual(session.receive(json.dumps(rpc(1, "ping")).encode()), 1)
+        self.assertEqual(out[-1], {"jsonrpc": "2.0", "id": 1, "error": {
+            "code": INTERNAL_ERROR, "message": "No event loop is running"}})
+        self.assertEqual(session.running, {})
+
+
 class OneDoorTest(HttpTestCase):
     """A fault inside the session is answered alike on every transport (issue 11)."""
 
