@@ -72,9 +72,11 @@ Streamable HTTP at /mcp), ``python mcp_min.py client URL tools/list``.
 import asyncio
 import base64
 import collections.abc as abc
+import contextlib
 import contextvars
 import enum
 import functools
+import itertools
 import json
 import logging
 import os
@@ -239,9 +241,8 @@ def _encode_safely(message):
         return encode(message)
     except (TypeError, ValueError, RecursionError):
         _log.error("a message is not JSON-serializable: %.200r", message)
-        if "method" in message:
-            return None
-        return encode(_error(message.get("id"), INTERNAL_ERROR, "Internal error"))
+        return None if "method" in message else \
+            encode(_error(message.get("id"), INTERNAL_ERROR, "Internal error"))
 
 
 def _is_id(value):
@@ -265,17 +266,14 @@ def classify(message):
     """
     if type(message) is not dict or message.get("jsonrpc") != "2.0":
         raise McpError(INVALID_REQUEST, "Invalid request")
-    keys = message.keys()
     if "method" in message:
         # Exact member names only: "Method" or "method\\u0000" must not pass.
-        if not keys <= _REQUEST_KEYS or type(message["method"]) is not str:
-            raise McpError(INVALID_REQUEST, "Invalid request")
-        if "id" not in message:
-            return "notification"
-        if not _is_id(message["id"]):
-            raise McpError(INVALID_REQUEST, "Invalid request")
-        return "request"
-    if keys in _RESPONSE_KEYS and (_is_id(message["id"]) or message["id"] is None):
+        if message.keys() <= _REQUEST_KEYS and type(message["method"]) is str:
+            if "id" not in message:
+                return "notification"
+            if _is_id(message["id"]):
+                return "request"
+    elif message.keys() in _RESPONSE_KEYS and (_is_id(message["id"]) or message["id"] is None):
         return "response"
     raise McpError(INVALID_REQUEST, "Invalid request")
 
@@ -564,11 +562,8 @@ def _decimal(number):
 
 def _string_type(cls):
     """The _STRING_TYPES entry for a class or its nearest base (datetime before date)."""
-    for klass in cls.__mro__:
-        found = _STRING_TYPES.get(f"{klass.__module__.partition('.')[0]}.{klass.__qualname__}")
-        if found:
-            return found
-    return None
+    names = (f"{klass.__module__.partition('.')[0]}.{klass.__qualname__}" for klass in cls.__mro__)
+    return next((_STRING_TYPES[name] for name in names if name in _STRING_TYPES), None)
 
 
 def _first_paragraph(doc):
@@ -576,6 +571,7 @@ def _first_paragraph(doc):
 
 
 _JSON_TYPES = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
+_JSON_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
 
 
 def _type_ok(value, kind):
@@ -659,11 +655,11 @@ def _type(kinds, schema, root, depth):
     if len(kinds) == 1 and kinds[0] in _JSON_TYPES:     # the usual case, on every call: be quick
         exact = _JSON_TYPES[kinds[0]]
         return lambda value, path: None if type(value) is exact else \
-            f"{path or 'arguments'}: expected {said}, got {_json_type(value)}"
+            f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
 
     def check(value, path):
         if not any(_type_ok(value, kind) for kind in kinds):
-            return f"{path or 'arguments'}: expected {said}, got {_json_type(value)}"
+            return f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
         return None
     return check if kinds else None
 
@@ -790,14 +786,6 @@ def _join(path, name):
     return f"{path}.{name}" if path else name
 
 
-def _json_type(value):
-    for name, kind in (("boolean", bool), ("integer", int), ("number", float), ("string", str),
-                       ("array", list), ("object", dict)):
-        if type(value) is kind:
-            return name
-    return "null"
-
-
 def _same(a, b):
     return type(a) is type(b) and a == b or _type_ok(a, "number") and _type_ok(b, "number") and a == b
 
@@ -862,10 +850,9 @@ class _Handler:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn)
         try:
-            hints = typing.get_type_hints(fn, include_extras=True)
+            self.hints = hints = typing.get_type_hints(fn, include_extras=True)
         except Exception:       # unresolvable forward references: no hints, no schema
-            hints = {}
-        self.hints = hints
+            self.hints = hints = {}
         self.context_param = None
         self.params = []        # (name, hint, default or inspect.Parameter.empty)
         self.var_keyword = False
@@ -906,11 +893,9 @@ class _Handler:
             if default is self.empty:
                 required.append(name)
             else:
-                try:
+                with contextlib.suppress(TypeError, ValueError):    # no JSON form: no default shown
                     json.dumps(default := _to_json(default), allow_nan=False)
                     prop["default"] = default
-                except (TypeError, ValueError):
-                    pass
             props[name] = prop
         schema = {"type": "object", "properties": props}
         if required:
@@ -1077,7 +1062,6 @@ class _UriTemplate:
                 raise ValueError(f"bad URI template {template!r}: use {{name}} variables")
             self.parts += [literal, name]
         self.parts.append(rest)
-        self.variables = self.parts[1::2]
 
     def match(self, uri):
         from urllib.parse import unquote
@@ -1366,20 +1350,15 @@ class _Peer:
 
     def __init__(self):
         self._pending = {}      # id of a request we sent -> future for its answer
-        self._next_id = 0
+        self._ids = itertools.count(1)      # ids of the requests we send
         self._gone = None       # why the connection ended, once it has
-
-    def _new_id(self):
-        self._next_id += 1
-        return self._next_id
 
     async def _exchange(self, id_, method, params, timeout, send, related=None):
         """Send request `id_` with ``await send(message)`` and wait for its result."""
         if self._gone:
             raise McpError(CONNECTION_CLOSED, self._gone)
-        message = {"jsonrpc": "2.0", "id": id_, "method": method}
-        if params is not None:
-            message["params"] = params
+        message = {"jsonrpc": "2.0", "id": id_, "method": method,
+                   **({} if params is None else {"params": params})}
         try:
             encode(message)     # fail here, in the caller, rather than on the wire
         except (TypeError, ValueError) as e:
@@ -1513,9 +1492,8 @@ class Session(_Peer):
                     raise McpError(INVALID_REQUEST, _ID_IN_USE)
         except McpError as e:
             # Only a request's id is the client's own: never echo the id of a broken reply.
-            id_ = None if type(message) is McpError or self._broken_reply(message) \
-                else _readable_id(message)
-            self._answer(_error(id_, e.code, e.message), None, reply)
+            id_ = message.get("id") if type(message) is dict and not self._broken_reply(message) else None
+            self._answer(_error(id_ if _is_id(id_) else None, e.code, e.message), None, reply)
             done and done()
             return 0
         if kind != "request":
@@ -1569,9 +1547,6 @@ class Session(_Peer):
             except McpError as e:
                 self._answer(_error(id_, e.code, e.message, e.data), id_)
             return done and done()
-        if self.loop is None:   # no event loop to run it on (a synchronous caller)
-            self._answer(_error(id_, INTERNAL_ERROR, "No event loop is running"), id_)
-            return done and done()
         task = self.loop.create_task(self._serve(id_, _METHODS[method][0], params, done))
         if not task.done():     # an eager task factory (3.12+) may have finished it already
             self.running[id_] = task
@@ -1587,6 +1562,8 @@ class Session(_Peer):
             return METHOD_NOT_FOUND, "Method not found"
         if not self.initialized and method != "ping":
             return INVALID_PARAMS, "Session not initialized: send initialize first"
+        if self.loop is None:   # no event loop to run it on (a synchronous caller)
+            return INTERNAL_ERROR, "No event loop is running"
         return None
 
     async def _serve(self, id_, handler, params, done):
@@ -1678,9 +1655,7 @@ class Session(_Peer):
         # lifecycle: before notifications/initialized, only what a request causes, and logs.
         if self.closed or not (self.ready or related is not None or method == "notifications/message"):
             return
-        message = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
+        message = {"jsonrpc": "2.0", "method": method, **({} if params is None else {"params": params})}
         loop = self.loop
         if loop is not None and _running_loop() is not loop:
             loop.call_soon_threadsafe(self._send_open, message, related)
@@ -1691,13 +1666,15 @@ class Session(_Peer):
         if not self.closed:
             self._answer(message, related)
 
-    async def request(self, method, params=None, related=None, timeout=REPLY_TIMEOUT):
-        """Send a request to the client and wait for its result (or McpError)."""
+    async def request(self, method, params=None, related=None, timeout=None):
+        """Send a request to the client and wait for its result (or McpError);
+        `timeout` defaults to REPLY_TIMEOUT."""
         async def send(message):
             self._answer(message, related)
             if self.on_ready:   # we owe the client's answer a way in
                 self.on_ready()
-        return await self._exchange(self._new_id(), method, params, timeout, send, related)
+        return await self._exchange(next(self._ids), method, params, timeout or REPLY_TIMEOUT,
+                                    send, related)
 
     def _abandon(self, id_, method, reason, related):
         self.notify("notifications/cancelled", {"requestId": id_, "reason": reason}, related)
@@ -1742,11 +1719,6 @@ class Session(_Peer):
 
 
 _ID_IN_USE = "Invalid request: id already in use"
-
-
-def _readable_id(message):
-    id_ = message.get("id") if type(message) is dict else None
-    return id_ if _is_id(id_) else None
 
 
 def _running_loop():
@@ -1871,8 +1843,7 @@ async def _get_prompt(session, params, ctx):
     for pname, _, default in prompt.params:
         if default is prompt.empty and pname not in arguments:
             raise McpError(INVALID_PARAMS, f"Missing required argument: {pname}")
-    known = {pname for pname, _, _ in prompt.params}
-    arguments = {k: v for k, v in arguments.items() if k in known}
+    arguments = {k: v for k, v in arguments.items() if k in prompt.names}
     result = {"messages": prompt.messages(await prompt.call(arguments, ctx))}
     if "description" in prompt.definition:
         result["description"] = prompt.definition["description"]
@@ -1948,9 +1919,9 @@ class _Lines:
     CR, which is JSON whitespace). A line over `limit` bytes is reported once
     with ``too_long()`` and skipped up to its newline: its tail never runs."""
 
-    def __init__(self, too_long, limit=MAX_LINE_BYTES):
+    def __init__(self, too_long):
         self.buffer, self.skipping = bytearray(), False
-        self.too_long, self.limit = too_long, limit
+        self.too_long = too_long
 
     def feed(self, chunk):
         lines, start = [], 0
@@ -1959,7 +1930,7 @@ class _Lines:
             piece = chunk[start:] if end < 0 else chunk[start:end]
             if self.skipping:
                 self.skipping = end < 0
-            elif len(self.buffer) + len(piece) > self.limit:
+            elif len(self.buffer) + len(piece) > MAX_LINE_BYTES:
                 self.buffer.clear()
                 self.too_long()
                 self.skipping = end < 0
@@ -2003,10 +1974,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     go = threading.Event()              # the reader thread (if any) waits here to read on
 
     def send(message, related):
-        if message is None or session.closed:
-            return
-        data = _encode_safely(message)
-        if data is None:
+        if message is None or session.closed or (data := _encode_safely(message)) is None:
             return
         if trace:
             trace.message("out", "stdout", message)
@@ -2079,10 +2047,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     except asyncio.CancelledError:      # Ctrl-C: what runs is cancelled, quietly
         session.close(cancel=True)
         raise
-    try:
+    with contextlib.suppress(NotImplementedError, OSError, ValueError):
         loop.remove_reader(stdin_fd)
-    except (NotImplementedError, OSError, ValueError):
-        pass
     # stdin closed: what was read still runs, waiting requests too, within the grace period.
     await session.drain(SHUTDOWN_GRACE)
     session.close(cancel=True)
@@ -2331,7 +2297,7 @@ class _Exchange:
         if close:
             lines.append("Connection: close")
         if self.http.trace:
-            self.http.trace.http_response(status, headers, body)
+            self.http.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
 
     def error(self, e, close=False):
@@ -2362,8 +2328,7 @@ class _Exchange:
                 timer.cancel()
 
     def event(self, message):
-        data = _encode_safely(message)
-        if data is None:
+        if (data := _encode_safely(message)) is None:
             return b""
         if self.http.trace:
             self.http.trace.event("out", {"event": "message", "data": message})
@@ -2607,7 +2572,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
 
     def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(),
                  allow_hosts=(), stateless=False, json_response=False, insecure=False,
-                 trace=None, session_idle=SESSION_IDLE):
+                 trace=None, session_idle=None):
         if not _is_loopback(host) and not token and not insecure:
             raise ValueError(f"refusing to serve on {host} without a token: pass --token "
                              "(or --insecure if something else protects this port)")
@@ -2616,7 +2581,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         self.allow_origins = set(allow_origins)
         self.allow_hosts = {h.lower() for h in allow_hosts}
         self.stateless, self.json_response = stateless, json_response
-        self.trace, self.session_idle = trace, session_idle
+        self.trace, self.session_idle = trace, session_idle or SESSION_IDLE
         self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
         self.connections = 0
         self.writers = {}       # open connections (writer -> its _Exchange), closed with the server
@@ -2678,10 +2643,8 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             if not writer.is_closing():
                 e.headers = list(e.headers) + x.cors
                 x.error(e, close=True)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        except asyncio.CancelledError:  # the loop is shutting down: this connection just ends
-            pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass    # the client left, or the loop is shutting down: this connection just ends
         except Exception:   # never let one connection take the server down
             _log.exception("HTTP connection failed")
         finally:
@@ -2719,7 +2682,8 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
     def _trace(self, request):
         if self.trace and not request.traced:
             request.traced = True
-            self.trace.http_request(request)
+            self.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
+                                  f"{request.query}", request.headers, request.body)
 
     # -- checks and routing ------------------------------------------------------
     async def _route(self, x):
@@ -2868,23 +2832,20 @@ class Client(_Peer):
     Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
     """
 
-    def __init__(self, target, *, token=None, timeout=REPLY_TIMEOUT, name="mcp_min",
+    def __init__(self, target, *, token=None, timeout=None, name="mcp_min",
                  protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None,
                  roots=None, on_log=None, on_notification=None, trace=None, transport="auto",
                  env=None):
         super().__init__()
-        self.target, self.token, self.timeout = target, token, timeout
+        self.target, self.token, self.timeout = target, token, timeout or REPLY_TIMEOUT
         self.client_info = {"name": name, "version": __version__}
         self.requested_version = protocol_version
         self.sampling, self.elicitation, self.roots = sampling, elicitation, roots
         self.on_log, self.on_notification = on_log, on_notification
         self.trace = _Trace(trace, side="client") if isinstance(trace, str) else trace
         self.transport_kind, self.env = transport, env
-        self.server_info = self.server_capabilities = self.protocol_version = None
-        self.instructions = None
-        self._transport = None
-        self._progress = {}
-        self._tasks = set()
+        self.server_info = self.server_capabilities = self.protocol_version = self.instructions = None
+        self._transport, self._progress, self._tasks = None, {}, set()
 
     # -- connecting ----------------------------------------------------------------
     async def __aenter__(self):
@@ -2905,36 +2866,33 @@ class Client(_Peer):
         return caps
 
     async def connect(self):
+        self._gone = None
+        target = self.target
         try:
-            return await self._connect()
+            if isinstance(target, Server):
+                self._transport = _InMemory(target, self)
+                await self._initialize()
+            elif isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
+                kinds = ["http", "sse"] if self.transport_kind == "auto" else [self.transport_kind]
+                for kind in kinds:
+                    self._transport = (_StreamableHttp if kind == "http" else _LegacySse)(target, self)
+                    try:
+                        await self._transport.start()
+                        await self._initialize()
+                        break
+                    except _Fallback:   # a 4xx to the probe means "try legacy SSE" (transports)
+                        await self._transport.close()
+                        if kind == kinds[-1]:
+                            raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint") from None
+            else:
+                import shlex
+                argv = shlex.split(target) if isinstance(target, str) else list(target)
+                self._transport = _StdioClient(argv, self)
+                await self._transport.start()
+                await self._initialize()
         except BaseException:   # a failed connect leaves no child process or task behind
             await self.close()
             raise
-
-    async def _connect(self):
-        self._gone = None
-        target = self.target
-        if isinstance(target, Server):
-            self._transport = _InMemory(target, self)
-            await self._initialize()
-        elif isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
-            kinds = ["http", "sse"] if self.transport_kind == "auto" else [self.transport_kind]
-            for kind in kinds:
-                self._transport = (_StreamableHttp if kind == "http" else _LegacySse)(target, self)
-                try:
-                    await self._transport.start()
-                    await self._initialize()
-                    break
-                except _Fallback:   # a 4xx to the probe means "try legacy SSE" (transports)
-                    await self._transport.close()
-                    if kind == kinds[-1]:
-                        raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint") from None
-        else:
-            import shlex
-            argv = shlex.split(target) if isinstance(target, str) else list(target)
-            self._transport = _StdioClient(argv, self)
-            await self._transport.start()
-            await self._initialize()
         return self
 
     async def _initialize(self):
@@ -2964,7 +2922,7 @@ class Client(_Peer):
         server is sent notifications/cancelled."""
         if self._transport is None and not self._gone:
             raise McpError(CONNECTION_CLOSED, "Not connected")
-        id_ = self._new_id()
+        id_ = next(self._ids)
         params = dict(params or {})
         if on_progress:
             params["_meta"] = {**params.get("_meta", {}), "progressToken": id_}
@@ -2976,9 +2934,7 @@ class Client(_Peer):
             self._progress.pop(id_, None)
 
     async def notify(self, method, params=None):
-        message = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
+        message = {"jsonrpc": "2.0", "method": method, **({} if params is None else {"params": params})}
         await asyncio.wait_for(self._transport.send(message), self.timeout)
 
     def _abandon(self, id_, method, reason, related=None):
@@ -2991,9 +2947,7 @@ class Client(_Peer):
                 await self.notify("notifications/cancelled", {"requestId": id_, "reason": reason})
             except Exception as e:  # the connection is going: the server will not run it anyway
                 _log.debug("could not cancel request %r: %s", id_, e)
-        task = asyncio.get_running_loop().create_task(tell())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        _background(self._tasks, tell())
 
     def _received(self, message):
         """Every message from the server comes through here."""
@@ -3005,9 +2959,7 @@ class Client(_Peer):
         if kind == "response":
             self._settle(message)
         elif kind == "request":
-            task = asyncio.get_running_loop().create_task(self._answer(message))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            _background(self._tasks, self._answer(message))
         else:
             params = message.get("params") or {}
             method = message["method"]
@@ -3022,7 +2974,7 @@ class Client(_Peer):
         try:
             result = fn(*args)
             if asyncio.iscoroutine(result):
-                asyncio.ensure_future(result)
+                _background(self._tasks, result)
         except Exception:
             _log.exception("client callback failed")
 
@@ -3105,6 +3057,13 @@ class Client(_Peer):
 
     async def set_log_level(self, level):
         return await self.request("logging/setLevel", {"level": level})
+
+
+def _background(tasks, coroutine):
+    """Run `coroutine` as a task held in `tasks` until it ends (the loop holds tasks weakly)."""
+    task = asyncio.ensure_future(coroutine)
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
 
 
 class SyncClient:
@@ -3203,8 +3162,7 @@ class _StdioClient(_Transport):
 
     def __init__(self, argv, client):
         self.argv, self.client = argv, client
-        self.process = None
-        self._reader = None
+        self.process = self._reader = None
 
     async def start(self):
         if not self.argv:
@@ -3263,11 +3221,9 @@ class _StdioClient(_Transport):
                     step()
                 except ProcessLookupError:
                     break
-            try:
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(process.wait(), KILL_STEP)
                 break
-            except asyncio.TimeoutError:
-                continue
         if self._reader:
             self._reader.cancel()
 
@@ -3314,8 +3270,8 @@ class _HttpResponse:
             while (data := await reader.read(READ_CHUNK)):
                 yield data
 
-    async def body(self, limit=MAX_SSE_EVENT):
-        data = b""
+    async def body(self, limit=None):
+        data, limit = b"", limit or MAX_SSE_EVENT
         try:
             async for chunk in self.chunks(trace=False):
                 data += chunk
@@ -3379,12 +3335,9 @@ async def _http(url, method, headers, body=b"", trace=None):
     except Exception:
         writer.close()
         raise
-    response_headers = {}
-    for line in header_lines:
-        if ":" in line:
-            k, _, v = line.partition(":")
-            response_headers[k.strip().lower()] = v.strip()
-    return _HttpResponse(status, response_headers, reader, writer, trace, status_line.partition(" ")[2])
+    response_headers = {k.strip().lower(): v.strip()
+                        for k, colon, v in (line.partition(":") for line in header_lines) if colon}
+    return _HttpResponse(status, response_headers, reader, writer, trace, rest)
 
 
 class _SseParser:
@@ -3458,9 +3411,8 @@ class _StreamableHttp(_Transport):
 
     def __init__(self, url, client):
         self.url, self.client = url, client
-        self.session_id = None
+        self.session_id = self._get_stream = None
         self._tasks = set()
-        self._get_stream = None
         self._closing = False
         self._reinitializing = asyncio.Lock()
 
@@ -3479,10 +3431,7 @@ class _StreamableHttp(_Transport):
         if is_request and message["method"] != "initialize":
             # The POST may stream for as long as the tool runs: don't hold the caller,
             # who waits on its own future (with its own timeout).
-            task = asyncio.ensure_future(self._post_request(message))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            return
+            return _background(self._tasks, self._post_request(message))
         await self._post(message, is_request)
 
     async def _post_request(self, message):
@@ -3531,10 +3480,7 @@ class _StreamableHttp(_Transport):
             raise error
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == "text/event-stream":
-            task = asyncio.ensure_future(self._events(response, message.get("id") if is_request else None))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            return
+            return _background(self._tasks, self._events(response, message.get("id") if is_request else None))
         body = await response.body()
         response.writer.close()
         if body.strip():
@@ -3590,13 +3536,11 @@ class _StreamableHttp(_Transport):
                 await asyncio.sleep(retry)
                 headers = self._headers("text/event-stream")
                 headers["Last-Event-ID"] = last_id
-                try:
+                with contextlib.suppress(OSError):
                     response = await _http(self.url, "GET", headers, trace=self.client.trace)
                     if response.status == 200:
                         continue
                     response.close()
-                except OSError:
-                    pass
             # The stream is gone and cannot be resumed: the caller hears it now, not at its timeout.
             self.client._fail(request_id, McpError(CONNECTION_CLOSED, "The response stream ended"))
             return
@@ -3637,9 +3581,7 @@ class _LegacySse(_Transport):
 
     def __init__(self, url, client):
         self.url, self.client = url, client
-        self.endpoint = None
-        self._reader = None
-        self._response = None
+        self.endpoint = self._reader = self._response = None
 
     async def start(self):
         headers = {"Accept": "text/event-stream"}
@@ -3843,12 +3785,8 @@ class _Trace:
         self.lock = threading.Lock()
         self.asked = {}     # (arrow of the request, id) -> method
 
-    def _arrow(self, direction):
-        inbound = (direction == "in") == (self.side == "server")
-        return "C→S" if inbound else "S→C"
-
     def _emit(self, direction, channel, head, headers=None, message=None, data=None):
-        arrow = self._arrow(direction)
+        arrow = "C→S" if (direction == "in") == (self.side == "server") else "S→C"
         if headers:
             headers = {k: ("Bearer ***" if k.lower() == "authorization" else v)
                        for k, v in headers.items() if k.lower() in self.SHOWN_HEADERS}
@@ -3937,22 +3875,12 @@ class _Trace:
         if not isinstance(data, str):           # the server's own message, not yet encoded
             message, data = data, None
         elif data:
-            try:
+            with contextlib.suppress(ValueError, RecursionError):
                 message, data = json.loads(data), None
-            except (ValueError, RecursionError):
-                pass
         self._emit(direction, "sse", head or "(no fields)", message=message, data=data)
 
     def note(self, direction, text):
         self._emit(direction, "sse", text)
-
-    # the server's side of HTTP
-    def http_request(self, request):
-        self.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
-                        f"{request.query}", request.headers, request.body)
-
-    def http_response(self, status, headers, body):
-        self.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
 
 
 _NAMED = ("tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe")
@@ -4114,10 +4042,8 @@ def _serve(server, args, stdout=1):
         # asyncio.run does this itself from 3.11; 3.10's cancels every task at once on Ctrl-C
         # (tools then log errors). An ignored or an application's own SIGINT is left alone.
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            try:
-                loop.add_signal_handler(signal.SIGINT, interrupted)
-            except (NotImplementedError, RuntimeError, ValueError):  # Windows; not the main thread
-                pass
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signal.SIGINT, interrupted)     # Windows; not the main thread
         # Sync tools share this pool: room for many slow ones at once.
         pool = ThreadPoolExecutor(64, "mcp-tool")
         loop.set_default_executor(pool)
