@@ -741,6 +741,63 @@ class ValidateTest(unittest.TestCase):
         self.assertIsNone(validate(deep, {"type": "array", "items": {"$ref": "#"}}))
 
 
+class CompiledSchemaTest(unittest.TestCase):
+    """Schemas and hints compiled once (issue 11's types as data), read against a review."""
+
+    def test_recursive_refs_compile_a_bounded_number_of_checks(self):
+        tree = {"$defs": {"node": {"type": "object", "properties": {
+            "left": {"$ref": "#/$defs/node"}, "right": {"$ref": "#/$defs/node"}}}},
+            "$ref": "#/$defs/node"}
+        check = mcp_min._checker(tree)
+
+        def grow(n, seed):
+            return {} if n == 0 else {("left", "right")[seed % 2]: grow(n - 1, seed // 2 + n)}
+        with mock.patch.object(mcp_min, "_checker", wraps=mcp_min._checker) as compiled:
+            for seed in range(300):       # every path a new shape: each ref is compiled once per depth
+                self.assertIsNone(check(grow(30, seed), ""))
+        self.assertLessEqual(compiled.call_count, 2 * 65 + 2)
+
+    def test_an_authors_schema_is_copied_so_what_is_advertised_is_checked(self):
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        server = Server("s")
+        server.add_tool(lambda n=0: n, "count", input_schema=schema)
+        schema["required"] = ["n"]      # changed afterwards: neither advertised nor checked
+        tool = server.tools["count"]
+        self.assertNotIn("required", tool.definition["inputSchema"])
+        self.assertIsNone(tool.check_input({}, ""))
+
+    def test_loaders_leave_unchecked_values_of_another_json_type_alone(self):
+        @dataclasses.dataclass
+        class Item:
+            name: str
+        self.assertEqual(mcp_min._convert("xyz", tuple[str, ...]), "xyz")   # not ('x', 'y', 'z')
+        self.assertEqual(mcp_min._convert("123", list[int]), "123")
+        self.assertEqual(mcp_min._convert("text", Item), "text")
+        self.assertEqual(mcp_min._convert("text", dict[str, int]), "text")
+
+    def test_a_recursive_dataclass_loads_at_any_depth(self):
+        module = types.ModuleType("recursive_nodes")     # where 'list[Node]' is looked up
+        sys.modules[module.__name__] = module
+        self.addCleanup(sys.modules.pop, module.__name__)
+        exec("import dataclasses\n@dataclasses.dataclass\nclass Node:\n    v: int\n"
+             "    kids: 'list[Node]'\n", module.__dict__)
+        Node = module.Node
+        data = {"v": 0, "kids": []}
+        for i in range(1, 31):
+            data = {"v": i, "kids": [data]}
+        node, depth = mcp_min._convert(data, Node), 0
+        while node.kids:
+            self.assertIsInstance(node, Node)
+            node, depth = node.kids[0], depth + 1
+        self.assertEqual((type(node), depth), (Node, 30))
+
+    def test_malformed_keywords_are_ignored_never_raised(self):
+        for schema in ({"anyOf": {"a": 1}}, {"oneOf": "ab"}, {"required": [[1], "a"]},
+                       {"type": 5}, {"enum": 5}, {"minimum": "2"}, {"properties": ["a"]}):
+            with self.subTest(schema=schema):
+                self.assertIsNone(validate({"a": 1}, schema))
+
+
 class UriTemplateTest(unittest.TestCase):
     def test_match(self):
         t = mcp_min._UriTemplate("users://{name}/profile")
@@ -1230,6 +1287,18 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((await wire.request(rpc(1, "ping")))["result"], {})
             self.assertEqual(tool_text(await wire.request(call(2, "add", {"a": 1, "b": 2}))), "3")
         self.assertEqual(wire.session.running, {})
+
+
+class SessionWithoutLoopTest(unittest.TestCase):
+    def test_a_request_that_needs_a_loop_is_answered_not_dropped(self):
+        # Regression: with no running loop a valid request was silently dropped.
+        out = []
+        session = Session(make_server()[0], lambda message, related: out.append(message))
+        self.assertEqual(session.receive(json.dumps(rpc(0, "initialize", init_params())).encode()), 1)
+        self.assertEqual(session.receive(json.dumps(rpc(1, "ping")).encode()), 1)
+        self.assertEqual(out[-1], {"jsonrpc": "2.0", "id": 1, "error": {
+            "code": INTERNAL_ERROR, "message": "No event loop is running"}})
+        self.assertEqual(session.running, {})
 
 
 class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
@@ -3860,6 +3929,176 @@ class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
 
 
 ##############################################################################
+# Tier 3c. One door: the same message gets the same answer on every transport
+##############################################################################
+
+
+class OneDoorTest(HttpTestCase):
+    """A fault inside the session is answered alike on every transport."""
+
+    async def test_a_bug_in_the_session_is_minus_32603_everywhere_and_the_id_is_free_again(self):
+        original = mcp_min.Session._refusal
+
+        def faulty(session, method, params):
+            if method == "ping":
+                raise RuntimeError("injected")
+            return original(session, method, params)
+        with mock.patch.object(mcp_min.Session, "_refusal", faulty):
+            wire = Wire(self.server)                                    # receive, in memory
+            await wire.initialize()
+            for _ in range(2):
+                self.assertEqual((await wire.request(rpc(5, "ping")))["error"]["code"], INTERNAL_ERROR)
+            sid = await self.client.initialize()                        # Streamable HTTP
+            for _ in range(2):      # the same id again: was 409 "id already in use" for good
+                response = await self.client.post(rpc(5, "ping"), sid, LATEST_PROTOCOL_VERSION)
+                self.assertEqual(response.status, 200, response)
+                self.assertEqual(response.json()["error"]["code"], INTERNAL_ERROR)
+            async with mcp_min.Client(f"http://127.0.0.1:{self.port}/sse", transport="sse",
+                                      timeout=TIMEOUT) as client:        # legacy SSE
+                for _ in range(2):
+                    with self.assertRaises(McpError) as failed:
+                        await client.ping()
+                    self.assertEqual(failed.exception.code, INTERNAL_ERROR)
+
+
+class SameAnswersTest(HttpTestCase):
+    """The same battery of edge-case messages gets the same JSON-RPC answers on every
+    transport: stdio (serve_stdio on os pipes), Streamable HTTP (POST /mcp) and legacy
+    HTTP+SSE (GET /sse + POST /messages). Each item's answers are the JSON-RPC messages it
+    got: over /mcp the bodies or SSE events of its POSTs; on stdio and /sse what the stream
+    carried before the answer to a ping sent after it (a barrier: with MAX_IN_FLIGHT 1 the
+    ping runs only once every earlier request has been answered), plus /sse's 400 bodies."""
+    VERSION = "2025-03-26"      # batches: this version only; the legacy session negotiates it too
+
+    def battery(self):
+        """(frames, expected answers as (id, error code, or "ok")), by JSON-RPC 2.0 and MCP."""
+        bad = {"jsonrpc": "2.0", "id": 12, "error": {"code": -1, "message": "x"}, "result": {}}
+        cancel = note("notifications/cancelled", {"requestId": "q"})
+        return [
+            ([b'{"jsonrpc":"2.0","id":1,'], [(None, PARSE_ERROR)]),                    # not JSON
+            ([{"jsonrpc": "1.0", "id": 2, "method": "ping"}], [(2, INVALID_REQUEST)]),
+            ([rpc(None, "ping")], [(None, INVALID_REQUEST)]),      # MCP: an id is never null
+            ([rpc(True, "ping")], [(None, INVALID_REQUEST)]),
+            ([rpc(1.5, "ping")], [(None, INVALID_REQUEST)]),       # MCP: a string or an integer
+            ([b'{"jsonrpc":"2.0","id":6,"method":"ping","id":7}'], [(None, INVALID_REQUEST)]),
+            ([rpc(8, "no/such")], [(8, METHOD_NOT_FOUND)]),
+            ([rpc(9, "tools/list", [1])], [(9, INVALID_PARAMS)]),
+            ([rpc(10, "tools/call", {"arguments": {}})], [(10, INVALID_PARAMS)]),
+            ([call(11, "add", {"a": "one", "b": 2})], [(11, "isError")]),     # 2025-11-25: a tool error
+            ([note("notifications/no-such")], []),
+            ([bad], [(None, INVALID_REQUEST)]),      # a broken response: its id is not the client's
+            ([{"jsonrpc": "2.0", "id": "nobody", "result": {}}], []),
+            ([note("notifications/cancelled", {"requestId": "nobody"})], []),
+            ([call("w", "wait"), call("q", "count"), cancel], [("w", "ok")]),    # q queued, then dropped
+            ([[rpc("b1", "ping"), {"jsonrpc": "2.0", "id": "b2", "method": 5}, 1, rpc("b3", "no/such"),
+               note("notifications/initialized")]],
+             [("b1", "ok"), ("b2", INVALID_REQUEST), (None, INVALID_REQUEST), ("b3", METHOD_NOT_FOUND)]),
+            ([[]], [(None, INVALID_REQUEST)]),
+            ([[rpc("i1", "initialize", init_params(self.VERSION)), rpc("i2", "ping")]],
+             [("i1", INVALID_REQUEST), ("i2", "ok")]),       # MCP 2025-03-26: never in a batch
+            ([[rpc("d", "ping"), rpc("d", "ping")]], [("d", INVALID_REQUEST), ("d", "ok")]),
+            ([call("r", "wait"), call("r", "count")], [("r", INVALID_REQUEST), ("r", "ok")]),
+        ]
+
+    def new_item(self):
+        self.state.gate = asyncio.Event()   # `wait` blocks until the item's frames are all taken in
+
+    async def streamed(self, send, read, battery):
+        """Answers per item on a transport with one stream (stdio, legacy SSE)."""
+        await send([rpc(0, "initialize", init_params(self.VERSION)), note("notifications/initialized")])
+        self.assertEqual((await read())["result"]["protocolVersion"], self.VERSION)
+        out = []
+        for n, (frames, _) in enumerate(battery):
+            self.new_item()
+            got = await send(frames)
+            self.state.gate.set()
+            await send([rpc(f"barrier-{n}", "ping")])
+            while (message := await read()) != {"jsonrpc": "2.0", "id": f"barrier-{n}", "result": {}}:
+                got.append(message)
+            out.append(got)
+        return out
+
+    async def over_stdio(self, battery):
+        to_server, from_client = os.pipe()
+        to_client, from_server = os.pipe()
+        serving = asyncio.ensure_future(mcp_min.serve_stdio(self.server, to_server, from_server))
+        lines = asyncio.StreamReader()
+        pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(lines), open(to_client, "rb", buffering=0))
+
+        async def send(frames):     # done once the server has read every line (one receive each)
+            taken = self.receive.call_count
+            os.write(from_client, b"".join((f if type(f) is bytes else json.dumps(f).encode()) + b"\n"
+                                           for f in frames))
+            await until(lambda: self.receive.call_count == taken + len(frames), "lines taken in")
+            return []
+
+        async def read():
+            return json.loads(await asyncio.wait_for(lines.readline(), TIMEOUT))
+        try:
+            return await self.streamed(send, read, battery)
+        finally:
+            os.close(from_client)
+            self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
+            pipe.close()
+            for fd in (to_server, from_server):
+                os.close(fd)
+
+    async def over_legacy_sse(self, battery):
+        reader, writer = await self.client.connect()
+        writer.write(self.client.build("GET", "/sse", headers={"Accept": "text/event-stream"}))
+        self.assertEqual((await read_head(reader)).status, 200)
+        endpoint = (await read_event(reader))["data"]
+
+        async def send(frames):
+            errors = []
+            for frame in frames:    # each is taken in before its 202 is read: the next comes after
+                response = await self.client.request("POST", endpoint, frame)
+                self.assertEqual(response.status, 400 if type(frame) is bytes else 202, response)
+                errors += response.messages()
+            return errors
+
+        async def read():
+            while (event := await read_event(reader)).get("event") != "message":
+                pass
+            return json.loads(event["data"])
+        return await self.streamed(send, read, battery)
+
+    async def over_mcp(self, battery):
+        sid = await self.client.initialize(self.VERSION)
+        out = []
+        for frames, _ in battery:
+            self.new_item()
+            posts = []
+            for frame in frames:    # a POST may wait for its answer: the barrier is its frame taken in
+                taken = self.receive.call_count
+                posts.append(asyncio.ensure_future(self.client.post(frame, sid, self.VERSION)))
+                await until(lambda: posts[-1].done() or self.receive.call_count > taken, "frame taken in")
+            self.state.gate.set()
+            out.append([m for r in await asyncio.gather(*posts) for m in r.messages()])
+        return out
+
+    async def test_every_transport_answers_the_battery_alike(self):
+        battery = self.battery()
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1), \
+                mock.patch.object(Session, "receive", autospec=True, side_effect=Session.receive) as self.receive:
+            answers = {"stdio": await self.over_stdio(battery),
+                       "/mcp": await self.over_mcp(battery),
+                       "/sse": await self.over_legacy_sse(battery)}
+        for n, (frames, expected) in enumerate(battery):
+            got = {name: sorted(out[n], key=lambda m: json.dumps(m, sort_keys=True))
+                   for name, out in answers.items()}
+            with self.subTest(item=n, frames=json.dumps(frames, default=bytes.decode)[:120]):
+                summary = sorted(((m["id"], m["error"]["code"] if "error" in m else
+                                   "isError" if m["result"].get("isError") else "ok") for m in got["stdio"]),
+                                 key=json.dumps)
+                self.assertEqual(summary, sorted(expected, key=json.dumps))
+                self.assertEqual(got["/mcp"], got["stdio"], "/mcp")
+                self.assertEqual(got["/sse"], got["stdio"], "/sse")
+        self.assertEqual(self.state.calls, 0)       # a cancelled queued call and a refused duplicate
+
+
+##############################################################################
 # Client: our client against our server over every transport
 ##############################################################################
 
@@ -4230,103 +4469,6 @@ class _Lines:
         pass
 
 
-class SessionWithoutLoopTest(unittest.TestCase):
-    def test_a_request_that_needs_a_loop_is_answered_not_dropped(self):
-        # Regression: with no running loop a valid request was silently dropped.
-        out = []
-        session = Session(make_server()[0], lambda message, related: out.append(message))
-        self.assertEqual(session.receive(json.dumps(rpc(0, "initialize", init_params())).encode()), 1)
-        self.assertEqual(session.receive(json.dumps(rpc(1, "ping")).encode()), 1)
-        self.assertEqual(out[-1], {"jsonrpc": "2.0", "id": 1, "error": {
-            "code": INTERNAL_ERROR, "message": "No event loop is running"}})
-        self.assertEqual(session.running, {})
-
-
-class OneDoorTest(HttpTestCase):
-    """A fault inside the session is answered alike on every transport (issue 11)."""
-
-    async def test_a_bug_in_the_session_is_minus_32603_everywhere_and_the_id_is_free_again(self):
-        original = mcp_min.Session._refusal
-
-        def faulty(session, method, params):
-            if method == "ping":
-                raise RuntimeError("injected")
-            return original(session, method, params)
-        with mock.patch.object(mcp_min.Session, "_refusal", faulty):
-            wire = Wire(self.server)                                    # receive, in memory
-            await wire.initialize()
-            for _ in range(2):
-                self.assertEqual((await wire.request(rpc(5, "ping")))["error"]["code"], INTERNAL_ERROR)
-            sid = await self.client.initialize()                        # Streamable HTTP
-            for _ in range(2):      # the same id again: was 409 "id already in use" for good
-                response = await self.client.post(rpc(5, "ping"), sid, LATEST_PROTOCOL_VERSION)
-                self.assertEqual(response.status, 200, response)
-                self.assertEqual(response.json()["error"]["code"], INTERNAL_ERROR)
-            async with mcp_min.Client(f"http://127.0.0.1:{self.port}/sse", transport="sse",
-                                      timeout=TIMEOUT) as client:        # legacy SSE
-                for _ in range(2):
-                    with self.assertRaises(McpError) as failed:
-                        await client.ping()
-                    self.assertEqual(failed.exception.code, INTERNAL_ERROR)
-
-
-class CompiledSchemaTest(unittest.TestCase):
-    """Schemas and hints compiled once (issue 11's types as data), read against a review."""
-
-    def test_recursive_refs_compile_a_bounded_number_of_checks(self):
-        tree = {"$defs": {"node": {"type": "object", "properties": {
-            "left": {"$ref": "#/$defs/node"}, "right": {"$ref": "#/$defs/node"}}}},
-            "$ref": "#/$defs/node"}
-        check = mcp_min._checker(tree)
-
-        def grow(n, seed):
-            return {} if n == 0 else {("left", "right")[seed % 2]: grow(n - 1, seed // 2 + n)}
-        with mock.patch.object(mcp_min, "_checker", wraps=mcp_min._checker) as compiled:
-            for seed in range(300):       # every path a new shape: each ref is compiled once per depth
-                self.assertIsNone(check(grow(30, seed), ""))
-        self.assertLessEqual(compiled.call_count, 2 * 65 + 2)
-
-    def test_an_authors_schema_is_copied_so_what_is_advertised_is_checked(self):
-        schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-        server = Server("s")
-        server.add_tool(lambda n=0: n, "count", input_schema=schema)
-        schema["required"] = ["n"]      # changed afterwards: neither advertised nor checked
-        tool = server.tools["count"]
-        self.assertNotIn("required", tool.definition["inputSchema"])
-        self.assertIsNone(tool.check_input({}, ""))
-
-    def test_loaders_leave_unchecked_values_of_another_json_type_alone(self):
-        @dataclasses.dataclass
-        class Item:
-            name: str
-        self.assertEqual(mcp_min._convert("xyz", tuple[str, ...]), "xyz")   # not ('x', 'y', 'z')
-        self.assertEqual(mcp_min._convert("123", list[int]), "123")
-        self.assertEqual(mcp_min._convert("text", Item), "text")
-        self.assertEqual(mcp_min._convert("text", dict[str, int]), "text")
-
-    def test_a_recursive_dataclass_loads_at_any_depth(self):
-        module = types.ModuleType("recursive_nodes")     # where 'list[Node]' is looked up
-        sys.modules[module.__name__] = module
-        self.addCleanup(sys.modules.pop, module.__name__)
-        exec("import dataclasses\n@dataclasses.dataclass\nclass Node:\n    v: int\n"
-             "    kids: 'list[Node]'\n", module.__dict__)
-        Node = module.Node
-        data = {"v": 0, "kids": []}
-        for i in range(1, 31):
-            data = {"v": i, "kids": [data]}
-        node, depth = mcp_min._convert(data, Node), 0
-        while node.kids:
-            self.assertIsInstance(node, Node)
-            node, depth = node.kids[0], depth + 1
-        self.assertEqual((type(node), depth), (Node, 30))
-
-    def test_malformed_keywords_are_ignored_never_raised(self):
-        for schema in ({"anyOf": {"a": 1}}, {"oneOf": "ab"}, {"required": [[1], "a"]},
-                       {"type": 5}, {"enum": 5}, {"minimum": "2"}, {"properties": ["a"]}):
-            with self.subTest(schema=schema):
-                self.assertIsNone(validate({"a": 1}, schema))
-
-
 class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
     """Client(server): a Server in this process, no pipe or socket (issue 11's pairing)."""
 
@@ -4558,143 +4700,6 @@ class ClientCliTests(unittest.TestCase):
             done = self.run_cli(f"{sys.executable} {MCP_MIN} serve '; touch {marker}'", "ping")
             self.assertFalse(os.path.exists(marker))
             self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
-
-
-class SameAnswersTest(HttpTestCase):
-    """The same battery of edge-case messages gets the same JSON-RPC answers on every
-    transport: stdio (serve_stdio on os pipes), Streamable HTTP (POST /mcp) and legacy
-    HTTP+SSE (GET /sse + POST /messages). Each item's answers are the JSON-RPC messages it
-    got: over /mcp the bodies or SSE events of its POSTs; on stdio and /sse what the stream
-    carried before the answer to a ping sent after it (a barrier: with MAX_IN_FLIGHT 1 the
-    ping runs only once every earlier request has been answered), plus /sse's 400 bodies."""
-    VERSION = "2025-03-26"      # batches: this version only; the legacy session negotiates it too
-
-    def battery(self):
-        """(frames, expected answers as (id, error code, or "ok")), by JSON-RPC 2.0 and MCP."""
-        bad = {"jsonrpc": "2.0", "id": 12, "error": {"code": -1, "message": "x"}, "result": {}}
-        cancel = note("notifications/cancelled", {"requestId": "q"})
-        return [
-            ([b'{"jsonrpc":"2.0","id":1,'], [(None, PARSE_ERROR)]),                    # not JSON
-            ([{"jsonrpc": "1.0", "id": 2, "method": "ping"}], [(2, INVALID_REQUEST)]),
-            ([rpc(None, "ping")], [(None, INVALID_REQUEST)]),      # MCP: an id is never null
-            ([rpc(True, "ping")], [(None, INVALID_REQUEST)]),
-            ([rpc(1.5, "ping")], [(None, INVALID_REQUEST)]),       # MCP: a string or an integer
-            ([b'{"jsonrpc":"2.0","id":6,"method":"ping","id":7}'], [(None, INVALID_REQUEST)]),
-            ([rpc(8, "no/such")], [(8, METHOD_NOT_FOUND)]),
-            ([rpc(9, "tools/list", [1])], [(9, INVALID_PARAMS)]),
-            ([rpc(10, "tools/call", {"arguments": {}})], [(10, INVALID_PARAMS)]),
-            ([call(11, "add", {"a": "one", "b": 2})], [(11, "isError")]),     # 2025-11-25: a tool error
-            ([note("notifications/no-such")], []),
-            ([bad], [(None, INVALID_REQUEST)]),      # a broken response: its id is not the client's
-            ([{"jsonrpc": "2.0", "id": "nobody", "result": {}}], []),
-            ([note("notifications/cancelled", {"requestId": "nobody"})], []),
-            ([call("w", "wait"), call("q", "count"), cancel], [("w", "ok")]),    # q queued, then dropped
-            ([[rpc("b1", "ping"), {"jsonrpc": "2.0", "id": "b2", "method": 5}, 1, rpc("b3", "no/such"),
-               note("notifications/initialized")]],
-             [("b1", "ok"), ("b2", INVALID_REQUEST), (None, INVALID_REQUEST), ("b3", METHOD_NOT_FOUND)]),
-            ([[]], [(None, INVALID_REQUEST)]),
-            ([[rpc("i1", "initialize", init_params(self.VERSION)), rpc("i2", "ping")]],
-             [("i1", INVALID_REQUEST), ("i2", "ok")]),       # MCP 2025-03-26: never in a batch
-            ([[rpc("d", "ping"), rpc("d", "ping")]], [("d", INVALID_REQUEST), ("d", "ok")]),
-            ([call("r", "wait"), call("r", "count")], [("r", INVALID_REQUEST), ("r", "ok")]),
-        ]
-
-    def new_item(self):
-        self.state.gate = asyncio.Event()   # `wait` blocks until the item's frames are all taken in
-
-    async def streamed(self, send, read, battery):
-        """Answers per item on a transport with one stream (stdio, legacy SSE)."""
-        await send([rpc(0, "initialize", init_params(self.VERSION)), note("notifications/initialized")])
-        self.assertEqual((await read())["result"]["protocolVersion"], self.VERSION)
-        out = []
-        for n, (frames, _) in enumerate(battery):
-            self.new_item()
-            got = await send(frames)
-            self.state.gate.set()
-            await send([rpc(f"barrier-{n}", "ping")])
-            while (message := await read()) != {"jsonrpc": "2.0", "id": f"barrier-{n}", "result": {}}:
-                got.append(message)
-            out.append(got)
-        return out
-
-    async def over_stdio(self, battery):
-        to_server, from_client = os.pipe()
-        to_client, from_server = os.pipe()
-        serving = asyncio.ensure_future(mcp_min.serve_stdio(self.server, to_server, from_server))
-        lines = asyncio.StreamReader()
-        pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(lines), open(to_client, "rb", buffering=0))
-
-        async def send(frames):     # done once the server has read every line (one receive each)
-            taken = self.receive.call_count
-            os.write(from_client, b"".join((f if type(f) is bytes else json.dumps(f).encode()) + b"\n"
-                                           for f in frames))
-            await until(lambda: self.receive.call_count == taken + len(frames), "lines taken in")
-            return []
-
-        async def read():
-            return json.loads(await asyncio.wait_for(lines.readline(), TIMEOUT))
-        try:
-            return await self.streamed(send, read, battery)
-        finally:
-            os.close(from_client)
-            self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
-            pipe.close()
-            for fd in (to_server, from_server):
-                os.close(fd)
-
-    async def over_legacy_sse(self, battery):
-        reader, writer = await self.client.connect()
-        writer.write(self.client.build("GET", "/sse", headers={"Accept": "text/event-stream"}))
-        self.assertEqual((await read_head(reader)).status, 200)
-        endpoint = (await read_event(reader))["data"]
-
-        async def send(frames):
-            errors = []
-            for frame in frames:    # each is taken in before its 202 is read: the next comes after
-                response = await self.client.request("POST", endpoint, frame)
-                self.assertEqual(response.status, 400 if type(frame) is bytes else 202, response)
-                errors += response.messages()
-            return errors
-
-        async def read():
-            while (event := await read_event(reader)).get("event") != "message":
-                pass
-            return json.loads(event["data"])
-        return await self.streamed(send, read, battery)
-
-    async def over_mcp(self, battery):
-        sid = await self.client.initialize(self.VERSION)
-        out = []
-        for frames, _ in battery:
-            self.new_item()
-            posts = []
-            for frame in frames:    # a POST may wait for its answer: the barrier is its frame taken in
-                taken = self.receive.call_count
-                posts.append(asyncio.ensure_future(self.client.post(frame, sid, self.VERSION)))
-                await until(lambda: posts[-1].done() or self.receive.call_count > taken, "frame taken in")
-            self.state.gate.set()
-            out.append([m for r in await asyncio.gather(*posts) for m in r.messages()])
-        return out
-
-    async def test_every_transport_answers_the_battery_alike(self):
-        battery = self.battery()
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1), \
-                mock.patch.object(Session, "receive", autospec=True, side_effect=Session.receive) as self.receive:
-            answers = {"stdio": await self.over_stdio(battery),
-                       "/mcp": await self.over_mcp(battery),
-                       "/sse": await self.over_legacy_sse(battery)}
-        for n, (frames, expected) in enumerate(battery):
-            got = {name: sorted(out[n], key=lambda m: json.dumps(m, sort_keys=True))
-                   for name, out in answers.items()}
-            with self.subTest(item=n, frames=json.dumps(frames, default=bytes.decode)[:120]):
-                summary = sorted(((m["id"], m["error"]["code"] if "error" in m else
-                                   "isError" if m["result"].get("isError") else "ok") for m in got["stdio"]),
-                                 key=json.dumps)
-                self.assertEqual(summary, sorted(expected, key=json.dumps))
-                self.assertEqual(got["/mcp"], got["stdio"], "/mcp")
-                self.assertEqual(got["/sse"], got["stdio"], "/sse")
-        self.assertEqual(self.state.calls, 0)       # a cancelled queued call and a refused duplicate
 
 
 if __name__ == "__main__":
