@@ -1581,7 +1581,7 @@ class Session(_Peer):
                     raise
                 _log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
-            except Exception:
+            except BaseException:   # SystemExit too (argparse in a handler): never the server's end
                 _log.exception("request %r (%s) failed", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
         self._finished(id_, response, done)
@@ -1784,7 +1784,9 @@ async def _call_tool(session, params, ctx):
         return tool.result(await tool.call(arguments, ctx))
     except McpError as e:
         return _tool_error(e.message)
-    except Exception:
+    except asyncio.CancelledError:
+        raise
+    except BaseException:   # SystemExit or KeyboardInterrupt from a tool ends the call, not the server
         _log.exception("tool %r failed", name)
         return _tool_error(f"Tool '{name}' failed with an internal error.")
 

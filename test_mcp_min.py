@@ -2311,6 +2311,25 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0)
         self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
 
+    def test_a_tool_raising_systemexit_or_keyboardinterrupt_ends_its_call_not_the_server(self):
+        # Regression: SystemExit (argparse inside a tool) or KeyboardInterrupt ended the process.
+        tools = "".join(f"@server.tool()\n{kw}def {name}() -> str:\n    raise {exc}\n"
+                        for name, kw, exc in (("exit_sync", "", "SystemExit(2)"),
+                                              ("exit_async", "async ", "SystemExit(3)"),
+                                              ("interrupt_sync", "", "KeyboardInterrupt"),
+                                              ("interrupt_async", "async ", "KeyboardInterrupt")))
+        names = ["exit_sync", "exit_async", "interrupt_sync", "interrupt_async"]
+        done, _ = self.serve_target(
+            "from mcp_min import Server\nserver = Server('rude')\n" + tools,
+            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                   *[call(i, name) for i, name in enumerate(names, 1)], rpc(9, "ping")])
+        answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        for i, name in enumerate(names, 1):
+            self.assertTrue(answers[i]["result"]["isError"], answers[i])
+            self.assertIn(name, done.stderr.decode())       # the traceback is logged
+        self.assertEqual(answers[9]["result"], {})
+
 
 class CliTest(unittest.TestCase):
     def run_cli(self, *args, timeout=TIMEOUT):
