@@ -2311,6 +2311,23 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0)
         self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
 
+    def test_tracing_a_lone_surrogate_loses_no_answer(self):
+        # Regression (issue 15): a lone surrogate made the trace writer raise; the answer was
+        # lost and its slot kept, so after 256 of them the server was wedged.
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = os.path.join(tmp, "trace.jsonl")
+            done, _ = self.serve_target(
+                "from mcp_min import Server\nserver = Server('odd')\n"
+                "@server.tool()\ndef odd(s: str) -> str:\n    return s + '\\ud800'\n", f"--trace={trace}",
+                lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                       *[call(i, "odd", {"s": "\ud800"}) for i in range(1, 301)]])
+            with open(trace, encoding="utf-8") as f:
+                records = [json.loads(line) for line in f]
+        answers = [json.loads(line) for line in done.stdout.splitlines()]
+        self.assertEqual(sorted(m["id"] for m in answers), list(range(301)))
+        self.assertEqual(tool_text(answers[-1]), "\ud800\ud800")
+        self.assertEqual(len(records), 2 + 300 + 301)     # every frame in and out is traced
+
     def test_a_tool_raising_systemexit_or_keyboardinterrupt_ends_its_call_not_the_server(self):
         # Regression: SystemExit (argparse inside a tool) or KeyboardInterrupt ended the process.
         tools = "".join(f"@server.tool()\n{kw}def {name}() -> str:\n    raise {exc}\n"
