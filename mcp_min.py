@@ -100,7 +100,8 @@ __all__ = [
     "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
     "RESOURCE_NOT_FOUND", "CONNECTION_CLOSED", "REQUEST_TIMEOUT",
     # limits (module settings)
-    "MAX_LINE_BYTES", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "SHUTDOWN_GRACE",
+    "MAX_LINE_BYTES", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "MAX_URI", "MAX_SUBSCRIPTIONS",
+    "SHUTDOWN_GRACE",
     "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT",
     "WRITE_BUFFER", "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID",
@@ -138,6 +139,8 @@ MAX_IN_FLIGHT = 256                 # requests running per session; as many more
                                     # answer, requests past them are refused (-32603)
 MAX_WAITING = 10_000                # requests waiting per session, however they came; more -> -32603
 PAGE_SIZE = 100                     # items per tools/resources/prompts list page
+MAX_URI = 8 * 1024                  # characters in a URI a client subscribes to; longer -> -32002
+MAX_SUBSCRIPTIONS = 1000            # resource subscriptions per session; more -> -32602
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes
 REPLY_TIMEOUT = 60.0                # seconds to wait for the answer to a request we send -> -32001
 READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
@@ -1708,7 +1711,9 @@ class Session(_Peer):
                                            "capabilities and clientInfo")
         # Echo a version we speak; otherwise offer our newest (lifecycle: never fail here).
         self.protocol_version = version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        self.client_capabilities, self.client_info = caps, info
+        # Kept for the session's life: only what is used, and small (4 MB of {} cost 96 MiB).
+        self.client_capabilities = {k: _small(caps[k]) for k in _CLIENT_CAPABILITIES if k in caps}
+        self.client_info = {k: v[:256] for k, v in info.items() if k in _CLIENT_INFO and type(v) is str}
         self.initialized = True
         result = {"protocolVersion": self.protocol_version,
                   "capabilities": self.server.capabilities(),
@@ -1719,6 +1724,16 @@ class Session(_Peer):
 
 
 _ID_IN_USE = "Invalid request: id already in use"
+_CLIENT_CAPABILITIES = ("roots", "sampling", "elicitation", "experimental", "tasks")
+_CLIENT_INFO = ("name", "version", "title", "description", "websiteUrl")
+
+
+def _small(value, limit=4096):
+    """A client's JSON value to keep: itself if its text is at most `limit` bytes, else {}."""
+    try:
+        return value if len(encode(value)) <= limit else {}
+    except (TypeError, ValueError, RecursionError):
+        return {}
 
 
 def _running_loop():
@@ -1821,7 +1836,12 @@ async def _read_resource(session, params, ctx):
 
 
 async def _subscribe(session, params, ctx):
-    session.subscriptions.add(_name(params, "uri"))
+    uri = _name(params, "uri")
+    if len(uri) > MAX_URI or _find_resource(session.server, uri)[0] is None:
+        raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri[:MAX_URI]})
+    if len(session.subscriptions) >= MAX_SUBSCRIPTIONS and uri not in session.subscriptions:
+        raise McpError(INVALID_PARAMS, f"Too many subscriptions (at most {MAX_SUBSCRIPTIONS})")
+    session.subscriptions.add(uri)
     return {}
 
 

@@ -1729,6 +1729,19 @@ class SessionResourcesPromptsTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len(updates), 1)
         self.assertFalse([m for m in other.messages if m.get("method") == "notifications/resources/updated"])
 
+    async def test_subscribe_needs_a_resource_and_is_bounded(self):
+        # Regression (issue 15): anything was accepted; 200 x 1 MiB URIs cost 205 MiB.
+        for i, uri in enumerate(("nope://x", "users://ada/profile/extra", "users://" + "a" * 9000 + "/profile")):
+            error = (await self.wire.request(rpc(i, "resources/subscribe", {"uri": uri})))["error"]
+            self.assertEqual((error["code"], len(error["data"]["uri"]) <= mcp_min.MAX_URI),
+                             (RESOURCE_NOT_FOUND, True))
+        with mock.patch.object(mcp_min, "MAX_SUBSCRIPTIONS", 2):
+            for i, uri in enumerate(("config://app", "users://ada/profile", "config://app"), 10):
+                self.assertEqual((await self.wire.request(rpc(i, "resources/subscribe", {"uri": uri})))["result"], {})
+            error = (await self.wire.request(rpc(20, "resources/subscribe", {"uri": "blob://logo"})))["error"]
+        self.assertEqual(error["code"], INVALID_PARAMS)
+        self.assertEqual(self.wire.session.subscriptions, {"config://app", "users://ada/profile"})
+
     async def test_prompts(self):
         prompts = (await self.wire.request(rpc(1, "prompts/list")))["result"]["prompts"]
         self.assertEqual(prompts, [{"name": "review", "description": "Review some code.", "arguments": [
@@ -4132,6 +4145,57 @@ class SameAnswersTest(HttpTestCase):
                 self.assertEqual(got["/mcp"], got["stdio"], "/mcp")
                 self.assertEqual(got["/sse"], got["stdio"], "/sse")
         self.assertEqual(self.state.calls, 0)       # a cancelled queued call and a refused duplicate
+
+
+##############################################################################
+# Tier 3d. Hold under abuse: a real server process, its memory read from /proc
+##############################################################################
+
+
+class ServerProcess:
+    """`python mcp_min.py serve --port 0 [ARGS]`: its port, and its resident memory."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE,
+                                     env=_clean_env(), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.port = None
+        while self.port is None:
+            line = self.proc.stderr.readline().decode()
+            if not line:
+                raise AssertionError("the server exited before it listened")
+            match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+            self.port = int(match.group(1)) if match else None
+        self.client = HttpClient(self.port)
+
+    def rss_mib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait(TIMEOUT)
+        self.proc.stderr.close()
+
+
+@unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
+class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self):
+        self.server = ServerProcess()
+        self.addCleanup(self.server.close)
+
+    async def test_initialize_parameters_are_not_kept_whole(self):
+        # Regression: a 4 MB initialize of 1.4 M empty objects kept 96 MiB per session.
+        capabilities = b'{"experimental":{"x":[' + b",".join([b"{}"] * 1_390_000) + b']},"junk":[]}'
+        body = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+                b'"capabilities":' + capabilities + b',"clientInfo":{"name":"x","version":"1"}}}')
+        rss = []
+        for _ in range(4):      # the first one warms the allocator up
+            response = await self.server.client.request("POST", "/mcp", body)
+            self.assertEqual(response.status, 200, response)
+            rss.append(self.server.rss_mib())
+        self.assertLess(rss[-1] - rss[0], 40, rss)      # it was +96 MiB a session
+
 
 
 ##############################################################################
