@@ -1441,8 +1441,8 @@ class Session(_Peer):
 
     # -- input: the one door -----------------------------------------------------
     def receive(self, frame, done=None, reply=None):
-        """Take one inbound frame: JSON text as bytes, or a message already parsed
-        (a dict; a list is a batch; a str is not decoded again: it is no message).
+        """Take one inbound frame: JSON text (bytes or str), or a message already
+        parsed (a dict; a list is a batch).
         Every transport comes through here.
 
         The frame is decoded and checked, and everything in it is answered: bad
@@ -1454,10 +1454,13 @@ class Session(_Peer):
         over. Returns how many requests it took in; None if it refused the frame
         whole (a batch it does not accept).
         """
+        if self.closed:
+            done and done()
+            return 0
         if self.loop is None:
             self.loop = _running_loop()
         try:
-            message = decode(frame) if isinstance(frame, (bytes, bytearray)) else frame
+            message = decode(frame) if isinstance(frame, (bytes, bytearray, str)) else frame
         except McpError as e:
             message = e
         if type(message) is not list:
@@ -2067,10 +2070,14 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     try:
         await finished.wait()
     except asyncio.CancelledError:      # Ctrl-C: what runs is cancelled, quietly
+        session.on_ready = None
         session.close(cancel=True)
+        os.close(out)
         raise
-    with contextlib.suppress(NotImplementedError, OSError, ValueError):
-        loop.remove_reader(stdin_fd)
+    finally:
+        finished.set()                  # read no more, even from a thread
+        with contextlib.suppress(NotImplementedError, OSError, ValueError):
+            loop.remove_reader(stdin_fd)
     # stdin closed: what was read still runs, waiting requests too, within the grace period.
     await session.drain(SHUTDOWN_GRACE)
     session.close(cancel=True)
@@ -2405,6 +2412,8 @@ class _McpEndpoint:
             body = decode(x.request.body)
         except McpError as e:
             raise _HttpError(400, e.message, e.code) from None
+        if type(body) is str:   # a JSON string is no message: never decoded a second time
+            body = McpError(INVALID_REQUEST, "Invalid request")
         batch = type(body) is list
         initialize = type(body) is dict and body.get("method") == "initialize" and "id" in body
         entry = self._entry_for(x, initialize)
@@ -2581,7 +2590,8 @@ class _SseEndpoint:
         except McpError as e:
             raise _HttpError(400, e.message, e.code) from None
         x.write(202, x.cors, b"")     # first: the answer goes to the stream
-        entry.session.receive(message)
+        entry.session.receive(McpError(INVALID_REQUEST, "Invalid request") if type(message) is str
+                              else message)   # a JSON string is no message: never decoded again
         return True
 
 

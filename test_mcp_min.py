@@ -1290,6 +1290,14 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
 
 
 class SessionWithoutLoopTest(unittest.TestCase):
+    def test_json_text_as_str_is_received_like_bytes(self):
+        out = []
+        session = Session(make_server()[0], lambda message, related: out.append(message))
+        self.assertEqual(session.receive(json.dumps(rpc(0, "initialize", init_params()))), 1)
+        self.assertEqual(out[-1]["result"]["protocolVersion"], LATEST_PROTOCOL_VERSION)
+        self.assertEqual(session.receive(json.dumps("hello")), 0)     # a JSON string is no message
+        self.assertEqual(out[-1]["error"]["code"], INVALID_REQUEST)
+
     def test_a_request_that_needs_a_loop_is_answered_not_dropped(self):
         # Regression: with no running loop a valid request was silently dropped.
         out = []
