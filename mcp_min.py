@@ -1442,8 +1442,7 @@ class Session(_Peer):
     # -- input: the one door -----------------------------------------------------
     def receive(self, frame, done=None, reply=None):
         """Take one inbound frame: JSON text (bytes or str), or a message already
-        parsed (a dict; a list is a batch).
-        Every transport comes through here.
+        parsed (a dict; a list is a batch). Every transport comes through here.
 
         The frame is decoded and checked, and everything in it is answered: bad
         input too, nothing raises. At most MAX_IN_FLIGHT requests run at once;
@@ -2401,6 +2400,16 @@ class _Exchange:
                 trace.note("out", closed)
 
 
+def _parsed_body(x):
+    """A POST's body parsed, as a frame for Session.receive; 400 if it is not JSON."""
+    try:
+        body = decode(x.request.body)
+    except McpError as e:
+        raise _HttpError(400, e.message, e.code) from None
+    # A JSON string is no message; handed on parsed, it must not be decoded a second time.
+    return McpError(INVALID_REQUEST, "Invalid request") if type(body) is str else body
+
+
 class _McpEndpoint:
     """The Streamable HTTP endpoint (2025-03-26 and later): POST, GET and DELETE /mcp.
     A part of `HttpServer`, kept apart so each protocol reads on its own."""
@@ -2408,12 +2417,7 @@ class _McpEndpoint:
     async def _mcp_post(self, x):
         if not self._accepts(x, not self.json_response):
             raise _HttpError(406, "Accept must list application/json and text/event-stream")
-        try:
-            body = decode(x.request.body)
-        except McpError as e:
-            raise _HttpError(400, e.message, e.code) from None
-        if type(body) is str:   # a JSON string is no message: never decoded a second time
-            body = McpError(INVALID_REQUEST, "Invalid request")
+        body = _parsed_body(x)
         batch = type(body) is list
         initialize = type(body) is dict and body.get("method") == "initialize" and "id" in body
         entry = self._entry_for(x, initialize)
@@ -2585,13 +2589,9 @@ class _SseEndpoint:
         entry = self.sessions.get(ids[0])
         if entry is None or not entry.legacy:
             raise _HttpError(404, "Session not found")
-        try:
-            message = decode(x.request.body)
-        except McpError as e:
-            raise _HttpError(400, e.message, e.code) from None
+        message = _parsed_body(x)
         x.write(202, x.cors, b"")     # first: the answer goes to the stream
-        entry.session.receive(McpError(INVALID_REQUEST, "Invalid request") if type(message) is str
-                              else message)   # a JSON string is no message: never decoded again
+        entry.session.receive(message)
         return True
 
 
