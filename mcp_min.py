@@ -101,7 +101,7 @@ __all__ = [
     "RESOURCE_NOT_FOUND", "CONNECTION_CLOSED", "REQUEST_TIMEOUT",
     # limits (module settings)
     "MAX_LINE_BYTES", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "MAX_URI", "MAX_SUBSCRIPTIONS",
-    "SHUTDOWN_GRACE",
+    "TOOL_TIMEOUT", "SHUTDOWN_GRACE", "MAX_QUEUED_BYTES", "HANDSHAKE_IDLE",
     "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT",
     "WRITE_BUFFER", "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID",
@@ -141,7 +141,10 @@ MAX_WAITING = 10_000                # requests waiting per session, however they
 PAGE_SIZE = 100                     # items per tools/resources/prompts list page
 MAX_URI = 8 * 1024                  # characters in a URI a client subscribes to; longer -> -32002
 MAX_SUBSCRIPTIONS = 1000            # resource subscriptions per session; more -> -32602
-SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes
+TOOL_TIMEOUT = 300.0                # seconds a request may run: a tool then gets an isError result,
+                                    # anything else -32603 (per server and per tool: `timeout=`)
+SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes, SIGTERM
+                                    # or Ctrl-C; what is left is then answered -32603
 REPLY_TIMEOUT = 60.0                # seconds to wait for the answer to a request we send -> -32001
 READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
 MAX_BODY_BYTES = 4 * 1024 * 1024    # HTTP: a POST body -> 413, checked before reading it
@@ -158,7 +161,13 @@ MAX_CONNECTIONS = 512               # -> 503
 MAX_SESSIONS = 10_000               # -> 503
 MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is not looked up: 404/400
 SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
-MAX_QUEUED = 1000                   # messages waiting per stream; beyond it notifications are dropped
+MAX_QUEUED = 1000                   # messages waiting per stream (and from sync tools' threads per
+                                    # session): beyond it log and progress notifications are dropped
+MAX_QUEUED_BYTES = 16 * 1024 * 1024  # bytes waiting behind the first on an SSE stream: a response
+                                    # or request beyond it (or MAX_QUEUED) closes the stream (legacy
+                                    # SSE: and its session) instead
+HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize lives idle; at
+                                    # MAX_SESSIONS the one idle longest makes room if idle this long
 MAX_SSE_EVENT = 16 * 1024 * 1024    # client: a longer SSE event ends the connection
 CONNECT_TIMEOUT = 10.0              # client: seconds to reach a server and see its endpoint
 KILL_STEP = 2.0                     # client: seconds a stdio server gets to exit after EOF, then
@@ -945,12 +954,13 @@ def _strip(hint):
 class Tool(_Handler):
     """A tool. Options: `name` (default: the function's), `description` (default: the
     docstring's first paragraph), `title`, `annotations` (readOnlyHint ...),
-    `input_schema` / `output_schema` (default: from the type hints), `meta`, `icons`."""
+    `input_schema` / `output_schema` (default: from the type hints), `meta`, `icons`,
+    `timeout` (seconds a call may run; default the server's, else TOOL_TIMEOUT)."""
 
     def __init__(self, fn, name=None, description=None, title=None, annotations=None,
-                 input_schema=None, output_schema=None, meta=None, icons=None):
+                 input_schema=None, output_schema=None, meta=None, icons=None, timeout=None):
         super().__init__(fn)
-        self.name = name or fn.__name__
+        self.name, self.timeout = name or fn.__name__, timeout
         if not _valid_tool_name(self.name):
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
         self.description = description or self.description
@@ -1132,9 +1142,11 @@ class Server:
     something while clients are connected sends them a list_changed notice.
     """
 
-    def __init__(self, name, version="0.1.0", instructions=None, title=None, **info):
+    def __init__(self, name, version="0.1.0", instructions=None, title=None, timeout=None, **info):
         self.info = {"name": name, "version": version, **({"title": title} if title else {}), **info}
         self.instructions = instructions
+        self.timeout = timeout  # seconds any request may run (default TOOL_TIMEOUT)
+        self.abandoned = 0      # sync tools' threads cancelled while running (they run on)
         self.tools, self.resources, self.prompts = {}, {}, {}
         self.completions = {}    # (ref kind, name or uri template, argument) -> function
         self.sessions = set()    # live sessions, for change notifications
@@ -1434,6 +1446,12 @@ class Session(_Peer):
         self.replies = {}       # request id -> the reply its frame came with (see `receive`)
         self.on_ready = None    # called when `accepting` may have become true
         self._cancelled = set()
+        self._started = {}      # request id -> (loop time, handler, params) while it runs
+        self._watched = False   # whether `_watch` looks at it
+        self._ending = {}       # request id -> the answer it gets when cancelled (timeout, stop)
+        self._crossing = 0      # messages from tools' threads not yet sent by the loop
+        self.dropped = 0        # ... and log or progress notifications dropped past MAX_QUEUED
+        self._lock = threading.Lock()
         self.closed = False
         self.ready = self.initialized   # the client sent notifications/initialized
         self.loop = None
@@ -1576,20 +1594,65 @@ class Session(_Peer):
         if id_ not in self._cancelled:     # else cancelled before it started: no answer
             meta = params.get("_meta")
             context = Context(self, id_, meta if type(meta) is dict else None)
+            self._started[id_] = self.loop.time(), handler, params
+            if not self._watched:
+                _watch(self)
             try:
                 response = _result(id_, await handler(self, params, context))
             except McpError as e:
                 response = _error(id_, e.code, e.message, e.data)
             except asyncio.CancelledError:
-                if id_ in self._cancelled or self.closed:
+                response = self._ending.pop(id_, None)     # timed out, or the server stops
+                if response is None and (id_ in self._cancelled or self.closed):
                     self._finished(id_, None, done)
                     raise
-                _log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
-                response = _error(id_, INTERNAL_ERROR, "Internal error")
+                if response is None:
+                    _log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
+                    response = _error(id_, INTERNAL_ERROR, "Internal error")
             except BaseException:   # SystemExit too (argparse in a handler): never the server's end
                 _log.exception("request %r (%s) failed", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
+            finally:
+                del self._started[id_]
+                self._ending.pop(id_, None)     # a handler may have swallowed its cancel
         self._finished(id_, response, done)
+
+    def _time_limit(self, handler, params):
+        name = params.get("name") if handler is _call_tool else None
+        tool = self.server.tools.get(name) if type(name) is str else None
+        return (tool and tool.timeout) or self.server.timeout or TOOL_TIMEOUT
+
+    def _sweep(self):
+        """Each second while requests run (see `_watch`): those past their time limit (R32) are
+        answered now and cancelled (a sync tool's thread cannot be stopped: it is
+        left to finish, unheard)."""
+        now = self.loop.time()
+        for id_, (started, handler, params) in list(self._started.items()):
+            seconds = self._time_limit(handler, params)
+            if now - started < seconds or id_ in self._ending or id_ not in self.running:
+                continue
+            _log.warning("request %r (%s) ran past %g s: cancelled", id_, handler.__name__, seconds)
+            self._ending[id_] = _result(id_, _tool_error(
+                f"Tool '{params['name']}' did not finish within {seconds:g} s.")) \
+                if handler is _call_tool else _error(id_, INTERNAL_ERROR, "Request timed out")
+            self.running[id_].cancel()
+        if not self._started:
+            self._watched = False
+            _watched.discard(self)
+
+    async def stop(self, grace=0.0, reason="Server shutting down"):
+        """The server is going away: what was taken in may finish within `grace`
+        seconds; every request then left is answered -32603 `reason`, and cancelled."""
+        await self.drain(grace)
+        for id_ in list(self.waiting):
+            done = self.waiting.pop(id_)[1]
+            self._answer(_error(id_, INTERNAL_ERROR, reason), id_)
+            done and done()
+        for id_, task in list(self.running.items()):
+            self._ending[id_] = _error(id_, INTERNAL_ERROR, reason)
+            task.cancel()
+        if self.running:    # their answers go out as they end (a handler may hold on: 1 s)
+            await asyncio.wait(list(self.running.values()), timeout=1.0)
 
     def _finished(self, id_, response, done):
         # Done here, not in a done callback: that would cost a turn of the loop per request.
@@ -1662,10 +1725,25 @@ class Session(_Peer):
             return
         message = {"jsonrpc": "2.0", "method": method, **({} if params is None else {"params": params})}
         loop = self.loop
-        if loop is not None and _running_loop() is not loop:
-            loop.call_soon_threadsafe(self._send_open, message, related)
-        else:
-            self._send_open(message, related)
+        if loop is None or _running_loop() is loop:
+            return self._send_open(message, related)
+        # From a thread. While the loop is held up (stdout not read), what threads send
+        # piles up: past MAX_QUEUED, logs and progress go; nothing else is dropped.
+        with self._lock:
+            if self._crossing >= MAX_QUEUED and method in _DROPPABLE:
+                self.dropped += 1
+                return
+            self._crossing += 1
+        loop.call_soon_threadsafe(self._crossed, message, related)
+
+    def _crossed(self, message, related):
+        with self._lock:
+            self._crossing -= 1
+            dropped, self.dropped = self.dropped, 0
+        if dropped:
+            _log.warning("dropped %d log/progress notifications from tools: the client is "
+                         "not reading", dropped)
+        self._send_open(message, related)
 
     def _send_open(self, message, related):
         if not self.closed:
@@ -1725,7 +1803,34 @@ class Session(_Peer):
         return result
 
 
+_watched = set()        # sessions with requests running, swept each second
+
+
+def _watch(session):
+    """Have `session._sweep` run each second while it has requests running. A thread
+    does the counting: a timer in the event loop makes every turn of the loop dearer
+    (3 % of a stdio call), a call_later per request 9 %."""
+    global _watchdog
+    session._watched = True
+    _watched.add(session)
+    if _watchdog is None:
+        _watchdog = threading.Thread(target=_watchdog_run, name="mcp-watchdog", daemon=True)
+        _watchdog.start()
+
+
+def _watchdog_run():
+    while True:
+        time.sleep(1.0)
+        for session in list(_watched):
+            try:
+                session.loop.call_soon_threadsafe(session._sweep)
+            except RuntimeError:    # its loop is closed
+                _watched.discard(session)
+
+
+_watchdog = None
 _ID_IN_USE = "Invalid request: id already in use"
+_DROPPABLE = ("notifications/message", "notifications/progress")
 _CLIENT_CAPABILITIES = ("roots", "sampling", "elicitation", "experimental", "tasks")
 _CLIENT_INFO = ("name", "version", "title", "description", "websiteUrl")
 
@@ -1802,7 +1907,14 @@ async def _call_tool(session, params, ctx):
     except McpError as e:
         return _tool_error(e.message)
     except asyncio.CancelledError:
+        if not tool.is_async:   # a thread cannot be stopped: it runs on, unheard
+            session.server.abandoned += 1
+            _log.warning("tool %r was cancelled; its thread runs on (%d so far)", name,
+                         session.server.abandoned)
         raise
+    except RecursionError:      # a self-referential result, say: one line, not 100 KB of frames
+        _log.error("tool %r failed: RecursionError", name)
+        return _tool_error(f"Tool '{name}' failed with an internal error.")
     except BaseException:   # SystemExit or KeyboardInterrupt from a tool ends the call, not the server
         _log.exception("tool %r failed", name)
         return _tool_error(f"Tool '{name}' failed with an internal error.")
@@ -1984,8 +2096,9 @@ def _private_stdout(fd=1):
     return out
 
 
-async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
-    """Serve one session over stdin/stdout until stdin closes.
+async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
+    """Serve one session over stdin/stdout until stdin closes (or it is cancelled:
+    SIGTERM, Ctrl-C); what runs then gets `grace` seconds (SHUTDOWN_GRACE) to finish.
 
     Framing only: lines in, lines out. Reading pauses while the session is not
     `accepting` (the pipe then holds the client back) and goes on at `on_ready`.
@@ -2066,21 +2179,23 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None):
     except (NotImplementedError, OSError, ValueError):  # proactor loop, or a regular file
         threaded = True
         threading.Thread(target=reader, name="mcp-stdin", daemon=True).start()
+    cancelled = False
     try:
         await finished.wait()
-    except asyncio.CancelledError:      # Ctrl-C: what runs is cancelled, quietly
-        session.on_ready = None
-        session.close(cancel=True)
-        os.close(out)
-        raise
+    except asyncio.CancelledError:      # SIGTERM or Ctrl-C: an end like stdin's, then re-raised
+        cancelled = True
     finally:
         finished.set()                  # read no more, even from a thread
+        session.on_ready = None
         with contextlib.suppress(NotImplementedError, OSError, ValueError):
             loop.remove_reader(stdin_fd)
-    # stdin closed: what was read still runs, waiting requests too, within the grace period.
-    await session.drain(SHUTDOWN_GRACE)
-    session.close(cancel=True)
-    os.close(out)
+    try:    # what was read still runs, waiting requests too, within the grace period
+        await session.stop(SHUTDOWN_GRACE if grace is None else grace)
+    finally:
+        session.close(cancel=True)
+        os.close(out)
+    if cancelled:
+        raise asyncio.CancelledError
     return 0
 
 ##############################################################################
@@ -2619,6 +2734,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         self.writers = {}       # open connections (writer -> its _Exchange), closed with the server
         self.stateless_entries = set()  # --stateless: the sessions of POSTs being answered
         self._listener = self._reaper = None
+        self.closing = False
 
     async def start(self):
         self._listener = await asyncio.start_server(self._connection, self.host, self.port,
@@ -2627,15 +2743,27 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         self._reaper = asyncio.get_running_loop().create_task(self._expire())
         return self
 
-    async def close(self):
+    async def close(self, grace=0.0):
+        """Stop serving: no new connection or request (503); what runs gets `grace`
+        seconds to finish, then -32603; the answers go out and every stream closes."""
+        self.closing = True
         self._reaper.cancel()
         self._listener.close()
-        for entry in list(self.sessions.values()) + list(self.stateless_entries):
+        for x in self.writers.values():
+            if x.request is None:       # between requests: nothing to finish
+                x.writer.close()
+        entries = list(self.sessions.values()) + list(self.stateless_entries)
+        await asyncio.gather(*(entry.session.stop(grace) for entry in entries))
+        for entry in entries:
             entry.close(cancel=True)
         self.sessions.clear()
+        for _ in range(100):    # the answers are written, then each connection ends
+            if not self.connections:
+                break
+            await asyncio.sleep(0.01)
         for writer in list(self.writers):   # from 3.12 wait_closed() waits for every client
             writer.transport.abort()
-        for _ in range(100):    # let the connection handlers see it and finish
+        for _ in range(100):
             if not self.connections:
                 break
             await asyncio.sleep(0.01)
@@ -2666,7 +2794,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
                     self._trace(x.request)
                 x.cors = self._cors(x.request)
                 if not await self._route(x) or x.header("connection").lower() == "close" \
-                        or x.request.version == "HTTP/1.0":
+                        or x.request.version == "HTTP/1.0" or self.closing:
                     return
                 await x.send(b"")   # a client that reads no answers is cut off
         except _HttpError as e:
@@ -2720,6 +2848,8 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
     # -- checks and routing ------------------------------------------------------
     async def _route(self, x):
         """Serve one request. Returns False when the connection must close."""
+        if self.closing:
+            raise _HttpError(503, "Server shutting down")
         self._check_peer(x.request)
         path, method = x.request.path, x.request.method
         if method == "OPTIONS" and x.cors and path in ("/mcp", "/sse", "/messages"):
@@ -2826,8 +2956,9 @@ async def start_http(server, host="127.0.0.1", port=8080, **options):
     return await HttpServer(server, host, port, **options).start()
 
 
-async def serve_http(server, host="127.0.0.1", port=8080, **options):
-    """Serve `server` over HTTP until cancelled."""
+async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options):
+    """Serve `server` over HTTP until cancelled (SIGTERM, Ctrl-C); what runs then
+    gets `grace` seconds (SHUTDOWN_GRACE) to finish."""
     http = await start_http(server, host, port, **options)
     _log.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)",
                 host, http.port)
@@ -2836,7 +2967,7 @@ async def serve_http(server, host="127.0.0.1", port=8080, **options):
     try:
         await asyncio.Event().wait()
     finally:
-        await http.close()
+        await http.close(SHUTDOWN_GRACE if grace is None else grace)
 
 ##############################################################################
 # Client: stdio, Streamable HTTP and legacy HTTP+SSE
@@ -4047,6 +4178,9 @@ def _serve_parser(description=_SERVE_HELP):
                    help="Streamable HTTP: answer requests with JSON, never SSE")
     p.add_argument("--insecure", action="store_true",
                    help="allow a non-loopback --host without --token")
+    p.add_argument("--shutdown-grace", type=_seconds, default=SHUTDOWN_GRACE, metavar="SECONDS",
+                   help="after SIGTERM, Ctrl-C or the end of stdin, how long work in flight may "
+                   f"finish before it is answered with an error (default {SHUTDOWN_GRACE:g})")
     _common_options(p, "INFO")
     return p
 
@@ -4063,41 +4197,51 @@ def _serve(server, args, stdout=1):
         print("mcp_min: serving MCP on stdin/stdout; type one JSON-RPC message a line, starting "
               "with initialize (see the README); Ctrl-D ends", file=sys.stderr)
 
+    import signal
+    # Signals left as they came (ignored, or an application's own) are left alone.
+    signals = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if s is not None
+               and signal.getsignal(s) in (signal.default_int_handler, signal.SIG_DFL)]
+
     async def main():
         from concurrent.futures import ThreadPoolExecutor
-        import signal
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        stopping = []
 
-        def interrupted():      # the first Ctrl-C ends serving quietly, a second at once
-            loop.remove_signal_handler(signal.SIGINT)
+        def stop(signum):       # the first SIGTERM or Ctrl-C ends serving gracefully, a second at once
+            if stopping:
+                sys.stderr.flush()
+                os._exit(128 + signum)
+            stopping.append(signum)
+            if args.port is not None and any(s.running or s.waiting for s in server.sessions):
+                _log.info("stopping: work in flight has %g s to finish (a second signal: at "
+                          "once)", args.shutdown_grace)
             task.cancel()
-        # asyncio.run does this itself from 3.11; 3.10's cancels every task at once on Ctrl-C
-        # (tools then log errors). An ignored or an application's own SIGINT is left alone.
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        for signum in signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(signal.SIGINT, interrupted)     # Windows; not the main thread
+                loop.add_signal_handler(signum, stop, signum)   # Windows; not the main thread
         # Sync tools share this pool: room for many slow ones at once.
         pool = ThreadPoolExecutor(64, "mcp-tool")
         loop.set_default_executor(pool)
         try:
             if args.port is None:
-                code = await serve_stdio(server, stdout_fd=stdout, trace=trace)
+                code = await serve_stdio(server, stdout_fd=stdout, trace=trace,
+                                         grace=args.shutdown_grace)
             else:
-                code = await serve_http(server, args.host, args.port, token=args.token,
-                                        allow_origins=args.allow_origin, allow_hosts=args.allow_host,
-                                        stateless=args.stateless, json_response=args.json_response,
-                                        insecure=args.insecure, trace=trace)
-        except asyncio.CancelledError:      # Ctrl-C
-            code = 130
+                code = await serve_http(server, args.host, args.port, args.shutdown_grace,
+                                        token=args.token, allow_origins=args.allow_origin,
+                                        allow_hosts=args.allow_host, stateless=args.stateless,
+                                        json_response=args.json_response, insecure=args.insecure,
+                                        trace=trace)
+        except asyncio.CancelledError:      # a signal: it was a graceful end
+            code = 0 if stopping else 130
         if stdout != 1:
             os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
         pool.shutdown(wait=False, cancel_futures=True)
         await asyncio.sleep(0.05)
         if any(t.name.startswith("mcp-tool") for t in threading.enumerate()):
-            # A sync tool still runs past the grace period (or Ctrl-C): threads cannot
-            # be cancelled, and the client is gone, so leave without it.
-            if code != 130:
-                _log.warning("stdin closed; exiting with a tool still running")
+            # A sync tool still runs past the grace period: threads cannot be
+            # cancelled, and its caller has its answer, so leave without it.
+            _log.warning("exiting with a sync tool still running")
             sys.stderr.flush()
             os._exit(code)
         return code

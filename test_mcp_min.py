@@ -14,6 +14,7 @@ Run: ``python -m unittest`` from the directory holding mcp_min.py.
 
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
 import dataclasses
 import doctest
@@ -1591,6 +1592,63 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len([m for m in self.wire.messages if m.get("method") == "notifications/progress"]), 2)
 
 
+class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
+    """R32: a request that runs past its time is answered, and cancelled."""
+
+    async def test_requests_past_their_time_are_answered_and_cancelled(self):
+        server, cancelled, gate, release = Server("slow", timeout=0.2), [], asyncio.Event(), threading.Event()
+
+        @server.tool()
+        async def forever() -> str:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.append("forever")
+                raise
+
+        @server.tool(timeout=3600)      # its own limit, above the server's
+        async def patient() -> str:
+            await gate.wait()
+            return "waited"
+
+        @server.tool()
+        def stuck_thread() -> str:
+            release.wait(TIMEOUT)
+            return "late"
+
+        @server.resource("slow://r")
+        async def slow_resource() -> str:
+            await asyncio.sleep(3600)
+        self.addCleanup(release.set)
+        wire = Wire(server)
+        await wire.initialize()
+        for message in (call(1, "forever"), call(2, "patient"), call(3, "stuck_thread"),
+                        rpc(4, "resources/read", {"uri": "slow://r"})):
+            wire.feed(message)
+        for id_, name in ((1, "forever"), (3, "stuck_thread")):
+            answer = (await wire.response(id_))["result"]
+            self.assertTrue(answer["isError"])
+            self.assertEqual(answer["content"][0]["text"], f"Tool '{name}' did not finish within 0.2 s.")
+        self.assertEqual((await wire.response(4))["error"],
+                         {"code": INTERNAL_ERROR, "message": "Request timed out"})
+        self.assertEqual(cancelled, ["forever"])
+        self.assertEqual(server.abandoned, 1)       # the sync tool's thread runs on, counted
+        self.assertEqual(list(wire.session.running), [2])
+        gate.set()
+        self.assertEqual(tool_text(await wire.response(2)), "waited")
+
+    async def test_the_default_limit_is_tool_timeout(self):
+        server = Server("slow")
+
+        @server.tool()
+        async def forever() -> str:
+            await asyncio.sleep(3600)
+        wire = Wire(server)
+        await wire.initialize()
+        with mock.patch.object(mcp_min, "TOOL_TIMEOUT", 0.1):
+            self.assertTrue((await wire.request(call(1, "forever")))["result"]["isError"])
+
+
 class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
     """Server -> client requests: sampling, elicitation, roots."""
 
@@ -2482,32 +2540,13 @@ class CliTest(unittest.TestCase):
         done = self.run_cli("serve", "--stdio")     # not a terminal: no hint
         self.assertEqual(done.stderr, "")
 
-    def start_http_server(self, path, **popen):
-        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", path, "--port", "0"], cwd=HERE,
+    def start_http_server(self, path, *args, **popen):
+        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", path, "--port", "0", *args], cwd=HERE,
                                    env=_clean_env(), stderr=subprocess.PIPE, text=True, **popen)
+        self.addCleanup(process.stderr.close)
         self.addCleanup(lambda: process.poll() is None and (process.kill(), process.wait()))
         port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", process.stderr.readline()).group(1))
         return process, port
-
-    @unittest.skipUnless(hasattr(signal, "SIGINT") and os.name == "posix", "POSIX signals")
-    def test_ctrl_c_ends_an_http_server_at_once_even_with_a_tool_stuck(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            started, path = os.path.join(tmp, "started"), os.path.join(tmp, "stuck.py")
-            with open(path, "w") as f:
-                f.write(f"import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
-                        f"@server.tool\ndef nap() -> str:\n    open({started!r}, 'w').close()\n"
-                        f"    time.sleep(60)\n    return 'late'\n")
-            server, port = self.start_http_server(path)
-            client = subprocess.Popen([sys.executable, MCP_MIN, "client", f"http://127.0.0.1:{port}/mcp",
-                                       "tools/call", "nap"], cwd=HERE, env=_clean_env(),
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.addCleanup(lambda: (client.kill(), client.wait()))
-            deadline = time.monotonic() + TIMEOUT
-            while not os.path.exists(started):     # the barrier: the tool is running
-                self.assertLess(time.monotonic(), deadline, "the tool never started")
-                time.sleep(0.01)
-            server.send_signal(signal.SIGINT)
-            self.assertEqual(server.wait(timeout=3), 130)      # not after the tool's 60 s
 
     @unittest.skipUnless(os.name == "posix", "POSIX signals")
     def test_an_ignored_sigint_stays_ignored(self):
@@ -3177,6 +3216,17 @@ class HttpExpiryTest(HttpTestCase):
         response = await asyncio.wait_for(pending, TIMEOUT)
         self.assertEqual(tool_text(response.messages()[-1]), "late")
         self.assertEqual((await self.ping(sid)).status, 200)
+        await self.clock.sweep_after(0.7)
+        self.assertEqual((await self.ping(sid)).status, 404)
+
+
+    async def test_a_session_whose_request_is_stuck_still_expires(self):
+        # Regression (issue 15): a request that never ended kept its session forever.
+        self.server.timeout = 0.2
+        sid = await self.client.initialize()
+        response = await self.client.post(call(3, "wait"), sid)     # the gate never opens
+        self.assertTrue(response.messages()[-1]["result"]["isError"])
+        self.assertTrue(self.state.cancelled)
         await self.clock.sweep_after(0.7)
         self.assertEqual((await self.ping(sid)).status, 404)
 
@@ -4206,6 +4256,131 @@ class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
 
 
 
+@unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
+class AbuseStdioTest(unittest.TestCase):
+    def test_a_sync_tool_logging_while_stdout_is_not_read_is_bounded(self):
+        # Regression (issue 15): 200k x 1 KB log messages from a thread while the loop was
+        # blocked writing to an unread stdout grew the server by 173 MiB.
+        with tempfile.TemporaryDirectory() as tmp:
+            path, mark = os.path.join(tmp, "chatty.py"), os.path.join(tmp, "said")
+            with open(path, "w") as f:
+                f.write("from mcp_min import Server, Context\nserver = Server('chatty')\n"
+                        "@server.tool()\ndef chatty(ctx: Context, n: int, mark: str) -> str:\n"
+                        "    for i in range(n):\n        ctx.log('info', 'x' * 1000)\n"
+                        "    open(mark, 'w').close()\n    return 'said'\n")
+            server = StdioProcess(path, read=False)
+            try:
+                server.send(rpc(0, "initialize", init_params()))
+                json.loads(server.proc.stdout.readline())
+                server.send(note("notifications/initialized"))
+                server.send(call(1, "chatty", {"n": 200_000, "mark": mark}))
+                deadline = time.monotonic() + 60
+                while not os.path.exists(mark):     # the barrier: every message was sent
+                    self.assertLess(time.monotonic(), deadline, "the tool never finished")
+                    time.sleep(0.05)
+                with open(f"/proc/{server.proc.pid}/status") as f:
+                    rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+                self.assertLess(rss, 80, "MiB")     # it was 173 MiB more
+                server.close_stdin()
+                lines = [json.loads(line) for line in server.proc.stdout]   # now read it all
+                self.assertEqual(server.wait(), 0)
+                stderr = server.stderr()
+            finally:
+                server.kill()
+        self.assertEqual(tool_text(lines[-1]), "said")      # the result is never dropped
+        self.assertLess(len(lines), 200_000)
+        self.assertRegex(stderr, r"dropped \d+ log/progress notifications")
+
+
+_NAPS = """\
+import time
+from mcp_min import Server
+server = Server('naps')
+
+@server.tool()
+def nap(seconds: float, mark: str) -> str:
+    open(mark, 'w').close()
+    time.sleep(seconds)
+    return 'rested'
+"""
+
+
+@unittest.skipUnless(os.name == "posix", "POSIX signals")
+class ShutdownTest(unittest.TestCase):
+    """SIGTERM and Ctrl-C: calls in flight finish within the grace period, the rest are
+    answered with an error, and the process exits 0; a second signal ends it at once."""
+    start_http_server = CliTest.start_http_server
+
+    def naps(self, tmp):
+        path = os.path.join(tmp, "naps.py")
+        with open(path, "w") as f:
+            f.write(_NAPS)
+        return path
+
+    @staticmethod
+    def wait_for(*paths):
+        deadline = time.monotonic() + TIMEOUT
+        while not all(map(os.path.exists, paths)):     # the barrier: the tools are running
+            if time.monotonic() > deadline:
+                raise AssertionError("the tools never started")
+            time.sleep(0.01)
+
+    def test_http_calls_in_flight_finish_or_are_answered_then_exit_0(self):
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with tempfile.TemporaryDirectory() as tmp, \
+                    concurrent.futures.ThreadPoolExecutor(2) as pool:
+                server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "3")
+                url = f"http://127.0.0.1:{port}/mcp"
+
+                def nap(seconds, mark):
+                    with mcp_min.SyncClient(url) as client:
+                        try:
+                            result = client.call_tool("nap", {"seconds": seconds, "mark": mark})
+                            return result["content"][0]["text"]
+                        except mcp_min.McpError as e:
+                            return e.code, e.message
+                marks = os.path.join(tmp, "short"), os.path.join(tmp, "stuck")
+                short, stuck = pool.submit(nap, 1, marks[0]), pool.submit(nap, 600, marks[1])
+                self.wait_for(*marks)
+                server.send_signal(signum)
+                self.assertEqual(short.result(TIMEOUT), "rested")    # finished within the grace
+                self.assertEqual(stuck.result(TIMEOUT), (INTERNAL_ERROR, "Server shutting down"))
+                self.assertEqual(server.wait(TIMEOUT), 0)           # not after the tool's 600 s
+                self.assertNotIn("Traceback", server.stderr.read())
+
+    def test_a_second_signal_ends_the_server_at_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "600")
+            mark = os.path.join(tmp, "stuck")
+            client = subprocess.Popen([sys.executable, MCP_MIN, "client", f"http://127.0.0.1:{port}/mcp",
+                                       "tools/call", "nap", "seconds=600", f"mark={mark}"], cwd=HERE,
+                                      env=_clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.addCleanup(lambda: (client.kill(), client.wait()))
+            self.wait_for(mark)
+            server.send_signal(signal.SIGTERM)
+            self.assertIn("stopping", server.stderr.readline())    # the barrier: it is stopping
+            server.send_signal(signal.SIGINT)
+            self.assertEqual(server.wait(TIMEOUT), 128 + signal.SIGINT)
+
+    def test_stdio_sigterm_answers_what_runs_with_an_error_and_logs_no_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            server = StdioProcess(self.naps(tmp))
+            try:
+                server.initialize()
+                mark = os.path.join(tmp, "stuck")
+                server.send(call(1, "nap", {"seconds": 600, "mark": mark}))
+                server.send(call(2, "nap", {"seconds": 600, "mark": mark}))
+                self.wait_for(mark)
+                server.proc.send_signal(signal.SIGTERM)
+                answers = {m["id"]: m for m in (server.read(), server.read())}
+                self.assertEqual(server.wait(), 0)
+                for id_ in (1, 2):
+                    self.assertEqual(answers[id_]["error"]["code"], INTERNAL_ERROR, answers[id_])
+                self.assertNotIn("ERROR", server.stderr())      # no "an inner task was cancelled"
+            finally:
+                server.kill()
+
+
 ##############################################################################
 # Client: our client against our server over every transport
 ##############################################################################
@@ -4354,6 +4529,8 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         other = await mcp_min.start_http(self.slow, "127.0.0.1", 0)
 
         async def kill(client):
+            for writer in list(other.writers):      # the connection drops: no answer comes
+                writer.transport.abort()
             await other.close()
         await self.assert_call_fails_when_server_dies(f"http://127.0.0.1:{other.port}/mcp",
                                                       "stream_then_wait", kill)
