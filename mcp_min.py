@@ -2290,15 +2290,20 @@ def _host_name(value):
 
 
 class _Stream:
-    """Messages waiting to go out on one SSE stream (bounded)."""
+    """Messages waiting to go out on one SSE stream, bounded (R24): past MAX_QUEUED
+    messages or MAX_QUEUED_BYTES, notifications are dropped (oldest first to make
+    room for a response); a response or request that still finds no room closes
+    the stream instead (`overflowed`): never dropped silently."""
 
     def __init__(self, json_only=False):
-        self.items = []
+        self.items, self.sizes = [], []     # sizes: bytes of each item behind the first
+        self.size = 0
         self.wake = asyncio.Event()
-        self.closed = self.poked = False
+        self.closed = self.poked = self.overflowed = False
         self.dropped = 0
         self.json_only = json_only  # a JSON answer to a POST: it carries responses alone
         self.direct = None      # writes a message at once if it can (else it is queued)
+        self.abort = None       # drops the connection (on overflow)
 
     def put(self, message):
         """Queue `message`; False if this stream cannot carry it (a JSON-only answer
@@ -2311,12 +2316,38 @@ class _Stream:
             return True
         if not self.items and self.direct and self.direct(message):
             return True         # no waking the stream's task for each message
-        if len(self.items) >= MAX_QUEUED and message is not _FINISHED and "id" not in message:
-            self.dropped += 1   # a reader that stopped: notifications go, responses never
-            return True
+        size = 0
+        if self.items and not self.json_only and message is not _FINISHED:   # a backlog
+            if self._full() and ("id" not in message or not self._make_room()):
+                self.dropped += "id" not in message
+                return True
+            size = len(_encode_safely(message) or b"")
+            self.size += size
         self.items.append(message)
+        self.sizes.append(size)
         self.wake.set()
         return True
+
+    def _full(self):
+        return len(self.items) >= MAX_QUEUED or self.size >= MAX_QUEUED_BYTES
+
+    def _make_room(self):
+        """Drop the notifications queued; if that is not room enough, close: False."""
+        kept = [(m, n) for m, n in zip(self.items, self.sizes) if m is _FINISHED or "id" in m]
+        self.dropped += len(self.items) - len(kept)
+        self.items, self.sizes = [m for m, _ in kept], [n for _, n in kept]
+        self.size = sum(self.sizes)
+        if not self._full():
+            return True
+        _log.warning("a client fell %d messages (%d bytes) behind on its stream: closed",
+                     len(self.items), self.size)
+        self.overflowed = True
+        self.items.clear()      # the memory goes now, not when the client does
+        self.sizes.clear()
+        self.close()
+        if self.abort:
+            self.abort()
+        return False
 
     def close(self):
         self.closed = True
@@ -2333,6 +2364,7 @@ class _Stream:
             self.wake.clear()
             await self.wake.wait()
         if self.items:
+            self.size -= self.sizes.pop(0)
             return self.items.pop(0)
         if self.closed:
             return None
@@ -2498,7 +2530,7 @@ class _Exchange:
                 writer.write(self.event(message))
                 deadline.set(KEEPALIVE_INTERVAL, stream.poke)   # not quiet: no keepalive due
                 return True
-            stream.direct = direct
+            stream.direct, stream.abort = direct, writer.transport.abort
             while True:
                 deadline.set(KEEPALIVE_INTERVAL, stream.poke)
                 message = await stream.get()
@@ -2508,9 +2540,11 @@ class _Exchange:
         except ConnectionError:
             writer.transport.abort()
         finally:
-            stream.direct = None
+            stream.direct = stream.abort = None
             watcher.cancel()
             stream.close()
+            stream.items.clear()
+            stream.sizes.clear()
             if trace:
                 trace.note("out", closed)
 
@@ -2538,6 +2572,7 @@ class _McpEndpoint:
         entry = self._entry_for(x, initialize)
         frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
         stream = _Stream(json_only=self.json_response or batch)
+        stream.abort = x.writer.transport.abort
         entry.posts.add(stream)
         try:
             entry.last_active = _now()

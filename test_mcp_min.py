@@ -3851,6 +3851,23 @@ class HttpStreamingTest(HttpTestCase):
         finally:
             writer.close()
 
+    def test_a_full_stream_drops_notifications_for_a_response_and_closes_past_responses(self):
+        stream = mcp_min._Stream()
+        stream.put(rpc("first", "x"))       # the head is being written: it never counts
+        for i in range(mcp_min.MAX_QUEUED - 1):
+            stream.put(note("notifications/progress", {"progress": i}))
+        stream.put(note("notifications/progress", {"progress": -1}))
+        self.assertEqual((len(stream.items), stream.dropped), (mcp_min.MAX_QUEUED, 1))
+        stream.put({"jsonrpc": "2.0", "id": 1, "result": {}})    # room is made for it
+        self.assertEqual([m.get("id") for m in stream.items], ["first", 1])
+        self.assertFalse(stream.overflowed)
+        with mock.patch.object(mcp_min, "MAX_QUEUED_BYTES", 1000):
+            for i in range(2, 100):
+                stream.put({"jsonrpc": "2.0", "id": i, "result": {"text": "x" * 100}})
+        self.assertTrue(stream.overflowed)      # responses found no room: the stream closed
+        self.assertTrue(stream.closed)
+        self.assertEqual(stream.items, [])
+
     def test_a_full_stream_still_takes_its_end_marker(self):
         stream = mcp_min._Stream()
         for i in range(mcp_min.MAX_QUEUED):
@@ -4254,6 +4271,42 @@ class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
             rss.append(self.server.rss_mib())
         self.assertLess(rss[-1] - rss[0], 40, rss)      # it was +96 MiB a session
 
+
+
+_BLOBS = "from mcp_min import Server\nserver = Server('blobs')\n" \
+         "@server.tool()\ndef blob(n: int) -> str:\n    return 'x' * n\n"
+
+
+@unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
+class AbuseSseTest(unittest.IsolatedAsyncioTestCase):
+    async def test_a_legacy_stream_that_is_not_read_ends_its_session(self):
+        # Regression (issue 15): answers to a client that stopped reading its /sse stream
+        # piled up without bound (3 GiB in 17 s) while every POST still got 202.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "blobs.py")
+            with open(path, "w") as f:
+                f.write(_BLOBS)
+            server = ServerProcess(path)
+        self.addCleanup(server.close)
+        client = server.client
+        self.addAsyncCleanup(client.close)
+        reader, writer = await client.connect()
+        writer.write(client.build("GET", "/sse", headers={"Accept": "text/event-stream"}))
+        await read_head(reader)
+        endpoint = (await read_event(reader))["data"]      # ... and nothing more is read
+        statuses = [(await client.request("POST", endpoint, message)).status for message in (
+            rpc(0, "initialize", init_params("2024-11-05")), note("notifications/initialized"))]
+        before = server.rss_mib()
+        for i in range(1, 301):         # 300 MiB of answers, were they all kept
+            statuses.append((await client.request("POST", endpoint, call(i, "blob", {"n": 1 << 20}))).status)
+            if statuses[-1] != 202:
+                break
+        self.assertEqual(statuses[:3], [202, 202, 202])
+        self.assertEqual(statuses[-1], 404)     # the session ended with its stream
+        self.assertLess(server.rss_mib() - before, 100)
+        with contextlib.suppress(ConnectionError):     # the stream was cut: it ends
+            while await asyncio.wait_for(reader.read(1 << 20), TIMEOUT):
+                pass
 
 
 @unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
