@@ -2626,11 +2626,14 @@ class _McpEndpoint:
         the result, else an SSE stream of everything related, result last."""
         responses, sse = [], False
         while True:
-            if not stream.json_only:
-                x.deadline.set(KEEPALIVE_INTERVAL, stream.poke)
+            x.deadline.set(KEEPALIVE_INTERVAL, stream.poke)
             message = await stream.get()
             if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
                 break
+            if message is _KEEPALIVE and stream.json_only:
+                if x.reader.at_eof():   # the client left: its slot is freed (the work goes on)
+                    return False
+                continue
             final = message is not _KEEPALIVE and "method" not in message
             if not sse and not final:
                 sse = self._start_sse(x, headers, frame)    # something before the result

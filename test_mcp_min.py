@@ -3908,6 +3908,26 @@ class HttpStreamingTest(HttpTestCase):
         self.assertTrue(all(m.get("method") == "notifications/message" for m in messages[:-1]))
 
 
+class HttpJsonResponseTest(HttpTestCase):
+    options = {"json_response": True}
+
+    async def test_clients_that_leave_while_waiting_free_their_connections(self):
+        # Regression (issue 15): with --json-response nothing noticed a client leaving, so 520
+        # never-ending calls held every connection slot and all later clients got 503.
+        sid = await self.client.initialize()
+        session = self.http.sessions[sid].session
+        with mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.05):
+            for i in range(20):
+                reader, writer = await self.client.connect()
+                writer.write(self.client.build("POST", "/mcp", call(i, "wait"), {"Mcp-Session-Id": sid}))
+                await writer.drain()
+            await until(lambda: len(session.running) == 20, "the calls run")
+            await self.client.close()       # ... and the clients leave
+            await until(lambda: self.http.connections == 0, "every connection freed")
+        self.assertEqual(len(session.running), 20)      # a disconnect is not a cancel (R27)
+        self.assertEqual((await self.ping(sid, "barrier")).status, 200)
+
+
 class HttpCancelTest(HttpTestCase):
     async def test_cancelled_request_gets_an_empty_stream_not_a_response(self):
         # transports: a POST carrying a request is answered with JSON or SSE; cancellation:
