@@ -2398,6 +2398,11 @@ class _HttpSession:
             self.session._fail(message["id"], McpError(CONNECTION_CLOSED,
                                                        "No open stream can carry a request to the client"))
 
+    def quiet(self):
+        """A Streamable HTTP session with nothing open or running: it may expire."""
+        return not self.legacy and not self.session.running and not self.posts \
+            and self.standalone is None
+
     def close(self, cancel):
         self.session.close(cancel=cancel)
         for stream in list(self.posts) + [self.standalone]:
@@ -2605,8 +2610,7 @@ class _McpEndpoint:
         if x.header("mcp-session-id"):
             raise _HttpError(400, "Invalid request: initialize must come without a session",
                              INVALID_REQUEST)
-        if len(self.sessions) >= MAX_SESSIONS:
-            raise _HttpError(503, "Too many sessions")
+        self._make_room()
         import secrets
         return _HttpSession(self.server, secrets.token_urlsafe(24), False)
 
@@ -2716,8 +2720,7 @@ class _SseEndpoint:
     A part of `HttpServer`, kept apart so each protocol reads on its own."""
 
     async def _sse_get(self, x):
-        if len(self.sessions) >= MAX_SESSIONS:
-            raise _HttpError(503, "Too many sessions")
+        self._make_room()
         import secrets
         sid = secrets.token_hex(16)
         entry = self.sessions[sid] = _HttpSession(self.server, sid, True)
@@ -2808,15 +2811,29 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         await self._listener.wait_closed()
 
     async def _expire(self):
-        interval = min(60.0, max(0.05, self.session_idle / 4))
+        interval = min(60.0, max(0.05, min(self.session_idle, HANDSHAKE_IDLE) / 4))
         while True:
             await asyncio.sleep(interval)
-            limit = _now() - self.session_idle
+            now = _now()
             for sid, entry in list(self.sessions.items()):
-                if not entry.legacy and entry.last_active < limit and not entry.session.running \
-                        and not entry.posts and entry.standalone is None:
+                idle = self.session_idle if entry.session.ready else min(self.session_idle,
+                                                                         HANDSHAKE_IDLE)
+                if entry.last_active < now - idle and entry.quiet():
                     del self.sessions[sid]
                     entry.close(cancel=True)
+
+    def _make_room(self):
+        """At MAX_SESSIONS, one client must not lock out the rest: the quiet session
+        idle longest ends, first those never past initialize, else one idle for
+        HANDSHAKE_IDLE (its client gets 404 and initializes again). Else 503."""
+        if len(self.sessions) < MAX_SESSIONS:
+            return
+        quiet = (entry for entry in self.sessions.values() if entry.quiet())
+        entry = min(quiet, key=lambda e: (e.session.ready, e.last_active), default=None)
+        if entry is None or entry.session.ready and entry.last_active > _now() - HANDSHAKE_IDLE:
+            raise _HttpError(503, "Too many sessions")
+        del self.sessions[entry.sid]
+        entry.close(cancel=True)
 
     # -- one connection: read requests until it closes --------------------------
     async def _connection(self, reader, writer):

@@ -3231,6 +3231,44 @@ class HttpExpiryTest(HttpTestCase):
         self.assertEqual((await self.ping(sid)).status, 404)
 
 
+class HttpSessionCapTest(HttpTestCase):
+    """Issue 15: one client filling MAX_SESSIONS must not lock everyone out for long."""
+    options = {"session_idle": 3600}
+
+    async def asyncSetUp(self):
+        self.clock = _Clock()
+        for patcher in (mock.patch.object(mcp_min, "_now", self.clock),
+                        mock.patch.object(mcp_min, "HANDSHAKE_IDLE", 0.25)):
+            patcher.start()
+            self.addCleanup(patcher.stop)
+        await super().asyncSetUp()
+
+    async def half_open(self):
+        """A session that gets past initialize and no further."""
+        return (await self.client.post(rpc(0, "initialize", init_params()))).header("mcp-session-id")
+
+    async def test_a_session_never_past_initialize_expires_soon(self):
+        half, ready = await self.half_open(), await self.client.initialize()
+        await self.clock.sweep_after(0.5)
+        self.assertEqual(set(self.http.sessions), {ready})
+        self.assertEqual((await self.ping(half)).status, 404)
+
+    async def test_at_the_cap_the_session_idle_longest_makes_room(self):
+        with mock.patch.object(mcp_min, "MAX_SESSIONS", 3):
+            half = [await self.half_open() for _ in range(3)]
+            ready = [await self.client.initialize() for _ in range(3)]    # each makes room
+            self.assertEqual(set(self.http.sessions), set(ready))
+            self.assertNotIn(None, half)
+            response = await self.client.post(rpc(0, "initialize", init_params()))
+            self.assertJsonRpcError(response, 503, INTERNAL_ERROR)     # all in use: none goes
+            response = await self.client.request("GET", "/sse", headers={"Accept": "text/event-stream"})
+            self.assertEqual(response.status, 503)
+            self.clock.now += 0.5       # idle for HANDSHAKE_IDLE: the oldest may go now
+            newest = await self.client.initialize()
+        self.assertEqual(set(self.http.sessions), {*ready[1:], newest})
+        self.assertEqual((await self.ping(ready[0])).status, 404)     # its client initializes again
+
+
 class HttpFramingTest(HttpTestCase):
     """SECURITY.md group D: raw bytes at the parser."""
 
