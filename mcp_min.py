@@ -2761,11 +2761,13 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
     def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(),
                  allow_hosts=(), stateless=False, json_response=False, insecure=False,
                  trace=None, session_idle=None):
+        if token is not None and not token.strip(" \t"):
+            raise ValueError("an empty token would turn authentication off")
         if not _is_loopback(host) and not token and not insecure:
             raise ValueError(f"refusing to serve on {host} without a token: pass --token "
                              "(or --insecure if something else protects this port)")
         self.server, self.host, self.port = server, host, port
-        self.token = token.encode() if token else None
+        self.token = token.strip(" \t").encode() if token else None
         self.allow_origins = set(allow_origins)
         self.allow_hosts = {h.lower() for h in allow_hosts}
         self.stateless, self.json_response = stateless, json_response
@@ -2955,7 +2957,9 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         if self.token:
             import hmac
             scheme, _, given = request.header("authorization").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
+            # Only HTTP's own whitespace is trimmed: a Unicode strip() took NBSP and \x85 too.
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(" \t").encode(),
+                                                                     self.token):
                 raise _HttpError(401, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
 
     def _cors(self, request):
@@ -4221,8 +4225,12 @@ def _serve_parser(description=_SERVE_HELP):
                        help="serve HTTP on this TCP port (0-65535; 0 picks a free one): /mcp and /sse")
     p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                    help="the address to bind (default 127.0.0.1; another needs --token)")
-    p.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
-                   help="require 'Authorization: Bearer TOKEN' on HTTP (default: $MCP_TOKEN)")
+    secret = p.add_mutually_exclusive_group()
+    secret.add_argument("--token-file", metavar="FILE",
+                        help="require 'Authorization: Bearer TOKEN' on HTTP, the token read from "
+                        "FILE (default: $MCP_TOKEN)")
+    secret.add_argument("--token", help="the token itself (every local user can read it in the "
+                        "process list: prefer --token-file or $MCP_TOKEN)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="a browser origin allowed to call, with CORS (repeatable)")
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
@@ -4247,6 +4255,11 @@ def _serve(server, args, stdout=1):
         trace = _Trace(args.trace) if args.trace else None
     except OSError as e:
         print(f"mcp_min: cannot write the trace to {args.trace}: {e.strerror}", file=sys.stderr)
+        return 2
+    try:
+        token = _token(args) if args.port is not None else None
+    except (OSError, ValueError) as e:
+        print(f"mcp_min: {e}", file=sys.stderr)
         return 2
     if args.port is None and os.isatty(0):
         print("mcp_min: serving MCP on stdin/stdout; type one JSON-RPC message a line, starting "
@@ -4283,7 +4296,7 @@ def _serve(server, args, stdout=1):
                                          grace=args.shutdown_grace)
             else:
                 code = await serve_http(server, args.host, args.port, args.shutdown_grace,
-                                        token=args.token, allow_origins=args.allow_origin,
+                                        token=token, allow_origins=args.allow_origin,
                                         allow_hosts=args.allow_host, stateless=args.stateless,
                                         json_response=args.json_response, insecure=args.insecure,
                                         trace=trace)
@@ -4307,6 +4320,23 @@ def _serve(server, args, stdout=1):
     except (OSError, ValueError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)
         return 1
+
+
+def _token(args):
+    """The HTTP token: from --token-file, --token (with a warning) or $MCP_TOKEN."""
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as f:
+            token = f.read().strip(" \t\r\n")
+    elif args.token is not None:
+        _log.warning("--token is visible to every local user (ps, /proc/PID/cmdline); "
+                     "pass it in $MCP_TOKEN or --token-file")
+        token = args.token
+    else:
+        token = os.environ.get("MCP_TOKEN")
+    if token is not None and not token.strip(" \t"):
+        raise ValueError("the token is empty, which would turn authentication off: give one, "
+                         "or unset MCP_TOKEN")
+    return token
 
 
 def _load_server(target):

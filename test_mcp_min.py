@@ -2437,6 +2437,50 @@ class CliTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0)
         self.assertIn(mcp_min.__version__, done.stdout)
 
+    def test_an_empty_token_is_refused(self):
+        # Regression (issue 15): --token "" or MCP_TOKEN= turned authentication off, silently.
+        for args, env in ((["--token", ""], {}), (["--token", " \t"], {}), ([], {"MCP_TOKEN": ""})):
+            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE,
+                                  env=_clean_env(**env), capture_output=True, text=True, timeout=TIMEOUT)
+            self.assertEqual(done.returncode, 2, (args, env, done.stderr))
+            self.assertIn("token is empty", done.stderr)
+        with self.assertRaises(ValueError):
+            mcp_min.HttpServer(Server("x"), token="")
+
+    def test_the_token_from_a_file_or_the_command_line_which_warns(self):
+        import urllib.error
+        import urllib.request
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "token")
+            with open(path, "w") as f:
+                f.write("s3cret\n")
+            for args in (["--token-file", path], ["--token", "s3cret"]):
+                process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0", *args],
+                                           cwd=HERE, env=_clean_env(), stderr=subprocess.PIPE, text=True)
+                try:
+                    lines = [process.stderr.readline()]
+                    while "/mcp" not in lines[-1]:
+                        lines.append(process.stderr.readline())
+                    warned = "visible to every local user" in "".join(lines)
+                    self.assertEqual(warned, args[0] == "--token", lines)
+                    port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", lines[-1]).group(1))
+                    for token, status in (("wrong", 401), ("s3cret", 200)):
+                        request = urllib.request.Request(
+                            f"http://127.0.0.1:{port}/mcp", json.dumps(rpc(0, "ping")).encode(),
+                            {"Content-Type": "application/json", "Authorization": f"Bearer {token}",
+                             "Accept": "application/json, text/event-stream"})
+                        try:
+                            with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+                                got = answer.status
+                        except urllib.error.HTTPError as e:
+                            got = e.code
+                            e.close()
+                        self.assertIn(got, (status,) if status == 401 else (400, 404), (args, token))
+                finally:
+                    process.kill()
+                    process.wait()
+                    process.stderr.close()
+
     def test_non_loopback_bind_refused_without_token(self):
         for host in ("0.0.0.0", "::"):
             done = self.run_cli("serve", "--port", "0", "--host", host)
@@ -3001,6 +3045,14 @@ class HttpAuthTest(HttpTestCase):
             self.assertTrue(await closed_by_server(reader))
         finally:
             writer.close()
+
+    async def test_only_http_whitespace_is_trimmed(self):
+        # Regression (issue 15): a Unicode strip() let NBSP or NEL after the token through.
+        sid = await self.client.initialize()
+        for authorization, status in ((f"Bearer {TOKEN}\xa0", 401), (f"Bearer {TOKEN}\x85", 401),
+                                      (f"Bearer \xa0{TOKEN}", 401), (f"Bearer  {TOKEN} \t", 200)):
+            response = await self.client.post(rpc(1, "ping"), sid, headers={"Authorization": authorization})
+            self.assertEqual(response.status, status, repr(authorization))
 
     async def test_comparison_is_timing_safe(self):
         with mock.patch("hmac.compare_digest", wraps=hmac.compare_digest) as compare:
