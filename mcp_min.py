@@ -1776,6 +1776,9 @@ class Session(_Peer):
         (a vanished connection is not a cancel: by default the work finishes)."""
         self.closed = True
         self.server.sessions.discard(self)
+        self._send, self.on_ready = _unsent, None   # no cycle through the transport: freed at once
+        if not self._started:
+            _watched.discard(self)
         self._closed("Connection closed")
         if cancel:
             for id_ in list(self.running) + list(self.waiting):
@@ -1829,6 +1832,10 @@ def _watchdog_run():
 
 
 _watchdog = None
+def _unsent(message, related):
+    pass
+
+
 _ID_IN_USE = "Invalid request: id already in use"
 _DROPPABLE = ("notifications/message", "notifications/progress")
 _CLIENT_CAPABILITIES = ("roots", "sampling", "elicitation", "experimental", "tasks")

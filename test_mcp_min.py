@@ -1649,6 +1649,26 @@ class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
             self.assertTrue((await wire.request(call(1, "forever")))["result"]["isError"])
 
 
+class ToolFailureLogTest(unittest.IsolatedAsyncioTestCase):
+    async def test_a_self_referential_result_logs_one_line(self):
+        # Regression (issue 15): each call logged a 124 KB RecursionError traceback.
+        server = Server("loops")
+
+        @server.tool()
+        def loop() -> list:
+            x = []
+            x.append(x)
+            return x
+        wire = Wire(server)
+        await wire.initialize()
+        with self.assertLogs("mcp_min", "ERROR") as logs:
+            result = (await wire.request(call(1, "loop")))["result"]
+        self.assertTrue(result["isError"])
+        self.assertEqual(len(logs.records), 1)
+        self.assertIsNone(logs.records[0].exc_info)
+        self.assertLess(len(logs.output[0]), 200)
+
+
 class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
     """Server -> client requests: sampling, elicitation, roots."""
 
@@ -3197,6 +3217,25 @@ class HttpSessionTest(HttpTestCase):
             self.assertJsonRpcError(response, 400, INVALID_REQUEST)    # not initialize: no session, 400
         self.assertEqual(len(self.server.sessions), before)
         self.assertEqual(self.http.sessions, {})
+
+
+    async def test_a_closed_session_is_freed_without_the_garbage_collector(self):
+        # Issue 15: sessions were in reference cycles, freed only by a full collection
+        # (RSS saw-toothed over fill/expire cycles).
+        import gc
+        import weakref
+        gc.collect()
+        gc.disable()
+        self.addCleanup(gc.enable)
+        freed = []
+        for _ in range(3):
+            sid = await self.client.initialize()
+            entry = self.http.sessions[sid]
+            freed += [weakref.ref(entry), weakref.ref(entry.session)]
+            del entry
+            self.assertEqual((await self.client.post(call(1, "add", {"a": 1, "b": 2}), sid)).status, 200)
+            self.assertEqual((await self.client.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid})).status, 200)
+        await until(lambda: all(ref() is None for ref in freed), "freed by reference counting")
 
 
 class HttpStatelessTest(HttpTestCase):
