@@ -1916,8 +1916,8 @@ async def _call_tool(session, params, ctx):
     except asyncio.CancelledError:
         if not tool.is_async:   # a thread cannot be stopped: it runs on, unheard
             session.server.abandoned += 1
-            _log.warning("tool %r was cancelled; its thread runs on (%d so far)", name,
-                         session.server.abandoned)
+            _log.debug("tool %r was cancelled; its thread runs on (%d so far)", name,
+                       session.server.abandoned)
         raise
     except RecursionError:      # a self-referential result, say: one line, not 100 KB of frames
         _log.error("tool %r failed: RecursionError", name)
@@ -4316,7 +4316,8 @@ def _serve(server, args, stdout=1):
         if any(t.name.startswith("mcp-tool") for t in threading.enumerate()):
             # A sync tool still runs past the grace period: threads cannot be
             # cancelled, and its caller has its answer, so leave without it.
-            _log.warning("exiting with a sync tool still running")
+            if not stopping:
+                _log.warning("exiting with a sync tool still running")
             sys.stderr.flush()
             os._exit(code)
         return code
