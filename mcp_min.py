@@ -1446,9 +1446,8 @@ class Session(_Peer):
         self.replies = {}       # request id -> the reply its frame came with (see `receive`)
         self.on_ready = None    # called when `accepting` may have become true
         self._cancelled = set()
-        self._started = {}      # request id -> (loop time, handler, params) while it runs
+        self._started = {}      # request id -> [loop time, handler, params, done] while it runs
         self._watched = False   # whether `_watch` looks at it
-        self._ending = {}       # request id -> the answer it gets when cancelled (timeout, stop)
         self._crossing = 0      # messages from tools' threads not yet sent by the loop
         self.dropped = 0        # ... and log or progress notifications dropped past MAX_QUEUED
         self._lock = threading.Lock()
@@ -1594,7 +1593,7 @@ class Session(_Peer):
         if id_ not in self._cancelled:     # else cancelled before it started: no answer
             meta = params.get("_meta")
             context = Context(self, id_, meta if type(meta) is dict else None)
-            self._started[id_] = self.loop.time(), handler, params
+            started = self._started[id_] = [self.loop.time(), handler, params, done]
             if not self._watched:
                 _watch(self)
             try:
@@ -1602,43 +1601,51 @@ class Session(_Peer):
             except McpError as e:
                 response = _error(id_, e.code, e.message, e.data)
             except asyncio.CancelledError:
-                response = self._ending.pop(id_, None)     # timed out, or the server stops
-                if response is None and (id_ in self._cancelled or self.closed):
-                    self._finished(id_, None, done)
+                if id_ in self._cancelled or self.closed:
+                    del self._started[id_]
+                    self._finished(id_, None, started[3])
                     raise
-                if response is None:
-                    _log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
-                    response = _error(id_, INTERNAL_ERROR, "Internal error")
+                _log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
+                response = _error(id_, INTERNAL_ERROR, "Internal error")
             except BaseException:   # SystemExit too (argparse in a handler): never the server's end
                 _log.exception("request %r (%s) failed", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
-            finally:
-                del self._started[id_]
-                self._ending.pop(id_, None)     # a handler may have swallowed its cancel
+            del self._started[id_]
+            done = started[3]       # None once answered early (see `_end`)
         self._finished(id_, response, done)
 
     def _time_limit(self, handler, params):
         name = params.get("name") if handler is _call_tool else None
         tool = self.server.tools.get(name) if type(name) is str else None
-        return (tool and tool.timeout) or self.server.timeout or TOOL_TIMEOUT
+        limits = (tool and tool.timeout, self.server.timeout, TOOL_TIMEOUT)
+        return next(limit for limit in limits if limit is not None)
 
     def _sweep(self):
-        """Each second while requests run (see `_watch`): those past their time limit (R32) are
-        answered now and cancelled (a sync tool's thread cannot be stopped: it is
-        left to finish, unheard)."""
+        """Each second while requests run (see `_watch`): those past their time
+        limit (R32) are answered now, and cancelled."""
         now = self.loop.time()
-        for id_, (started, handler, params) in list(self._started.items()):
+        for id_, (started, handler, params, _) in list(self._started.items()):
             seconds = self._time_limit(handler, params)
-            if now - started < seconds or id_ in self._ending or id_ not in self.running:
+            if now - started < seconds or id_ in self._cancelled:
                 continue
             _log.warning("request %r (%s) ran past %g s: cancelled", id_, handler.__name__, seconds)
-            self._ending[id_] = _result(id_, _tool_error(
-                f"Tool '{params['name']}' did not finish within {seconds:g} s.")) \
-                if handler is _call_tool else _error(id_, INTERNAL_ERROR, "Request timed out")
-            self.running[id_].cancel()
+            self._end(id_, _result(id_, _tool_error(
+                f"Tool '{params.get('name')}' did not finish within {seconds:g} s."))
+                if handler is _call_tool else _error(id_, INTERNAL_ERROR, "Request timed out"))
         if not self._started:
             self._watched = False
             _watched.discard(self)
+
+    def _end(self, id_, response):
+        """Answer a running request now, and cancel it. Whatever it does after goes
+        unheard: a handler may ignore the cancel, a sync tool's thread cannot be
+        stopped (so its id stays taken, and its slot, until it really ends)."""
+        started = self._started[id_]
+        done, started[3] = started[3], None
+        self._cancelled.add(id_)
+        self._answer(response, id_)
+        done and done()
+        self.running[id_].cancel()
 
     async def stop(self, grace=0.0, reason="Server shutting down"):
         """The server is going away: what was taken in may finish within `grace`
@@ -1648,11 +1655,9 @@ class Session(_Peer):
             done = self.waiting.pop(id_)[1]
             self._answer(_error(id_, INTERNAL_ERROR, reason), id_)
             done and done()
-        for id_, task in list(self.running.items()):
-            self._ending[id_] = _error(id_, INTERNAL_ERROR, reason)
-            task.cancel()
-        if self.running:    # their answers go out as they end (a handler may hold on: 1 s)
-            await asyncio.wait(list(self.running.values()), timeout=1.0)
+        for id_ in list(self._started):
+            if id_ not in self._cancelled:
+                self._end(id_, _error(id_, INTERNAL_ERROR, reason))
 
     def _finished(self, id_, response, done):
         # Done here, not in a done callback: that would cost a turn of the loop per request.
@@ -1694,13 +1699,14 @@ class Session(_Peer):
         """Wait until every request taken in has been answered (or `timeout` s passed)."""
         loop = asyncio.get_running_loop()
         end = None if timeout is None else loop.time() + timeout
-        while (self.running or self.waiting) and not self.closed:
+        while not self.closed:
+            # What was answered already (cancelled, timed out) is not waited for.
+            live = [task for id_, task in self.running.items() if id_ not in self._cancelled]
             left = None if end is None else end - loop.time()
-            if left is not None and left <= 0:
+            if not (live or self.waiting) or left is not None and left <= 0:
                 return
-            if self.running:
-                await asyncio.wait(list(self.running.values()), timeout=left,
-                                   return_when=asyncio.FIRST_COMPLETED)
+            if live:
+                await asyncio.wait(live, timeout=left, return_when=asyncio.FIRST_COMPLETED)
             else:
                 await asyncio.sleep(0)      # a waiting request starts on the next turn
 
@@ -2406,9 +2412,11 @@ class _HttpSession:
                                                        "No open stream can carry a request to the client"))
 
     def quiet(self):
-        """A Streamable HTTP session with nothing open or running: it may expire."""
-        return not self.legacy and not self.session.running and not self.posts \
-            and self.standalone is None
+        """A Streamable HTTP session with nothing open or running (what was ended
+        early and runs on does not count): it may expire."""
+        session = self.session
+        return not self.legacy and not self.posts and self.standalone is None \
+            and all(id_ in session._cancelled for id_ in session.running)
 
     def close(self, cancel):
         self.session.close(cancel=cancel)
@@ -4313,11 +4321,13 @@ def _serve(server, args, stdout=1):
             os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
         pool.shutdown(wait=False, cancel_futures=True)
         await asyncio.sleep(0.05)
-        if any(t.name.startswith("mcp-tool") for t in threading.enumerate()):
-            # A sync tool still runs past the grace period: threads cannot be
-            # cancelled, and its caller has its answer, so leave without it.
+        if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) \
+                or asyncio.all_tasks() - {task}:
+            # A tool still runs past the grace period (a sync tool's thread, or a handler
+            # that ignores its cancel): it cannot be stopped, and its caller has had its
+            # answer, so leave without it.
             if not stopping:
-                _log.warning("exiting with a sync tool still running")
+                _log.warning("exiting with a tool still running")
             sys.stderr.flush()
             os._exit(code)
         return code

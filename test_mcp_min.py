@@ -1637,6 +1637,28 @@ class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
         gate.set()
         self.assertEqual(tool_text(await wire.response(2)), "waited")
 
+    async def test_a_handler_that_ignores_its_cancel_is_answered_all_the_same(self):
+        # Regression: the timeout's answer waited for the task to end, and a tool that
+        # swallowed its cancel was never answered (nor did the server exit at EOF).
+        server, release = Server("stubborn", timeout=0.2), []
+
+        @server.tool()
+        async def stubborn() -> str:
+            while not release:
+                with contextlib.suppress(asyncio.CancelledError):   # a badly behaved tool
+                    await asyncio.sleep(3600)
+            return "late"
+        wire = Wire(server)
+        await wire.initialize()
+        wire.feed(call(1, "stubborn"))
+        self.assertTrue((await wire.response(1))["result"]["isError"])
+        await asyncio.wait_for(wire.session.drain(), TIMEOUT)     # nothing live is left to wait for
+        self.assertEqual((await wire.request(call(1, "stubborn")))["error"]["code"], INVALID_REQUEST)
+        release.append(True)        # it runs on, unheard, until it ends; then the id is free
+        wire.session.running[1].cancel()
+        await until(lambda: not wire.session.running, "the tool ends")
+        self.assertEqual([m.get("id") for m in wire.messages].count(1), 2)  # no late answer
+
     async def test_the_default_limit_is_tool_timeout(self):
         server = Server("slow")
 
@@ -4682,7 +4704,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         await self.check_full_exchange([sys.executable, self.server_file])
 
     async def test_streamable_http(self):
-        client = await self.check_full_exchange(self.base + "/mcp")
+        await self.check_full_exchange(self.base + "/mcp")
         self.assertEqual(self.http.sessions, {}, "the client DELETEs its session on close")
 
     async def test_legacy_sse(self):
