@@ -961,7 +961,7 @@ class Tool(_Handler):
                  input_schema=None, output_schema=None, meta=None, icons=None, timeout=None):
         super().__init__(fn)
         self.name, self.timeout = name or fn.__name__, timeout
-        if not _valid_tool_name(self.name):
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):    # 2025-11-25 server/tools
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
         self.description = description or self.description
         # A schema of the author's is copied: what is advertised stays what is checked.
@@ -979,12 +979,10 @@ class Tool(_Handler):
                 self.wrap = True
         self.output_schema = output_schema or None
         self.check_output = _checker(self.output_schema)
-        self.definition = {"name": self.name}
-        for key, value in (("title", title), ("description", self.description),
-                           ("inputSchema", self.input_schema), ("outputSchema", self.output_schema),
-                           ("annotations", annotations), ("icons", icons), ("_meta", meta)):
-            if value:
-                self.definition[key] = value
+        self.definition = {"name": self.name, **{k: v for k, v in (
+            ("title", title), ("description", self.description), ("inputSchema", self.input_schema),
+            ("outputSchema", self.output_schema), ("annotations", annotations), ("icons", icons),
+            ("_meta", meta)) if v}}
 
     def result(self, value):
         """A CallToolResult from whatever the function returned."""
@@ -1017,11 +1015,6 @@ def _tool_error(message):
     return {"content": [text(message)], "isError": True}
 
 
-def _valid_tool_name(name):
-    # 2025-11-25 server/tools: 1-128 characters of A-Z a-z 0-9 _ - .
-    return 0 < len(name) <= 128 and all(c.isascii() and (c.isalnum() or c in "_-.") for c in name)
-
-
 class Resource(_Handler):
     """A resource, or a template when `uri` has {variables} (passed to the function
     by name). The function returns str (text), bytes (blob), JSON-able data (as
@@ -1034,13 +1027,11 @@ class Resource(_Handler):
         self.uri = uri
         self.template = _UriTemplate(uri) if "{" in uri else None
         self.mime_type = mime_type
-        self.definition = {"uriTemplate" if self.template else "uri": uri,
-                           "name": name or fn.__name__}
-        for key, value in (("title", title), ("description", description or self.description),
-                           ("mimeType", mime_type), ("annotations", annotations),
-                           ("icons", icons), ("_meta", meta), ("size", size)):
-            if value is not None:
-                self.definition[key] = value
+        self.definition = {"uriTemplate" if self.template else "uri": uri, **{k: v for k, v in (
+            ("name", name or fn.__name__), ("title", title),
+            ("description", description or self.description), ("mimeType", mime_type),
+            ("annotations", annotations), ("icons", icons), ("_meta", meta), ("size", size))
+            if v is not None}}
 
     def contents(self, uri, value):
         if isinstance(value, dict) and "uri" in value:
@@ -1110,29 +1101,19 @@ class Prompt(_Handler):
         super().__init__(fn)
         self.name = name or fn.__name__
         arguments = []
-        for pname, hint, default in self.params:
-            argument = {"name": pname}
+        for pname, _, default in self.params:
             about = self.schemas[pname].get("description")
-            if about:
-                argument["description"] = about
-            argument["required"] = default is self.empty
-            arguments.append(argument)
-        self.definition = {"name": self.name}
-        for key, value in (("title", title), ("description", description or self.description),
-                           ("arguments", arguments), ("icons", icons), ("_meta", meta)):
-            if value:
-                self.definition[key] = value
+            arguments.append({"name": pname, **({"description": about} if about else {}),
+                              "required": default is self.empty})
+        self.definition = {"name": self.name, **{k: v for k, v in (
+            ("title", title), ("description", description or self.description),
+            ("arguments", arguments), ("icons", icons), ("_meta", meta)) if v}}
 
     def messages(self, value):
         items = value if isinstance(value, (list, tuple)) else [value]
-        messages = []
-        for item in items:
-            if isinstance(item, dict) and "role" in item:
-                messages.append(item)
-            else:
-                content = item if isinstance(item, Content) else text(str(item))
-                messages.append({"role": "user", "content": content})
-        return messages
+        return [item if isinstance(item, dict) and "role" in item else
+                {"role": "user", "content": item if isinstance(item, Content) else text(str(item))}
+                for item in items]
 
 
 class Server:
@@ -1218,16 +1199,10 @@ class Server:
         return capability == "logging" or bool(getattr(self, capability))
 
     def capabilities(self):
-        caps = {"logging": {}}
-        if self.tools:
-            caps["tools"] = {"listChanged": True}
-        if self.resources:
-            caps["resources"] = {"subscribe": True, "listChanged": True}
-        if self.prompts:
-            caps["prompts"] = {"listChanged": True}
-        if self.completions:
-            caps["completions"] = {}
-        return caps
+        caps = {"logging": {}, "tools": {"listChanged": True},
+                "resources": {"subscribe": True, "listChanged": True},
+                "prompts": {"listChanged": True}, "completions": {}}
+        return {k: v for k, v in caps.items() if self.offers(k)}
 
     # -- notifications to every connected client ------------------------------
     def _changed(self, kind):
@@ -1288,9 +1263,7 @@ class Context:
         if level not in LOG_LEVELS:
             raise ValueError(f"log level must be one of {LOG_LEVELS}")
         if LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.session.log_level):
-            params = {"level": level, "data": data}
-            if logger:
-                params["logger"] = logger
+            params = {"level": level, "data": data, **({"logger": logger} if logger else {})}
             self.session.notify("notifications/message", params, self.request_id)
         return _DONE
 
@@ -1300,11 +1273,8 @@ class Context:
                                            and progress <= self._last_progress):
             return _DONE        # spec: progress MUST increase with each notification
         self._last_progress = progress
-        params = {"progressToken": self.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
+        params = {"progressToken": self.progress_token, "progress": progress,
+                  **{k: v for k, v in (("total", total), ("message", message)) if v is not None}}
         self.session.notify("notifications/progress", params, self.request_id)
         return _DONE
 
@@ -1427,10 +1397,9 @@ class Session(_Peer):
     request made while serving it), or None. ``send(None, id)`` means: that
     request ends with no response (it was cancelled).
 
-    All per-client state lives here, so a server transport creates one per
-    client with its `send`, hands it every frame it reads with `receive`, reads
-    on only while the session is `accepting` (and again at `on_ready`), and
-    calls `close` when the client is gone.
+    All per-client state lives here: a server transport creates one per client,
+    reads on only while it is `accepting` (and again at `on_ready`), and calls
+    `close` when the client is gone.
     """
 
     def __init__(self, server, send, stateless_version=None):
@@ -1451,9 +1420,8 @@ class Session(_Peer):
         self._crossing = 0      # messages from tools' threads not yet sent by the loop
         self.dropped = 0        # ... and log or progress notifications dropped past MAX_QUEUED
         self._lock = threading.Lock()
-        self.closed = False
+        self.closed, self.loop = False, None
         self.ready = self.initialized   # the client sent notifications/initialized
-        self.loop = None
         server.sessions.add(self)
 
     # -- input: the one door -----------------------------------------------------
@@ -1732,7 +1700,7 @@ class Session(_Peer):
         message = {"jsonrpc": "2.0", "method": method, **({} if params is None else {"params": params})}
         loop = self.loop
         if loop is None or _running_loop() is loop:
-            return self._send_open(message, related)
+            return self._answer(message, related)      # `closed` was checked above
         # From a thread. While the loop is held up (stdout not read), what threads send
         # piles up: past MAX_QUEUED, logs and progress go; nothing else is dropped.
         with self._lock:
@@ -1749,9 +1717,6 @@ class Session(_Peer):
         if dropped:
             _log.warning("dropped %d log/progress notifications from tools: the client is "
                          "not reading", dropped)
-        self._send_open(message, related)
-
-    def _send_open(self, message, related):
         if not self.closed:
             self._answer(message, related)
 
@@ -1782,7 +1747,7 @@ class Session(_Peer):
         (a vanished connection is not a cancel: by default the work finishes)."""
         self.closed = True
         self.server.sessions.discard(self)
-        self._send, self.on_ready = _unsent, None   # no cycle through the transport: freed at once
+        self._send, self.on_ready = lambda *_: None, None   # no cycle through the transport
         if not self._started:
             _watched.discard(self)
         self._closed("Connection closed")
@@ -1813,6 +1778,7 @@ class Session(_Peer):
 
 
 _watched = set()        # sessions with requests running, swept each second
+_watchdog = None        # the thread that has them swept
 
 
 def _watch(session):
@@ -1837,11 +1803,6 @@ def _watchdog_run():
                 _watched.discard(session)
 
 
-_watchdog = None
-def _unsent(message, related):
-    pass
-
-
 _ID_IN_USE = "Invalid request: id already in use"
 _DROPPABLE = ("notifications/message", "notifications/progress")
 _CLIENT_CAPABILITIES = ("roots", "sampling", "elicitation", "experimental", "tasks")
@@ -1856,11 +1817,7 @@ def _small(value, limit=4096):
         return {}
 
 
-def _running_loop():
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+_running_loop = asyncio._get_running_loop   # the running loop, or None (no RuntimeError)
 
 ##############################################################################
 # Method handlers: what each request does
@@ -1925,11 +1882,9 @@ async def _call_tool(session, params, ctx):
             _log.debug("tool %r was cancelled; its thread runs on (%d so far)", name,
                        session.server.abandoned)
         raise
-    except RecursionError:      # a self-referential result, say: one line, not 100 KB of frames
-        _log.error("tool %r failed: RecursionError", name)
-        return _tool_error(f"Tool '{name}' failed with an internal error.")
-    except BaseException:   # SystemExit or KeyboardInterrupt from a tool ends the call, not the server
-        _log.exception("tool %r failed", name)
+    except BaseException as e:  # SystemExit from a tool ends the call, not the server; a
+        # RecursionError (a self-referential result) logs one line, not 100 KB of frames
+        _log.error("tool %r failed: %r", name, e, exc_info=None if type(e) is RecursionError else e)
         return _tool_error(f"Tool '{name}' failed with an internal error.")
 
 
@@ -2275,12 +2230,9 @@ def _parse_head(head):
         else:
             headers[name] = value
     request = _Request()
-    request.method = parts[0]
+    request.method, request.version, request.headers = parts[0], parts[2], headers
     request.path, _, request.query = parts[1].partition("?")
-    request.version = parts[2]
-    request.headers = headers
-    request.body = b""
-    request.traced = False
+    request.body, request.traced = b"", False
     return request
 
 
@@ -2480,9 +2432,6 @@ class _Exchange:
         self.deadline = _Deadline()
         self.request, self.cors = None, []
 
-    def header(self, name, default=""):
-        return self.request.header(name, default)
-
     def write(self, status, headers=(), body=b"", close=False):
         """A response head, and `body` unless it is None (a stream follows)."""
         lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
@@ -2580,8 +2529,7 @@ def _parsed_body(x):
 
 
 class _McpEndpoint:
-    """The Streamable HTTP endpoint (2025-03-26 and later): POST, GET and DELETE /mcp.
-    A part of `HttpServer`, kept apart so each protocol reads on its own."""
+    """The Streamable HTTP endpoint (2025-03-26 and later): POST, GET and DELETE /mcp."""
 
     async def _mcp_post(self, x):
         if not self._accepts(x, not self.json_response):
@@ -2616,13 +2564,13 @@ class _McpEndpoint:
         """The session a POST speaks to: a new one for initialize (or for every
         POST, stateless), else the one its Mcp-Session-Id names."""
         if self.stateless:
-            version = x.header("mcp-protocol-version") or "2025-03-26"
+            version = x.request.header("mcp-protocol-version") or "2025-03-26"
             entry = _HttpSession(self.server, None, False, None if initialize else version)
             self.stateless_entries.add(entry)
             return entry
         if not initialize:
             return self._lookup(x)
-        if x.header("mcp-session-id"):
+        if x.request.header("mcp-session-id"):
             raise _HttpError(400, "Invalid request: initialize must come without a session",
                              INVALID_REQUEST)
         self._make_room()
@@ -2649,18 +2597,18 @@ class _McpEndpoint:
             message = await stream.get()
             if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
                 break
-            if message is _KEEPALIVE and stream.json_only:
-                if x.reader.at_eof():   # the client left: its slot is freed (the work goes on)
-                    return False
-                continue
-            final = message is not _KEEPALIVE and "method" not in message
-            if not sse and not final:
-                sse = self._start_sse(x, headers, frame)    # something before the result
             if message is _KEEPALIVE:
+                if stream.json_only:
+                    if x.reader.at_eof():   # the client left: its slot is freed (the work goes on)
+                        return False
+                    continue
+                sse = sse or self._start_sse(x, headers, frame)
                 await x.send(frame(b": keepalive\n\n"))
-            elif sse and (event := x.event(message)):
-                await x.send(frame(event))
-            elif final:
+            elif sse or "method" in message:    # something before the result: a stream
+                sse = sse or self._start_sse(x, headers, frame)
+                if (event := x.event(message)):
+                    await x.send(frame(event))
+            else:
                 responses.append(message)
         if not sse and not responses and not stream.json_only:
             # Every request was cancelled: no response (cancellation), yet a POST that
@@ -2712,7 +2660,7 @@ class _McpEndpoint:
 
     @staticmethod
     def _accepts(x, sse_needed):
-        accept = _media_types(x.header("accept"))
+        accept = _media_types(x.request.header("accept"))
         if "*/*" in accept:
             return True
         json_ok = "application/json" in accept or "application/*" in accept
@@ -2720,7 +2668,7 @@ class _McpEndpoint:
         return sse_ok if sse_needed is None else json_ok and (sse_ok or not sse_needed)
 
     def _lookup(self, x):
-        sid = x.header("mcp-session-id")
+        sid = x.request.header("mcp-session-id")
         if not sid:
             raise _HttpError(400, "Missing Mcp-Session-Id header")
         entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
@@ -2731,8 +2679,7 @@ class _McpEndpoint:
 
 class _SseEndpoint:
     """The legacy HTTP+SSE endpoint (2024-11-05): GET /sse opens the session's
-    stream, whose first event names where to POST (/messages?sessionId=...).
-    A part of `HttpServer`, kept apart so each protocol reads on its own."""
+    stream, whose first event names where to POST (/messages?sessionId=...)."""
 
     async def _sse_get(self, x):
         self._make_room()
@@ -2767,8 +2714,9 @@ class _SseEndpoint:
 
 
 class HttpServer(_McpEndpoint, _SseEndpoint):
-    """The HTTP front door: connections, parsing, limits, Host/Origin/token
-    checks and routing to the two endpoints; the protocol is the Session's.
+    """The HTTP front door: connections, parsing, limits, Host/Origin/token checks and
+    routing to the two endpoints (mixins, kept apart so each protocol reads on its own);
+    the protocol is the Session's.
 
     Created by `serve_http` / `start_http`; `port` is the bound port.
     """
@@ -2815,15 +2763,12 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         for entry in entries:
             entry.close(cancel=True)
         self.sessions.clear()
-        for _ in range(100):    # the answers are written, then each connection ends
+        for tick in range(200):     # the answers are written, then each connection ends
             if not self.connections:
                 break
-            await asyncio.sleep(0.01)
-        for writer in list(self.writers):   # from 3.12 wait_closed() waits for every client
-            writer.transport.abort()
-        for _ in range(100):
-            if not self.connections:
-                break
+            if tick == 100:         # a second on: cut off (from 3.12 wait_closed() waits for all)
+                for writer in list(self.writers):
+                    writer.transport.abort()
             await asyncio.sleep(0.01)
         await self._listener.wait_closed()
 
@@ -2865,7 +2810,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
                 if x.request.method != "POST":      # a POST is traced with its body
                     self._trace(x.request)
                 x.cors = self._cors(x.request)
-                if not await self._route(x) or x.header("connection").lower() == "close" \
+                if not await self._route(x) or x.request.header("connection").lower() == "close" \
                         or x.request.version == "HTTP/1.0" or self.closing:
                     return
                 await x.send(b"")   # a client that reads no answers is cut off
@@ -2930,7 +2875,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         self._check_token(x.request)
         if path == "/mcp":
             # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
-            if x.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
+            if x.request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
                 raise _HttpError(400, "Unsupported MCP-Protocol-Version")
             if method == "POST":
                 await self._read_body(x)
@@ -3057,12 +3002,6 @@ class Client(_Peer):
     A URL is tried as Streamable HTTP first; a 4xx to that probe falls back to
     the legacy HTTP+SSE transport, as VS Code does.
 
-    >>> async def main():
-    ...     async with Client([sys.executable, "mcp_min.py", "serve"]) as client:
-    ...         return [t["name"] for t in await client.list_tools()]
-    >>> asyncio.run(main())                           # doctest: +SKIP
-    ['getUsers', 'addUser', 'getUser', 'deleteUser']
-
     Handlers answer the server's requests: ``sampling(params) -> result``,
     ``elicitation(params) -> result``, and `roots` (a list of Root dicts, or a
     function returning one).
@@ -3093,40 +3032,33 @@ class Client(_Peer):
         await self.close()
 
     def capabilities(self):
-        caps = {}
-        if self.sampling:
-            caps["sampling"] = {}
-        if self.elicitation:
-            caps["elicitation"] = {"form": {}}
-        if self.roots is not None:
-            caps["roots"] = {}      # no listChanged: we never announce changes
-        return caps
+        offered = (("sampling", {}, self.sampling), ("elicitation", {"form": {}}, self.elicitation),
+                   ("roots", {}, self.roots is not None))  # roots: no listChanged, we announce none
+        return {k: v for k, v, on in offered if on}
 
     async def connect(self):
         self._gone = None
         target = self.target
         try:
             if isinstance(target, Server):
-                self._transport = _InMemory(target, self)
-                await self._initialize()
+                kinds = [_InMemory]
             elif isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
-                kinds = ["http", "sse"] if self.transport_kind == "auto" else [self.transport_kind]
-                for kind in kinds:
-                    self._transport = (_StreamableHttp if kind == "http" else _LegacySse)(target, self)
-                    try:
-                        await self._transport.start()
-                        await self._initialize()
-                        break
-                    except _Fallback:   # a 4xx to the probe means "try legacy SSE" (transports)
-                        await self._transport.close()
-                        if kind == kinds[-1]:
-                            raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint") from None
+                kinds = {"auto": [_StreamableHttp, _LegacySse], "http": [_StreamableHttp],
+                         "sse": [_LegacySse]}[self.transport_kind]
             else:
                 import shlex
-                argv = shlex.split(target) if isinstance(target, str) else list(target)
-                self._transport = _StdioClient(argv, self)
-                await self._transport.start()
-                await self._initialize()
+                kinds, target = [_StdioClient], shlex.split(target) if isinstance(target, str) \
+                    else list(target)
+            for kind in kinds:
+                self._transport = kind(target, self)
+                try:
+                    await self._transport.start()
+                    await self._initialize()
+                    break
+                except _Fallback:   # a 4xx to the probe means "try legacy SSE" (transports)
+                    await self._transport.close()
+                    if kind is kinds[-1]:
+                        raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint") from None
         except BaseException:   # a failed connect leaves no child process or task behind
             await self.close()
             raise
@@ -3187,8 +3119,9 @@ class Client(_Peer):
         _background(self._tasks, tell())
 
     def _received(self, message):
-        """Every message from the server comes through here."""
+        """Every message from the server comes through here (parsed, or JSON text)."""
         try:
+            message = decode(message) if isinstance(message, bytes) else message
             kind = classify(message)
         except McpError:
             _log.warning("ignoring a malformed message from the server")
@@ -3350,12 +3283,9 @@ class SyncClient:
 
 
 class _Transport:
-    """What a client transport does. Four coroutines: `start` connects; `send`
-    delivers one message (McpError(CONNECTION_CLOSED) if it cannot); `initialized`
-    runs after the handshake; `close` ends it all. It hands each message that
-    arrives to ``client._received(message)``, and tells the client (a `_Peer`)
-    of loss: ``_fail(id, error)`` for a request it carried that can get no
-    answer, ``_closed(reason)`` once the connection is gone."""
+    """A client transport: coroutines `start`, `send` (McpError(CONNECTION_CLOSED) if it
+    cannot), `initialized` (after the handshake) and `close`. What arrives goes to
+    ``client._received``; loss is told as to any `_Peer` (`_fail`, `_closed`)."""
 
     async def start(self):
         pass
@@ -3376,10 +3306,7 @@ class _InMemory(_Transport):
         if message is not None and (data := _encode_safely(message)) is not None:
             if self.client.trace:
                 self.client.trace.message("in", "memory", message)
-            try:
-                self.client._received(decode(data))
-            except McpError:    # what a client reading a pipe would skip (a duplicate key ...)
-                _log.warning("ignoring a malformed message from the server")
+            self.client._received(data)     # as from a pipe: a duplicate key ... is skipped
 
     async def send(self, message):
         if self.client.trace:
@@ -3429,10 +3356,7 @@ class _StdioClient(_Transport):
         if line.strip():
             if self.client.trace:
                 self.client.trace.line("in", "stdout", line)
-            try:
-                self.client._received(decode(line))
-            except McpError:
-                _log.warning("the server wrote a line that is not JSON-RPC")
+            self.client._received(line)
 
     async def send(self, message):
         if self.client.trace:
@@ -3654,14 +3578,10 @@ class _StreamableHttp(_Transport):
         self._reinitializing = asyncio.Lock()
 
     def _headers(self, accept="application/json, text/event-stream"):
-        headers = {"Accept": accept}
-        if self.session_id:
-            headers["Mcp-Session-Id"] = self.session_id
-        if self.client.protocol_version:
-            headers["MCP-Protocol-Version"] = self.client.protocol_version
-        if self.client.token:   # never in the URL
-            headers["Authorization"] = f"Bearer {self.client.token}"
-        return headers
+        headers = {"Accept": accept, "Mcp-Session-Id": self.session_id,
+                   "MCP-Protocol-Version": self.client.protocol_version,
+                   "Authorization": self.client.token and f"Bearer {self.client.token}"}
+        return {k: v for k, v in headers.items() if v}     # the token: never in the URL
 
     async def send(self, message):
         is_request = "method" in message and "id" in message
@@ -3819,11 +3739,10 @@ class _LegacySse(_Transport):
     def __init__(self, url, client):
         self.url, self.client = url, client
         self.endpoint = self._reader = self._response = None
+        self.auth = {"Authorization": f"Bearer {client.token}"} if client.token else {}
 
     async def start(self):
-        headers = {"Accept": "text/event-stream"}
-        if self.client.token:
-            headers["Authorization"] = f"Bearer {self.client.token}"
+        headers = {"Accept": "text/event-stream", **self.auth}
         response = self._response = await _http(self.url, "GET", headers, trace=self.client.trace)
         if response.status != 200:
             response.close()
@@ -3867,9 +3786,7 @@ class _LegacySse(_Transport):
             self.client._closed("The SSE stream ended")
 
     async def send(self, message):
-        headers = {"Content-Type": "application/json"}
-        if self.client.token:
-            headers["Authorization"] = f"Bearer {self.client.token}"
+        headers = {"Content-Type": "application/json", **self.auth}
         try:
             response = await _http(self.endpoint, "POST", headers, encode(message), self.client.trace)
         except OSError as e:
@@ -3980,19 +3897,15 @@ def _client_main(args, name, arguments, raw):
         return 130
     except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
         _log.debug("client failed", exc_info=True)
-        print(f"mcp_min: {_one_line(e)}", file=sys.stderr)
+        what = (f"{e.strerror}: {e.filename}" if e.filename else e.strerror) \
+            if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
+        print(f"mcp_min: {what}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2, ensure_ascii=False))
     if isinstance(result, dict) and result.get("isError"):
         print("the tool reported an error", file=sys.stderr)
         return 1
     return 0
-
-
-def _one_line(e):
-    if isinstance(e, OSError) and e.strerror:
-        return f"{e.strerror}: {e.filename}" if e.filename else e.strerror
-    return f"{type(e).__name__}: {e}"
 
 ##############################################################################
 # Seeing the wire: --trace
