@@ -96,9 +96,10 @@ __all__ = [
     # JSON-RPC framing and JSON Schema, for transports and tests of one's own
     "decode", "encode", "classify", "validate",
     # the protocol's numbers
-    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "BATCH_VERSIONS", "LOG_LEVELS",
-    "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
-    "RESOURCE_NOT_FOUND", "CONNECTION_CLOSED", "REQUEST_TIMEOUT",
+    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "MODERN_VERSIONS", "BATCH_VERSIONS",
+    "LOG_LEVELS", "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS",
+    "INTERNAL_ERROR", "RESOURCE_NOT_FOUND", "CONNECTION_CLOSED", "REQUEST_TIMEOUT",
+    "HEADER_MISMATCH", "MISSING_CAPABILITY", "UNSUPPORTED_VERSION",
     # limits (module settings)
     "MAX_LINE_BYTES", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "MAX_URI", "MAX_SUBSCRIPTIONS",
     "TOOL_TIMEOUT", "SHUTDOWN_GRACE", "MAX_QUEUED_BYTES", "HANDSHAKE_IDLE",
@@ -118,6 +119,9 @@ _log = logging.getLogger("mcp_min")
 # Handshake-era revisions, oldest first. Compared by position, never as strings.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
+# Stateless-era revisions: no initialize; each request names its version and the client's
+# capabilities in params._meta (`_MODERN`). Served beside the handshake era (2026-07-28 versioning).
+MODERN_VERSIONS = ("2026-07-28",)
 # 2025-03-26 basic/index: receivers MUST accept batches; later revisions removed them.
 BATCH_VERSIONS = ("2025-03-26",)
 
@@ -130,6 +134,9 @@ INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002         # handshake era resources/read of an unknown URI
 CONNECTION_CLOSED = -32000          # our own: the peer went away (never sent on the wire)
 REQUEST_TIMEOUT = -32001            # our own: a request we sent was not answered in time
+HEADER_MISMATCH = -32020            # 2026-07-28 HTTP: a Mcp-* header missing, or not the body's
+MISSING_CAPABILITY = -32021         # 2026-07-28: the request needs a client capability not declared
+UNSUPPORTED_VERSION = -32022        # 2026-07-28: data {supported, requested}
 
 # Limits: module settings (set one before serving to change it). Each says what
 # happens at the edge; the HTTP ones answer with the status named, then close.
@@ -1130,6 +1137,8 @@ class Server:
         self.abandoned = 0      # sync tools' threads cancelled while running (they run on)
         self.tools, self.resources, self.prompts = {}, {}, {}
         self.completions = {}    # (ref kind, name or uri template, argument) -> function
+        # 2026-07-28: how clients may cache lists, reads and discovery (ttlMs 0: never stale-free).
+        self.cache = {"ttlMs": 0, "cacheScope": "private"}
         self.sessions = set()    # live sessions, for change notifications
 
     # -- registration ---------------------------------------------------------
@@ -1250,19 +1259,25 @@ class Context:
     def __init__(self, session, request_id=None, meta=None):
         self.session, self.request_id = session, request_id
         self.meta = meta or {}
+        version = self.meta.get(_MODERN + "protocolVersion")
+        self.version = version if type(version) is str else None  # a 2026-07-28 request's own
         token = self.meta.get("progressToken")     # a string or a number, never a bool
         self.progress_token = token if type(token) in (str, int, float) else None
         self._last_progress = None
 
     @property
     def client_capabilities(self):
-        return self.session.client_capabilities
+        """The session's; a 2026-07-28 request declares its own."""
+        return self.meta[_MODERN + "clientCapabilities"] if self.version \
+            else self.session.client_capabilities
 
     def log(self, level, data, logger=None):
-        """Send a notifications/message to the client if `level` passes its filter."""
+        """Send a notifications/message to the client if `level` passes its filter
+        (2026-07-28: only if the request asked, with a logLevel in its _meta)."""
         if level not in LOG_LEVELS:
             raise ValueError(f"log level must be one of {LOG_LEVELS}")
-        if LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.session.log_level):
+        least = self.meta.get(_MODERN + "logLevel") if self.version else self.session.log_level
+        if least in LOG_LEVELS and LOG_LEVELS.index(level) >= LOG_LEVELS.index(least):
             params = {"level": level, "data": data, **({"logger": logger} if logger else {})}
             self.session.notify("notifications/message", params, self.request_id)
         return _DONE
@@ -1298,8 +1313,14 @@ class Context:
         return (await self._ask("roots", "roots/list", {})).get("roots", [])
 
     async def _ask(self, capability, method, params):
-        if capability not in (self.session.client_capabilities or {}):
+        if capability not in (self.client_capabilities or {}):
+            if self.version:
+                raise McpError(MISSING_CAPABILITY, f"This needs the client's {capability} capability",
+                               {"requiredCapabilities": {capability: {}}})
             raise McpError(METHOD_NOT_FOUND, f"The client does not support {capability}.")
+        if self.version:    # 2026-07-28 asks by multi round-trip requests: not built yet
+            raise McpError(INTERNAL_ERROR, f"{method} needs a multi round-trip request, which "
+                                           "this server does not do yet")
         return await self.session.request(method, params, self.request_id)
 
     def run(self, coroutine):
@@ -1526,7 +1547,8 @@ class Session(_Peer):
                     _log.exception("notification %r failed", method)
             return done and done()
         id_ = message["id"]
-        problem = self._refusal(method, params)
+        problem = self._refusal(method, params, _modern(params)
+                                or self.protocol_version in MODERN_VERSIONS)
         if problem:
             self._answer(_error(id_, *problem), id_)
             return done and done()
@@ -1541,16 +1563,29 @@ class Session(_Peer):
         if not task.done():     # an eager task factory (3.12+) may have finished it already
             self.running[id_] = task
 
-    def _refusal(self, method, params):
-        """Why a request cannot run, as (code, message), or None."""
+    def _refusal(self, method, params, modern):
+        """Why a request cannot run, as (code, message[, data]), or None. A modern
+        request (2026-07-28) stands alone: its _meta says all, no initialize needed."""
         if type(params) is not dict:
             return INVALID_PARAMS, "Invalid params: expected an object"
-        if method == "initialize":
+        if modern:
+            meta = params.get("_meta")
+            version = meta.get(_MODERN + "protocolVersion") if type(meta) is dict else None
+            if type(version) is not str or type(meta.get(_MODERN + "clientCapabilities")) is not dict:
+                return INVALID_PARAMS, ("Invalid params: _meta needs io.modelcontextprotocol/"
+                                        "protocolVersion and io.modelcontextprotocol/clientCapabilities")
+            if version not in MODERN_VERSIONS:
+                return UNSUPPORTED_VERSION, "Unsupported protocol version", {
+                    "supported": list(MODERN_VERSIONS), "requested": version}
+            if method in _HANDSHAKE_ONLY:
+                return METHOD_NOT_FOUND, f"Method not found: {method} is not in {version}"
+        elif method == "initialize":
             return None
         entry = _METHODS.get(method)
-        if entry is None or entry[1] and not self.server.offers(entry[1]):
+        if entry is None or entry[1] and not self.server.offers(entry[1]) \
+                or method == "server/discover" and not modern:
             return METHOD_NOT_FOUND, "Method not found"
-        if not self.initialized and method != "ping":
+        if not (self.initialized or modern) and method != "ping":
             return INVALID_PARAMS, "Session not initialized: send initialize first"
         if self.loop is None:   # no event loop to run it on (a synchronous caller)
             return INTERNAL_ERROR, "No event loop is running"
@@ -1565,22 +1600,34 @@ class Session(_Peer):
             if not self._watched:
                 _watch(self)
             try:
-                response = _result(id_, await handler(self, params, context))
+                result = await handler(self, params, context)
+                response = _result(id_, self._modern_result(result, handler) if context.version
+                                   else result)
             except McpError as e:
                 response = _error(id_, e.code, e.message, e.data)
             except asyncio.CancelledError:
+                if started[3] is _ENDED:    # answered already (see `_end`): nothing more
+                    raise
                 if id_ in self._cancelled or self.closed:
                     del self._started[id_]
-                    self._finished(id_, None, started[3])
+                    self._finished(id_, None, done)
                     raise
                 _log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
             except BaseException:   # SystemExit too (argparse in a handler): never the server's end
                 _log.exception("request %r (%s) failed", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
+            if started[3] is _ENDED:        # it ignored its cancel, and its answer is given
+                return
             del self._started[id_]
-            done = started[3]       # None once answered early (see `_end`)
         self._finished(id_, response, done)
+
+    def _modern_result(self, result, handler):
+        """A 2026-07-28 result: its `resultType`, the server's identity, and for what may
+        be cached, how (`Server.cache`)."""
+        result = {"resultType": "complete", **result,
+                  "_meta": {**result.get("_meta", {}), _MODERN + "serverInfo": self.server.info}}
+        return {**self.server.cache, **result} if handler in _CACHEABLE else result
 
     def _time_limit(self, handler, params):
         name = params.get("name") if handler is _call_tool else None
@@ -1594,7 +1641,7 @@ class Session(_Peer):
         now = self.loop.time()
         for id_, (started, handler, params, _) in list(self._started.items()):
             seconds = self._time_limit(handler, params)
-            if now - started < seconds or id_ in self._cancelled:
+            if now - started < seconds or id_ in self._cancelled or id_ not in self.running:
                 continue
             _log.warning("request %r (%s) ran past %g s: cancelled", id_, handler.__name__, seconds)
             self._end(id_, _result(id_, _tool_error(
@@ -1605,27 +1652,31 @@ class Session(_Peer):
             _watched.discard(self)
 
     def _end(self, id_, response):
-        """Answer a running request now, and cancel it. Whatever it does after goes
-        unheard: a handler may ignore the cancel, a sync tool's thread cannot be
-        stopped (so its id stays taken, and its slot, until it really ends)."""
-        started = self._started[id_]
-        done, started[3] = started[3], None
-        self._cancelled.add(id_)
+        """Answer a running request now, and cancel it: its id and slot are free
+        again. Whatever it does after goes unheard (a handler may ignore the
+        cancel, a sync tool's thread cannot be stopped)."""
+        started = self._started.pop(id_)
+        done, started[3] = started[3], _ENDED
+        task = self.running.pop(id_)
         self._answer(response, id_)
         done and done()
-        self.running[id_].cancel()
+        task.cancel()
+        if self.waiting:
+            self.loop.call_soon(self._start_waiting)
 
     async def stop(self, grace=0.0, reason="Server shutting down"):
         """The server is going away: what was taken in may finish within `grace`
         seconds; every request then left is answered -32603 `reason`, and cancelled."""
-        await self.drain(grace)
-        for id_ in list(self.waiting):
-            done = self.waiting.pop(id_)[1]
-            self._answer(_error(id_, INTERNAL_ERROR, reason), id_)
-            done and done()
-        for id_ in list(self._started):
-            if id_ not in self._cancelled:
-                self._end(id_, _error(id_, INTERNAL_ERROR, reason))
+        try:
+            await self.drain(grace)
+        finally:    # a cancel (a signal during the grace) ends the grace, not the answers
+            for id_ in list(self.waiting):
+                done = self.waiting.pop(id_)[1]
+                self._answer(_error(id_, INTERNAL_ERROR, reason), id_)
+                done and done()
+            for id_ in list(self._started):
+                if id_ not in self._cancelled and id_ in self.running:
+                    self._end(id_, _error(id_, INTERNAL_ERROR, reason))
 
     def _finished(self, id_, response, done):
         # Done here, not in a done callback: that would cost a turn of the loop per request.
@@ -1668,13 +1719,15 @@ class Session(_Peer):
         loop = asyncio.get_running_loop()
         end = None if timeout is None else loop.time() + timeout
         while not self.closed:
-            # What was answered already (cancelled, timed out) is not waited for.
+            # What was answered already (cancelled) is not waited for, unless it holds
+            # the slots a waiting request needs.
             live = [task for id_, task in self.running.items() if id_ not in self._cancelled]
             left = None if end is None else end - loop.time()
             if not (live or self.waiting) or left is not None and left <= 0:
                 return
-            if live:
-                await asyncio.wait(live, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            if live or len(self.running) >= MAX_IN_FLIGHT:
+                await asyncio.wait(live or list(self.running.values()), timeout=left,
+                                   return_when=asyncio.FIRST_COMPLETED)
             else:
                 await asyncio.sleep(0)      # a waiting request starts on the next turn
 
@@ -1750,6 +1803,7 @@ class Session(_Peer):
         self._send, self.on_ready = lambda *_: None, None   # no cycle through the transport
         if not self._started:
             _watched.discard(self)
+            self._watched = False
         self._closed("Connection closed")
         if cancel:
             for id_ in list(self.running) + list(self.waiting):
@@ -1777,6 +1831,7 @@ class Session(_Peer):
         return result
 
 
+_ENDED = object()       # the `done` of a request answered early (see Session._end)
 _watched = set()        # sessions with requests running, swept each second
 _watchdog = None        # the thread that has them swept
 
@@ -1804,6 +1859,15 @@ def _watchdog_run():
 
 
 _ID_IN_USE = "Invalid request: id already in use"
+_MODERN = "io.modelcontextprotocol/"     # the prefix of 2026-07-28's _meta keys
+
+
+def _modern(params):
+    """Whether a request claims the stateless era: its _meta names its protocol version."""
+    meta = params.get("_meta") if type(params) is dict else None
+    return type(meta) is dict and _MODERN + "protocolVersion" in meta
+
+
 _DROPPABLE = ("notifications/message", "notifications/progress")
 _CLIENT_CAPABILITIES = ("roots", "sampling", "elicitation", "experimental", "tasks")
 _CLIENT_INFO = ("name", "version", "title", "description", "websiteUrl")
@@ -1858,6 +1922,18 @@ async def _ping(session, params, ctx):
     return {}
 
 
+async def _discover(session, params, ctx):
+    """2026-07-28 server/discover: what this server is, before anything else."""
+    capabilities = session.server.capabilities()
+    if "resources" in capabilities:     # no resources/subscribe in this revision
+        capabilities["resources"] = {"listChanged": True}
+    result = {"supportedVersions": [*MODERN_VERSIONS, *PROTOCOL_VERSIONS[::-1]],
+              "capabilities": capabilities}
+    if session.server.instructions:
+        result["instructions"] = session.server.instructions
+    return result
+
+
 async def _list_tools(session, params, ctx):
     return _page([t.definition for t in session.server.tools.values()], params, "tools")
 
@@ -1875,6 +1951,8 @@ async def _call_tool(session, params, ctx):
     try:
         return tool.result(await tool.call(arguments, ctx))
     except McpError as e:
+        if e.code == MISSING_CAPABILITY:    # 2026-07-28: the request's fault, not the tool's
+            raise
         return _tool_error(e.message)
     except asyncio.CancelledError:
         if not tool.is_async:   # a thread cannot be stopped: it runs on, unheard
@@ -1996,6 +2074,7 @@ def _on_initialized(session, params):
 # method -> (handler, server capability it needs)
 _METHODS = {
     "ping": (_ping, None),
+    "server/discover": (_discover, None),
     "tools/list": (_list_tools, "tools"),
     "tools/call": (_call_tool, "tools"),
     "resources/list": (_list_resources, "resources"),
@@ -2008,6 +2087,10 @@ _METHODS = {
     "logging/setLevel": (_set_level, "logging"),
     "completion/complete": (_complete, "completions"),
 }
+_HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe",
+                            "resources/unsubscribe"))
+_CACHEABLE = frozenset((_discover, _list_tools, _list_prompts, _list_resources, _list_templates,
+                        _read_resource))
 _NOTIFICATIONS = {
     "notifications/initialized": _on_initialized,
     "notifications/cancelled": _on_cancelled,
@@ -2364,11 +2447,9 @@ class _HttpSession:
                                                        "No open stream can carry a request to the client"))
 
     def quiet(self):
-        """A Streamable HTTP session with nothing open or running (what was ended
-        early and runs on does not count): it may expire."""
-        session = self.session
-        return not self.legacy and not self.posts and self.standalone is None \
-            and all(id_ in session._cancelled for id_ in session.running)
+        """A Streamable HTTP session with nothing open or running: it may expire."""
+        return not self.legacy and not self.session.running and not self.posts \
+            and self.standalone is None
 
     def close(self, cancel):
         self.session.close(cancel=cancel)
@@ -2518,6 +2599,40 @@ class _Exchange:
                 trace.note("out", closed)
 
 
+_MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
+                  MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
+
+
+def _mismatch(request, body):
+    """2026-07-28: the routing headers must say what the body says. Why not, as
+    (code, message), or None."""
+    if type(body) is not dict:
+        return INVALID_REQUEST, "Invalid request: batches are not accepted"
+    params = body.get("params") if type(body.get("params")) is dict else {}
+    meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
+    claim, method = meta.get(_MODERN + "protocolVersion"), body.get("method")
+    if not request.header("mcp-protocol-version"):
+        return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
+    if type(claim) is str and request.header("mcp-protocol-version") != claim:
+        return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
+    if "id" in body and type(method) is str and request.header("mcp-method") != method:
+        return HEADER_MISMATCH, "Mcp-Method header does not match the method"
+    key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(method)
+    if key and _header_text(request.header("mcp-name")) != params.get(key):
+        return HEADER_MISMATCH, "Mcp-Name header does not match the params"
+    return None
+
+
+def _header_text(value):
+    """A Mcp-* header's value: text, or =?base64?...?= for what a header cannot carry."""
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode()
+        except ValueError:
+            return None
+    return value
+
+
 def _parsed_body(x):
     """A POST's body parsed, as a frame for Session.receive; 400 if it is not JSON."""
     try:
@@ -2536,8 +2651,23 @@ class _McpEndpoint:
             raise _HttpError(406, "Accept must list application/json and text/event-stream")
         body = _parsed_body(x)
         batch = type(body) is list
-        initialize = type(body) is dict and body.get("method") == "initialize" and "id" in body
-        entry = self._entry_for(x, initialize)
+        version = x.request.header("mcp-protocol-version")
+        # 2026-07-28 (its header, or its _meta claim) stands alone: a session of one request.
+        modern = version in MODERN_VERSIONS or type(body) is dict and _modern(body.get("params"))
+        initialize = not modern and type(body) is dict and body.get("method") == "initialize" \
+            and "id" in body
+        if modern:
+            if (mismatch := _mismatch(x.request, body)):
+                x.write(400, x.cors + [("Content-Type", "application/json")], encode(_error(
+                    body.get("id") if type(body) is dict and _is_id(body.get("id")) else None,
+                    *mismatch)))
+                return True
+            entry = _HttpSession(self.server, None, False, MODERN_VERSIONS[0])
+            self.stateless_entries.add(entry)
+        elif (version or "2025-03-26") not in PROTOCOL_VERSIONS:    # absent: 2025-03-26
+            raise _HttpError(400, "Unsupported MCP-Protocol-Version")
+        else:
+            entry = self._entry_for(x, initialize)
         frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
         stream = _Stream(json_only=self.json_response or batch)
         stream.abort = x.writer.transport.abort
@@ -2551,12 +2681,12 @@ class _McpEndpoint:
             if initialize and not self.stateless and "result" in stream.items[0]:
                 self.sessions[entry.sid] = entry    # a session exists once initialize succeeded
                 headers.append(("Mcp-Session-Id", entry.sid))
-            return await self._answer(x, stream, headers, batch, frame)
+            return await self._answer(x, stream, headers, batch, frame, modern)
         finally:    # a refused or failed opening request leaves nothing behind
             stream.close()      # a client that left: what its requests still say is dropped
             entry.posts.discard(stream)
             entry.last_active = _now()
-            if self.stateless or initialize and entry.sid not in self.sessions:
+            if self.stateless or modern or initialize and entry.sid not in self.sessions:
                 entry.close(cancel=False)
                 self.stateless_entries.discard(entry)
 
@@ -2588,7 +2718,7 @@ class _McpEndpoint:
                 b"[" + b",".join(map(encode, errors)) + b"]" if batch else encode(errors[0]))
         return True
 
-    async def _answer(self, x, stream, headers, batch, frame):
+    async def _answer(self, x, stream, headers, batch, frame, modern=False):
         """Write the responses to a POST: one JSON body if nothing came before
         the result, else an SSE stream of everything related, result last."""
         responses, sse = [], False
@@ -2622,7 +2752,10 @@ class _McpEndpoint:
         elif responses:
             body = b"[" + b",".join(map(_encode_safely, responses)) + b"]" if batch \
                 else _encode_safely(responses[0])
-            x.write(200, headers + [("Content-Type", "application/json")], body)
+            # 2026-07-28 says an error's HTTP status too: 400, or 404 for an unknown method.
+            code = modern and responses[0].get("error", {}).get("code")
+            x.write(_MODERN_STATUS.get(code, 200), headers + [("Content-Type", "application/json")],
+                    body)
         else:
             x.write(202, headers, b"")
         return True
@@ -2874,12 +3007,12 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             return self._preflight(x)               # browsers send no Authorization here
         self._check_token(x.request)
         if path == "/mcp":
-            # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
-            if x.request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
-                raise _HttpError(400, "Unsupported MCP-Protocol-Version")
             if method == "POST":
                 await self._read_body(x)
                 return await self._mcp_post(x)
+            # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
+            if x.request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
+                raise _HttpError(400, "Unsupported MCP-Protocol-Version")
             if method in ("GET", "DELETE") and not self.stateless:
                 self._no_body(x.request)
                 return await self._mcp_get(x) if method == "GET" else self._mcp_delete(x)
@@ -3043,8 +3176,8 @@ class Client(_Peer):
             if isinstance(target, Server):
                 kinds = [_InMemory]
             elif isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
-                kinds = {"auto": [_StreamableHttp, _LegacySse], "http": [_StreamableHttp],
-                         "sse": [_LegacySse]}[self.transport_kind]
+                kinds = {"auto": [_StreamableHttp, _LegacySse], "http": [_StreamableHttp]}.get(
+                    self.transport_kind, [_LegacySse])
             else:
                 import shlex
                 kinds, target = [_StdioClient], shlex.split(target) if isinstance(target, str) \

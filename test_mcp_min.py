@@ -1641,6 +1641,7 @@ class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
         # Regression: the timeout's answer waited for the task to end, and a tool that
         # swallowed its cancel was never answered (nor did the server exit at EOF).
         server, release = Server("stubborn", timeout=0.2), []
+        self.addCleanup(release.append, True)
 
         @server.tool()
         async def stubborn() -> str:
@@ -1653,11 +1654,35 @@ class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
         wire.feed(call(1, "stubborn"))
         self.assertTrue((await wire.response(1))["result"]["isError"])
         await asyncio.wait_for(wire.session.drain(), TIMEOUT)     # nothing live is left to wait for
-        self.assertEqual((await wire.request(call(1, "stubborn")))["error"]["code"], INVALID_REQUEST)
-        release.append(True)        # it runs on, unheard, until it ends; then the id is free
-        wire.session.running[1].cancel()
-        await until(lambda: not wire.session.running, "the tool ends")
+        self.assertEqual((await wire.request(rpc(1, "ping")))["result"], {})     # its id is free
+        [orphan] = [t for t in asyncio.all_tasks() if "_serve" in repr(t.get_coro())]
+        release.append(True)        # it ran on, unheard, until it ended
+        orphan.cancel()
+        await asyncio.wait_for(orphan, TIMEOUT)
         self.assertEqual([m.get("id") for m in wire.messages].count(1), 2)  # no late answer
+
+    async def test_drain_does_not_spin_on_slots_held_by_what_was_answered(self):
+        # Regression: with every slot held by tasks already answered (cancelled, still
+        # running) and a request waiting, drain() looped on sleep(0) at full CPU.
+        server, release = Server("held"), asyncio.Event()
+
+        @server.tool()
+        async def hold() -> str:
+            while not release.is_set():
+                with contextlib.suppress(asyncio.CancelledError):   # it ignores the cancel
+                    await release.wait()
+            return "held"
+        self.addCleanup(release.set)
+        wire = Wire(server)
+        await wire.initialize()
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 1):
+            wire.feed(call(1, "hold"))
+            await until(lambda: 1 in wire.session._started, "it runs")
+            wire.feed(call(2, "hold"))      # waits for the slot
+            wire.feed(note("notifications/cancelled", {"requestId": 1}))
+            with mock.patch("asyncio.sleep", wraps=asyncio.sleep) as sleep:
+                await wire.session.drain(0.3)
+            self.assertLess(sleep.call_count, 5)
 
     async def test_the_default_limit_is_tool_timeout(self):
         server = Server("slow")
@@ -1689,6 +1714,64 @@ class ToolFailureLogTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len(logs.records), 1)
         self.assertIsNone(logs.records[0].exc_info)
         self.assertLess(len(logs.output[0]), 200)
+
+
+def modern(id_, method, params=None, capabilities=None, version="2026-07-28", **meta):
+    """A 2026-07-28 request: it names its version and the client's capabilities in _meta."""
+    return rpc(id_, method, {**(params or {}), "_meta": {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}, **meta}})
+
+
+class ModernSessionTest(unittest.IsolatedAsyncioTestCase):
+    """2026-07-28 beside the handshake era: a request that names its version stands alone."""
+
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.wire = Wire(self.server)       # never initialized
+
+    async def test_discover_and_a_call_need_no_initialize(self):
+        found = (await self.wire.request(modern(1, "server/discover")))["result"]
+        self.assertEqual(found["resultType"], "complete")
+        self.assertEqual(found["supportedVersions"][0], "2026-07-28")
+        self.assertIn("2025-11-25", found["supportedVersions"])
+        self.assertEqual(found["capabilities"]["resources"], {"listChanged": True})     # no subscribe
+        self.assertEqual((found["ttlMs"], found["cacheScope"]), (0, "private"))
+        self.assertEqual(found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "test-server")
+        result = (await self.wire.request(modern(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})))["result"]
+        self.assertEqual((result["resultType"], result["structuredContent"]), ("complete", {"result": 5}))
+        self.assertNotIn("ttlMs", result)           # a call is not cached
+        self.server.cache = {"ttlMs": 60_000, "cacheScope": "public"}
+        listed = (await self.wire.request(modern(3, "tools/list")))["result"]
+        self.assertEqual((listed["ttlMs"], listed["cacheScope"]), (60_000, "public"))
+        self.assertFalse(self.wire.session.initialized)     # nothing was kept between them
+
+    async def test_bad_meta_versions_and_removed_methods(self):
+        no_caps = rpc(1, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
+        self.assertEqual((await self.wire.request(no_caps))["error"]["code"], INVALID_PARAMS)
+        error = (await self.wire.request(modern(2, "tools/list", version="2099-01-01")))["error"]
+        self.assertEqual((error["code"], error["data"]), (mcp_min.UNSUPPORTED_VERSION, {
+            "supported": ["2026-07-28"], "requested": "2099-01-01"}))
+        for i, method in enumerate(("initialize", "ping", "logging/setLevel", "resources/subscribe",
+                                    "resources/unsubscribe", "tasks/list"), 3):
+            self.assertEqual((await self.wire.request(modern(i, method)))["error"]["code"], METHOD_NOT_FOUND)
+        # Without the claim, the handshake era: discover is not one of its methods.
+        await self.wire.initialize()
+        self.assertEqual((await self.wire.request(rpc(20, "server/discover")))["error"]["code"],
+                         METHOD_NOT_FOUND)
+
+    async def test_logs_only_when_asked_and_capabilities_per_request(self):
+        self.wire.feed(modern(1, "tools/call", {"name": "chat"}))
+        self.assertEqual(tool_text(await self.wire.response(1)), "logged")
+        self.wire.feed(modern(2, "tools/call", {"name": "chat"}, **{"io.modelcontextprotocol/logLevel": "warning"}))
+        self.assertEqual(tool_text(await self.wire.response(2)), "logged")
+        levels = [m["params"]["level"] for m, related in self.wire.sent
+                  if m and m.get("method") == "notifications/message"]
+        self.assertEqual(levels, ["warning", "error"])      # request 1 asked for none
+        error = (await self.wire.request(modern(3, "tools/call", {"name": "ask_user"})))["error"]
+        self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
+                                                          {"requiredCapabilities": {"elicitation": {}}}))
 
 
 class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
@@ -2183,6 +2266,24 @@ class StdioTest(unittest.TestCase):
                 b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
         self.assertEqual(p.read(timeout=3)["error"]["code"], INVALID_PARAMS)
         self.assertEqual(p.read(timeout=3)["id"], 2)
+
+
+class StdioModernTest(unittest.TestCase):
+    def test_both_eras_in_one_process(self):
+        server = StdioProcess()
+        try:
+            server.send(modern(1, "server/discover"))
+            self.assertEqual(server.read()["result"]["supportedVersions"][0], "2026-07-28")
+            server.initialize()                             # a handshake beside it
+            server.send(modern(2, "tools/call", {"name": "getUser", "arguments": {"name": "John"}}))
+            server.send(call(3, "getUser", {"name": "Jane"}))
+            answers = {m["id"]: m for m in (server.read(), server.read())}
+            self.assertEqual(answers[2]["result"]["resultType"], "complete")
+            self.assertNotIn("resultType", answers[3]["result"])
+            server.close_stdin()
+            self.assertEqual(server.wait(), 0)
+        finally:
+            server.kill()
 
 
 class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
@@ -3260,6 +3361,55 @@ class HttpSessionTest(HttpTestCase):
         await until(lambda: all(ref() is None for ref in freed), "freed by reference counting")
 
 
+class HttpModernTest(HttpTestCase):
+    """2026-07-28 on /mcp: every POST stands alone, its headers say what its body says."""
+
+    def headers(self, message, **extra):
+        params = message.get("params", {})
+        h = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": message["method"]}
+        if "name" in params or "uri" in params:
+            h["Mcp-Name"] = params.get("name", params.get("uri"))
+        return {**h, **extra}
+
+    async def post(self, message, **extra):
+        return await self.client.post(message, headers=self.headers(message, **extra))
+
+    async def test_a_call_without_a_session(self):
+        response = await self.post(modern(7, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
+        self.assertEqual(response.status, 200, response)
+        self.assertIsNone(response.header("mcp-session-id"))
+        self.assertEqual(response.json()["result"]["resultType"], "complete")
+        self.assertEqual(tool_text(response.json()), "3")
+        self.assertEqual(self.http.sessions, {})
+        # A handshake session on the same endpoint, at the same time.
+        sid = await self.client.initialize()
+        self.assertEqual((await self.ping(sid)).status, 200)
+
+    async def test_errors_have_their_status_and_the_request_id(self):
+        cases = [
+            (modern(1, "nope/nope"), {}, 404, METHOD_NOT_FOUND),
+            (modern(2, "ping"), {}, 404, METHOD_NOT_FOUND),
+            (modern(3, "initialize"), {}, 404, METHOD_NOT_FOUND),
+            (modern(4, "tools/list", version="2099-01-01"), {"MCP-Protocol-Version": "2099-01-01"},
+             400, mcp_min.UNSUPPORTED_VERSION),
+            (modern(5, "tools/list"), {"MCP-Protocol-Version": "2025-11-25"}, 400, mcp_min.HEADER_MISMATCH),
+            (modern(6, "tools/list"), {"Mcp-Method": "prompts/list"}, 400, mcp_min.HEADER_MISMATCH),
+            (modern(7, "tools/call", {"name": "add"}), {"Mcp-Name": "echo"}, 400, mcp_min.HEADER_MISMATCH),
+            (rpc(8, "tools/list"), {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+             400, INVALID_PARAMS),      # the header says 2026-07-28; the _meta is missing
+        ]
+        for message, extra, status, code in cases:
+            response = await self.client.post(message, headers={**self.headers(message), **extra})
+            self.assertJsonRpcError(response, status, code, message["id"])
+        self.assertEqual(self.state.calls, 0)
+
+    async def test_a_name_header_may_be_base64(self):
+        message = modern(1, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+        name = "=?base64?" + base64.b64encode(b"add").decode() + "?="
+        response = await self.post(message, **{"Mcp-Name": name})
+        self.assertEqual(tool_text(response.json()), "2")
+
+
 class HttpStatelessTest(HttpTestCase):
     """--stateless: Streamable HTTP without sessions; every POST stands alone."""
     options = {"stateless": True}
@@ -4234,10 +4384,10 @@ class OneDoorTest(HttpTestCase):
     async def test_a_bug_in_the_session_is_minus_32603_everywhere_and_the_id_is_free_again(self):
         original = mcp_min.Session._refusal
 
-        def faulty(session, method, params):
+        def faulty(session, method, params, *rest):
             if method == "ping":
                 raise RuntimeError("injected")
-            return original(session, method, params)
+            return original(session, method, params, *rest)
         with mock.patch.object(mcp_min.Session, "_refusal", faulty):
             wire = Wire(self.server)                                    # receive, in memory
             await wire.initialize()
@@ -4585,6 +4735,23 @@ class ShutdownTest(unittest.TestCase):
             self.assertIn("stopping", server.stderr.readline())    # the barrier: it is stopping
             server.send_signal(signal.SIGINT)
             self.assertEqual(server.wait(TIMEOUT), 128 + signal.SIGINT)
+
+    def test_stdio_a_signal_during_the_grace_after_eof_still_answers(self):
+        # Regression: the spec's stdio shutdown (close stdin, then SIGTERM) cut the grace
+        # short and left the call in flight unanswered.
+        with tempfile.TemporaryDirectory() as tmp:
+            server = StdioProcess(self.naps(tmp))
+            try:
+                server.initialize()
+                mark = os.path.join(tmp, "stuck")
+                server.send(call(1, "nap", {"seconds": 600, "mark": mark}))
+                self.wait_for(mark)
+                server.close_stdin()
+                server.proc.send_signal(signal.SIGTERM)
+                self.assertEqual(server.read()["error"]["code"], INTERNAL_ERROR)
+                self.assertEqual(server.wait(), 0)
+            finally:
+                server.kill()
 
     def test_stdio_sigterm_answers_what_runs_with_an_error_and_logs_no_error(self):
         with tempfile.TemporaryDirectory() as tmp:
