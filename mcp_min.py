@@ -1149,8 +1149,7 @@ class Server:
         return _decorator(name, lambda fn, name: self.add_tool(fn, name, **options))
 
     def add_tool(self, fn, name=None, **options):
-        tool = Tool(fn, name, **options)
-        return self._add("tools", tool.name, tool)
+        return self._add("tools", Tool(fn, name, **options))
 
     def remove_tool(self, name):
         self._remove("tools", name)
@@ -1162,7 +1161,7 @@ class Server:
         return _decorator(None, lambda fn, _: self.add_resource(fn, uri, **options))
 
     def add_resource(self, fn, uri, **options):
-        return self._add("resources", uri, Resource(fn, uri, **options))
+        return self._add("resources", Resource(fn, uri, **options), uri)
 
     def remove_resource(self, uri):
         self._remove("resources", uri)
@@ -1173,14 +1172,13 @@ class Server:
         return _decorator(name, lambda fn, name: self.add_prompt(fn, name, **options))
 
     def add_prompt(self, fn, name=None, **options):
-        prompt = Prompt(fn, name, **options)
-        return self._add("prompts", prompt.name, prompt)
+        return self._add("prompts", Prompt(fn, name, **options))
 
     def remove_prompt(self, name):
         self._remove("prompts", name)
 
-    def _add(self, kind, key, item):
-        getattr(self, kind)[key] = item
+    def _add(self, kind, item, key=None):
+        getattr(self, kind)[item.name if key is None else key] = item
         self._changed(kind)
         return item
 
@@ -1471,10 +1469,9 @@ class Session(_Peer):
         if type(message) is not list:
             return self._take(message, done, reply, False)
         if not message or self.protocol_version not in BATCH_VERSIONS:    # batches: 2025-03-26 only
-            self._answer(_error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
-                                if message else "Invalid request: empty batch"), None, reply)
-            done and done()
-            return None
+            error = _error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
+                           if message else "Invalid request: empty batch")
+            return self._over(error, None, done, reply)
         left = [len(message)]
 
         def one_done():
@@ -1504,8 +1501,7 @@ class Session(_Peer):
         except McpError as e:
             # Only a request's id is the client's own: never echo the id of a broken reply.
             id_ = message.get("id") if type(message) is dict and not self._broken_reply(message) else None
-            self._answer(_error(id_ if _is_id(id_) else None, e.code, e.message), None, reply)
-            done and done()
+            self._over(_error(id_ if _is_id(id_) else None, e.code, e.message), None, done, reply)
             return 0
         if kind != "request":
             self._handle(message, kind, done)
@@ -1517,8 +1513,7 @@ class Session(_Peer):
         elif len(self.waiting) < (MAX_IN_FLIGHT if self._pending else MAX_WAITING):
             self.waiting[id_] = message, done
         else:
-            self._answer(_error(id_, INTERNAL_ERROR, "Too many requests in flight"), id_)
-            done and done()
+            self._over(_error(id_, INTERNAL_ERROR, "Too many requests in flight"), id_, done)
         return 1
 
     def _handle(self, message, kind, done):
@@ -1550,8 +1545,7 @@ class Session(_Peer):
         problem = self._refusal(method, params, _modern(params)
                                 or self.protocol_version in MODERN_VERSIONS)
         if problem:
-            self._answer(_error(id_, *problem), id_)
-            return done and done()
+            return self._over(_error(id_, *problem), id_, done)
         if method == "initialize":
             # Answered inline, so every later message sees the negotiated state.
             try:
@@ -1658,8 +1652,7 @@ class Session(_Peer):
         started = self._started.pop(id_)
         done, started[3] = started[3], _ENDED
         task = self.running.pop(id_)
-        self._answer(response, id_)
-        done and done()
+        self._over(response, id_, done)
         task.cancel()
         if self.waiting:
             self.loop.call_soon(self._start_waiting)
@@ -1671,9 +1664,7 @@ class Session(_Peer):
             await self.drain(grace)
         finally:    # a cancel (a signal during the grace) ends the grace, not the answers
             for id_ in list(self.waiting):
-                done = self.waiting.pop(id_)[1]
-                self._answer(_error(id_, INTERNAL_ERROR, reason), id_)
-                done and done()
+                self._over(_error(id_, INTERNAL_ERROR, reason), id_, self.waiting.pop(id_)[1])
             for id_ in list(self._started):
                 if id_ not in self._cancelled and id_ in self.running:
                     self._end(id_, _error(id_, INTERNAL_ERROR, reason))
@@ -1688,8 +1679,7 @@ class Session(_Peer):
             self._answer(response, id_)
         if self.waiting:    # the next starts on the next turn: one answered at once would recurse
             self.loop.call_soon(self._start_waiting)
-        if done:
-            done()
+        done and done()
 
     def _start_waiting(self):
         while self.waiting and len(self.running) < MAX_IN_FLIGHT and not self.closed:
@@ -1702,9 +1692,7 @@ class Session(_Peer):
     def cancel(self, id_):
         """Cancel a request that runs or waits: it ends without a response."""
         if id_ in self.waiting:
-            done = self.waiting.pop(id_)[1]
-            self._answer(None, id_)
-            done and done()
+            self._over(None, id_, self.waiting.pop(id_)[1])
             if self.on_ready and self.accepting:
                 self.on_ready()
             return
@@ -1744,6 +1732,11 @@ class Session(_Peer):
             reply(message)
         elif not reply(message):
             self._send(message, related)
+
+    def _over(self, message, related, done, reply=None):
+        """The last word on a message: answer it, and tell its transport its work is done."""
+        self._answer(message, related, reply)
+        done and done()
 
     def notify(self, method, params=None, related=None):
         """Send a notification (thread-safe: sync tools run in threads)."""
@@ -2091,10 +2084,8 @@ _HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resource
                             "resources/unsubscribe"))
 _CACHEABLE = frozenset((_discover, _list_tools, _list_prompts, _list_resources, _list_templates,
                         _read_resource))
-_NOTIFICATIONS = {
-    "notifications/initialized": _on_initialized,
-    "notifications/cancelled": _on_cancelled,
-}
+_NOTIFICATIONS = {"notifications/initialized": _on_initialized,
+                  "notifications/cancelled": _on_cancelled}
 
 ##############################################################################
 # stdio transport: one JSON message per line on stdin and stdout
@@ -3426,6 +3417,10 @@ class _Transport:
     async def initialized(self):
         pass
 
+    def _trace(self, kind, *args):
+        if self.client.trace:
+            getattr(self.client.trace, kind)(*args)
+
 
 class _InMemory(_Transport):
     """A `Server` in this very process as the client's transport: the same JSON text as
@@ -3437,13 +3432,11 @@ class _InMemory(_Transport):
 
     def _deliver(self, message, related):
         if message is not None and (data := _encode_safely(message)) is not None:
-            if self.client.trace:
-                self.client.trace.message("in", "memory", message)
+            self._trace("message", "in", "memory", message)
             self.client._received(data)     # as from a pipe: a duplicate key ... is skipped
 
     async def send(self, message):
-        if self.client.trace:
-            self.client.trace.message("out", "memory", message)
+        self._trace("message", "out", "memory", message)
         self.session.receive(encode(message))
 
     async def close(self):
@@ -3487,13 +3480,11 @@ class _StdioClient(_Transport):
 
     def _line(self, line):
         if line.strip():
-            if self.client.trace:
-                self.client.trace.line("in", "stdout", line)
+            self._trace("line", "in", "stdout", line)
             self.client._received(line)
 
     async def send(self, message):
-        if self.client.trace:
-            self.client.trace.message("out", "stdin", message)
+        self._trace("message", "out", "stdin", message)
         try:
             self.process.stdin.write(encode(message) + b"\n")
             await self.process.stdin.drain()
@@ -3801,8 +3792,7 @@ class _StreamableHttp(_Transport):
             try:
                 async for chunk in response.chunks():
                     for event in parser.feed(chunk):
-                        if self.client.trace:
-                            self.client.trace.event("in", event)
+                        self._trace("event", "in", event)
                         last_id = event.get("id", last_id)
                         if event.get("retry", "").isdigit():
                             retry = int(event["retry"]) / 1000
@@ -3818,8 +3808,7 @@ class _StreamableHttp(_Transport):
                 _log.debug("a response stream ended: %r", e)
             finally:
                 response.close()
-                if self.client.trace:
-                    self.client.trace.note("in", "(the SSE stream closed)")
+                self._trace("note", "in", "(the SSE stream closed)")
             if answered or self._closing:
                 return
             if last_id is not None:
@@ -3890,12 +3879,10 @@ class _LegacySse(_Transport):
     async def _read(self, response, found):
         from urllib.parse import urljoin, urlsplit
         parser = _SseParser()
-        trace = self.client.trace
         try:
             async for chunk in response.chunks():
                 for event in parser.feed(chunk):
-                    if trace:
-                        trace.event("in", event)
+                    self._trace("event", "in", event)
                     if "data" not in event:
                         continue
                     if event["event"] == "endpoint" and not found.done():
@@ -3912,8 +3899,7 @@ class _LegacySse(_Transport):
             _log.debug("the SSE stream ended: %r", e)
         finally:
             response.close()
-            if trace:
-                trace.note("in", "(the SSE stream closed: the session ends with it)")
+            self._trace("note", "in", "(the SSE stream closed: the session ends with it)")
             if not found.done():
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
@@ -4369,9 +4355,8 @@ def _serve(server, args, stdout=1):
         await asyncio.sleep(0.05)
         if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) \
                 or asyncio.all_tasks() - {task}:
-            # A tool still runs past the grace period (a sync tool's thread, or a handler
-            # that ignores its cancel): it cannot be stopped, and its caller has had its
-            # answer, so leave without it.
+            # A tool runs on past the grace (a sync tool's thread, a handler ignoring its
+            # cancel): it cannot be stopped, and its caller has its answer, so leave without it.
             if not stopping:
                 _log.warning("exiting with a tool still running")
             sys.stderr.flush()
