@@ -1137,7 +1137,7 @@ class Server:
         self.abandoned = 0      # sync tools' threads cancelled while running (they run on)
         self.tools, self.resources, self.prompts = {}, {}, {}
         self.completions = {}    # (ref kind, name or uri template, argument) -> function
-        # 2026-07-28: how clients may cache lists, reads and discovery (ttlMs 0: never stale-free).
+        # 2026-07-28: how clients may cache lists, reads and discovery (ttlMs 0: stale at once).
         self.cache = {"ttlMs": 0, "cacheScope": "private"}
         self.sessions = set()    # live sessions, for change notifications
 
@@ -1469,9 +1469,9 @@ class Session(_Peer):
         if type(message) is not list:
             return self._take(message, done, reply, False)
         if not message or self.protocol_version not in BATCH_VERSIONS:    # batches: 2025-03-26 only
-            error = _error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
-                           if message else "Invalid request: empty batch")
-            return self._over(error, None, done, reply)
+            self._over(_error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
+                              if message else "Invalid request: empty batch"), None, done, reply)
+            return None
         left = [len(message)]
 
         def one_done():
@@ -2598,7 +2598,8 @@ def _mismatch(request, body):
     """2026-07-28: the routing headers must say what the body says. Why not, as
     (code, message), or None."""
     if type(body) is not dict:
-        return INVALID_REQUEST, "Invalid request: batches are not accepted"
+        return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
+                                 else "Invalid request")
     params = body.get("params") if type(body.get("params")) is dict else {}
     meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
     claim, method = meta.get(_MODERN + "protocolVersion"), body.get("method")
