@@ -2643,23 +2643,13 @@ class _McpEndpoint:
             raise _HttpError(406, "Accept must list application/json and text/event-stream")
         body = _parsed_body(x)
         batch = type(body) is list
-        version = x.request.header("mcp-protocol-version")
         # 2026-07-28 (its header, or its _meta claim) stands alone: a session of one request.
-        modern = version in MODERN_VERSIONS or type(body) is dict and _modern(body.get("params"))
+        modern = x.request.header("mcp-protocol-version") in MODERN_VERSIONS \
+            or type(body) is dict and _modern(body.get("params"))
         initialize = not modern and type(body) is dict and body.get("method") == "initialize" \
             and "id" in body
-        if modern:
-            if (mismatch := _mismatch(x.request, body)):
-                x.write(400, x.cors + [("Content-Type", "application/json")], encode(_error(
-                    body.get("id") if type(body) is dict and _is_id(body.get("id")) else None,
-                    *mismatch)))
-                return True
-            entry = _HttpSession(self.server, None, False, MODERN_VERSIONS[0])
-            self.stateless_entries.add(entry)
-        elif (version or "2025-03-26") not in PROTOCOL_VERSIONS:    # absent: 2025-03-26
-            raise _HttpError(400, "Unsupported MCP-Protocol-Version")
-        else:
-            entry = self._entry_for(x, initialize)
+        if (entry := self._entry_for(x, body, modern, initialize)) is None:
+            return True
         frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
         stream = _Stream(json_only=self.json_response or batch)
         stream.abort = x.writer.transport.abort
@@ -2682,9 +2672,21 @@ class _McpEndpoint:
                 entry.close(cancel=False)
                 self.stateless_entries.discard(entry)
 
-    def _entry_for(self, x, initialize):
-        """The session a POST speaks to: a new one for initialize (or for every
+    def _entry_for(self, x, body, modern, initialize):
+        """The session a POST speaks to: its own for a 2026-07-28 request (None if its
+        headers do not match it: answered 400), a new one for initialize (or for every
         POST, stateless), else the one its Mcp-Session-Id names."""
+        if modern:
+            if (mismatch := _mismatch(x.request, body)):
+                id_ = body.get("id") if type(body) is dict else None
+                x.write(400, x.cors + [("Content-Type", "application/json")],
+                        encode(_error(id_ if _is_id(id_) else None, *mismatch)))
+                return None
+            entry = _HttpSession(self.server, None, False, MODERN_VERSIONS[0])
+            self.stateless_entries.add(entry)
+            return entry
+        if x.request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
+            raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # absent: 2025-03-26
         if self.stateless:
             version = x.request.header("mcp-protocol-version") or "2025-03-26"
             entry = _HttpSession(self.server, None, False, None if initialize else version)
