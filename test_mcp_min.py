@@ -2011,9 +2011,9 @@ def _clean_env(**extra):
 class StdioProcess:
     """`python mcp_min.py serve --stdio [TARGET]`, with a line reader thread."""
 
-    def __init__(self, target=None, read=True, env=None):
+    def __init__(self, target=None, read=True, env=None, options=()):
         self.stderr_file = tempfile.TemporaryFile()
-        args = [sys.executable, MCP_MIN, "serve", "--stdio"] + ([target] if target else [])
+        args = [sys.executable, MCP_MIN, "serve", "--stdio", *options] + ([target] if target else [])
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr_file, cwd=HERE, env=env or _clean_env())
         self.lines = queue.Queue()
@@ -2529,6 +2529,7 @@ class StdioExitTest(unittest.TestCase):
         done, _ = self.serve_target(
             "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
             "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
+            "--shutdown-grace", "1",
             lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")])
         self.assertEqual(done.returncode, 0)
         self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
@@ -4577,6 +4578,7 @@ class ServerProcess:
 @unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
 class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self):
+        asyncio.get_running_loop().slow_callback_duration = 5     # big bodies are built here
         self.server = ServerProcess()
         self.addCleanup(self.server.close)
 
@@ -4603,6 +4605,7 @@ class AbuseSseTest(unittest.IsolatedAsyncioTestCase):
     async def test_a_legacy_stream_that_is_not_read_ends_its_session(self):
         # Regression (issue 15): answers to a client that stopped reading its /sse stream
         # piled up without bound (3 GiB in 17 s) while every POST still got 202.
+        asyncio.get_running_loop().slow_callback_duration = 5     # big bodies are built here
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "blobs.py")
             with open(path, "w") as f:
@@ -4703,7 +4706,7 @@ class ShutdownTest(unittest.TestCase):
         for signum in (signal.SIGTERM, signal.SIGINT):
             with tempfile.TemporaryDirectory() as tmp, \
                     concurrent.futures.ThreadPoolExecutor(2) as pool:
-                server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "3")
+                server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "2")
                 url = f"http://127.0.0.1:{port}/mcp"
 
                 def nap(seconds, mark):
@@ -4714,7 +4717,7 @@ class ShutdownTest(unittest.TestCase):
                         except mcp_min.McpError as e:
                             return e.code, e.message
                 marks = os.path.join(tmp, "short"), os.path.join(tmp, "stuck")
-                short, stuck = pool.submit(nap, 1, marks[0]), pool.submit(nap, 600, marks[1])
+                short, stuck = pool.submit(nap, 0.5, marks[0]), pool.submit(nap, 600, marks[1])
                 self.wait_for(*marks)
                 server.send_signal(signum)
                 self.assertEqual(short.result(TIMEOUT), "rested")    # finished within the grace
@@ -4736,40 +4739,36 @@ class ShutdownTest(unittest.TestCase):
             server.send_signal(signal.SIGINT)
             self.assertEqual(server.wait(TIMEOUT), 128 + signal.SIGINT)
 
+    def stuck_stdio(self, tmp, calls):
+        """A stdio server (grace 1 s) with `calls` calls of a 600 s tool running."""
+        server = StdioProcess(self.naps(tmp), options=("--shutdown-grace", "1"))
+        self.addCleanup(server.kill)
+        server.initialize()
+        mark = os.path.join(tmp, "stuck")
+        for id_ in range(1, calls + 1):
+            server.send(call(id_, "nap", {"seconds": 600, "mark": mark}))
+        self.wait_for(mark)
+        return server
+
     def test_stdio_a_signal_during_the_grace_after_eof_still_answers(self):
         # Regression: the spec's stdio shutdown (close stdin, then SIGTERM) cut the grace
         # short and left the call in flight unanswered.
         with tempfile.TemporaryDirectory() as tmp:
-            server = StdioProcess(self.naps(tmp))
-            try:
-                server.initialize()
-                mark = os.path.join(tmp, "stuck")
-                server.send(call(1, "nap", {"seconds": 600, "mark": mark}))
-                self.wait_for(mark)
-                server.close_stdin()
-                server.proc.send_signal(signal.SIGTERM)
-                self.assertEqual(server.read()["error"]["code"], INTERNAL_ERROR)
-                self.assertEqual(server.wait(), 0)
-            finally:
-                server.kill()
+            server = self.stuck_stdio(tmp, 1)
+            server.close_stdin()
+            server.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(server.read()["error"]["code"], INTERNAL_ERROR)
+            self.assertEqual(server.wait(), 0)
 
     def test_stdio_sigterm_answers_what_runs_with_an_error_and_logs_no_error(self):
         with tempfile.TemporaryDirectory() as tmp:
-            server = StdioProcess(self.naps(tmp))
-            try:
-                server.initialize()
-                mark = os.path.join(tmp, "stuck")
-                server.send(call(1, "nap", {"seconds": 600, "mark": mark}))
-                server.send(call(2, "nap", {"seconds": 600, "mark": mark}))
-                self.wait_for(mark)
-                server.proc.send_signal(signal.SIGTERM)
-                answers = {m["id"]: m for m in (server.read(), server.read())}
-                self.assertEqual(server.wait(), 0)
-                for id_ in (1, 2):
-                    self.assertEqual(answers[id_]["error"]["code"], INTERNAL_ERROR, answers[id_])
-                self.assertNotIn("ERROR", server.stderr())      # no "an inner task was cancelled"
-            finally:
-                server.kill()
+            server = self.stuck_stdio(tmp, 2)
+            server.proc.send_signal(signal.SIGTERM)
+            answers = {m["id"]: m for m in (server.read(), server.read())}
+            self.assertEqual(server.wait(), 0)
+            for id_ in (1, 2):
+                self.assertEqual(answers[id_]["error"]["code"], INTERNAL_ERROR, answers[id_])
+            self.assertNotIn("ERROR", server.stderr())      # no "an inner task was cancelled"
 
 
 ##############################################################################
