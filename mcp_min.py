@@ -2330,9 +2330,9 @@ def _host_name(value):
 
 class _Stream:
     """Messages waiting to go out on one SSE stream, bounded (R24): past MAX_QUEUED
-    messages or MAX_QUEUED_BYTES, notifications are dropped (oldest first to make
-    room for a response); a response or request that still finds no room closes
-    the stream instead (`overflowed`): never dropped silently."""
+    messages or MAX_QUEUED_BYTES, a new notification is dropped, and a response or
+    request drops the notifications queued to make room; if that is not enough, it
+    closes the stream instead (`overflowed`): never dropped silently."""
 
     def __init__(self, json_only=False):
         self.items, self.sizes = [], []     # sizes: bytes of each item behind the first
@@ -2357,9 +2357,12 @@ class _Stream:
             return True         # no waking the stream's task for each message
         size = 0
         if self.items and not self.json_only and message is not _FINISHED:   # a backlog
-            if self._full() and ("id" not in message or not self._make_room()):
-                self.dropped += "id" not in message
-                return True
+            if self._full():
+                if "id" not in message:
+                    self.dropped += 1
+                    return True
+                if not self._make_room():
+                    return True     # the stream is closed
             size = len(_encode_safely(message) or b"")
             self.size += size
         self.items.append(message)
@@ -4379,15 +4382,13 @@ def _token(args):
     if args.token_file:
         with open(args.token_file, encoding="utf-8") as f:
             token = f.read().strip(" \t\r\n")
-    elif args.token is not None:
+    else:
+        token = os.environ.get("MCP_TOKEN") if args.token is None else args.token
+    if token is not None and not token.strip(" \t"):
+        raise ValueError("the token is empty, which would turn authentication off")
+    if args.token is not None:
         _log.warning("--token is visible to every local user (ps, /proc/PID/cmdline); "
                      "pass it in $MCP_TOKEN or --token-file")
-        token = args.token
-    else:
-        token = os.environ.get("MCP_TOKEN")
-    if token is not None and not token.strip(" \t"):
-        raise ValueError("the token is empty, which would turn authentication off: give one, "
-                         "or unset MCP_TOKEN")
     return token
 
 
