@@ -102,7 +102,7 @@ __all__ = [
     "HEADER_MISMATCH", "MISSING_CAPABILITY", "UNSUPPORTED_VERSION",
     # limits (module settings)
     "MAX_LINE_BYTES", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "MAX_URI", "MAX_SUBSCRIPTIONS",
-    "TOOL_TIMEOUT", "SHUTDOWN_GRACE", "MAX_QUEUED_BYTES", "HANDSHAKE_IDLE",
+    "TOOL_TIMEOUT", "SHUTDOWN_GRACE", "STATE_TTL", "MAX_LISTENS", "MAX_QUEUED_BYTES", "HANDSHAKE_IDLE",
     "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT",
     "WRITE_BUFFER", "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID",
@@ -152,6 +152,9 @@ TOOL_TIMEOUT = 300.0                # seconds a request may run: a tool then get
                                     # anything else -32603 (per server and per tool: `timeout=`)
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes, SIGTERM
                                     # or Ctrl-C; what is left is then answered -32603
+STATE_TTL = 900.0                   # seconds a requestState (2026-07-28 multi round-trip) stays good
+MAX_LISTENS = 256                   # subscriptions/listen streams open per server, 16 per
+                                    # connection; more -> -32603
 REPLY_TIMEOUT = 60.0                # seconds to wait for the answer to a request we send -> -32001
 READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
 MAX_BODY_BYTES = 4 * 1024 * 1024    # HTTP: a POST body -> 413, checked before reading it
@@ -1130,7 +1133,8 @@ class Server:
     something while clients are connected sends them a list_changed notice.
     """
 
-    def __init__(self, name, version="0.1.0", instructions=None, title=None, timeout=None, **info):
+    def __init__(self, name, version="0.1.0", instructions=None, title=None, timeout=None,
+                 state_key=None, **info):
         self.info = {"name": name, "version": version, **({"title": title} if title else {}), **info}
         self.instructions = instructions
         self.timeout = timeout  # seconds any request may run (default TOOL_TIMEOUT)
@@ -1140,6 +1144,12 @@ class Server:
         # 2026-07-28: how clients may cache lists, reads and discovery (ttlMs 0: stale at once).
         self.cache = {"ttlMs": 0, "cacheScope": "private"}
         self.sessions = set()    # live sessions, for change notifications
+        # Seals requestState (2026-07-28 multi round-trip requests): the processes that
+        # share it (MCP_MIN_STATE_KEY) each continue what another began.
+        key = state_key or os.environ.get("MCP_MIN_STATE_KEY") or os.urandom(32)
+        self.state_key = key.encode() if isinstance(key, str) else bytes(key)
+        if len(self.state_key) < 16:
+            raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
 
     # -- registration ---------------------------------------------------------
     # Each decorator returns the function unchanged, so it can still be called (and tested).
@@ -1215,12 +1225,16 @@ class Server:
     def _changed(self, kind):
         for session in list(self.sessions):
             session.notify(f"notifications/{kind}/list_changed")
+            session.publish(f"notifications/{kind}/list_changed", {},
+                            lambda wanted: wanted.get(kind + "ListChanged"))
 
     def resource_updated(self, uri):
         """Tell subscribed clients that the resource at `uri` changed."""
         for session in list(self.sessions):
             if uri in session.subscriptions:
                 session.notify("notifications/resources/updated", {"uri": uri})
+            session.publish("notifications/resources/updated", {"uri": uri},
+                            lambda wanted: uri in wanted.get("resourceSubscriptions", ()))
 
     # -- running ------------------------------------------------------------------
     def run(self, argv=None):
@@ -1252,6 +1266,14 @@ class Context:
     Declare a parameter annotated ``Context`` to receive one. `log` and
     `progress` may be awaited or not; `sample`, `elicit` and `list_roots`
     are coroutines (from a sync tool, use ``ctx.run(ctx.sample(...))``).
+
+    In a session (handshake era) those three send a request to the client and
+    wait. A 2026-07-28 request cannot: the server asks by answering, with an
+    ``input_required`` result, and the client calls again with the answers.
+    The handler then runs again from the start, and each ask returns its
+    answer at once (asks are told apart by `key`, by default their order).
+    So code before an ask runs once per round: wrap what must happen only
+    once (a payment, an id) in `once`.
     """
 
     def __init__(self, session, request_id=None, meta=None):
@@ -1262,6 +1284,8 @@ class Context:
         token = self.meta.get("progressToken")     # a string or a number, never a bool
         self.progress_token = token if type(token) in (str, int, float) else None
         self._last_progress = None
+        # 2026-07-28 rounds: answers so far, what `once` kept, and this round's asks
+        self._answers, self._fresh, self._kept, self._asks, self._count = {}, {}, {}, {}, 0
 
     @property
     def client_capabilities(self):
@@ -1291,39 +1315,118 @@ class Context:
         self.session.notify("notifications/progress", params, self.request_id)
         return _DONE
 
-    async def sample(self, messages, max_tokens=1000, **options):
+    async def sample(self, messages, max_tokens=1000, key=None, **options):
         """Ask the client's model: sampling/createMessage. `messages` may be a string."""
         if isinstance(messages, str):
             messages = [{"role": "user", "content": text(messages)}]
         params = {"messages": messages, "maxTokens": max_tokens}
         params.update((_camel(k), v) for k, v in options.items())
-        return await self._ask("sampling", "sampling/createMessage", params)
+        return await self._ask("sampling", "sampling/createMessage", params, key)
 
-    async def elicit(self, message, schema):
+    async def elicit(self, message, schema, key=None):
         """Ask the user for input (form mode): returns {"action", "content"?}."""
         if not isinstance(schema, dict) or "properties" not in schema:
             schema = {"type": "object", "properties": schema or {}}
         return await self._ask("elicitation", "elicitation/create",
-                               {"message": message, "requestedSchema": schema})
+                               {"message": message, "requestedSchema": schema}, key)
 
-    async def list_roots(self):
+    async def list_roots(self, key=None):
         """The client's roots (file:// URIs it lets the server look at)."""
-        return (await self._ask("roots", "roots/list", {})).get("roots", [])
+        return (await self._ask("roots", "roots/list", {}, key)).get("roots", [])
 
-    async def _ask(self, capability, method, params):
+    async def once(self, key, fn, *args):
+        """``fn(*args)`` (sync or async), run once per request however many rounds it
+        takes (see above); later rounds get the value it returned. The value travels
+        in requestState, which the client can read: JSON, and nothing secret."""
+        if key not in self._kept:
+            value = fn(*args)
+            self._kept[key] = await value if asyncio.iscoroutine(value) else value
+        return self._kept[key]
+
+    async def _ask(self, capability, method, params, key=None):
         if capability not in (self.client_capabilities or {}):
             if self.version:
-                raise McpError(MISSING_CAPABILITY, f"This needs the client's {capability} capability",
+                raise _Refused(MISSING_CAPABILITY, f"This needs the client's {capability} capability",
                                {"requiredCapabilities": {capability: {}}})
             raise McpError(METHOD_NOT_FOUND, f"The client does not support {capability}.")
-        if self.version:    # 2026-07-28 asks by multi round-trip requests: not built yet
-            raise McpError(INTERNAL_ERROR, f"{method} needs a multi round-trip request, which "
-                                           "this server does not do yet")
-        return await self.session.request(method, params, self.request_id)
+        if not self.version:
+            return await self.session.request(method, params, self.request_id)
+        self._count += 1
+        key = str(key or f"{capability}-{self._count}")
+        if key not in self._answers and key in self._fresh:
+            answer = self._fresh[key]
+            if type(answer) is not dict or _ANSWERS[method] not in answer:
+                raise _Refused(INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}] must be "
+                                               f"an object with {_ANSWERS[method]!r} ({method})")
+            self._answers[key] = answer
+        if key in self._answers:
+            return self._answers[key]
+        self._asks[key] = {"method": method, "params": params}
+        await asyncio.sleep(0)  # asks made beside this one (asyncio.gather) join the round
+        raise _InputRequired
+
+    def _resume(self, params):
+        """A 2026-07-28 request calling again (MRTR): the answers of earlier rounds
+        and what `once` kept come back sealed in requestState, the new answers in
+        inputResponses (answers sent with no requestState are taken as new ones)."""
+        state, self._fresh = params.get("requestState"), params.get("inputResponses", {})
+        if type(self._fresh) is not dict or not isinstance(state, (str, type(None))):
+            raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
+                                           "requestState a string")
+        if state is not None:
+            self._answers, self._kept = _unseal(self.session, params, state)
+
+    def _seal(self, params):
+        return _seal(self.session, params, [int(time.time() + STATE_TTL), self._answers, self._kept])
 
     def run(self, coroutine):
         """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.session.loop).result()
+
+
+class _Refused(McpError):
+    """The request's fault (2026-07-28), never a tool's: a JSON-RPC error, not isError."""
+
+
+class _InputRequired(BaseException):
+    """A 2026-07-28 round ends: the handler asked what the client must answer. A
+    BaseException, so that a handler's ``except Exception`` lets it through."""
+
+
+_ANSWERS = {"elicitation/create": "action", "sampling/createMessage": "content",
+            "roots/list": "roots"}  # what an answer to each must hold
+
+
+def _binding(session, params):
+    """What a requestState belongs to: this request (its params, less the rounds' own)
+    and this user. Only the server's key can seal it, so the client cannot alter it."""
+    import hashlib
+    import hmac
+    request = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
+    text = json.dumps([request, session.principal], sort_keys=True).encode()
+    return hmac.new(session.server.state_key, text, hashlib.sha256)
+
+
+def _seal(session, params, payload):
+    data = base64.urlsafe_b64encode(encode(payload))
+    mac = _binding(session, params)
+    mac.update(data)
+    return (data + b"." + base64.urlsafe_b64encode(mac.digest())).decode()
+
+
+def _unseal(session, params, state):
+    import hmac
+    data, _, sent = state.encode(errors="replace").partition(b".")
+    mac = _binding(session, params)
+    mac.update(data)
+    if not hmac.compare_digest(sent, base64.urlsafe_b64encode(mac.digest())):
+        raise McpError(INVALID_PARAMS, "Invalid params: requestState is not this server's for "
+                                       "this request (altered, or from another server or user)")
+    expires, answers, kept = decode(base64.urlsafe_b64decode(data))
+    if time.time() > expires:
+        raise McpError(INVALID_PARAMS, "Invalid params: requestState has expired: call again "
+                                       "without it to start over")
+    return answers, kept
 
 
 class _Done:
@@ -1429,6 +1532,8 @@ class Session(_Peer):
         self.client_capabilities, self.client_info = {}, {}
         self.log_level = "info"
         self.subscriptions = set()
+        self.listens = {}       # subscriptions/listen id -> (what it wants, future that ends it)
+        self.principal = ""     # who the client is (HTTP: its Authorization), for requestState
         self.running = {}       # request id -> task serving it
         self.waiting = {}       # request id -> (message, done): taken in, waiting for a slot (FIFO)
         self.replies = {}       # request id -> the reply its frame came with (see `receive`)
@@ -1577,7 +1682,7 @@ class Session(_Peer):
             return None
         entry = _METHODS.get(method)
         if entry is None or entry[1] and not self.server.offers(entry[1]) \
-                or method == "server/discover" and not modern:
+                or method in _MODERN_ONLY and not modern:
             return METHOD_NOT_FOUND, "Method not found"
         if not (self.initialized or modern) and method != "ping":
             return INVALID_PARAMS, "Session not initialized: send initialize first"
@@ -1594,11 +1699,18 @@ class Session(_Peer):
             if not self._watched:
                 _watch(self)
             try:
+                if context.version and handler in _ROUNDS:
+                    context._resume(params)
                 result = await handler(self, params, context)
                 response = _result(id_, self._modern_result(result, handler) if context.version
                                    else result)
             except McpError as e:
                 response = _error(id_, e.code, e.message, e.data)
+            except _InputRequired:      # the client is to answer, and call again
+                response = _result(id_, {"resultType": "input_required", "inputRequests":
+                                         context._asks, "requestState": context._seal(params)}) \
+                    if handler in _ROUNDS else _error(id_, INTERNAL_ERROR, f"{handler.__name__} "
+                                                      "cannot ask the client for input")
             except asyncio.CancelledError:
                 if started[3] is _ENDED:    # answered already (see `_end`): nothing more
                     raise
@@ -1624,6 +1736,8 @@ class Session(_Peer):
         return {**self.server.cache, **result} if handler in _CACHEABLE else result
 
     def _time_limit(self, handler, params):
+        if handler is _listen:
+            return float("inf")
         name = params.get("name") if handler is _call_tool else None
         tool = self.server.tools.get(name) if type(name) is str else None
         limits = (tool and tool.timeout, self.server.timeout, TOOL_TIMEOUT)
@@ -1659,7 +1773,9 @@ class Session(_Peer):
 
     async def stop(self, grace=0.0, reason="Server shutting down"):
         """The server is going away: what was taken in may finish within `grace`
-        seconds; every request then left is answered -32603 `reason`, and cancelled."""
+        seconds; every request then left is answered -32603 `reason`, and cancelled.
+        Listen streams end at once, answered as the spec says."""
+        self._end_listens()
         try:
             await self.drain(grace)
         finally:    # a cancel (a signal during the grace) ends the grace, not the answers
@@ -1776,6 +1892,16 @@ class Session(_Peer):
         return await self._exchange(next(self._ids), method, params, timeout or REPLY_TIMEOUT,
                                     send, related)
 
+    def publish(self, method, params, wants):
+        """Send to each of the client's subscriptions/listen streams that `wants` it."""
+        for id_, (wanted, _) in list(self.listens.items()):
+            if wants(wanted):
+                self.notify(method, {**params, "_meta": {_MODERN + "subscriptionId": id_}}, id_)
+
+    def _end_listens(self):
+        for _, end in self.listens.values():
+            end.done() or end.set_result(None)
+
     def _abandon(self, id_, method, reason, related):
         self.notify("notifications/cancelled", {"requestId": id_, "reason": reason}, related)
 
@@ -1792,6 +1918,7 @@ class Session(_Peer):
         """End the session: fail our pending requests; cancel running ones if asked
         (a vanished connection is not a cancel: by default the work finishes)."""
         self.closed = True
+        self._end_listens()
         self.server.sessions.discard(self)
         self._send, self.on_ready = lambda *_: None, None   # no cycle through the transport
         if not self._started:
@@ -1917,11 +2044,8 @@ async def _ping(session, params, ctx):
 
 async def _discover(session, params, ctx):
     """2026-07-28 server/discover: what this server is, before anything else."""
-    capabilities = session.server.capabilities()
-    if "resources" in capabilities:     # no resources/subscribe in this revision
-        capabilities["resources"] = {"listChanged": True}
     result = {"supportedVersions": [*MODERN_VERSIONS, *PROTOCOL_VERSIONS[::-1]],
-              "capabilities": capabilities}
+              "capabilities": session.server.capabilities()}
     if session.server.instructions:
         result["instructions"] = session.server.instructions
     return result
@@ -1943,9 +2067,9 @@ async def _call_tool(session, params, ctx):
         return _tool_error(f"Invalid arguments for tool '{name}': {problem}")
     try:
         return tool.result(await tool.call(arguments, ctx))
+    except (_Refused, _InputRequired):
+        raise
     except McpError as e:
-        if e.code == MISSING_CAPABILITY:    # 2026-07-28: the request's fault, not the tool's
-            raise
         return _tool_error(e.message)
     except asyncio.CancelledError:
         if not tool.is_async:   # a thread cannot be stopped: it runs on, unheard
@@ -1982,8 +2106,9 @@ def _find_resource(server, uri):
 async def _read_resource(session, params, ctx):
     uri = _name(params, "uri")
     resource, variables = _find_resource(session.server, uri)
-    if resource is None:
-        raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+    if resource is None:    # 2026-07-28 says -32602
+        raise McpError(INVALID_PARAMS if ctx.version else RESOURCE_NOT_FOUND, "Resource not found",
+                       {"uri": uri})
     value = await resource.call(variables, ctx)
     return {"contents": resource.contents(uri, value)}
 
@@ -2054,6 +2179,36 @@ async def _complete(session, params, ctx):
     return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
 
 
+async def _listen(session, params, ctx):
+    """2026-07-28 subscriptions/listen: the change notifications asked for, on this
+    request's own stream, until the client cancels it or leaves, or the server stops
+    (then it is answered)."""
+    wanted = params.get("notifications")
+    if type(wanted) is not dict:
+        raise McpError(INVALID_PARAMS, "Invalid params: notifications must be an object")
+    server = session.server
+    if len(session.listens) >= MAX_LISTENS // 16 or \
+            sum(len(s.listens) for s in list(server.sessions)) >= MAX_LISTENS:
+        raise McpError(INTERNAL_ERROR, "Too many subscriptions/listen streams open")
+    honoured = {key: True for key, kind in _LISTS if wanted.get(key) is True and server.offers(kind)}
+    uris = wanted.get("resourceSubscriptions")
+    if type(uris) is list and server.offers("resources"):
+        honoured["resourceSubscriptions"] = [u for u in uris if type(u) is str][:MAX_SUBSCRIPTIONS]
+    tag = {"_meta": {_MODERN + "subscriptionId": ctx.request_id}}
+    session.notify("notifications/subscriptions/acknowledged", {"notifications": honoured, **tag},
+                   ctx.request_id)
+    session.listens[ctx.request_id] = honoured, session.loop.create_future()
+    try:
+        await session.listens[ctx.request_id][1]
+    finally:
+        del session.listens[ctx.request_id]
+    return tag
+
+
+_LISTS = (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"),
+          ("resourcesListChanged", "resources"))
+
+
 def _on_cancelled(session, params):
     id_ = params.get("requestId")
     if _is_id(id_) and (id_ in session.running or id_ in session.waiting):  # initialize never runs as a task
@@ -2079,7 +2234,10 @@ _METHODS = {
     "prompts/get": (_get_prompt, "prompts"),
     "logging/setLevel": (_set_level, "logging"),
     "completion/complete": (_complete, "completions"),
+    "subscriptions/listen": (_listen, None),
 }
+_MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
+_ROUNDS = frozenset((_call_tool, _get_prompt, _read_resource))    # may answer input_required
 _HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe",
                             "resources/unsubscribe"))
 _CACHEABLE = frozenset((_discover, _list_tools, _list_prompts, _list_resources, _list_templates,
@@ -2642,19 +2800,20 @@ class _McpEndpoint:
     """The Streamable HTTP endpoint (2025-03-26 and later): POST, GET and DELETE /mcp."""
 
     async def _mcp_post(self, x):
-        if not self._accepts(x, not self.json_response):
-            raise _HttpError(406, "Accept must list application/json and text/event-stream")
         body = _parsed_body(x)
         batch = type(body) is list
         # 2026-07-28 (its header, or its _meta claim) stands alone: a session of one request.
         modern = x.request.header("mcp-protocol-version") in MODERN_VERSIONS \
             or type(body) is dict and _modern(body.get("params"))
+        listen = modern and type(body) is dict and body.get("method") == "subscriptions/listen"
+        if not self._accepts(x, not self.json_response or listen):
+            raise _HttpError(406, "Accept must list application/json and text/event-stream")
         initialize = not modern and type(body) is dict and body.get("method") == "initialize" \
             and "id" in body
         if (entry := self._entry_for(x, body, modern, initialize)) is None:
             return True
         frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
-        stream = _Stream(json_only=self.json_response or batch)
+        stream = _Stream(json_only=self.json_response and not listen or batch)
         stream.abort = x.writer.transport.abort
         entry.posts.add(stream)
         try:
@@ -2686,6 +2845,7 @@ class _McpEndpoint:
                         encode(_error(id_ if _is_id(id_) else None, *mismatch)))
                 return None
             entry = _HttpSession(self.server, None, False, MODERN_VERSIONS[0])
+            entry.session.principal = x.request.header("authorization")
             self.stateless_entries.add(entry)
             return entry
         if x.request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
@@ -2725,9 +2885,9 @@ class _McpEndpoint:
             if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
                 break
             if message is _KEEPALIVE:
+                if x.reader.at_eof():   # the client left: its slot is freed (the work goes
+                    return False        # on; a 2026-07-28 listen ends with its session)
                 if stream.json_only:
-                    if x.reader.at_eof():   # the client left: its slot is freed (the work goes on)
-                        return False
                     continue
                 sse = sse or self._start_sse(x, headers, frame)
                 await x.send(frame(b": keepalive\n\n"))
@@ -4112,6 +4272,8 @@ class _Trace:
                     name = params.get("name", params.get("uri"))
                     if type(name) is str:
                         about["name"] = name[:80]
+                    if type(params.get("inputResponses")) is dict:     # 2026-07-28: a next round
+                        about["why"] = "answering " + ", ".join(map(str, params["inputResponses"]))[:200]
             return about
         about = {"kind": "response", "id": id_}
         answers = self.asked.pop(("S→C" if arrow == "C→S" else "C→S", repr(id_)), None)
@@ -4120,6 +4282,10 @@ class _Trace:
         error, result = message.get("error"), message.get("result")
         about["outcome"] = f"error {error.get('code')}" if type(error) is dict else \
             "ok, isError" if type(result) is dict and result.get("isError") is True else "ok"
+        if type(result) is dict and type(result.get("inputRequests")) is dict:
+            about["outcome"] = "input required: " + ", ".join(
+                f"{k} ({v.get('method') if type(v) is dict else '?'})"
+                for k, v in result["inputRequests"].items())[:200]
         return about
 
     def message(self, direction, channel, message):
@@ -4473,10 +4639,15 @@ def demo_server():
         return {"name": name, "email": users[name]}
 
     @server.tool(annotations={"destructiveHint": True, "idempotentHint": True})
-    async def deleteUser(name: str) -> str:
-        """Remove a user from the directory."""
-        if users.pop(name, None) is None:
+    async def deleteUser(name: str, ctx: Context) -> str:
+        """Remove a user from the directory (asking the user first, if the client can)."""
+        if name not in users:
             raise McpError(INVALID_PARAMS, f"No user named {name!r}.")
+        if "elicitation" in (ctx.client_capabilities or {}):
+            answer = await ctx.elicit(f"Delete user {name}?", {"ok": {"type": "boolean"}})
+            if answer.get("action") != "accept" or answer.get("content", {}).get("ok") is not True:
+                return f"Kept {name}."
+        users.pop(name, None)
         server.resource_updated("users://all")
         return f"Deleted {name}."
 

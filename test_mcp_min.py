@@ -1736,7 +1736,7 @@ class ModernSessionTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(found["resultType"], "complete")
         self.assertEqual(found["supportedVersions"][0], "2026-07-28")
         self.assertIn("2025-11-25", found["supportedVersions"])
-        self.assertEqual(found["capabilities"]["resources"], {"listChanged": True})     # no subscribe
+        self.assertEqual(found["capabilities"]["resources"], {"subscribe": True, "listChanged": True})
         self.assertEqual((found["ttlMs"], found["cacheScope"]), (0, "private"))
         self.assertEqual(found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "test-server")
         result = (await self.wire.request(modern(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})))["result"]
@@ -1772,6 +1772,186 @@ class ModernSessionTest(unittest.IsolatedAsyncioTestCase):
         error = (await self.wire.request(modern(3, "tools/call", {"name": "ask_user"})))["error"]
         self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
                                                           {"requiredCapabilities": {"elicitation": {}}}))
+
+
+class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
+    """2026-07-28 multi round-trip requests: a handler asks by answering input_required,
+    and runs again from the start when the client calls with the answers."""
+
+    ASKS = {"elicitation": {}, "sampling": {}, "roots": {}}
+
+    async def asyncSetUp(self):
+        self.server, self.state = make_server()
+        self.runs, self.charged = [], []
+
+        @self.server.tool()
+        async def order(ctx: Context, item: str) -> str:
+            self.runs.append(item)                  # runs once per round
+            number = await ctx.once("order", lambda: self.charged.append(item) or len(self.charged))
+            size = await ctx.elicit("Size?", {"size": {"type": "string"}})
+            if size["action"] != "accept":
+                return "cancelled"
+            color = await ctx.elicit("Color?", {"color": {"type": "string"}}, key="color")
+            return f"order {number}: {size['content']['size']} {color['content']['color']} {item}"
+
+        @self.server.tool()
+        async def survey(ctx: Context) -> str:
+            name, roots, reply = await asyncio.gather(
+                ctx.elicit("Name?", {"name": {"type": "string"}}, key="name"),
+                ctx.list_roots(), ctx.sample("Hi", 10, key="hi"))
+            return f"{name['content']['name']} {len(roots)} {reply['content']['text']}"
+
+        @self.server.tool()
+        def confirm(ctx: Context) -> str:           # a sync tool asks from its thread
+            return ctx.run(ctx.elicit("Sure?", {"ok": {"type": "boolean"}}, key="ok"))["action"]
+        self.wire = Wire(self.server)
+
+    async def call(self, id_, name, arguments=None, server=None, **rounds):
+        wire = Wire(server) if server else self.wire
+        message = modern(id_, "tools/call", {"name": name, "arguments": arguments or {}, **rounds},
+                         self.ASKS)
+        return await wire.request(message)
+
+    async def test_rounds_until_complete_and_once_runs_once(self):
+        first = (await self.call(1, "order", {"item": "tea"}))["result"]
+        self.assertEqual(first["resultType"], "input_required")
+        self.assertEqual(first["inputRequests"], {"elicitation-1": {"method": "elicitation/create", "params": {
+            "message": "Size?", "requestedSchema": {"type": "object", "properties": {"size": {"type": "string"}}}}}})
+        accept = {"action": "accept", "content": {"size": "large"}}
+        second = (await self.call(2, "order", {"item": "tea"}, inputResponses={"elicitation-1": accept},
+                                  requestState=first["requestState"]))["result"]
+        self.assertEqual((second["resultType"], list(second["inputRequests"])), ("input_required", ["color"]))
+        self.assertNotEqual(second["requestState"], first["requestState"])
+        # A missing answer is asked for again; answers not asked for are ignored.
+        again = (await self.call(3, "order", {"item": "tea"}, inputResponses={"other": accept},
+                                 requestState=second["requestState"]))["result"]
+        self.assertEqual(list(again["inputRequests"]), ["color"])
+        last = (await self.call(4, "order", {"item": "tea"}, requestState=second["requestState"],
+                                inputResponses={"color": {"action": "accept", "content": {"color": "red"}}}))
+        self.assertEqual(tool_text(last), "order 1: large red tea")
+        self.assertEqual(last["result"]["resultType"], "complete")
+        self.assertEqual((len(self.runs), self.charged), (4, ["tea"]))    # four rounds, one charge
+
+    async def test_asks_made_together_go_in_one_round(self):
+        first = (await self.call(1, "survey"))["result"]
+        self.assertEqual(sorted(first["inputRequests"]), ["hi", "name", "roots-2"])
+        answers = {"name": {"action": "accept", "content": {"name": "Ada"}},
+                   "roots-2": {"roots": [{"uri": "file:///a"}]},
+                   "hi": {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"}}
+        done = await self.call(2, "survey", inputResponses=answers, requestState=first["requestState"])
+        self.assertEqual(tool_text(done), "Ada 1 hello")
+        # A sync tool too; and answers sent with no requestState are taken as this round's.
+        self.assertEqual((await self.call(3, "confirm"))["result"]["resultType"], "input_required")
+        done = await self.call(4, "confirm", inputResponses={"ok": {"action": "decline"}})
+        self.assertEqual(tool_text(done), "decline")
+
+    async def test_bad_state_and_answers_are_refused(self):
+        first = (await self.call(1, "order", {"item": "tea"}))["result"]
+        state, accept = first["requestState"], {"elicitation-1": {"action": "accept", "content": {"size": "s"}}}
+        other_server = make_server()[0]
+        cases = [({"item": "tea"}, {"requestState": state[:-3] + "AAA="}, None, "not this server's"),
+                 ({"item": "cake"}, {"requestState": state}, None, "not this server's"),    # other params
+                 ({"item": "tea"}, {"requestState": state}, other_server, "not this server's"),
+                 ({"item": "tea"}, {"requestState": 7}, None, "requestState a string"),
+                 ({"item": "tea"}, {"inputResponses": None}, None, "must be an object"),
+                 ({"item": "tea"}, {"requestState": state, "inputResponses": {"elicitation-1": 12345}},
+                  None, "'action'")]
+        for i, (arguments, rounds, server, words) in enumerate(cases, 2):
+            rounds.setdefault("inputResponses", accept)
+            error = (await self.call(i, "order", arguments, server, **rounds))["error"]
+            self.assertEqual(error["code"], INVALID_PARAMS, rounds)
+            self.assertIn(words, error["message"])
+        self.wire.session.principal = "Bearer someone-else"     # another user
+        error = (await self.call(20, "order", {"item": "tea"}, requestState=state, inputResponses=accept))["error"]
+        self.assertIn("not this server's", error["message"])
+        self.wire.session.principal = ""
+        with mock.patch.object(mcp_min.time, "time", return_value=time.time() + mcp_min.STATE_TTL + 1):
+            error = (await self.call(21, "order", {"item": "tea"}, requestState=state, inputResponses=accept))
+        self.assertIn("expired", error["error"]["message"])
+        self.assertEqual(self.charged, ["tea"])     # nothing refused ran the tool on
+
+    async def test_a_shared_key_lets_any_process_continue(self):
+        one, two = (Server("a", state_key="k" * 32), Server("b", state_key=b"k" * 32))
+
+        def hi(ctx: Context) -> str:
+            return ctx.run(ctx.elicit("Hi?", {}))["action"]
+        one.add_tool(hi), two.add_tool(hi)
+        first = (await self.call(1, "hi", server=one))["result"]
+        done = await self.call(2, "hi", server=two, requestState=first["requestState"],
+                               inputResponses={"elicitation-1": {"action": "cancel"}})
+        self.assertEqual(tool_text(done), "cancel")
+        with self.assertRaises(ValueError):
+            Server("short", state_key="too short")
+        with mock.patch.dict(os.environ, {"MCP_MIN_STATE_KEY": "e" * 16}):
+            self.assertEqual(Server("env").state_key, b"e" * 16)
+
+    async def test_only_what_may_ask_does(self):
+        # A capability not declared is -32021; in a handshake session asks are requests.
+        error = (await self.wire.request(modern(1, "tools/call", {"name": "survey"})))["error"]
+        self.assertEqual(error["code"], mcp_min.MISSING_CAPABILITY)
+        await self.wire.initialize(capabilities={"elicitation": {}})
+        self.wire.feed(rpc(2, "tools/call", {"name": "confirm"}))
+        ask = await self.wire.wait_for(lambda m: m.get("method") == "elicitation/create")
+        self.wire.feed({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}})
+        self.assertEqual(tool_text(await self.wire.response(2)), "accept")
+
+
+class ListenTest(unittest.IsolatedAsyncioTestCase):
+    """2026-07-28 subscriptions/listen: change notifications on a request's own stream."""
+
+    async def asyncSetUp(self):
+        self.server, _ = make_server()
+        self.wire = Wire(self.server)
+
+    def tagged(self, id_):
+        return lambda m: m.get("params", {}).get("_meta", {}).get(
+            "io.modelcontextprotocol/subscriptionId") == id_
+
+    async def test_acknowledged_filtered_tagged_and_ended(self):
+        self.wire.feed(modern(7, "subscriptions/listen", {"notifications": {
+            "toolsListChanged": True, "promptsListChanged": False, "nonsense": True,
+            "resourceSubscriptions": ["config://app", 3]}}))
+        ack = await self.wire.wait_for(self.tagged(7))
+        self.assertEqual(ack["method"], "notifications/subscriptions/acknowledged")
+        self.assertEqual(ack["params"]["notifications"], {"toolsListChanged": True,
+                                                          "resourceSubscriptions": ["config://app"]})
+        self.server.add_prompt(lambda: "p", "p")       # not asked for: not sent
+        self.server.add_tool(lambda: "t", "t")
+        self.server.resource_updated("config://other")
+        self.server.resource_updated("config://app")
+        changed = await self.wire.wait_for(self.tagged(7))
+        self.assertEqual(changed["method"], "notifications/tools/list_changed")
+        updated = await self.wire.wait_for(self.tagged(7))
+        self.assertEqual((updated["method"], updated["params"]["uri"]),
+                         ("notifications/resources/updated", "config://app"))
+        self.assertEqual(await self.wire.request(modern(8, "tools/list")) and
+                         len([m for m in self.wire.messages if self.tagged(7)(m)]), 3)
+        # The client ends it by cancelling: no answer. A second one ends when the server stops.
+        self.wire.feed(note("notifications/cancelled", {"requestId": 7}))
+        self.wire.feed(modern(9, "subscriptions/listen", {"notifications": {}}))
+        await self.wire.wait_for(self.tagged(9))
+        await asyncio.wait_for(self.wire.session.stop(5.0), TIMEOUT)
+        self.assertEqual(self.wire.answers(7), [])
+        end = (await self.wire.response(9))["result"]
+        self.assertEqual(end["resultType"], "complete")
+        self.assertEqual(end["_meta"]["io.modelcontextprotocol/subscriptionId"], 9)
+        self.assertEqual(self.wire.session.listens, {})
+
+    async def test_bad_and_too_many(self):
+        error = (await self.wire.request(modern(1, "subscriptions/listen", {"notifications": []})))["error"]
+        self.assertEqual(error["code"], INVALID_PARAMS)
+        for i in range(2, 2 + mcp_min.MAX_LISTENS // 16):
+            self.wire.feed(modern(i, "subscriptions/listen", {"notifications": {}}))
+            await self.wire.wait_for(self.tagged(i))
+        error = (await self.wire.request(modern(50, "subscriptions/listen", {"notifications": {}})))["error"]
+        self.assertIn("Too many", error["message"])
+        other = Wire(self.server)       # the handshake era has no listen
+        await other.initialize()
+        self.assertEqual((await other.request(rpc(1, "subscriptions/listen", {"notifications": {}})))
+                         ["error"]["code"], METHOD_NOT_FOUND)
+        self.wire.session.close()
+        await self.wire.settle()
+        self.assertEqual(self.wire.session.listens, {})
 
 
 class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
@@ -3411,6 +3591,52 @@ class HttpModernTest(HttpTestCase):
         self.assertEqual(tool_text(response.json()), "2")
 
 
+    async def test_input_required_rounds_over_http(self):
+        ask = modern(1, "tools/call", {"name": "ask_user", "arguments": {}}, {"elicitation": {}})
+        first = await self.post(ask)
+        self.assertEqual(first.status, 200, first)
+        state = first.json()["result"]["requestState"]
+        self.assertEqual(first.json()["result"]["inputRequests"]["elicitation-1"]["method"],
+                         "elicitation/create")
+        ask["params"].update(requestState=state, inputResponses={
+            "elicitation-1": {"action": "accept", "content": {"name": "Ada"}}})
+        ask["id"] = 2
+        stolen = await self.post(ask, Authorization="Bearer someone-else")     # another user's
+        self.assertJsonRpcError(stolen, 400, INVALID_PARAMS, 2)
+        done = await self.post(ask)
+        self.assertEqual(done.json()["result"]["structuredContent"],
+                         {"action": "accept", "content": {"name": "Ada"}})
+
+    async def test_listen_streams_until_the_client_leaves(self):
+        listen = modern(5, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+        refused = await self.post(listen, Accept="application/json")
+        self.assertEqual(refused.status, 406)
+        with mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.05):
+            reader, writer = await self.client.connect()
+            writer.write(self.client.build("POST", "/mcp", listen, self.headers(listen)))
+            head = await read_head(reader)
+            self.assertEqual((head.status, head.header("content-type")), (200, "text/event-stream"))
+
+            async def next_message():
+                while True:
+                    event = await read_event(reader)
+                    if "data" in event:
+                        return json.loads(event["data"])
+            ack = await next_message()
+            self.assertEqual(ack["method"], "notifications/subscriptions/acknowledged")
+            self.server.add_tool(lambda: "", "new_tool")
+            changed = await next_message()
+            self.assertEqual(changed["method"], "notifications/tools/list_changed")
+            self.assertEqual(changed["params"]["_meta"], {"io.modelcontextprotocol/subscriptionId": 5})
+            writer.close()
+            for _ in range(500):   # the server notices at its next keepalive
+                if not any(s.listens for s in list(self.server.sessions)):
+                    break
+                await asyncio.sleep(0.01)
+            self.assertFalse(any(s.listens for s in list(self.server.sessions)))
+            self.assertEqual(self.http.stateless_entries, set())
+
+
 class HttpStatelessTest(HttpTestCase):
     """--stateless: Streamable HTTP without sessions; every POST stands alone."""
     options = {"stateless": True}
@@ -4552,9 +4778,9 @@ class SameAnswersTest(HttpTestCase):
 class ServerProcess:
     """`python mcp_min.py serve --port 0 [ARGS]`: its port, and its resident memory."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, **env):
         self.proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE,
-                                     env=_clean_env(), stdin=subprocess.DEVNULL,
+                                     env=_clean_env(**env), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.port = None
         while self.port is None:
@@ -4573,6 +4799,29 @@ class ServerProcess:
         self.proc.kill()
         self.proc.wait(TIMEOUT)
         self.proc.stderr.close()
+
+
+class ScaleOutTest(unittest.IsolatedAsyncioTestCase):
+    """The README's scale-out: 2026-07-28 requests need no session, so any process that
+    shares the requestState key (MCP_MIN_STATE_KEY) continues what another began."""
+
+    async def test_two_processes_one_request(self):
+        key = "a shared secret of some length"
+        one, two, stranger = (ServerProcess(MCP_MIN_STATE_KEY=key), ServerProcess(MCP_MIN_STATE_KEY=key),
+                              ServerProcess())
+        for process in (one, two, stranger):
+            self.addCleanup(process.close)
+        ask = modern(1, "tools/call", {"name": "deleteUser", "arguments": {"name": "John"}},
+                     {"elicitation": {}})
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "deleteUser"}
+        first = (await one.client.post(ask, headers=headers)).json()["result"]
+        self.assertEqual(first["inputRequests"]["elicitation-1"]["params"]["message"], "Delete user John?")
+        ask["params"].update(requestState=first["requestState"], inputResponses={
+            "elicitation-1": {"action": "accept", "content": {"ok": True}}})
+        refused = await stranger.client.post(ask, headers=headers)
+        self.assertEqual((refused.status, refused.json()["error"]["code"]), (400, INVALID_PARAMS))
+        done = await two.client.post(ask, headers=headers)
+        self.assertEqual(tool_text(done.json()), "Deleted John.")
 
 
 @unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")

@@ -160,6 +160,114 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str:
     return f"Elicitation completed: action={result.get('action')}, content={result.get('content')}"
 
 
+# -- 2026-07-28: a tool asks by answering (input_required), and runs again with the answers --
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@server.tool()
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Ask the user's name (the conformance suite names the ask "user_name")."""
+    answer = await ctx.elicit("What is your name?", NAME, key="user_name")
+    return f"Hello, {answer.get('content', {}).get('name')}!"
+
+
+@server.tool()
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Ask the client's model a question."""
+    answer = await ctx.sample("What is the capital of France?", 100, key="capital_question")
+    return f"The model says: {answer['content'].get('text')}"
+
+
+@server.tool()
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """List the client's roots."""
+    roots = await ctx.list_roots(key="client_roots")
+    return "Roots: " + ", ".join(root.get("uri", "?") for root in roots)
+
+
+@server.tool()
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Ask for a confirmation; requestState is checked before the answer is taken."""
+    answer = await ctx.elicit("Confirm?", {"ok": {"type": "boolean"}}, key="confirm")
+    return f"state-ok: confirmed={answer.get('content', {}).get('ok')}"
+
+
+server.add_tool(test_input_required_result_request_state, "test_input_required_result_tampered_state")
+
+
+@server.tool()
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Three asks in one round: made together (gather), they go out together."""
+    name, greeting, roots = await asyncio.gather(
+        ctx.elicit("What is your name?", NAME, key="user_name"),
+        ctx.sample("Generate a greeting", 50, key="greeting"),
+        ctx.list_roots(key="client_roots"))
+    return f"{greeting['content'].get('text')} {name['content']['name']} ({len(roots)} roots)"
+
+
+@server.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Two rounds: the second question comes once the first is answered."""
+    name = await ctx.elicit("Step 1: What is your name?", NAME, key="step1")
+    color = await ctx.elicit("Step 2: What is your favorite color?", {
+        "type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+        key="step2")
+    return f"{name['content']['name']} likes {color['content']['color']}"
+
+
+@server.tool()
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Ask only what the client said it can answer."""
+    asks = []
+    if "sampling" in ctx.client_capabilities:
+        asks.append(ctx.sample("Say hello", 20, key="hello"))
+    if "elicitation" in ctx.client_capabilities:
+        asks.append(ctx.elicit("What is your name?", NAME, key="user_name"))
+    return f"{len(await asyncio.gather(*asks))} answers"
+
+
+@server.prompt()
+async def test_input_required_result_prompt(ctx: Context):
+    """A prompt that asks the user for context first."""
+    answer = await ctx.elicit("What context should the prompt use?", {
+        "context": {"type": "string"}}, key="prompt_context")
+    return f"Use this context: {answer.get('content', {}).get('context')}"
+
+
+@server.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs sampling: a client that does not declare it gets -32021."""
+    return (await ctx.sample("Hello?", 10))["content"].get("text", "")
+
+
+@server.tool()
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Asks the user: over 2026-07-28 as an input_required result, never a request."""
+    return str(await ctx.elicit("Your name?", NAME))
+
+
+@server.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs (only to a request that asked, with a logLevel in its _meta)."""
+    await ctx.log("info", "test_logging_tool ran")
+    return "logged"
+
+
+@server.tool()
+def test_trigger_tool_change() -> str:
+    """Add and remove a tool: listeners hear tools/list_changed."""
+    server.remove_tool(server.add_tool(lambda: "", "test_temporary_tool").name)
+    return "tools changed"
+
+
+@server.tool()
+def test_trigger_prompt_change() -> str:
+    """Add and remove a prompt: listeners hear prompts/list_changed."""
+    server.remove_prompt(server.add_prompt(lambda: "", "test_temporary_prompt").name)
+    return "prompts changed"
+
+
 # A hand-written JSON Schema (2020-12, with $defs) instead of one from type hints.
 @server.tool(input_schema={
     "$schema": "https://json-schema.org/draft/2020-12/schema",
