@@ -106,7 +106,7 @@ __all__ = [
     "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT",
     "WRITE_BUFFER", "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID",
-    "SESSION_IDLE", "MAX_QUEUED", "MAX_SSE_EVENT", "CONNECT_TIMEOUT", "KILL_STEP",
+    "SESSION_IDLE", "MAX_QUEUED", "MAX_SSE_EVENT", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT", "MAX_ROUNDS",
     "__version__",
 ]
 
@@ -180,6 +180,9 @@ HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize li
                                     # MAX_SESSIONS the one idle longest makes room if idle this long
 MAX_SSE_EVENT = 16 * 1024 * 1024    # client: a longer SSE event ends the connection
 CONNECT_TIMEOUT = 10.0              # client: seconds to reach a server and see its endpoint
+DISCOVER_TIMEOUT = 5.0              # client: seconds a stdio server gets to answer server/discover;
+                                    # no answer means a handshake-era server: initialize
+MAX_ROUNDS = 10                     # client: input_required rounds answered for one request -> -32603
 KILL_STEP = 2.0                     # client: seconds a stdio server gets to exit after EOF, then
                                     # after SIGTERM, before SIGKILL
 
@@ -2831,7 +2834,7 @@ class _McpEndpoint:
             entry.posts.discard(stream)
             entry.last_active = _now()
             if self.stateless or modern or initialize and entry.sid not in self.sessions:
-                entry.close(cancel=False)
+                entry.close(cancel=modern)  # 2026-07-28: a client that leaves cancels
                 self.stateless_entries.discard(entry)
 
     def _entry_for(self, x, body, modern, initialize):
@@ -2879,8 +2882,8 @@ class _McpEndpoint:
         """Write the responses to a POST: one JSON body if nothing came before
         the result, else an SSE stream of everything related, result last."""
         responses, sse = [], False
-        while True:
-            x.deadline.set(KEEPALIVE_INTERVAL, stream.poke)
+        while True:     # 2026-07-28: a closed stream is a cancel, so it is looked for each second
+            x.deadline.set(min(KEEPALIVE_INTERVAL, 1.0) if modern else KEEPALIVE_INTERVAL, stream.poke)
             message = await stream.get()
             if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
                 break
@@ -3292,26 +3295,33 @@ class Client(_Peer):
     A URL is tried as Streamable HTTP first; a 4xx to that probe falls back to
     the legacy HTTP+SSE transport, as VS Code does.
 
+    `era` "auto" asks first in 2026-07-28's way (server/discover), and falls back
+    to the handshake (initialize, `protocol_version`) if the server does not speak
+    it; "2026-07-28" or "handshake" allow only one. Both eras look the same from here.
+
     Handlers answer the server's requests: ``sampling(params) -> result``,
     ``elicitation(params) -> result``, and `roots` (a list of Root dicts, or a
-    function returning one).
+    function returning one); in 2026-07-28 they answer its input_required results.
     Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
     """
 
     def __init__(self, target, *, token=None, timeout=None, name="mcp_min",
                  protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None,
                  roots=None, on_log=None, on_notification=None, trace=None, transport="auto",
-                 env=None):
+                 env=None, era="auto"):
         super().__init__()
+        if era not in ("auto", "handshake", *MODERN_VERSIONS):
+            raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
         self.target, self.token, self.timeout = target, token, timeout or REPLY_TIMEOUT
         self.client_info = {"name": name, "version": __version__}
+        self.era, self.log_level = era, None
         self.requested_version = protocol_version
         self.sampling, self.elicitation, self.roots = sampling, elicitation, roots
         self.on_log, self.on_notification = on_log, on_notification
         self.trace = _Trace(trace, side="client") if isinstance(trace, str) else trace
         self.transport_kind, self.env = transport, env
         self.server_info = self.server_capabilities = self.protocol_version = self.instructions = None
-        self._transport, self._progress, self._tasks = None, {}, set()
+        self._transport, self._progress, self._tasks, self._listens = None, {}, set(), {}
 
     # -- connecting ----------------------------------------------------------------
     async def __aenter__(self):
@@ -3343,7 +3353,8 @@ class Client(_Peer):
                 self._transport = kind(target, self)
                 try:
                     await self._transport.start()
-                    await self._initialize()
+                    if self.era == "handshake" or kind is _LegacySse or not await self._discover():
+                        await self._initialize()
                     break
                 except _Fallback:   # a 4xx to the probe means "try legacy SSE" (transports)
                     await self._transport.close()
@@ -3353,6 +3364,38 @@ class Client(_Peer):
             await self.close()
             raise
         return self
+
+    @property
+    def modern(self):
+        """Whether we speak 2026-07-28 with this server: no session, each request whole."""
+        return self.protocol_version in MODERN_VERSIONS
+
+    async def _discover(self):
+        """2026-07-28 first: server/discover. True if the server speaks it; False if
+        it is of the handshake era (any error but a version we share, or silence)."""
+        versions = [self.era] if self.era in MODERN_VERSIONS else list(MODERN_VERSIONS)
+        while versions:
+            self.protocol_version = versions.pop(0)
+            try:
+                result = await self.request("server/discover", timeout=DISCOVER_TIMEOUT
+                                            if isinstance(self._transport, _StdioClient) else None)
+            except McpError as e:
+                self.protocol_version = None
+                data = e.data if type(e.data) is dict else {}
+                if e.code == UNSUPPORTED_VERSION and type(data.get("supported")) is list:
+                    versions = [v for v in versions if v in data["supported"]]
+                    continue
+                if self.era != "auto" or e.code == CONNECTION_CLOSED and self._gone:
+                    raise
+                _log.debug("server/discover: %s; the handshake then", e.message)
+                return False
+            self.server_info = (result.get("_meta") or {}).get(_MODERN + "serverInfo", {})
+            self.server_capabilities = result.get("capabilities", {})
+            self.instructions = result.get("instructions")
+            return True
+        if self.era != "auto":
+            raise McpError(UNSUPPORTED_VERSION, f"the server does not speak {self.era}")
+        return False
 
     async def _initialize(self):
         result = await self.request("initialize", {
@@ -3378,19 +3421,67 @@ class Client(_Peer):
     # -- messages ------------------------------------------------------------------
     async def request(self, method, params=None, timeout=None, on_progress=None):
         """Send a request; return its result or raise McpError. On timeout the
-        server is sent notifications/cancelled."""
+        server is sent notifications/cancelled. In 2026-07-28 each request carries
+        who we are in its _meta, and an input_required result is answered (by the
+        same handlers as the server's requests) and the request sent again."""
         if self._transport is None and not self._gone:
             raise McpError(CONNECTION_CLOSED, "Not connected")
-        id_ = next(self._ids)
+        params, first = self._whole(params), None
+        for round_ in range(1, MAX_ROUNDS + 1):
+            id_ = next(self._ids)
+            first = first or id_
+            if on_progress:
+                params["_meta"] = {**params.get("_meta", {}), "progressToken": id_}
+                self._progress[id_] = on_progress
+            why = round_ > 1 and _TRACE_WHY.set(f"round {round_} of {method} #{first}")
+            try:
+                result = await self._exchange(id_, method, params or None, timeout or self.timeout,
+                                              lambda message: self._transport.send(message))
+            finally:
+                self._progress.pop(id_, None)
+                why and _TRACE_WHY.reset(why)
+            if not self.modern or type(result) is not dict or result.get("resultType") != "input_required":
+                return result
+            asked = result.get("inputRequests") if type(result.get("inputRequests")) is dict else {}
+            params = {**params, "inputResponses": {key: await self._handle(ask.get("method"), ask.get(
+                "params") or {}) if type(ask) is dict else {} for key, ask in asked.items()}}
+            params.pop("requestState", None)    # echoed byte for byte, and only if given
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+        raise McpError(INTERNAL_ERROR, f"{method}: still asking for input after {MAX_ROUNDS} rounds")
+
+    def _whole(self, params):
+        """The params of a request; in 2026-07-28 with who we are in _meta."""
         params = dict(params or {})
-        if on_progress:
-            params["_meta"] = {**params.get("_meta", {}), "progressToken": id_}
-            self._progress[id_] = on_progress
+        if self.modern:
+            params["_meta"] = {_MODERN + "protocolVersion": self.protocol_version,
+                               _MODERN + "clientCapabilities": self.capabilities(),
+                               _MODERN + "clientInfo": self.client_info, **params.get("_meta", {})}
+            if self.log_level or self.on_log:   # log messages: only to a request that asks
+                params["_meta"][_MODERN + "logLevel"] = self.log_level or "info"
+        return params
+
+    async def listen(self, on_tools=None, on_prompts=None, on_resources=None, on_updated=None,
+                     uris=()):
+        """2026-07-28: hear of changes, until the server ends the stream (this then
+        returns) or this is cancelled. Each callback given is called with the params
+        of its notification: the tool, prompt or resource list changed, or a
+        resource of `uris` was updated."""
+        callbacks = {"notifications/tools/list_changed": on_tools,
+                     "notifications/prompts/list_changed": on_prompts,
+                     "notifications/resources/list_changed": on_resources,
+                     "notifications/resources/updated": on_updated}
+        wanted = {key: True for key, fn in zip(("toolsListChanged", "promptsListChanged",
+                                                "resourcesListChanged"), callbacks.values()) if fn}
+        if on_updated:
+            wanted["resourceSubscriptions"] = list(uris)
+        id_ = next(self._ids)
+        self._listens[id_] = callbacks
         try:
-            return await self._exchange(id_, method, params or None, timeout or self.timeout,
-                                        lambda message: self._transport.send(message))
+            return await self._exchange(id_, "subscriptions/listen", self._whole(
+                {"notifications": wanted}), None, lambda message: self._transport.send(message))
         finally:
-            self._progress.pop(id_, None)
+            del self._listens[id_]
 
     async def notify(self, method, params=None):
         message = {"jsonrpc": "2.0", "method": method, **({} if params is None else {"params": params})}
@@ -3399,6 +3490,8 @@ class Client(_Peer):
     def _abandon(self, id_, method, reason, related=None):
         """Tell the server a request is abandoned, in the background: never wait on it."""
         if method == "initialize" or self._transport is None:     # initialize is never cancelled
+            return
+        if self.modern and self._transport.drop(id_):   # 2026-07-28 HTTP: by closing its stream
             return
 
         async def tell():
@@ -3423,7 +3516,11 @@ class Client(_Peer):
         else:
             params = message.get("params") or {}
             method = message["method"]
-            if method == "notifications/progress" and params.get("progressToken") in self._progress:
+            meta = params.get("_meta") if type(params) is dict and type(params.get("_meta")) is dict else {}
+            listen = meta.get(_MODERN + "subscriptionId")
+            if _is_id(listen) and self._listens.get(listen, {}).get(method):
+                self._call(self._listens[listen][method], params)
+            elif method == "notifications/progress" and params.get("progressToken") in self._progress:
                 self._call(self._progress[params["progressToken"]], params)
             elif method == "notifications/message" and self.on_log:
                 self._call(self.on_log, params)
@@ -3438,22 +3535,23 @@ class Client(_Peer):
         except Exception:
             _log.exception("client callback failed")
 
-    async def _answer(self, message):
-        method, params = message["method"], message.get("params") or {}
+    async def _handle(self, method, params):
+        """What we answer to the server's request (or input request): our handlers'."""
         handler = {"sampling/createMessage": self.sampling,
                    "elicitation/create": self.elicitation}.get(method)
+        if method == "ping":
+            return {}
+        if method == "roots/list" and self.roots is not None:
+            return {"roots": list(self.roots() if callable(self.roots) else self.roots)}
+        if handler is None:
+            raise McpError(METHOD_NOT_FOUND, "Method not found")
+        result = handler(params)
+        return await result if asyncio.iscoroutine(result) else result
+
+    async def _answer(self, message):
+        method, params = message["method"], message.get("params") or {}
         try:
-            if method == "ping":
-                result = {}
-            elif method == "roots/list" and self.roots is not None:
-                result = {"roots": list(self.roots() if callable(self.roots) else self.roots)}
-            elif handler is None:
-                raise McpError(METHOD_NOT_FOUND, "Method not found")
-            else:
-                result = handler(params)
-                if asyncio.iscoroutine(result):
-                    result = await result
-            reply = _result(message["id"], result)
+            reply = _result(message["id"], await self._handle(method, params))
         except McpError as e:
             reply = _error(message["id"], e.code, e.message, e.data)
         except Exception:
@@ -3479,7 +3577,9 @@ class Client(_Peer):
             seen.add(cursor)
 
     async def ping(self):
-        return await self.request("ping")
+        """{} if the server answers (2026-07-28 has no ping: server/discover stands in)."""
+        return await self.request("ping") if not self.modern else \
+            await self.request("server/discover") and {}
 
     async def list_tools(self):
         return await self._all("tools/list", "tools")
@@ -3516,6 +3616,9 @@ class Client(_Peer):
         return (await self.request("completion/complete", params))["completion"]
 
     async def set_log_level(self, level):
+        if self.modern:     # 2026-07-28: each request asks for the log messages it wants
+            self.log_level = level
+            return {}
         return await self.request("logging/setLevel", {"level": level})
 
 
@@ -3524,6 +3627,7 @@ def _background(tasks, coroutine):
     task = asyncio.ensure_future(coroutine)
     tasks.add(task)
     task.add_done_callback(tasks.discard)
+    return task
 
 
 class SyncClient:
@@ -3582,6 +3686,10 @@ class _Transport:
 
     async def initialized(self):
         pass
+
+    def drop(self, id_):
+        """Abandon request `id_` in the transport's own way: True if it did."""
+        return False
 
     def _trace(self, kind, *args):
         if self.client.trace:
@@ -3783,7 +3891,7 @@ async def _http(url, method, headers, body=b"", trace=None):
             status = int(rest[:3])
             if status >= 200:
                 break       # 1xx (100 Continue, 103 Early Hints) come before the real one
-    except Exception:
+    except BaseException:   # cancelled too: the connection goes with the request
         writer.close()
         raise
     response_headers = {k.strip().lower(): v.strip()
@@ -3857,6 +3965,10 @@ _BOM = b"\xef\xbb\xbf"
 _REINITIALIZING = contextvars.ContextVar("mcp_min_reinitializing", default=False)
 
 
+# 2026-07-28 HTTP: the Mcp-Name header repeats this param of these methods
+_NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
 class _StreamableHttp(_Transport):
     """Streamable HTTP (2025-03-26+): a POST per message, JSON or SSE replies."""
 
@@ -3864,6 +3976,7 @@ class _StreamableHttp(_Transport):
         self.url, self.client = url, client
         self.session_id = self._get_stream = None
         self._tasks = set()
+        self._streams = {}      # request id -> the task reading its SSE answer
         self._closing = False
         self._reinitializing = asyncio.Lock()
 
@@ -3878,8 +3991,14 @@ class _StreamableHttp(_Transport):
         if is_request and message["method"] != "initialize":
             # The POST may stream for as long as the tool runs: don't hold the caller,
             # who waits on its own future (with its own timeout).
-            return _background(self._tasks, self._post_request(message))
+            return self._track(message["id"], self._post_request(message))
         await self._post(message, is_request)
+
+    def _track(self, id_, coroutine):
+        """Run what carries request `id_`'s answer (its POST, then its stream) as a task
+        that `drop` can end."""
+        task = self._streams[id_] = _background(self._tasks, coroutine)
+        task.add_done_callback(lambda _: self._streams.get(id_) is task and self._streams.pop(id_))
 
     async def _post_request(self, message):
         try:
@@ -3888,9 +4007,21 @@ class _StreamableHttp(_Transport):
             self.client._fail(message["id"], e if isinstance(e, McpError)
                               else McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}"))
 
+    def drop(self, id_):
+        """2026-07-28: a request is abandoned by closing its connection."""
+        task = self._streams.pop(id_, None)
+        return task is not None and task.cancel()
+
     async def _post(self, message, is_request, again=True):
         headers = self._headers()
         headers["Content-Type"] = "application/json"
+        if self.client.modern and is_request:   # 2026-07-28: routable without reading the body
+            headers["Mcp-Method"] = method = message["method"]
+            name = (message.get("params") or {}).get(_NAME_KEY.get(method))
+            if type(name) is str:
+                headers["Mcp-Name"] = name if name.isascii() and name.isprintable() and \
+                    name == name.strip() and not name.startswith("=?") else \
+                    "=?base64?" + base64.b64encode(name.encode()).decode() + "?="
         sent_with = self.session_id
         try:
             response = await _http(self.url, "POST", headers, encode(message), self.client.trace)
@@ -3927,7 +4058,8 @@ class _StreamableHttp(_Transport):
             raise error
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == "text/event-stream":
-            return _background(self._tasks, self._events(response, message.get("id") if is_request else None))
+            return self._track(message.get("id") if is_request else None,
+                               self._events(response, message.get("id") if is_request else None))
         body = await response.body()
         response.writer.close()
         if body.strip():
@@ -4167,6 +4299,8 @@ async def _client_run(args, name, arguments, raw):
             return await client.call_tool(name, arguments)
         if method == "logging/setLevel":
             return await client.set_log_level(name)
+        if method == "ping":
+            return await client.ping()
         return await client.request(method, {"uri": name} if name else arguments)
 
 

@@ -21,6 +21,7 @@ import doctest
 import enum
 import hmac
 import importlib.util
+import itertools
 import inspect
 import json
 import logging
@@ -5076,6 +5077,12 @@ def _slow_server_file(tmp):
     return path
 
 
+async def _until(condition, step=0.005):
+    """Wait until `condition()` holds (the caller bounds the wait)."""
+    while not condition():
+        await asyncio.sleep(step)
+
+
 class ClientTests(unittest.IsolatedAsyncioTestCase):
     """mcp_min.Client against mcp_min servers (pipes, sockets, both HTTP transports), and hostile ones."""
 
@@ -5101,29 +5108,35 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             roots=[{"uri": "file:///tmp/project", "name": "project"}],
             on_log=lambda p: seen.append(("log", p["data"])))
 
-    async def check_full_exchange(self, target):
+    async def check_full_exchange(self, target, era="handshake"):
         seen = []
-        async with mcp_min.Client(target, timeout=10, **self.handlers(seen)) as client:
-            self.assertIn(client.protocol_version, mcp_min.PROTOCOL_VERSIONS)
+        async with mcp_min.Client(target, timeout=10, era=era, **self.handlers(seen)) as client:
+            self.assertIn(client.protocol_version, mcp_min.PROTOCOL_VERSIONS if era == "handshake"
+                          or target[-4:] == "/sse" else mcp_min.MODERN_VERSIONS)
+            self.assertEqual(client.server_info["name"], "slow")
             names = [t["name"] for t in await client.list_tools()]
             self.assertEqual(names, ["slow", "stream_then_wait", "cancelled", "chatty"])
             progress = []
+            # 2026-07-28: the tool asks by answering, three times, and runs again each time
             result = await client.call_tool("chatty", on_progress=progress.append)
             self.assertEqual(result["content"][0]["text"], "hi / Ada / file:///tmp/project")
-            self.assertEqual([p["progress"] for p in progress], [1, 2, 3])
+            self.assertEqual([p["progress"] for p in progress][-3:], [1, 2, 3])
             self.assertIn(("log", "hello from the tool"), seen)
             self.assertEqual(await client.ping(), {})
         return client
 
     async def test_stdio(self):
         await self.check_full_exchange([sys.executable, self.server_file])
+        await self.check_full_exchange([sys.executable, self.server_file], "auto")
 
     async def test_streamable_http(self):
         await self.check_full_exchange(self.base + "/mcp")
         self.assertEqual(self.http.sessions, {}, "the client DELETEs its session on close")
+        await self.check_full_exchange(self.base + "/mcp", "2026-07-28")
 
     async def test_legacy_sse(self):
         await self.check_full_exchange(self.base + "/sse")
+        await self.check_full_exchange(self.base + "/sse", "auto")   # a 405 to the probes
 
     async def test_probe_picks_the_transport(self):
         async with mcp_min.Client(self.base + "/mcp") as client:
@@ -5132,17 +5145,19 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             self.assertIsInstance(client._transport, mcp_min._LegacySse)
 
     async def test_timeout_cancels_on_the_server(self):
-        for target in (self.base + "/mcp", [sys.executable, self.server_file]):
-            async with mcp_min.Client(target, timeout=10) as client:
+        for target, era in itertools.product((self.base + "/mcp", [sys.executable, self.server_file]),
+                                             ("handshake", "2026-07-28")):
+            async with mcp_min.Client(target, timeout=10, era=era) as client:
+                before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
                 with self.assertRaises(mcp_min.McpError) as caught:
                     await client.call_tool("slow", {"seconds": 30}, timeout=0.3)
                 self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
-                for _ in range(50):     # the cancel notification reaches the tool
+                for _ in range(50):     # the cancel (a notification, or a closed stream) reaches it
                     count = await client.call_tool("cancelled")
-                    if count["structuredContent"]["result"] == 1:
+                    if count["structuredContent"]["result"] == before + 1:
                         break
                     await asyncio.sleep(0.05)
-                self.assertEqual(count["structuredContent"]["result"], 1)
+                self.assertEqual(count["structuredContent"]["result"], before + 1, (target, era))
 
     async def assert_call_fails_when_server_dies(self, target, tool, kill):
         client = mcp_min.Client(target, timeout=30)
@@ -5175,7 +5190,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
                                                       "stream_then_wait", kill)
 
     async def test_reinitializes_when_the_session_is_gone(self):
-        async with mcp_min.Client(self.base + "/mcp") as client:
+        async with mcp_min.Client(self.base + "/mcp", era="handshake") as client:
             old = client._transport.session_id
             for entry in list(self.http.sessions.values()):     # the server forgets us
                 entry.close(cancel=True)
@@ -5195,7 +5210,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             lines = []
             trace = mcp_min._Trace("-", side="client")
             trace.file = _Lines(lines)
-            async with mcp_min.Client(url, token="s3cret", trace=trace) as client:
+            async with mcp_min.Client(url, token="s3cret", trace=trace, era="handshake") as client:
                 await client.ping()
             wire = "".join(lines)
             self.assertNotIn("s3cret", wire)    # the trace hides it too
@@ -5298,7 +5313,8 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
                     b"Content-Length: %d\r\n\r\n%s" % (len(body), len(result), result))
         url = await self.hostile_server(answer)
         with self.assertRaises(McpError):
-            await asyncio.wait_for(mcp_min.Client(url, timeout=2, transport="http").connect(), TIMEOUT)
+            await asyncio.wait_for(mcp_min.Client(url, timeout=2, transport="http", era="handshake")
+                                   .connect(), TIMEOUT)
 
     async def test_a_stream_that_ends_before_its_answer_is_resumed(self):
         # transports: a POST's SSE stream that ends unanswered is resumed by a GET
@@ -5340,7 +5356,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         self.addAsyncCleanup(fake.wait_closed)
         self.addCleanup(fake.close)
         url = f"http://127.0.0.1:{fake.sockets[0].getsockname()[1]}/mcp"
-        async with mcp_min.Client(url, timeout=TIMEOUT, transport="http") as client:
+        async with mcp_min.Client(url, timeout=TIMEOUT, transport="http", era="handshake") as client:
             result = await client.call_tool("anything")
         self.assertEqual(result["content"][0]["text"], "resumed")
         self.assertEqual((len(calls), resumed_from), (1, [b"e1"]))
@@ -5362,7 +5378,7 @@ class SyncClientTest(unittest.TestCase):
         with mcp_min.SyncClient([sys.executable, MCP_MIN, "serve", "--stdio"], timeout=TIMEOUT,
                                 env=_clean_env()) as client:
             self.assertEqual(client.server_info["name"], "user-store")     # attributes pass through
-            self.assertEqual(client.protocol_version, LATEST_PROTOCOL_VERSION)
+            self.assertEqual(client.protocol_version, "2026-07-28")
             names = sorted(t["name"] for t in client.list_tools())
             self.assertEqual(names, ["addUser", "deleteUser", "getUser", "getUsers"])
             result = client.call_tool("getUser", {"name": "Jane"})
@@ -5396,10 +5412,41 @@ class _Lines:
 class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
     """Client(server): a Server in this process, no pipe or socket (issue 11's pairing)."""
 
+    async def test_2026_07_28_rounds_listen_and_logs(self):
+        server, _ = make_server()
+        lines, logs, changes = [], [], []
+        trace = mcp_min._Trace("-", side="client")
+        trace.file = _Lines(lines)
+        async with mcp_min.Client(server, timeout=TIMEOUT, trace=trace, on_log=logs.append,
+                                  elicitation=lambda p: {"action": "accept", "content": {"name": "Ada"}},
+                                  sampling=lambda p: {"role": "assistant", "model": "m",
+                                                      "content": {"type": "text", "text": "hi"}}) as client:
+            self.assertEqual((client.protocol_version, client.server_info["name"]), ("2026-07-28", "test-server"))
+            self.assertFalse(server.sessions and any(s.initialized for s in server.sessions if not s.listens))
+            result = await client.call_tool("ask_user")     # input_required, answered, sent again
+            self.assertEqual(result["structuredContent"], {"action": "accept", "content": {"name": "Ada"}})
+            self.assertEqual(await client.ping(), {})
+            await client.set_log_level("warning")           # kept: each request asks for its own
+            await client.call_tool("chat")
+            self.assertEqual([log["level"] for log in logs], ["warning", "error"])
+            listening = asyncio.ensure_future(client.listen(on_tools=changes.append))
+            for _ in range(500):
+                if any(s.listens for s in server.sessions):
+                    break
+                await asyncio.sleep(0.01)
+            server.add_tool(lambda: "", "brand_new")
+            await asyncio.wait_for(_until(lambda: changes), TIMEOUT)
+            self.assertEqual(changes[0]["_meta"]["io.modelcontextprotocol/subscriptionId"], 6)
+            listening.cancel()      # in memory as on stdio: a notifications/cancelled
+            await asyncio.wait_for(_until(lambda: not any(s.listens for s in server.sessions)), TIMEOUT)
+        wire = "".join(lines)
+        self.assertIn("request #3 tools/call ask_user  [round 2 of tools/call #2]", wire)
+        self.assertIn("response #2 (tools/call) input required: elicitation-1 (elicitation/create)", wire)
+
     async def test_a_server_is_used_in_memory(self):
         server, state = make_server()
         logs, progress = [], []
-        async with mcp_min.Client(server, timeout=TIMEOUT, on_log=logs.append,
+        async with mcp_min.Client(server, timeout=TIMEOUT, on_log=logs.append, era="handshake",
                                   sampling=lambda p: {"role": "assistant", "model": "m",
                                                       "content": {"type": "text", "text": "hi"}},
                                   roots=[{"uri": "file:///tmp/p", "name": "p"}]) as client:
@@ -5587,10 +5634,9 @@ class ClientCliTests(unittest.TestCase):
         done = self.run_cli(server, "ping", "--trace")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(trace_headers(done.stderr), [
-            "C→S stdin  request #1 initialize", "S→C stdout  response #1 (initialize) ok",
-            "C→S stdin  notification notifications/initialized",
-            "C→S stdin  request #2 ping", "S→C stdout  response #2 (ping) ok"])
-        self.assertIn('"method": "initialize"', done.stderr)     # the JSON follows, indented
+            "C→S stdin  request #1 server/discover", "S→C stdout  response #1 (server/discover) ok",
+            "C→S stdin  request #2 server/discover", "S→C stdout  response #2 (server/discover) ok"])
+        self.assertIn('"method": "server/discover"', done.stderr)     # the JSON follows, indented
 
     def test_trace_marks_the_clis_own_requests(self):
         server = f"{sys.executable} {MCP_MIN} serve --stdio"
@@ -5610,7 +5656,7 @@ class ClientCliTests(unittest.TestCase):
             self.assertEqual(done.returncode, 1, done.stderr)
             with open(path, encoding="utf-8") as f:
                 records = [json.loads(line) for line in f]
-        self.assertEqual(records[0]["message"]["method"], "initialize")
+        self.assertEqual(records[0]["message"]["method"], "server/discover")
         self.assertEqual({r["dir"] for r in records}, {"C→S", "S→C"})
         self.assertTrue(all(set(r) >= {"t", "dir", "channel", "head", "kind"} for r in records))
         self.assertEqual({k: records[-2][k] for k in ("kind", "id", "method", "name")},
