@@ -3322,6 +3322,7 @@ class Client(_Peer):
         self.transport_kind, self.env = transport, env
         self.server_info = self.server_capabilities = self.protocol_version = self.instructions = None
         self._transport, self._progress, self._tasks, self._listens = None, {}, set(), {}
+        self._param_headers = {}    # 2026-07-28 HTTP: tool -> [(argument path, header name)]
 
     # -- connecting ----------------------------------------------------------------
     async def __aenter__(self):
@@ -3374,28 +3375,32 @@ class Client(_Peer):
         """2026-07-28 first: server/discover. True if the server speaks it; False if
         it is of the handshake era (any error but a version we share, or silence)."""
         versions = [self.era] if self.era in MODERN_VERSIONS else list(MODERN_VERSIONS)
-        while versions:
-            self.protocol_version = versions.pop(0)
+        for again in (True, False):     # -32022 names what it speaks: once more with that
+            self.protocol_version = versions[0]
             try:
                 result = await self.request("server/discover", timeout=DISCOVER_TIMEOUT
                                             if isinstance(self._transport, _StdioClient) else None)
             except McpError as e:
                 self.protocol_version = None
-                data = e.data if type(e.data) is dict else {}
-                if e.code == UNSUPPORTED_VERSION and type(data.get("supported")) is list:
-                    versions = [v for v in versions if v in data["supported"]]
+                supported = e.data.get("supported") if type(e.data) is dict else None
+                if e.code == UNSUPPORTED_VERSION and type(supported) is list and again and \
+                        (versions := [v for v in versions if v in supported]):
                     continue
                 if self.era != "auto" or e.code == CONNECTION_CLOSED and self._gone:
                     raise
                 _log.debug("server/discover: %s; the handshake then", e.message)
                 return False
-            self.server_info = (result.get("_meta") or {}).get(_MODERN + "serverInfo", {})
+            if type(result.get("supportedVersions")) is not list or \
+                    self.protocol_version not in result["supportedVersions"]:
+                if self.era != "auto":
+                    raise McpError(UNSUPPORTED_VERSION, f"the server does not speak {self.era}")
+                self.protocol_version = None    # not a DiscoverResult: a server that answers
+                return False                    # anything with {}, say
+            self.server_info = (result.get("_meta") or {}).get(_MODERN + "serverInfo") \
+                or result.get("serverInfo", {})
             self.server_capabilities = result.get("capabilities", {})
             self.instructions = result.get("instructions")
             return True
-        if self.era != "auto":
-            raise McpError(UNSUPPORTED_VERSION, f"the server does not speak {self.era}")
-        return False
 
     async def _initialize(self):
         result = await self.request("initialize", {
@@ -3571,10 +3576,25 @@ class Client(_Peer):
             items += page.get(key) or []
             cursor = page.get("nextCursor")
             if not cursor:
-                return items
+                return self._usable(items) if method == "tools/list" else items
             if cursor in seen or type(cursor) is not str:     # a server going round in circles
                 raise McpError(INVALID_REQUEST, f"{method}: the server repeated a cursor")
             seen.add(cursor)
+
+    def _usable(self, tools):
+        """2026-07-28 HTTP: the tools whose x-mcp-header marks are valid (the others MUST
+        be left out), and which arguments each mirrors in Mcp-Param-* headers."""
+        if not (self.modern and isinstance(self._transport, _StreamableHttp)):
+            return tools
+        usable = []
+        for tool in tools:
+            marks = _header_params(tool.get("inputSchema") if type(tool) is dict else None)
+            if marks is None:
+                _log.warning("tool %r left out: its x-mcp-header marks are invalid", tool.get("name"))
+            else:
+                usable.append(tool)
+                self._param_headers[tool.get("name")] = marks
+        return usable
 
     async def ping(self):
         """{} if the server answers (2026-07-28 has no ping: server/discover stands in)."""
@@ -3969,6 +3989,33 @@ _REINITIALIZING = contextvars.ContextVar("mcp_min_reinitializing", default=False
 _NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
+def _header_value(text):
+    """A value as an Mcp-* header carries it: itself if plain printable ASCII with no
+    space at either end, else ``=?base64?...?=`` (its UTF-8)."""
+    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
+        return text
+    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
+
+def _header_params(schema, path=()):
+    """The (argument path, header name) pairs a tool's inputSchema marks with
+    x-mcp-header; None if a mark is invalid: not a token, on what is not a string,
+    integer or boolean, or a name used twice (in any case)."""
+    found = []
+    properties = schema.get("properties") if type(schema) is dict else None
+    for key, prop in properties.items() if type(properties) is dict else ():
+        if type(prop) is dict and "x-mcp-header" in prop:
+            name = prop["x-mcp-header"]
+            if type(name) is not str or not _TOKEN.fullmatch(name) or \
+                    prop.get("type") not in ("string", "integer", "boolean"):
+                return None
+            found.append(((*path, key), name))
+        if (inner := _header_params(prop, (*path, key))) is None:
+            return None
+        found += inner
+    return found if len({name.lower() for _, name in found}) == len(found) else None
+
+
 class _StreamableHttp(_Transport):
     """Streamable HTTP (2025-03-26+): a POST per message, JSON or SSE replies."""
 
@@ -4017,11 +4064,16 @@ class _StreamableHttp(_Transport):
         headers["Content-Type"] = "application/json"
         if self.client.modern and is_request:   # 2026-07-28: routable without reading the body
             headers["Mcp-Method"] = method = message["method"]
-            name = (message.get("params") or {}).get(_NAME_KEY.get(method))
-            if type(name) is str:
-                headers["Mcp-Name"] = name if name.isascii() and name.isprintable() and \
-                    name == name.strip() and not name.startswith("=?") else \
-                    "=?base64?" + base64.b64encode(name.encode()).decode() + "?="
+            params = message.get("params") or {}
+            if type(name := params.get(_NAME_KEY.get(method))) is str:
+                headers["Mcp-Name"] = _header_value(name)
+            for path, header in self.client._param_headers.get(name, ()) if method == "tools/call" else ():
+                value = params.get("arguments")
+                for key in path:
+                    value = value.get(key) if type(value) is dict else None
+                if value is not None and type(value) in (str, int, bool):
+                    headers["Mcp-Param-" + header] = _header_value(
+                        value if type(value) is str else json.dumps(value))
         sent_with = self.session_id
         try:
             response = await _http(self.url, "POST", headers, encode(message), self.client.trace)

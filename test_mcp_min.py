@@ -5409,6 +5409,31 @@ class _Lines:
         pass
 
 
+class HeaderMirrorTest(unittest.TestCase):
+    """2026-07-28 HTTP: what a client mirrors into Mcp-Name and Mcp-Param-* headers."""
+
+    def test_values_are_plain_or_base64(self):
+        for value, sent in [("us-west1", "us-west1"), ("", ""), ("us west 1", "us west 1"),
+                            (" padded ", "=?base64?IHBhZGRlZCA=?="), ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+                            ("a\tb", "=?base64?YQli?="), ("=?base64?eA==?=", "=?base64?PT9iYXNlNjQ/ZUE9PT89?=")]:
+            self.assertEqual(mcp_min._header_value(value), sent, value)
+
+    def test_marks_are_checked(self):
+        def schema(**props):
+            return {"type": "object", "properties": props}
+        good = schema(region={"type": "string", "x-mcp-header": "Region"},
+                      inner={"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}})
+        self.assertEqual(mcp_min._header_params(good), [(("region",), "Region"), (("inner", "n"), "N")])
+        for bad in [schema(a={"type": "string", "x-mcp-header": ""}),
+                    schema(a={"type": "number", "x-mcp-header": "A"}),
+                    schema(a={"type": "object", "x-mcp-header": "A"}),
+                    schema(a={"type": "string", "x-mcp-header": "My Region"}),
+                    schema(a={"type": "string", "x-mcp-header": "Région"}),
+                    schema(a={"type": "string", "x-mcp-header": "X"}, b={"type": "boolean", "x-mcp-header": "x"})]:
+            self.assertIsNone(mcp_min._header_params(bad), bad)
+        self.assertEqual(mcp_min._header_params({"type": "object"}), [])
+
+
 class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
     """Client(server): a Server in this process, no pipe or socket (issue 11's pairing)."""
 

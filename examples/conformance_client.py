@@ -6,6 +6,7 @@ scenario's name in $MCP_CONFORMANCE_SCENARIO; we must do what it asks and exit 0
     bash ../shared/conformance/run-client.sh "python3 examples/conformance_client.py"
 """
 import asyncio
+import json
 import os
 import sys
 
@@ -37,6 +38,19 @@ async def main(url, scenario):
             tools = [t["name"] for t in await client.list_tools()]
             # The server elicits while the tool runs; accept_defaults answers it.
             await client.call_tool(next(n for n in tools if "elicit" in n) if tools else "test")
+        elif scenario == "json-schema-2020-12-preservation":
+            # The tool's schema goes back as it came: nothing in it is parsed away.
+            tools = {t["name"]: t for t in await client.list_tools()}
+            await client.call_tool("json_schema_echo",
+                                   {"schema": tools["json_schema_2020_12_tool"]["inputSchema"]})
+        elif scenario in ("sep-2322-client-request-state", "http-custom-headers",
+                          "http-invalid-tool-headers"):
+            # Call what the suite names, else every tool listed (tools/list also tells
+            # which arguments go in Mcp-Param-* headers, and drops badly marked tools).
+            tools = await client.list_tools()
+            context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+            calls = context.get("toolCalls") or [{"name": t["name"]} for t in tools]
+            await asyncio.gather(*[client.call_tool(c["name"], c.get("arguments")) for c in calls])
         elif scenario == "sse-retry":
             tools = [t["name"] for t in await client.list_tools()]
             # The server drops the call's stream after a priming event; the client
