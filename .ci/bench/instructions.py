@@ -3,13 +3,20 @@
 Seconds are noisy on a shared machine; instruction counts repeat. Each target runs twice
 under callgrind (N1 and N2 calls after the same warm-up); the difference / (N2 - N1) is
 the cost of one call.
-    python3 .ci/bench/instructions.py stdio|http|sse [SERVER_FILE] [N1 N2]
+    python3 .ci/bench/instructions.py stdio|http|sse|stdio-2026|http-2026 [SERVER_FILE] [N1 N2]
+The -2026 kinds make 2026-07-28 calls: no initialize, each call with its _meta (and on HTTP
+its MCP-Protocol-Version, Mcp-Method and Mcp-Name headers).
 SERVER_FILE defaults to mcp_min.py (run as `SERVER_FILE serve ...`); for the floor:
     FLOOR=1 python3 .ci/bench/instructions.py http ../shared/bench/baseline_http.py
 """
 import glob, json, os, random, shutil, socket, subprocess, sys, tempfile, time
 
 CALL = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "getUser", "arguments": {"name": "John"}}}
+MODERN = {"jsonrpc": "2.0", "method": "tools/call", "params": {
+    "name": "getUser", "arguments": {"name": "John"}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}}}
 
 
 def init(version):
@@ -34,8 +41,9 @@ def fail(why):
 
 
 class Http:
-    def __init__(self, port, path):
+    def __init__(self, port, path, modern=False):
         self.port, self.path, self.sock, self.buf, self.sid = port, path, connect(port), b"", None
+        self.modern = modern
 
     def post(self, message):
         body = json.dumps(message).encode()
@@ -43,6 +51,8 @@ class Http:
                 f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n")
         if self.sid:
             head += f"Mcp-Session-Id: {self.sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+        if self.modern:
+            head += f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: getUser\r\n"
         self.sock.sendall(head.encode() + b"\r\n" + body)
         head = self.until(b"\r\n\r\n")
         fields = dict(line.split(": ", 1) for line in head.decode().split("\r\n")[1:-2])
@@ -66,6 +76,7 @@ class Http:
 
 
 def run(kind, server, n):
+    kind, modern = kind.split("-")[0], kind.endswith("-2026")
     out = tempfile.mkdtemp()
     port = random.randint(20000, 40000)
     args = ["serve", "--stdio"] if kind == "stdio" else ["--port", str(port)] if os.environ.get("FLOOR") \
@@ -82,7 +93,7 @@ def run(kind, server, n):
             p.stdin.flush()
             return p.stdout.readline() if "id" in message else b""
     elif kind == "http":
-        call = Http(port, "/mcp").post
+        call = Http(port, "/mcp", modern).post
     else:
         stream = Http(port, "/sse")
         stream.sock.sendall(f"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
@@ -93,10 +104,11 @@ def run(kind, server, n):
         def call(message):
             poster.post(message)
             return stream.until(b"\n\n") if "id" in message else b""
-    call(init("2024-11-05" if kind == "sse" else "2025-06-18"))
-    call({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    if not modern:
+        call(init("2024-11-05" if kind == "sse" else "2025-06-18"))
+        call({"jsonrpc": "2.0", "method": "notifications/initialized"})
     for i in range(100 + n):
-        if b"result" not in call(dict(CALL, id=i + 1)):
+        if b"result" not in call(dict(MODERN if modern else CALL, id=i + 1)):
             fail(f"{server} {kind}: call {i + 1} got no result")
     if kind == "stdio":
         p.stdin.close()
@@ -110,8 +122,8 @@ def run(kind, server, n):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in ("stdio", "http", "sse"):
-        fail("usage: python3 .ci/bench/instructions.py stdio|http|sse [SERVER_FILE] [N1 N2]")
+    if len(sys.argv) < 2 or sys.argv[1] not in ("stdio", "http", "sse", "stdio-2026", "http-2026"):
+        fail("usage: python3 .ci/bench/instructions.py stdio|http|sse|stdio-2026|http-2026 [SERVER_FILE] [N1 N2]")
     kind = sys.argv[1]
     server = sys.argv[2] if len(sys.argv) > 2 else "mcp_min.py"
     if not shutil.which("valgrind"):
