@@ -191,11 +191,8 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 
 
 class McpError(Exception):
-    """A JSON-RPC error: raised to answer a request with `code` and `message`.
-
-    Raised inside a tool it becomes an ``isError`` result carrying `message`,
-    which is how a tool tells the model what went wrong.
-    """
+    """A JSON-RPC error: raised to answer a request with `code` and `message`. Raised
+    inside a tool it becomes an ``isError`` result: how a tool tells the model what went wrong."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
@@ -249,10 +246,7 @@ _text_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 def encode(message):
-    """One message as compact JSON bytes, no newline.
-
-    ASCII output means a lone surrogate in a tool's text cannot break the wire.
-    """
+    """One message as compact JSON bytes, no newline; ASCII, so a lone surrogate cannot break the wire."""
     return _wire_encoder.encode(message).encode("ascii")
 
 
@@ -276,9 +270,7 @@ _RESPONSE_KEYS = (frozenset(("jsonrpc", "id", "result")), frozenset(("jsonrpc", 
 
 
 def classify(message):
-    """Say what a parsed message is: 'request', 'notification' or 'response'.
-
-    Anything else raises McpError(INVALID_REQUEST).
+    """Say what a parsed message is: 'request', 'notification' or 'response' (else McpError).
 
     >>> classify({"jsonrpc": "2.0", "id": 0, "method": "ping"})
     'request'
@@ -301,9 +293,7 @@ def classify(message):
 
 
 def _error(id_, code, message, data=None):
-    error = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
+    error = {"code": code, "message": message, **({} if data is None else {"data": data})}
     return {"jsonrpc": "2.0", "id": id_, "error": error}
 
 
@@ -350,14 +340,10 @@ def _b64(data):
 
 
 def _contents(uri, value, mime_type=None):
-    item = {"uri": uri}
-    if mime_type:
-        item["mimeType"] = mime_type
+    item = {"uri": uri, **({"mimeType": mime_type} if mime_type else {})}
     if isinstance(value, (bytes, bytearray, memoryview)):
-        item["blob"] = _b64(bytes(value))
-    else:
-        item["text"] = str(value)
-    return item
+        return {**item, "blob": _b64(bytes(value))}
+    return {**item, "text": str(value)}
 
 ##############################################################################
 # Schemas from type hints, and a small JSON Schema validator
@@ -366,11 +352,9 @@ def _contents(uri, value, mime_type=None):
 
 def _hint(tp, depth=0):
     """A type hint as data: its JSON Schema, and the loader that turns JSON the schema
-    accepted into what the hint asks for (a date, a dataclass, a tuple ...), or None
-    where the JSON already is that. Built once, when a function is registered.
-
-    A hint with no JSON form (a custom class, Callable) is a TypeError, so that a
-    mistake shows when the function is registered, not when a client calls it.
+    accepted into what the hint asks for (a date, a dataclass ...), or None where the JSON
+    already is that. Built at registration, so a hint with no JSON form (a custom class,
+    Callable) is a TypeError then, not when a client calls.
 
     >>> _hint(list[int])[0]
     {'type': 'array', 'items': {'type': 'integer'}}
@@ -527,8 +511,7 @@ def _typeddict_fields(tp):
 
 
 def _convert(value, tp):
-    """JSON that the schema of `tp` accepted, as what `tp` asks for (built afresh each call:
-    handlers keep their loaders)."""
+    """JSON that `tp`'s schema accepted, as what `tp` asks for (built afresh: handlers keep theirs)."""
     return _load(_hint(tp)[1], value)
 
 
@@ -680,9 +663,8 @@ def _type(kinds, schema, root, depth):
             f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
 
     def check(value, path):
-        if not any(_type_ok(value, kind) for kind in kinds):
-            return f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
-        return None
+        return None if any(_type_ok(value, kind) for kind in kinds) else \
+            f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
     return check if kinds else None
 
 
@@ -891,11 +873,9 @@ class _Handler:
                 self.params.append((p.name, hint, p.default))
         self.empty = inspect.Parameter.empty
         self.description = _first_paragraph(fn.__doc__)
-        self.schemas, self.loads = {}, {}   # loads: only where JSON is not already the value
-        for name, hint, _ in self.params:
-            self.schemas[name], load = self.hint(name, hint)
-            if load:
-                self.loads[name] = load
+        built = {name: self.hint(name, hint) for name, hint, _ in self.params}
+        self.schemas = {name: schema for name, (schema, _) in built.items()}
+        self.loads = {name: load for name, (_, load) in built.items() if load}  # where JSON is not the value
         self.names = frozenset(self.schemas)
 
     def hint(self, name, hint):
@@ -1055,12 +1035,10 @@ class Resource(_Handler):
 
 
 class _UriTemplate:
-    """RFC 6570 level 1 (``{name}``) matched in linear time.
-
-    Each variable takes the text up to the first occurrence of the literal
-    after it; no backtracking, so hostile URIs cost O(n). A value is
-    percent-decoded, and may not then hold '/', '\\', NUL, a drive ('C:'), or be '.' or '..',
-    so a variable can never walk a path out of its segment.
+    """RFC 6570 level 1 (``{name}``) matched in linear time: each variable takes the text up
+    to the first occurrence of the literal after it (no backtracking: hostile URIs cost O(n)).
+    A value is percent-decoded, and may not then hold '/', '\\', NUL, a drive ('C:'), or be
+    '.' or '..', so a variable can never walk a path out of its segment.
 
     >>> _UriTemplate("users://{name}/profile").match("users://ada%20l/profile")
     {'name': 'ada l'}
@@ -1197,10 +1175,9 @@ class Server:
             self._changed(kind)
 
     def completion(self, ref, argument):
-        """Decorator: suggest values for `argument` of a prompt (by name) or a
-        resource template (by its URI template). The function takes the
-        partial value (and optionally the already-chosen arguments as a dict)
-        and returns a list of strings."""
+        """Decorator: suggest values for `argument` of a prompt (by name) or a resource template
+        (by its URI template). The function takes the partial value (and optionally the
+        arguments already chosen, as a dict) and returns a list of strings."""
         if not isinstance(ref, str) or not isinstance(argument, str):
             raise TypeError('@server.completion needs a prompt name or URI template and an '
                             'argument name: @server.completion("greet", "name")')
