@@ -1488,17 +1488,13 @@ class _Peer:
 
 
 class Session(_Peer):
-    """One client's conversation with a `Server`, independent of transport.
-
-    Feed it every frame that arrives with `receive`; it calls ``send(message,
-    related)`` with each message to go out, where `related` is the id of the
-    client request the message belongs to (a response, or a notification or
-    request made while serving it), or None. ``send(None, id)`` means: that
-    request ends with no response (it was cancelled).
-
-    All per-client state lives here: a server transport creates one per client,
-    reads on only while it is `accepting` (and again at `on_ready`), and calls
-    `close` when the client is gone.
+    """One client's conversation with a `Server`, independent of transport: all per-client
+    state lives here. A transport creates one per client, feeds it every frame with
+    `receive`, reads on only while it is `accepting` (and again at `on_ready`), and calls
+    `close` when the client is gone. Each message to go out goes to ``send(message,
+    related)``, `related` being the id of the client request it belongs to (its response,
+    or what was sent while serving it), or None; ``send(None, id)``: that request ends with
+    no response (it was cancelled).
     """
 
     def __init__(self, server, send, stateless_version=None):
@@ -1527,17 +1523,14 @@ class Session(_Peer):
 
     # -- input: the one door -----------------------------------------------------
     def receive(self, frame, done=None, reply=None):
-        """Take one inbound frame: JSON text (bytes or str), or a message already
-        parsed (a dict; a list is a batch). Every transport comes through here.
-
-        The frame is decoded and checked, and everything in it is answered: bad
-        input too, nothing raises. At most MAX_IN_FLIGHT requests run at once;
-        later ones wait their turn in order (see `accepting`). Answers go to
-        ``reply(message)`` if given (HTTP answers a POST on its own response; a
-        reply that returns False cannot carry a notification, which then goes to
-        `send`), else to `send`. ``done()`` is called when the frame's work is
-        over. Returns how many requests it took in; None if it refused the frame
-        whole (a batch it does not accept).
+        """Take one inbound frame, from any transport: JSON text (bytes or str), or a message
+        already parsed (a dict; a list is a batch). Everything in it is answered, bad input
+        too: nothing raises. At most MAX_IN_FLIGHT requests run at once; later ones wait
+        their turn in order (see `accepting`). Answers go to ``reply(message)`` if given
+        (HTTP answers a POST on its own response; a reply that returns False cannot carry a
+        notification, which then goes to `send`), else to `send`. ``done()`` is called when
+        the frame's work is over. Returns how many requests it took in; None if it refused
+        the frame whole (a batch it does not accept).
         """
         if self.closed:
             done and done()
@@ -1564,9 +1557,9 @@ class Session(_Peer):
 
     @property
     def accepting(self):
-        """Whether a transport should read on. False while as many requests wait as
-        may run; then `on_ready` says when to go on. While the client owes us an
-        answer it stays true (that answer must get in), and requests beyond are refused."""
+        """Whether a transport should read on: false while as many requests wait as may run
+        (`on_ready` then says when to go on), unless the client owes us an answer, which must
+        get in (requests beyond are then refused)."""
         return len(self.waiting) < MAX_IN_FLIGHT or bool(self._pending)
 
     def _take(self, message, done, reply, batched):
@@ -1599,8 +1592,7 @@ class Session(_Peer):
         return 1
 
     def _handle(self, message, kind, done):
-        """Act on one classified message. A bug in here is answered the same on every
-        transport: -32603, and the session lives on."""
+        """Act on one classified message; a bug in here is -32603 on every transport, not the end."""
         try:
             self._act(message, kind, done)
         except Exception:
@@ -1721,8 +1713,7 @@ class Session(_Peer):
         return next(limit for limit in limits if limit is not None)
 
     def _sweep(self):
-        """Each second while requests run (see `_watch`): those past their time
-        limit (R32) are answered now, and cancelled."""
+        """Each second while requests run (`_watch`): those past their time limit end, answered."""
         now = self.loop.time()
         for id_, (started, handler, params, _) in list(self._started.items()):
             seconds = self._time_limit(handler, params)
@@ -1814,8 +1805,7 @@ class Session(_Peer):
 
     # -- output -------------------------------------------------------------------
     def _answer(self, message, related, reply=None):
-        """Every outgoing message passes here: to the reply of its request's frame
-        if it came with one, else to `send`."""
+        """Every outgoing message passes here: to the reply of its request's frame if any, else `send`."""
         if reply is None and related is not None:
             reply = self.replies.get(related)
         if reply is None:
@@ -1860,8 +1850,7 @@ class Session(_Peer):
             self._answer(message, related)
 
     async def request(self, method, params=None, related=None, timeout=None):
-        """Send a request to the client and wait for its result (or McpError);
-        `timeout` defaults to REPLY_TIMEOUT."""
+        """Send a request to the client and wait for its result (or McpError), REPLY_TIMEOUT at most."""
         async def send(message):
             self._answer(message, related)
             if self.on_ready:   # we owe the client's answer a way in
@@ -1920,8 +1909,7 @@ class Session(_Peer):
         self.client_capabilities = {k: _small(caps[k]) for k in _CLIENT_CAPABILITIES if k in caps}
         self.client_info = {k: v[:256] for k, v in info.items() if k in _CLIENT_INFO and type(v) is str}
         self.initialized = True
-        result = {"protocolVersion": self.protocol_version,
-                  "capabilities": self.server.capabilities(),
+        result = {"protocolVersion": self.protocol_version, "capabilities": self.server.capabilities(),
                   "serverInfo": self.server.info}
         if self.server.instructions:
             result["instructions"] = self.server.instructions
@@ -2001,11 +1989,9 @@ def _page(items, params, key):
 
 def _arguments_of(params):
     arguments = params.get("arguments")
-    if arguments is None:
-        return {}
-    if type(arguments) is not dict:     # false, [] or "" is not "no arguments"
+    if arguments is not None and type(arguments) is not dict:   # false, [] or "" is not "no arguments"
         raise McpError(INVALID_PARAMS, "Invalid params: arguments must be an object")
-    return arguments
+    return arguments or {}
 
 
 def _name(params, key="name"):
@@ -2274,12 +2260,10 @@ def _private_stdout(fd=1):
 
 
 async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
-    """Serve one session over stdin/stdout until stdin closes (or it is cancelled:
-    SIGTERM, Ctrl-C); what runs then gets `grace` seconds (SHUTDOWN_GRACE) to finish.
-
-    Framing only: lines in, lines out. Reading pauses while the session is not
-    `accepting` (the pipe then holds the client back) and goes on at `on_ready`.
-    Protocol goes to a private copy of stdout (see `_private_stdout`).
+    """Serve one session over stdin/stdout until stdin closes (or it is cancelled: SIGTERM,
+    Ctrl-C); what runs then gets `grace` seconds (SHUTDOWN_GRACE) to finish. Framing only:
+    lines in, lines out (to a private copy of stdout, `_private_stdout`). Reading pauses while
+    the session is not `accepting` (the pipe holds the client back), until `on_ready`.
     """
     loop = asyncio.get_running_loop()
     out = _private_stdout(stdout_fd)
@@ -2409,11 +2393,9 @@ class _Request:
 
 
 def _parse_head(head):
-    """A request head (ending in CRLF CRLF) parsed strictly, or _HttpError.
-
-    Strict because lenient parsers disagree with proxies (request smuggling):
-    bare LF, folded lines, control bytes and repeated framing headers are 400.
-    """
+    """A request head (ending in CRLF CRLF) parsed strictly, or _HttpError: lenient parsers
+    disagree with proxies (request smuggling), so bare LF, folded lines, control bytes and
+    repeated framing headers are 400."""
     line, _, fields = head[:-2].decode("latin-1").partition("\r\n")
     if len(line) > MAX_REQUEST_LINE:
         raise _HttpError(414, "Request line too long")
@@ -2430,14 +2412,13 @@ def _parse_head(head):
     headers = {}
     for line in fields.split("\r\n")[:-1]:
         name, _, value = line.partition(":")
-        value = value.strip(" \t")
-        name = name.lower()
-        if name in headers:
-            if name in _SINGLE_HEADERS:
-                raise _HttpError(400, "Repeated header")
-            headers[name] += ", " + value
-        else:
+        name, value = name.lower(), value.strip(" \t")
+        if name not in headers:
             headers[name] = value
+        elif name in _SINGLE_HEADERS:
+            raise _HttpError(400, "Repeated header")
+        else:
+            headers[name] += ", " + value
     request = _Request()
     request.method, request.version, request.headers = parts[0], parts[2], headers
     request.path, _, request.query = parts[1].partition("?")
@@ -2779,14 +2760,13 @@ class _McpEndpoint:
     async def _mcp_post(self, x):
         body = _parsed_body(x)
         batch = type(body) is list
+        message = body if type(body) is dict else {}
         # 2026-07-28 (its header, or its _meta claim) stands alone: a session of one request.
-        modern = x.request.header("mcp-protocol-version") in MODERN_VERSIONS \
-            or type(body) is dict and _modern(body.get("params"))
-        listen = modern and type(body) is dict and body.get("method") == "subscriptions/listen"
+        modern = x.request.header("mcp-protocol-version") in MODERN_VERSIONS or _modern(message.get("params"))
+        listen = modern and message.get("method") == "subscriptions/listen"
         if not self._accepts(x, not self.json_response or listen):
             raise _HttpError(406, "Accept must list application/json and text/event-stream")
-        initialize = not modern and type(body) is dict and body.get("method") == "initialize" \
-            and "id" in body
+        initialize = not modern and message.get("method") == "initialize" and "id" in message
         if (entry := self._entry_for(x, body, modern, initialize)) is None:
             return True
         frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
@@ -4378,14 +4358,11 @@ def _port(text):
 
 
 def _seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < 1e9:
-        import argparse
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-    return value
+    with contextlib.suppress(ValueError):
+        if 0 < (value := float(text)) < 1e9:
+            return value
+    import argparse
+    raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
 
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
