@@ -942,10 +942,10 @@ def _strip(hint):
 
 
 class Tool(_Handler):
-    """A tool. Options: `name` (default: the function's), `description` (default: the
-    docstring's first paragraph), `title`, `annotations` (readOnlyHint ...),
-    `input_schema` / `output_schema` (default: from the type hints), `meta`, `icons`,
-    `timeout` (seconds a call may run; default the server's, else TOOL_TIMEOUT)."""
+    """A tool. Options: `name` (default: the function's), `description` (default: the docstring's
+    first paragraph), `title`, `annotations` (readOnlyHint ...), `input_schema` / `output_schema`
+    (default: from the type hints), `meta`, `icons`, `timeout` (seconds a call may run; default
+    the server's, else TOOL_TIMEOUT)."""
 
     def __init__(self, fn, name=None, description=None, title=None, annotations=None,
                  input_schema=None, output_schema=None, meta=None, icons=None, timeout=None):
@@ -1006,10 +1006,10 @@ def _tool_error(message):
 
 
 class Resource(_Handler):
-    """A resource, or a template when `uri` has {variables} (passed to the function
-    by name). The function returns str (text), bytes (blob), JSON-able data (as
-    application/json text) or contents dicts. Options: `name`, `description`,
-    `mime_type`, `title`, `annotations`, `meta`, `icons`, `size`."""
+    """A resource, or a template when `uri` has {variables} (passed to the function by name).
+    The function returns str (text), bytes (blob), JSON-able data (as application/json text)
+    or contents dicts. Options: `name`, `description`, `mime_type`, `title`, `annotations`,
+    `meta`, `icons`, `size`."""
 
     def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
                  annotations=None, meta=None, icons=None, size=None):
@@ -1080,10 +1080,9 @@ class _UriTemplate:
 
 
 class Prompt(_Handler):
-    """A prompt: its arguments are the function's parameters (strings; a default
-    makes one optional). The function returns a string (one user message),
-    content blocks, {"role", "content"} dicts, or a list of them. Options:
-    `name`, `description`, `title`, `meta`, `icons`."""
+    """A prompt: its arguments are the function's parameters (strings; a default makes one
+    optional). The function returns a string (one user message), content blocks, {"role",
+    "content"} dicts, or a list of them. Options: `name`, `description`, `title`, `meta`, `icons`."""
 
     def __init__(self, fn, name=None, description=None, title=None, meta=None, icons=None):
         super().__init__(fn)
@@ -1105,11 +1104,8 @@ class Prompt(_Handler):
 
 
 class Server:
-    """An MCP server: register tools, resources and prompts, then `run()`.
-
-    Capabilities are derived from what is registered; adding or removing
-    something while clients are connected sends them a list_changed notice.
-    """
+    """An MCP server: register tools, resources and prompts, then `run()`. Its capabilities
+    follow from what is registered; a change while clients are connected sends them list_changed."""
 
     def __init__(self, name, version="0.1.0", instructions=None, title=None, timeout=None,
                  state_key=None, **info):
@@ -1728,9 +1724,8 @@ class Session(_Peer):
             _watched.discard(self)
 
     def _end(self, id_, response):
-        """Answer a running request now, and cancel it: its id and slot are free
-        again. Whatever it does after goes unheard (a handler may ignore the
-        cancel, a sync tool's thread cannot be stopped)."""
+        """Answer a running request now, and cancel it: its id and slot are free again. What it
+        does after goes unheard (a handler may ignore the cancel, a thread cannot be stopped)."""
         started = self._started.pop(id_)
         done, started[3] = started[3], _ENDED
         task = self.running.pop(id_)
@@ -1740,9 +1735,8 @@ class Session(_Peer):
             self.loop.call_soon(self._start_waiting)
 
     async def stop(self, grace=0.0, reason="Server shutting down"):
-        """The server is going away: what was taken in may finish within `grace`
-        seconds; every request then left is answered -32603 `reason`, and cancelled.
-        Listen streams end at once, answered as the spec says."""
+        """The server is going away: what was taken in may finish within `grace` seconds; every
+        request then left is answered -32603 `reason`, and cancelled. Listen streams end at once."""
         self._end_listens()
         try:
             await self.drain(grace)
@@ -2214,9 +2208,8 @@ _NOTIFICATIONS = {"notifications/initialized": _on_initialized,
 
 
 class _Lines:
-    """Cuts a byte stream into lines on b"\n" only (never U+2028, never a bare
-    CR, which is JSON whitespace). A line over `limit` bytes is reported once
-    with ``too_long()`` and skipped up to its newline: its tail never runs."""
+    """Cuts a byte stream into lines on b"\n" only (never U+2028, never a bare CR: JSON whitespace).
+    A line over MAX_LINE_BYTES is reported once (``too_long()``) and skipped: its tail never runs."""
 
     def __init__(self, too_long):
         self.buffer, self.skipping = bytearray(), False
@@ -2445,10 +2438,9 @@ def _host_name(value):
 
 
 class _Stream:
-    """Messages waiting to go out on one SSE stream, bounded (R24): past MAX_QUEUED
-    messages or MAX_QUEUED_BYTES, a new notification is dropped, and a response or
-    request drops the notifications queued to make room; if that is not enough, it
-    closes the stream instead (`overflowed`): never dropped silently."""
+    """Messages waiting to go out on one SSE stream, bounded (R24): past MAX_QUEUED messages or
+    MAX_QUEUED_BYTES, a new notification is dropped, and a response or request drops the
+    notifications queued to make room, or else closes the stream (`overflowed`): never silently."""
 
     def __init__(self, json_only=False):
         self.items, self.sizes = [], []     # sizes: bytes of each item behind the first
@@ -2573,10 +2565,9 @@ _now = time.monotonic
 
 
 class _Deadline:
-    """A connection's one timer: `set` calls `action` in `seconds` unless set
-    again or cleared first. Moving it is an attribute write; the timer is
-    re-armed only when it would fire too late. (A call_later per read cost a
-    fifth of a request's work: cancelled handles pile up in the loop's heap.)"""
+    """A connection's one timer: `set` calls `action` in `seconds` unless set again or cleared
+    first. Moving it is an attribute write; the timer is re-armed only when it would fire too
+    late. (A call_later per read cost a fifth of a request's work: cancelled handles pile up.)"""
 
     def __init__(self):
         self.loop = asyncio.get_running_loop()
@@ -2714,8 +2705,7 @@ _MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, H
 
 
 def _mismatch(request, body):
-    """2026-07-28: the routing headers must say what the body says. Why not, as
-    (code, message), or None."""
+    """2026-07-28: the routing headers must say what the body says; why not as (code, message)."""
     if type(body) is not dict:
         return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
                                  else "Invalid request")
@@ -2961,12 +2951,9 @@ class _SseEndpoint:
 
 
 class HttpServer(_McpEndpoint, _SseEndpoint):
-    """The HTTP front door: connections, parsing, limits, Host/Origin/token checks and
-    routing to the two endpoints (mixins, kept apart so each protocol reads on its own);
-    the protocol is the Session's.
-
-    Created by `serve_http` / `start_http`; `port` is the bound port.
-    """
+    """The HTTP front door: connections, parsing, limits, Host/Origin/token checks and routing
+    to the two endpoints (mixins, kept apart so each protocol reads on its own); the protocol
+    is the Session's. Created by `serve_http` / `start_http`; `port` is the bound port."""
 
     def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(),
                  allow_hosts=(), stateless=False, json_response=False, insecure=False,
