@@ -251,8 +251,7 @@ def encode(message):
 
 
 def _encode_safely(message):
-    """encode(), but a response JSON cannot carry becomes an error for its request,
-    and a notification JSON cannot carry is dropped (None)."""
+    """encode(); what JSON cannot carry becomes an error for its request, or None (a notification)."""
     try:
         return encode(message)
     except (TypeError, ValueError, RecursionError):
@@ -306,8 +305,7 @@ def _result(id_, result):
 
 
 class Content(dict):
-    """A content block (a dict with a ``type``), marked so that a tool's own
-    dicts are never mistaken for one."""
+    """A content block (a dict with a ``type``), marked so a tool's own dicts are never taken for one."""
 
 
 def text(value, **extra):
@@ -1128,8 +1126,7 @@ class Server:
     # -- registration ---------------------------------------------------------
     # Each decorator returns the function unchanged, so it can still be called (and tested).
     def tool(self, name=None, **options):
-        """Decorator: register a function as a tool (see `Tool` options). ``@server.tool``
-        and ``@server.tool()`` are the same."""
+        """Decorator: register a function as a tool (see `Tool` options); ``@server.tool`` too."""
         return _decorator(name, lambda fn, name: self.add_tool(fn, name, **options))
 
     def add_tool(self, fn, name=None, **options):
@@ -1151,8 +1148,7 @@ class Server:
         self._remove("resources", uri)
 
     def prompt(self, name=None, **options):
-        """Decorator: register a function returning messages as a prompt (``@server.prompt``
-        or ``@server.prompt()``)."""
+        """Decorator: register a function returning messages as a prompt; ``@server.prompt`` too."""
         return _decorator(name, lambda fn, name: self.add_prompt(fn, name, **options))
 
     def add_prompt(self, fn, name=None, **options):
@@ -1236,17 +1232,16 @@ def _decorator(name, add):
 class Context:
     """What a handler knows of the request it serves, and how it talks back.
 
-    Declare a parameter annotated ``Context`` to receive one. `log` and
-    `progress` may be awaited or not; `sample`, `elicit` and `list_roots`
-    are coroutines (from a sync tool, use ``ctx.run(ctx.sample(...))``).
+    Declare a parameter annotated ``Context`` to receive one. `log` and `progress` may be
+    awaited or not; `sample`, `elicit` and `list_roots` are coroutines (from a sync tool, use
+    ``ctx.run(ctx.sample(...))``).
 
-    In a session (handshake era) those three send a request to the client and
-    wait. A 2026-07-28 request cannot: the server asks by answering, with an
-    ``input_required`` result, and the client calls again with the answers.
-    The handler then runs again from the start, and each ask returns its
-    answer at once (asks are told apart by `key`, by default their order).
-    So code before an ask runs once per round: wrap what must happen only
-    once (a payment, an id) in `once`.
+    In a session (handshake era) those three send a request to the client and wait. A
+    2026-07-28 request cannot: the server asks by answering, with an ``input_required``
+    result, and the client calls again with the answers. The handler then runs again from
+    the start, and each ask returns its answer at once (asks are told apart by `key`, by
+    default their order). So code before an ask runs once per round: wrap what must happen
+    only once (a payment, an id) in `once`.
     """
 
     def __init__(self, session, request_id=None, meta=None):
@@ -2805,8 +2800,7 @@ class _McpEndpoint:
         if not initialize:
             return self._lookup(x)
         if x.request.header("mcp-session-id"):
-            raise _HttpError(400, "Invalid request: initialize must come without a session",
-                             INVALID_REQUEST)
+            raise _HttpError(400, "Invalid request: initialize must come without a session", INVALID_REQUEST)
         self._make_room()
         import secrets
         return _HttpSession(self.server, secrets.token_urlsafe(24), False)
@@ -2858,8 +2852,7 @@ class _McpEndpoint:
                 else _encode_safely(responses[0])
             # 2026-07-28 says an error's HTTP status too: 400, or 404 for an unknown method.
             code = modern and responses[0].get("error", {}).get("code")
-            x.write(_MODERN_STATUS.get(code, 200), headers + [("Content-Type", "application/json")],
-                    body)
+            x.write(_MODERN_STATUS.get(code, 200), headers + [("Content-Type", "application/json")], body)
         else:
             x.write(202, headers, b"")
         return True
@@ -3012,8 +3005,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             await asyncio.sleep(interval)
             now = _now()
             for sid, entry in list(self.sessions.items()):
-                idle = self.session_idle if entry.session.ready else min(self.session_idle,
-                                                                         HANDSHAKE_IDLE)
+                idle = self.session_idle if entry.session.ready else min(self.session_idle, HANDSHAKE_IDLE)
                 if entry.last_active < now - idle and entry.quiet():
                     del self.sessions[sid]
                     entry.close(cancel=True)
@@ -3213,8 +3205,7 @@ async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options)
     """Serve `server` over HTTP until cancelled (SIGTERM, Ctrl-C); what runs then
     gets `grace` seconds (SHUTDOWN_GRACE) to finish."""
     http = await start_http(server, host, port, **options)
-    _log.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)",
-                host, http.port)
+    _log.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)", host, http.port)
     if not _is_loopback(host) and not options.get("allow_hosts"):
         _log.warning("only Host: localhost is accepted; name the hosts clients use with --allow-host")
     try:
