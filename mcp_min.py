@@ -4492,8 +4492,7 @@ def _token(args):
 
 def _load_server(target):
     """A Server from ``path/to/file.py[:name]`` or ``package.module[:name]``."""
-    import importlib
-    import importlib.util
+    import importlib.util     # binds importlib too
     spec, _, name = target.rpartition(":")
     if not spec or not name.isidentifier():    # no ":name" (or a Windows drive letter)
         spec, name = target, None
