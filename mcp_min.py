@@ -194,11 +194,8 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 
 
 class McpError(Exception):
-    """A JSON-RPC error: raised to answer a request with `code` and `message`.
-
-    Raised inside a tool it becomes an ``isError`` result carrying `message`,
-    which is how a tool tells the model what went wrong.
-    """
+    """A JSON-RPC error: raised to answer a request with `code` and `message`. Raised
+    inside a tool it becomes an ``isError`` result: how a tool tells the model what went wrong."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
@@ -252,16 +249,12 @@ _text_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 def encode(message):
-    """One message as compact JSON bytes, no newline.
-
-    ASCII output means a lone surrogate in a tool's text cannot break the wire.
-    """
+    """One message as compact JSON bytes, no newline; ASCII, so a lone surrogate cannot break the wire."""
     return _wire_encoder.encode(message).encode("ascii")
 
 
 def _encode_safely(message):
-    """encode(), but a response JSON cannot carry becomes an error for its request,
-    and a notification JSON cannot carry is dropped (None)."""
+    """encode(); what JSON cannot carry becomes an error for its request, or None (a notification)."""
     try:
         return encode(message)
     except (TypeError, ValueError, RecursionError):
@@ -279,9 +272,7 @@ _RESPONSE_KEYS = (frozenset(("jsonrpc", "id", "result")), frozenset(("jsonrpc", 
 
 
 def classify(message):
-    """Say what a parsed message is: 'request', 'notification' or 'response'.
-
-    Anything else raises McpError(INVALID_REQUEST).
+    """Say what a parsed message is: 'request', 'notification' or 'response' (else McpError).
 
     >>> classify({"jsonrpc": "2.0", "id": 0, "method": "ping"})
     'request'
@@ -304,9 +295,7 @@ def classify(message):
 
 
 def _error(id_, code, message, data=None):
-    error = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
+    error = {"code": code, "message": message, **({} if data is None else {"data": data})}
     return {"jsonrpc": "2.0", "id": id_, "error": error}
 
 
@@ -319,8 +308,7 @@ def _result(id_, result):
 
 
 class Content(dict):
-    """A content block (a dict with a ``type``), marked so that a tool's own
-    dicts are never mistaken for one."""
+    """A content block (a dict with a ``type``), marked so a tool's own dicts are never taken for one."""
 
 
 def text(value, **extra):
@@ -353,14 +341,10 @@ def _b64(data):
 
 
 def _contents(uri, value, mime_type=None):
-    item = {"uri": uri}
-    if mime_type:
-        item["mimeType"] = mime_type
+    item = {"uri": uri, **({"mimeType": mime_type} if mime_type else {})}
     if isinstance(value, (bytes, bytearray, memoryview)):
-        item["blob"] = _b64(bytes(value))
-    else:
-        item["text"] = str(value)
-    return item
+        return {**item, "blob": _b64(bytes(value))}
+    return {**item, "text": str(value)}
 
 ##############################################################################
 # Schemas from type hints, and a small JSON Schema validator
@@ -369,11 +353,9 @@ def _contents(uri, value, mime_type=None):
 
 def _hint(tp, depth=0):
     """A type hint as data: its JSON Schema, and the loader that turns JSON the schema
-    accepted into what the hint asks for (a date, a dataclass, a tuple ...), or None
-    where the JSON already is that. Built once, when a function is registered.
-
-    A hint with no JSON form (a custom class, Callable) is a TypeError, so that a
-    mistake shows when the function is registered, not when a client calls it.
+    accepted into what the hint asks for (a date, a dataclass ...), or None where the JSON
+    already is that. Built at registration, so a hint with no JSON form (a custom class,
+    Callable) is a TypeError then, not when a client calls.
 
     >>> _hint(list[int])[0]
     {'type': 'array', 'items': {'type': 'integer'}}
@@ -530,8 +512,7 @@ def _typeddict_fields(tp):
 
 
 def _convert(value, tp):
-    """JSON that the schema of `tp` accepted, as what `tp` asks for (built afresh each call:
-    handlers keep their loaders)."""
+    """JSON that `tp`'s schema accepted, as what `tp` asks for (built afresh: handlers keep theirs)."""
     return _load(_hint(tp)[1], value)
 
 
@@ -683,9 +664,8 @@ def _type(kinds, schema, root, depth):
             f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
 
     def check(value, path):
-        if not any(_type_ok(value, kind) for kind in kinds):
-            return f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
-        return None
+        return None if any(_type_ok(value, kind) for kind in kinds) else \
+            f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
     return check if kinds else None
 
 
@@ -894,11 +874,9 @@ class _Handler:
                 self.params.append((p.name, hint, p.default))
         self.empty = inspect.Parameter.empty
         self.description = _first_paragraph(fn.__doc__)
-        self.schemas, self.loads = {}, {}   # loads: only where JSON is not already the value
-        for name, hint, _ in self.params:
-            self.schemas[name], load = self.hint(name, hint)
-            if load:
-                self.loads[name] = load
+        built = {name: self.hint(name, hint) for name, hint, _ in self.params}
+        self.schemas = {name: schema for name, (schema, _) in built.items()}
+        self.loads = {name: load for name, (_, load) in built.items() if load}  # where JSON is not the value
         self.names = frozenset(self.schemas)
 
     def hint(self, name, hint):
@@ -965,10 +943,10 @@ def _strip(hint):
 
 
 class Tool(_Handler):
-    """A tool. Options: `name` (default: the function's), `description` (default: the
-    docstring's first paragraph), `title`, `annotations` (readOnlyHint ...),
-    `input_schema` / `output_schema` (default: from the type hints), `meta`, `icons`,
-    `timeout` (seconds a call may run; default the server's, else TOOL_TIMEOUT)."""
+    """A tool. Options: `name` (default: the function's), `description` (default: the docstring's
+    first paragraph), `title`, `annotations` (readOnlyHint ...), `input_schema` / `output_schema`
+    (default: from the type hints), `meta`, `icons`, `timeout` (seconds a call may run; default
+    the server's, else TOOL_TIMEOUT)."""
 
     def __init__(self, fn, name=None, description=None, title=None, annotations=None,
                  input_schema=None, output_schema=None, meta=None, icons=None, timeout=None):
@@ -1029,10 +1007,10 @@ def _tool_error(message):
 
 
 class Resource(_Handler):
-    """A resource, or a template when `uri` has {variables} (passed to the function
-    by name). The function returns str (text), bytes (blob), JSON-able data (as
-    application/json text) or contents dicts. Options: `name`, `description`,
-    `mime_type`, `title`, `annotations`, `meta`, `icons`, `size`."""
+    """A resource, or a template when `uri` has {variables} (passed to the function by name).
+    The function returns str (text), bytes (blob), JSON-able data (as application/json text)
+    or contents dicts. Options: `name`, `description`, `mime_type`, `title`, `annotations`,
+    `meta`, `icons`, `size`."""
 
     def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
                  annotations=None, meta=None, icons=None, size=None):
@@ -1058,12 +1036,10 @@ class Resource(_Handler):
 
 
 class _UriTemplate:
-    """RFC 6570 level 1 (``{name}``) matched in linear time.
-
-    Each variable takes the text up to the first occurrence of the literal
-    after it; no backtracking, so hostile URIs cost O(n). A value is
-    percent-decoded, and may not then hold '/', '\\', NUL, a drive ('C:'), or be '.' or '..',
-    so a variable can never walk a path out of its segment.
+    """RFC 6570 level 1 (``{name}``) matched in linear time: each variable takes the text up
+    to the first occurrence of the literal after it (no backtracking: hostile URIs cost O(n)).
+    A value is percent-decoded, and may not then hold '/', '\\', NUL, a drive ('C:'), or be
+    '.' or '..', so a variable can never walk a path out of its segment.
 
     >>> _UriTemplate("users://{name}/profile").match("users://ada%20l/profile")
     {'name': 'ada l'}
@@ -1105,10 +1081,9 @@ class _UriTemplate:
 
 
 class Prompt(_Handler):
-    """A prompt: its arguments are the function's parameters (strings; a default
-    makes one optional). The function returns a string (one user message),
-    content blocks, {"role", "content"} dicts, or a list of them. Options:
-    `name`, `description`, `title`, `meta`, `icons`."""
+    """A prompt: its arguments are the function's parameters (strings; a default makes one
+    optional). The function returns a string (one user message), content blocks, {"role",
+    "content"} dicts, or a list of them. Options: `name`, `description`, `title`, `meta`, `icons`."""
 
     def __init__(self, fn, name=None, description=None, title=None, meta=None, icons=None):
         super().__init__(fn)
@@ -1130,11 +1105,8 @@ class Prompt(_Handler):
 
 
 class Server:
-    """An MCP server: register tools, resources and prompts, then `run()`.
-
-    Capabilities are derived from what is registered; adding or removing
-    something while clients are connected sends them a list_changed notice.
-    """
+    """An MCP server: register tools, resources and prompts, then `run()`. Its capabilities
+    follow from what is registered; a change while clients are connected sends them list_changed."""
 
     def __init__(self, name, version="0.1.0", instructions=None, title=None, timeout=None,
                  state_key=None, **info):
@@ -1157,8 +1129,7 @@ class Server:
     # -- registration ---------------------------------------------------------
     # Each decorator returns the function unchanged, so it can still be called (and tested).
     def tool(self, name=None, **options):
-        """Decorator: register a function as a tool (see `Tool` options). ``@server.tool``
-        and ``@server.tool()`` are the same."""
+        """Decorator: register a function as a tool (see `Tool` options); ``@server.tool`` too."""
         return _decorator(name, lambda fn, name: self.add_tool(fn, name, **options))
 
     def add_tool(self, fn, name=None, **options):
@@ -1180,8 +1151,7 @@ class Server:
         self._remove("resources", uri)
 
     def prompt(self, name=None, **options):
-        """Decorator: register a function returning messages as a prompt (``@server.prompt``
-        or ``@server.prompt()``)."""
+        """Decorator: register a function returning messages as a prompt; ``@server.prompt`` too."""
         return _decorator(name, lambda fn, name: self.add_prompt(fn, name, **options))
 
     def add_prompt(self, fn, name=None, **options):
@@ -1200,10 +1170,9 @@ class Server:
             self._changed(kind)
 
     def completion(self, ref, argument):
-        """Decorator: suggest values for `argument` of a prompt (by name) or a
-        resource template (by its URI template). The function takes the
-        partial value (and optionally the already-chosen arguments as a dict)
-        and returns a list of strings."""
+        """Decorator: suggest values for `argument` of a prompt (by name) or a resource template
+        (by its URI template). The function takes the partial value (and optionally the
+        arguments already chosen, as a dict) and returns a list of strings."""
         if not isinstance(ref, str) or not isinstance(argument, str):
             raise TypeError('@server.completion needs a prompt name or URI template and an '
                             'argument name: @server.completion("greet", "name")')
@@ -1266,17 +1235,16 @@ def _decorator(name, add):
 class Context:
     """What a handler knows of the request it serves, and how it talks back.
 
-    Declare a parameter annotated ``Context`` to receive one. `log` and
-    `progress` may be awaited or not; `sample`, `elicit` and `list_roots`
-    are coroutines (from a sync tool, use ``ctx.run(ctx.sample(...))``).
+    Declare a parameter annotated ``Context`` to receive one. `log` and `progress` may be
+    awaited or not; `sample`, `elicit` and `list_roots` are coroutines (from a sync tool, use
+    ``ctx.run(ctx.sample(...))``).
 
-    In a session (handshake era) those three send a request to the client and
-    wait. A 2026-07-28 request cannot: the server asks by answering, with an
-    ``input_required`` result, and the client calls again with the answers.
-    The handler then runs again from the start, and each ask returns its
-    answer at once (asks are told apart by `key`, by default their order).
-    So code before an ask runs once per round: wrap what must happen only
-    once (a payment, an id) in `once`.
+    In a session (handshake era) those three send a request to the client and wait. A
+    2026-07-28 request cannot: the server asks by answering, with an ``input_required``
+    result, and the client calls again with the answers. The handler then runs again from
+    the start, and each ask returns its answer at once (asks are told apart by `key`, by
+    default their order). So code before an ask runs once per round: wrap what must happen
+    only once (a payment, an id) in `once`.
     """
 
     def __init__(self, session, request_id=None, meta=None):
@@ -1514,17 +1482,13 @@ class _Peer:
 
 
 class Session(_Peer):
-    """One client's conversation with a `Server`, independent of transport.
-
-    Feed it every frame that arrives with `receive`; it calls ``send(message,
-    related)`` with each message to go out, where `related` is the id of the
-    client request the message belongs to (a response, or a notification or
-    request made while serving it), or None. ``send(None, id)`` means: that
-    request ends with no response (it was cancelled).
-
-    All per-client state lives here: a server transport creates one per client,
-    reads on only while it is `accepting` (and again at `on_ready`), and calls
-    `close` when the client is gone.
+    """One client's conversation with a `Server`, independent of transport: all per-client
+    state lives here. A transport creates one per client, feeds it every frame with
+    `receive`, reads on only while it is `accepting` (and again at `on_ready`), and calls
+    `close` when the client is gone. Each message to go out goes to ``send(message,
+    related)``, `related` being the id of the client request it belongs to (its response,
+    or what was sent while serving it), or None; ``send(None, id)``: that request ends with
+    no response (it was cancelled).
     """
 
     def __init__(self, server, send, stateless_version=None):
@@ -1553,17 +1517,14 @@ class Session(_Peer):
 
     # -- input: the one door -----------------------------------------------------
     def receive(self, frame, done=None, reply=None):
-        """Take one inbound frame: JSON text (bytes or str), or a message already
-        parsed (a dict; a list is a batch). Every transport comes through here.
-
-        The frame is decoded and checked, and everything in it is answered: bad
-        input too, nothing raises. At most MAX_IN_FLIGHT requests run at once;
-        later ones wait their turn in order (see `accepting`). Answers go to
-        ``reply(message)`` if given (HTTP answers a POST on its own response; a
-        reply that returns False cannot carry a notification, which then goes to
-        `send`), else to `send`. ``done()`` is called when the frame's work is
-        over. Returns how many requests it took in; None if it refused the frame
-        whole (a batch it does not accept).
+        """Take one inbound frame, from any transport: JSON text (bytes or str), or a message
+        already parsed (a dict; a list is a batch). Everything in it is answered, bad input
+        too: nothing raises. At most MAX_IN_FLIGHT requests run at once; later ones wait
+        their turn in order (see `accepting`). Answers go to ``reply(message)`` if given
+        (HTTP answers a POST on its own response; a reply that returns False cannot carry a
+        notification, which then goes to `send`), else to `send`. ``done()`` is called when
+        the frame's work is over. Returns how many requests it took in; None if it refused
+        the frame whole (a batch it does not accept).
         """
         if self.closed:
             done and done()
@@ -1590,9 +1551,9 @@ class Session(_Peer):
 
     @property
     def accepting(self):
-        """Whether a transport should read on. False while as many requests wait as
-        may run; then `on_ready` says when to go on. While the client owes us an
-        answer it stays true (that answer must get in), and requests beyond are refused."""
+        """Whether a transport should read on: false while as many requests wait as may run
+        (`on_ready` then says when to go on), unless the client owes us an answer, which must
+        get in (requests beyond are then refused)."""
         return len(self.waiting) < MAX_IN_FLIGHT or bool(self._pending)
 
     def _take(self, message, done, reply, batched):
@@ -1625,8 +1586,7 @@ class Session(_Peer):
         return 1
 
     def _handle(self, message, kind, done):
-        """Act on one classified message. A bug in here is answered the same on every
-        transport: -32603, and the session lives on."""
+        """Act on one classified message; a bug in here is -32603 on every transport, not the end."""
         try:
             self._act(message, kind, done)
         except Exception:
@@ -1747,8 +1707,7 @@ class Session(_Peer):
         return next(limit for limit in limits if limit is not None)
 
     def _sweep(self):
-        """Each second while requests run (see `_watch`): those past their time
-        limit (R32) are answered now, and cancelled."""
+        """Each second while requests run (`_watch`): those past their time limit end, answered."""
         now = self.loop.time()
         for id_, (started, handler, params, _) in list(self._started.items()):
             seconds = self._time_limit(handler, params)
@@ -1763,9 +1722,8 @@ class Session(_Peer):
             _watched.discard(self)
 
     def _end(self, id_, response):
-        """Answer a running request now, and cancel it: its id and slot are free
-        again. Whatever it does after goes unheard (a handler may ignore the
-        cancel, a sync tool's thread cannot be stopped)."""
+        """Answer a running request now, and cancel it: its id and slot are free again. What it
+        does after goes unheard (a handler may ignore the cancel, a thread cannot be stopped)."""
         started = self._started.pop(id_)
         done, started[3] = started[3], _ENDED
         task = self.running.pop(id_)
@@ -1775,9 +1733,8 @@ class Session(_Peer):
             self.loop.call_soon(self._start_waiting)
 
     async def stop(self, grace=0.0, reason="Server shutting down"):
-        """The server is going away: what was taken in may finish within `grace`
-        seconds; every request then left is answered -32603 `reason`, and cancelled.
-        Listen streams end at once, answered as the spec says."""
+        """The server is going away: what was taken in may finish within `grace` seconds; every
+        request then left is answered -32603 `reason`, and cancelled. Listen streams end at once."""
         self._end_listens()
         try:
             await self.drain(grace)
@@ -1840,8 +1797,7 @@ class Session(_Peer):
 
     # -- output -------------------------------------------------------------------
     def _answer(self, message, related, reply=None):
-        """Every outgoing message passes here: to the reply of its request's frame
-        if it came with one, else to `send`."""
+        """Every outgoing message passes here: to the reply of its request's frame if any, else `send`."""
         if reply is None and related is not None:
             reply = self.replies.get(related)
         if reply is None:
@@ -1886,8 +1842,7 @@ class Session(_Peer):
             self._answer(message, related)
 
     async def request(self, method, params=None, related=None, timeout=None):
-        """Send a request to the client and wait for its result (or McpError);
-        `timeout` defaults to REPLY_TIMEOUT."""
+        """Send a request to the client and wait for its result (or McpError), REPLY_TIMEOUT at most."""
         async def send(message):
             self._answer(message, related)
             if self.on_ready:   # we owe the client's answer a way in
@@ -1946,8 +1901,7 @@ class Session(_Peer):
         self.client_capabilities = {k: _small(caps[k]) for k in _CLIENT_CAPABILITIES if k in caps}
         self.client_info = {k: v[:256] for k, v in info.items() if k in _CLIENT_INFO and type(v) is str}
         self.initialized = True
-        result = {"protocolVersion": self.protocol_version,
-                  "capabilities": self.server.capabilities(),
+        result = {"protocolVersion": self.protocol_version, "capabilities": self.server.capabilities(),
                   "serverInfo": self.server.info}
         if self.server.instructions:
             result["instructions"] = self.server.instructions
@@ -2027,11 +1981,9 @@ def _page(items, params, key):
 
 def _arguments_of(params):
     arguments = params.get("arguments")
-    if arguments is None:
-        return {}
-    if type(arguments) is not dict:     # false, [] or "" is not "no arguments"
+    if arguments is not None and type(arguments) is not dict:   # false, [] or "" is not "no arguments"
         raise McpError(INVALID_PARAMS, "Invalid params: arguments must be an object")
-    return arguments
+    return arguments or {}
 
 
 def _name(params, key="name"):
@@ -2254,9 +2206,8 @@ _NOTIFICATIONS = {"notifications/initialized": _on_initialized,
 
 
 class _Lines:
-    """Cuts a byte stream into lines on b"\n" only (never U+2028, never a bare
-    CR, which is JSON whitespace). A line over `limit` bytes is reported once
-    with ``too_long()`` and skipped up to its newline: its tail never runs."""
+    """Cuts a byte stream into lines on b"\n" only (never U+2028, never a bare CR: JSON whitespace).
+    A line over MAX_LINE_BYTES is reported once (``too_long()``) and skipped: its tail never runs."""
 
     def __init__(self, too_long):
         self.buffer, self.skipping = bytearray(), False
@@ -2300,12 +2251,10 @@ def _private_stdout(fd=1):
 
 
 async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
-    """Serve one session over stdin/stdout until stdin closes (or it is cancelled:
-    SIGTERM, Ctrl-C); what runs then gets `grace` seconds (SHUTDOWN_GRACE) to finish.
-
-    Framing only: lines in, lines out. Reading pauses while the session is not
-    `accepting` (the pipe then holds the client back) and goes on at `on_ready`.
-    Protocol goes to a private copy of stdout (see `_private_stdout`).
+    """Serve one session over stdin/stdout until stdin closes (or it is cancelled: SIGTERM,
+    Ctrl-C); what runs then gets `grace` seconds (SHUTDOWN_GRACE) to finish. Framing only:
+    lines in, lines out (to a private copy of stdout, `_private_stdout`). Reading pauses while
+    the session is not `accepting` (the pipe holds the client back), until `on_ready`.
     """
     loop = asyncio.get_running_loop()
     out = _private_stdout(stdout_fd)
@@ -2435,11 +2384,9 @@ class _Request:
 
 
 def _parse_head(head):
-    """A request head (ending in CRLF CRLF) parsed strictly, or _HttpError.
-
-    Strict because lenient parsers disagree with proxies (request smuggling):
-    bare LF, folded lines, control bytes and repeated framing headers are 400.
-    """
+    """A request head (ending in CRLF CRLF) parsed strictly, or _HttpError: lenient parsers
+    disagree with proxies (request smuggling), so bare LF, folded lines, control bytes and
+    repeated framing headers are 400."""
     line, _, fields = head[:-2].decode("latin-1").partition("\r\n")
     if len(line) > MAX_REQUEST_LINE:
         raise _HttpError(414, "Request line too long")
@@ -2456,14 +2403,13 @@ def _parse_head(head):
     headers = {}
     for line in fields.split("\r\n")[:-1]:
         name, _, value = line.partition(":")
-        value = value.strip(" \t")
-        name = name.lower()
-        if name in headers:
-            if name in _SINGLE_HEADERS:
-                raise _HttpError(400, "Repeated header")
-            headers[name] += ", " + value
-        else:
+        name, value = name.lower(), value.strip(" \t")
+        if name not in headers:
             headers[name] = value
+        elif name in _SINGLE_HEADERS:
+            raise _HttpError(400, "Repeated header")
+        else:
+            headers[name] += ", " + value
     request = _Request()
     request.method, request.version, request.headers = parts[0], parts[2], headers
     request.path, _, request.query = parts[1].partition("?")
@@ -2490,10 +2436,9 @@ def _host_name(value):
 
 
 class _Stream:
-    """Messages waiting to go out on one SSE stream, bounded (R24): past MAX_QUEUED
-    messages or MAX_QUEUED_BYTES, a new notification is dropped, and a response or
-    request drops the notifications queued to make room; if that is not enough, it
-    closes the stream instead (`overflowed`): never dropped silently."""
+    """Messages waiting to go out on one SSE stream, bounded (R24): past MAX_QUEUED messages or
+    MAX_QUEUED_BYTES, a new notification is dropped, and a response or request drops the
+    notifications queued to make room, or else closes the stream (`overflowed`): never silently."""
 
     def __init__(self, json_only=False):
         self.items, self.sizes = [], []     # sizes: bytes of each item behind the first
@@ -2618,10 +2563,9 @@ _now = time.monotonic
 
 
 class _Deadline:
-    """A connection's one timer: `set` calls `action` in `seconds` unless set
-    again or cleared first. Moving it is an attribute write; the timer is
-    re-armed only when it would fire too late. (A call_later per read cost a
-    fifth of a request's work: cancelled handles pile up in the loop's heap.)"""
+    """A connection's one timer: `set` calls `action` in `seconds` unless set again or cleared
+    first. Moving it is an attribute write; the timer is re-armed only when it would fire too
+    late. (A call_later per read cost a fifth of a request's work: cancelled handles pile up.)"""
 
     def __init__(self):
         self.loop = asyncio.get_running_loop()
@@ -2759,8 +2703,7 @@ _MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, H
 
 
 def _mismatch(request, body):
-    """2026-07-28: the routing headers must say what the body says. Why not, as
-    (code, message), or None."""
+    """2026-07-28: the routing headers must say what the body says; why not as (code, message)."""
     if type(body) is not dict:
         return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
                                  else "Invalid request")
@@ -2805,14 +2748,13 @@ class _McpEndpoint:
     async def _mcp_post(self, x):
         body = _parsed_body(x)
         batch = type(body) is list
+        message = body if type(body) is dict else {}
         # 2026-07-28 (its header, or its _meta claim) stands alone: a session of one request.
-        modern = x.request.header("mcp-protocol-version") in MODERN_VERSIONS \
-            or type(body) is dict and _modern(body.get("params"))
-        listen = modern and type(body) is dict and body.get("method") == "subscriptions/listen"
+        modern = x.request.header("mcp-protocol-version") in MODERN_VERSIONS or _modern(message.get("params"))
+        listen = modern and message.get("method") == "subscriptions/listen"
         if not self._accepts(x, not self.json_response or listen):
             raise _HttpError(406, "Accept must list application/json and text/event-stream")
-        initialize = not modern and type(body) is dict and body.get("method") == "initialize" \
-            and "id" in body
+        initialize = not modern and message.get("method") == "initialize" and "id" in message
         if (entry := self._entry_for(x, body, modern, initialize)) is None:
             return True
         frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
@@ -2861,8 +2803,7 @@ class _McpEndpoint:
         if not initialize:
             return self._lookup(x)
         if x.request.header("mcp-session-id"):
-            raise _HttpError(400, "Invalid request: initialize must come without a session",
-                             INVALID_REQUEST)
+            raise _HttpError(400, "Invalid request: initialize must come without a session", INVALID_REQUEST)
         self._make_room()
         import secrets
         return _HttpSession(self.server, secrets.token_urlsafe(24), False)
@@ -2914,8 +2855,7 @@ class _McpEndpoint:
                 else _encode_safely(responses[0])
             # 2026-07-28 says an error's HTTP status too: 400, or 404 for an unknown method.
             code = modern and responses[0].get("error", {}).get("code")
-            x.write(_MODERN_STATUS.get(code, 200), headers + [("Content-Type", "application/json")],
-                    body)
+            x.write(_MODERN_STATUS.get(code, 200), headers + [("Content-Type", "application/json")], body)
         else:
             x.write(202, headers, b"")
         return True
@@ -3007,12 +2947,9 @@ class _SseEndpoint:
 
 
 class HttpServer(_McpEndpoint, _SseEndpoint):
-    """The HTTP front door: connections, parsing, limits, Host/Origin/token checks and
-    routing to the two endpoints (mixins, kept apart so each protocol reads on its own);
-    the protocol is the Session's.
-
-    Created by `serve_http` / `start_http`; `port` is the bound port.
-    """
+    """The HTTP front door: connections, parsing, limits, Host/Origin/token checks and routing
+    to the two endpoints (mixins, kept apart so each protocol reads on its own); the protocol
+    is the Session's. Created by `serve_http` / `start_http`; `port` is the bound port."""
 
     def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(),
                  allow_hosts=(), stateless=False, json_response=False, insecure=False,
@@ -3071,8 +3008,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             await asyncio.sleep(interval)
             now = _now()
             for sid, entry in list(self.sessions.items()):
-                idle = self.session_idle if entry.session.ready else min(self.session_idle,
-                                                                         HANDSHAKE_IDLE)
+                idle = self.session_idle if entry.session.ready else min(self.session_idle, HANDSHAKE_IDLE)
                 if entry.last_active < now - idle and entry.quiet():
                     del self.sessions[sid]
                     entry.close(cancel=True)
@@ -3272,8 +3208,7 @@ async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options)
     """Serve `server` over HTTP until cancelled (SIGTERM, Ctrl-C); what runs then
     gets `grace` seconds (SHUTDOWN_GRACE) to finish."""
     http = await start_http(server, host, port, **options)
-    _log.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)",
-                host, http.port)
+    _log.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)", host, http.port)
     if not _is_loopback(host) and not options.get("allow_hosts"):
         _log.warning("only Host: localhost is accepted; name the hosts clients use with --allow-host")
     try:
@@ -4587,14 +4522,11 @@ def _port(text):
 
 
 def _seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < 1e9:
-        import argparse
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-    return value
+    with contextlib.suppress(ValueError):
+        if 0 < (value := float(text)) < 1e9:
+            return value
+    import argparse
+    raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
 
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -4746,8 +4678,7 @@ def _token(args):
 
 def _load_server(target):
     """A Server from ``path/to/file.py[:name]`` or ``package.module[:name]``."""
-    import importlib
-    import importlib.util
+    import importlib.util     # binds importlib too
     spec, _, name = target.rpartition(":")
     if not spec or not name.isidentifier():    # no ":name" (or a Windows drive letter)
         spec, name = target, None
