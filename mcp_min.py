@@ -1119,6 +1119,7 @@ class Server:
         # 2026-07-28: how clients may cache lists, reads and discovery (ttlMs 0: stale at once).
         self.cache = {"ttlMs": 0, "cacheScope": "private"}
         self.sessions = set()    # live sessions, for change notifications
+        self.meta = {"io.modelcontextprotocol/serverInfo": self.info}  # on 2026-07-28 results
         # Seals requestState (2026-07-28 multi round-trip requests): the processes that
         # share it (MCP_MIN_STATE_KEY) each continue what another began.
         key = state_key or os.environ.get("MCP_MIN_STATE_KEY") or os.urandom(32)
@@ -1250,18 +1251,18 @@ class Context:
     def __init__(self, session, request_id=None, meta=None):
         self.session, self.request_id = session, request_id
         self.meta = meta or {}
-        version = self.meta.get(_MODERN + "protocolVersion")
+        version = self.meta.get(_VERSION_KEY)
         self.version = version if type(version) is str else None  # a 2026-07-28 request's own
         token = self.meta.get("progressToken")     # a string or a number, never a bool
         self.progress_token = token if type(token) in (str, int, float) else None
         self._last_progress = None
-        # 2026-07-28 rounds: answers so far, what `once` kept, and this round's asks
-        self._answers, self._fresh, self._kept, self._asks, self._count = {}, {}, {}, {}, 0
 
+    _rounds = None  # 2026-07-28 (see `_resume`): [answers so far, what `once` kept, this
+    #                 round's asks, this round's answers, asks made]
     @property
     def client_capabilities(self):
         """The session's; a 2026-07-28 request declares its own."""
-        return self.meta[_MODERN + "clientCapabilities"] if self.version \
+        return self.meta[_CAPABILITIES_KEY] if self.version \
             else self.session.client_capabilities
 
     def log(self, level, data, logger=None):
@@ -1309,10 +1310,11 @@ class Context:
         """``fn(*args)`` (sync or async), run once per request however many rounds it
         takes (see above); later rounds get the value it returned. The value travels
         in requestState, which the client can read: JSON, and nothing secret."""
-        if key not in self._kept:
+        kept = self._round()[1] if self._rounds else {}
+        if key not in kept:
             value = fn(*args)
-            self._kept[key] = await value if asyncio.iscoroutine(value) else value
-        return self._kept[key]
+            kept[key] = await value if asyncio.iscoroutine(value) else value
+        return kept[key]
 
     async def _ask(self, capability, method, params, key=None):
         if capability not in (self.client_capabilities or {}):
@@ -1322,17 +1324,20 @@ class Context:
             raise McpError(METHOD_NOT_FOUND, f"The client does not support {capability}.")
         if not self.version:
             return await self.session.request(method, params, self.request_id)
-        self._count += 1
-        key = str(key or f"{capability}-{self._count}")
-        if key not in self._answers and key in self._fresh:
-            answer = self._fresh[key]
+        if not self._rounds:    # only tools/call, prompts/get and resources/read may ask
+            raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
+        answers, _, asks, fresh, count = rounds = self._round()
+        rounds[4] = count = count + 1
+        key = str(key or f"{capability}-{count}")
+        if key not in answers and key in fresh:
+            answer = fresh[key]
             if type(answer) is not dict or _ANSWERS[method] not in answer:
                 raise _Refused(INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}] must be "
                                                f"an object with {_ANSWERS[method]!r} ({method})")
-            self._answers[key] = answer
-        if key in self._answers:
-            return self._answers[key]
-        self._asks[key] = {"method": method, "params": params}
+            answers[key] = answer
+        if key in answers:
+            return answers[key]
+        asks[key] = {"method": method, "params": params}
         await asyncio.sleep(0)  # asks made beside this one (asyncio.gather) join the round
         raise _InputRequired
 
@@ -1340,15 +1345,23 @@ class Context:
         """A 2026-07-28 request calling again (MRTR): the answers of earlier rounds
         and what `once` kept come back sealed in requestState, the new answers in
         inputResponses (answers sent with no requestState are taken as new ones)."""
-        state, self._fresh = params.get("requestState"), params.get("inputResponses", {})
-        if type(self._fresh) is not dict or not isinstance(state, (str, type(None))):
+        if "requestState" not in params and "inputResponses" not in params:
+            self._rounds = True     # a first round: made when first needed (`_round`)
+            return
+        state, fresh = params.get("requestState"), params.get("inputResponses", {})
+        if type(fresh) is not dict or not isinstance(state, (str, type(None))):
             raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
                                            "requestState a string")
-        if state is not None:
-            self._answers, self._kept = _unseal(self.session, params, state)
+        self._rounds = [*(({}, {}) if state is None else _unseal(self.session, params, state)),
+                        {}, fresh, 0]
+
+    def _round(self):
+        if self._rounds is True:
+            self._rounds = [{}, {}, {}, {}, 0]
+        return self._rounds
 
     def _seal(self, params):
-        return _seal(self.session, params, [int(time.time() + STATE_TTL), self._answers, self._kept])
+        return _seal(self.session, params, [int(time.time() + STATE_TTL), *self._rounds[:2]])
 
     def run(self, coroutine):
         """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
@@ -1563,8 +1576,9 @@ class Session(_Peer):
             kind = classify(message)
             if kind == "request":
                 id_ = message["id"]
-                if batched and message["method"] == "initialize":
-                    raise McpError(INVALID_REQUEST, "Invalid request: initialize may not be batched")
+                if batched and (message["method"] == "initialize" or _modern(message.get("params"))):
+                    raise McpError(INVALID_REQUEST, "Invalid request: initialize and 2026-07-28 "
+                                                    "requests may not be batched")
                 if id_ in self.running or id_ in self.waiting:  # two live requests would cross answers
                     raise McpError(INVALID_REQUEST, _ID_IN_USE)
         except McpError as e:
@@ -1632,8 +1646,8 @@ class Session(_Peer):
             return INVALID_PARAMS, "Invalid params: expected an object"
         if modern:
             meta = params.get("_meta")
-            version = meta.get(_MODERN + "protocolVersion") if type(meta) is dict else None
-            if type(version) is not str or type(meta.get(_MODERN + "clientCapabilities")) is not dict:
+            version = meta.get(_VERSION_KEY) if type(meta) is dict else None
+            if type(version) is not str or type(meta.get(_CAPABILITIES_KEY)) is not dict:
                 return INVALID_PARAMS, ("Invalid params: _meta needs io.modelcontextprotocol/"
                                         "protocolVersion and io.modelcontextprotocol/clientCapabilities")
             if version not in MODERN_VERSIONS:
@@ -1671,9 +1685,7 @@ class Session(_Peer):
                 response = _error(id_, e.code, e.message, e.data)
             except _InputRequired:      # the client is to answer, and call again
                 response = _result(id_, {"resultType": "input_required", "inputRequests":
-                                         context._asks, "requestState": context._seal(params)}) \
-                    if handler in _ROUNDS else _error(id_, INTERNAL_ERROR, f"{handler.__name__} "
-                                                      "cannot ask the client for input")
+                                         context._rounds[2], "requestState": context._seal(params)})
             except asyncio.CancelledError:
                 if started[3] is _ENDED:    # answered already (see `_end`): nothing more
                     raise
@@ -1694,8 +1706,8 @@ class Session(_Peer):
     def _modern_result(self, result, handler):
         """A 2026-07-28 result: its `resultType`, the server's identity, and for what may
         be cached, how (`Server.cache`)."""
-        result = {"resultType": "complete", **result,
-                  "_meta": {**result.get("_meta", {}), _MODERN + "serverInfo": self.server.info}}
+        meta = self.server.meta if "_meta" not in result else {**result["_meta"], **self.server.meta}
+        result = {"resultType": "complete", **result, "_meta": meta}
         return {**self.server.cache, **result} if handler in _CACHEABLE else result
 
     def _time_limit(self, handler, params):
@@ -1937,12 +1949,13 @@ def _watchdog_run():
 
 _ID_IN_USE = "Invalid request: id already in use"
 _MODERN = "io.modelcontextprotocol/"     # the prefix of 2026-07-28's _meta keys
+_VERSION_KEY, _CAPABILITIES_KEY = _MODERN + "protocolVersion", _MODERN + "clientCapabilities"
 
 
 def _modern(params):
     """Whether a request claims the stateless era: its _meta names its protocol version."""
     meta = params.get("_meta") if type(params) is dict else None
-    return type(meta) is dict and _MODERN + "protocolVersion" in meta
+    return type(meta) is dict and _VERSION_KEY in meta
 
 
 _DROPPABLE = ("notifications/message", "notifications/progress")
@@ -2709,7 +2722,7 @@ def _mismatch(request, body):
                                  else "Invalid request")
     params = body.get("params") if type(body.get("params")) is dict else {}
     meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
-    claim, method = meta.get(_MODERN + "protocolVersion"), body.get("method")
+    claim, method = meta.get(_VERSION_KEY), body.get("method")
     if not request.header("mcp-protocol-version"):
         return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
     if type(claim) is str and request.header("mcp-protocol-version") != claim:
@@ -4258,7 +4271,10 @@ def _client_usage(args):
 
 
 async def _client_run(args, name, arguments, raw):
+    version = args.protocol
     client = Client(args.target, token=args.token, timeout=args.timeout, trace=args.trace,
+                    era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
+                    protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
                     on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr))
     method = args.method
     async with client:
@@ -4844,6 +4860,9 @@ def main(argv=None):
                         help="NAME, URI, k=v pairs or one JSON object")
     client.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
                         help="bearer token for HTTP (default: $MCP_TOKEN)")
+    client.add_argument("--protocol", choices=PROTOCOL_VERSIONS + MODERN_VERSIONS, metavar="VERSION",
+                        help="speak this protocol version only (default: 2026-07-28 if the server "
+                        "does, else the handshake); one of " + ", ".join(PROTOCOL_VERSIONS + MODERN_VERSIONS))
     client.add_argument("--timeout", type=_seconds, default=REPLY_TIMEOUT, metavar="SECONDS",
                         help=f"how long to wait for each answer (default {REPLY_TIMEOUT:g})")
     _common_options(client, "WARNING")

@@ -1757,6 +1757,12 @@ class ModernSessionTest(unittest.IsolatedAsyncioTestCase):
         for i, method in enumerate(("initialize", "ping", "logging/setLevel", "resources/subscribe",
                                     "resources/unsubscribe", "tasks/list"), 3):
             self.assertEqual((await self.wire.request(modern(i, method)))["error"]["code"], METHOD_NOT_FOUND)
+        # Batches are 2025-03-26's; a 2026-07-28 request in one is refused, the rest served.
+        batcher = Wire(self.server)
+        await batcher.initialize("2025-03-26")
+        batcher.feed([modern(31, "tools/list"), rpc(32, "tools/list")])
+        self.assertEqual((await batcher.response(31))["error"]["code"], mcp_min.INVALID_REQUEST)
+        self.assertIn("tools", (await batcher.response(32))["result"])
         # Without the claim, the handshake era: discover is not one of its methods.
         await self.wire.initialize()
         self.assertEqual((await self.wire.request(rpc(20, "server/discover")))["error"]["code"],
@@ -5662,6 +5668,11 @@ class ClientCliTests(unittest.TestCase):
             "C→S stdin  request #1 server/discover", "S→C stdout  response #1 (server/discover) ok",
             "C→S stdin  request #2 server/discover", "S→C stdout  response #2 (server/discover) ok"])
         self.assertIn('"method": "server/discover"', done.stderr)     # the JSON follows, indented
+        done = self.run_cli(server, "ping", "--trace", "--protocol", "2025-11-25")    # the handshake
+        self.assertEqual(trace_headers(done.stderr), [
+            "C→S stdin  request #1 initialize", "S→C stdout  response #1 (initialize) ok",
+            "C→S stdin  notification notifications/initialized",
+            "C→S stdin  request #2 ping", "S→C stdout  response #2 (ping) ok"])
 
     def test_trace_marks_the_clis_own_requests(self):
         server = f"{sys.executable} {MCP_MIN} serve --stdio"
