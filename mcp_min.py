@@ -958,6 +958,8 @@ class Tool(_Handler):
         # A schema of the author's is copied: what is advertised stays what is checked.
         self.input_schema = json.loads(json.dumps(input_schema)) if input_schema else self.input_schema()
         self.check_input = _checker(self.input_schema)
+        # 2026-07-28 HTTP: the arguments marked x-mcp-header come in Mcp-Param-* headers too
+        self.param_headers = _header_params(self.input_schema) or ()
         returns = self.hints.get("return", None)
         self.wrap = False       # structured output must be an object: others go under "result"
         output_schema = json.loads(json.dumps(output_schema)) if output_schema else None
@@ -2715,7 +2717,7 @@ _MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, H
                   MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
 
 
-def _mismatch(request, body):
+def _mismatch(request, body, server):
     """2026-07-28: the routing headers must say what the body says; why not as (code, message)."""
     if type(body) is not dict:
         return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
@@ -2729,10 +2731,23 @@ def _mismatch(request, body):
         return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
     if "id" in body and type(method) is str and request.header("mcp-method") != method:
         return HEADER_MISMATCH, "Mcp-Method header does not match the method"
-    key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(method)
+    key = _NAME_KEY.get(method)
     if key and _header_text(request.header("mcp-name")) != params.get(key):
         return HEADER_MISMATCH, "Mcp-Name header does not match the params"
+    tool = server.tools.get(params.get("name")) if method == "tools/call" else None
+    for path, header in tool.param_headers if tool else ():    # x-mcp-header: Mcp-Param-*
+        value = params.get("arguments")
+        for key in path:
+            value = value.get(key) if type(value) is dict else None
+        sent = request.header("mcp-param-" + header.lower(), None)
+        if value is not None and (sent is None or _header_text(sent) != (
+                value if type(value) is str else json.dumps(value))):
+            return HEADER_MISMATCH, f"Mcp-Param-{header} header does not match the arguments"
     return None
+
+
+# 2026-07-28 HTTP: the Mcp-Name header repeats this param of these methods
+_NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 def _header_text(value):
@@ -2797,7 +2812,7 @@ class _McpEndpoint:
         headers do not match it: answered 400), a new one for initialize (or for every
         POST, stateless), else the one its Mcp-Session-Id names."""
         if modern:
-            if (mismatch := _mismatch(x.request, body)):
+            if (mismatch := _mismatch(x.request, body, self.server)):
                 id_ = body.get("id") if type(body) is dict else None
                 x.write(400, x.cors + [("Content-Type", "application/json")],
                         encode(_error(id_ if _is_id(id_) else None, *mismatch)))
@@ -3931,10 +3946,6 @@ _BOM = b"\xef\xbb\xbf"
 
 
 _REINITIALIZING = contextvars.ContextVar("mcp_min_reinitializing", default=False)
-
-
-# 2026-07-28 HTTP: the Mcp-Name header repeats this param of these methods
-_NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 def _header_value(text):

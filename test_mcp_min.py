@@ -3598,6 +3598,20 @@ class HttpModernTest(HttpTestCase):
         self.assertEqual(tool_text(response.json()), "2")
 
 
+    async def test_param_headers_must_match_the_arguments(self):
+        def where(region: str) -> str:
+            return region
+        self.server.add_tool(where, input_schema={"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}})
+        call = modern(1, "tools/call", {"name": "where", "arguments": {"region": "us west"}})
+        for header, status in [("us west", 200), ("=?base64?dXMgd2VzdA==?=", 200), (None, 400),
+                               ("eu", 400), ("=?base64?dXMgd2VzdA?=", 400)]:
+            response = await self.post(call, **{"Mcp-Param-Region": header})
+            self.assertEqual(response.status, status, (header, response))
+            if status == 400:
+                self.assertJsonRpcError(response, 400, mcp_min.HEADER_MISMATCH, 1)
+        self.assertEqual(self.server.tools["where"].param_headers, [(("region",), "Region")])
+
     async def test_input_required_rounds_over_http(self):
         ask = modern(1, "tools/call", {"name": "ask_user", "arguments": {}}, {"elicitation": {}})
         first = await self.post(ask)

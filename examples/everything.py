@@ -268,13 +268,27 @@ def test_trigger_prompt_change() -> str:
     return "prompts changed"
 
 
-# A hand-written JSON Schema (2020-12, with $defs) instead of one from type hints.
+@server.tool(input_schema={"type": "object", "required": ["region"], "properties": {
+    "region": {"type": "string", "x-mcp-header": "Region"}, "note": {"type": "string"}}})
+def test_custom_header(region: str, note: str = "") -> str:
+    """2026-07-28 HTTP: `region` travels in an Mcp-Param-Region header too, checked
+    against the body before the tool runs."""
+    return f"region {region}"
+
+
+# A hand-written JSON Schema (2020-12: $defs, $anchor, composition and conditionals) instead
+# of one from type hints; it reaches the client as written.
 @server.tool(input_schema={
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
-    "$defs": {"address": {"type": "object", "properties": {
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
         "street": {"type": "string"}, "city": {"type": "string"}}}},
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                   "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                   "phone": {"type": "string"}, "email": {"type": "string"}},
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]}, "else": {"required": ["email"]},
     "additionalProperties": False})
 def json_schema_2020_12_tool(**arguments) -> str:
     """A tool whose input schema uses JSON Schema 2020-12 features."""

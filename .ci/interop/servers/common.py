@@ -80,11 +80,13 @@ def free_port_ok(port):
         s.close()
 
 class HttpServer:
-    """python3 mcp_min.py serve --port P [extra] with --trace to a log file."""
-    def __init__(self, port, extra=(), name="http"):
+    """python3 mcp_min.py serve --port P [extra] with --trace to a log file
+    (app: a script that calls server.run(), e.g. examples/everything.py, instead of `mcp_min.py serve`)."""
+    def __init__(self, port, extra=(), name="http", app=None):
         self.port = port
         self.log = os.path.join(LOGDIR, f"server-{name}-{port}.log")
-        self.proc = subprocess.Popen(["python3", MAIN, "serve", "--port", str(port), "--trace", *extra],
+        head = ["python3", app] if app else ["python3", MAIN, "serve"]
+        self.proc = subprocess.Popen([*head, "--port", str(port), "--trace", *extra],
                                      stdin=subprocess.DEVNULL, stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
         for _ in range(100):
             try:

@@ -3,7 +3,8 @@
 # usage: bash .ci/interop/servers/run_all.sh [--no-extras]        (from the repo root; any cwd works)
 # Peers (venv + node/) come from $MCP_PEERS, default <repo>/.peers (see ../README.md for the install).
 # Prints PASS/FAIL/SKIP per check; server traces and stdio wire logs go to <repo>/.peers/logs/interop-servers/.
-# Ports used: 18101-18104 (py), 18111-18112 (ts), 18121-18122 (inspector), 18131-18134 (extras).
+# Ports used: 18101-18104 (py), 18111-18112 (ts), 18121-18122 (inspector), 18131-18134 (extras),
+# 18141-18142 (py pinned to 2026-07-28 vs examples/everything.py).
 set -u
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ inside .ci/
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -17,7 +18,7 @@ rm -rf "$INTEROP_LOGDIR"; mkdir -p "$INTEROP_LOGDIR"
 OUT="$INTEROP_LOGDIR/summary.txt"
 EXTRAS=1; [ "${1:-}" = "--no-extras" ] && EXTRAS=0
 
-for p in 18101 18102 18103 18104 18111 18112 18121 18122 18131 18132 18133 18134; do
+for p in 18101 18102 18103 18104 18111 18112 18121 18122 18131 18132 18133 18134 18141 18142; do
   if ! "$PY" -c "import sys; from common import free_port_ok; sys.exit(0 if free_port_ok($p) else 1)"; then
     echo "port $p is busy; stop whatever is on it first" >&2; exit 2
   fi
@@ -33,6 +34,10 @@ run() { echo "== $*" ; "$@" 2>&1 | grep -v "^\s*$" ; }
   run "$PY" with_server.py 18103 py-client     -- "$PY" py_checks.py client-http  '{URL}/mcp'
   run "$PY" with_server.py 18104 py-two        -- "$PY" py_checks.py two-sessions '{URL}/mcp'
 
+  echo "### 1b. Python SDK mcp.Client pinned to 2026-07-28 vs examples/everything.py (MRTR, subscriptions/listen)"
+  run timeout 120 "$PY" py_modern_checks.py stdio
+  run "$PY" with_server.py 18141 py-modern-http --app=examples/everything.py -- "$PY" py_modern_checks.py http '{URL}/mcp'
+
   echo "### 2. TS SDK $(node -p 'require(process.argv[1] + "/node/node_modules/@modelcontextprotocol/sdk/package.json").version' "$PEERS") (node $(node --version))"
   run timeout 120 node ts_checks.mjs stdio
   run "$PY" with_server.py 18111 ts-sse  -- node ts_checks.mjs sse  '{URL}/sse'
@@ -44,11 +49,12 @@ run() { echo "== $*" ; "$@" 2>&1 | grep -v "^\s*$" ; }
   run "$PY" with_server.py 18122 insp-http -- "$PY" inspector_checks.py http '{URL}/mcp'
 
   if [ $EXTRAS = 1 ]; then
-    echo "### extras: server modes --json-response and --stateless"
+    echo "### extras: server modes --json-response and --stateless (and 2026-07-28 with --json-response)"
     run "$PY" with_server.py 18131 py-json --json-response -- "$PY" py_checks.py cs-http '{URL}/mcp'
     run "$PY" with_server.py 18132 ts-json --json-response -- node ts_checks.mjs http '{URL}/mcp'
     INTEROP_STATELESS=1 run "$PY" with_server.py 18133 py-stateless --stateless -- "$PY" py_checks.py client-http '{URL}/mcp'
     INTEROP_STATELESS=1 run "$PY" with_server.py 18134 ts-stateless --stateless -- node ts_checks.mjs http '{URL}/mcp'
+    run "$PY" with_server.py 18142 py-modern-json --app=examples/everything.py --json-response -- "$PY" py_modern_checks.py http '{URL}/mcp'
   fi
 } | tee "$OUT"
 
