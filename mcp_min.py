@@ -106,7 +106,8 @@ __all__ = [
     "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT",
     "WRITE_BUFFER", "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID",
-    "SESSION_IDLE", "MAX_QUEUED", "MAX_SSE_EVENT", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT", "MAX_ROUNDS",
+    "SESSION_IDLE", "MAX_QUEUED", "MAX_SSE_EVENT", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT",
+    "MAX_ROUNDS",
     "__version__",
 ]
 
@@ -2735,13 +2736,9 @@ def _mismatch(request, body, server):
     if key and _header_text(request.header("mcp-name")) != params.get(key):
         return HEADER_MISMATCH, "Mcp-Name header does not match the params"
     tool = server.tools.get(params.get("name")) if method == "tools/call" else None
-    for path, header in tool.param_headers if tool else ():    # x-mcp-header: Mcp-Param-*
-        value = params.get("arguments")
-        for key in path:
-            value = value.get(key) if type(value) is dict else None
-        sent = request.header("mcp-param-" + header.lower(), None)
-        if value is not None and (sent is None or _header_text(sent) != (
-                value if type(value) is str else json.dumps(value))):
+    for header, text in _param_texts(params, tool.param_headers if tool else ()):
+        if (sent := request.header("mcp-param-" + header.lower(), None)) is None \
+                or _header_text(sent) != text:
             return HEADER_MISMATCH, f"Mcp-Param-{header} header does not match the arguments"
     return None
 
@@ -2758,6 +2755,44 @@ def _header_text(value):
         except ValueError:
             return None
     return value
+
+
+def _header_value(text):
+    """A value as an Mcp-* header carries it: itself if plain printable ASCII with no
+    space at either end, else ``=?base64?...?=`` (its UTF-8)."""
+    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
+        return text
+    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
+
+def _header_params(schema, path=()):
+    """The (argument path, header name) pairs a tool's inputSchema marks with
+    x-mcp-header; None if a mark is invalid: not a token, on what is not a string,
+    integer or boolean, or a name used twice (in any case)."""
+    found = []
+    properties = schema.get("properties") if type(schema) is dict else None
+    for key, prop in properties.items() if type(properties) is dict else ():
+        if type(prop) is dict and "x-mcp-header" in prop:
+            name = prop["x-mcp-header"]
+            if type(name) is not str or not _TOKEN.fullmatch(name) or \
+                    prop.get("type") not in ("string", "integer", "boolean"):
+                return None
+            found.append(((*path, key), name))
+        if (inner := _header_params(prop, (*path, key))) is None:
+            return None
+        found += inner
+    return found if len({name.lower() for _, name in found}) == len(found) else None
+
+
+def _param_texts(params, marks):
+    """(header name, the text its Mcp-Param-* header carries) for each argument of a
+    tools/call that is marked (`_header_params`) and present."""
+    for path, header in marks:
+        value = params.get("arguments")
+        for key in path:
+            value = value.get(key) if type(value) is dict else None
+        if value is not None:
+            yield header, value if type(value) is str else json.dumps(value)
 
 
 def _parsed_body(x):
@@ -2799,13 +2834,17 @@ class _McpEndpoint:
                 self.sessions[entry.sid] = entry    # a session exists once initialize succeeded
                 headers.append(("Mcp-Session-Id", entry.sid))
             return await self._answer(x, stream, headers, batch, frame, modern)
-        finally:    # a refused or failed opening request leaves nothing behind
-            stream.close()      # a client that left: what its requests still say is dropped
-            entry.posts.discard(stream)
-            entry.last_active = _now()
-            if self.stateless or modern or initialize and entry.sid not in self.sessions:
-                entry.close(cancel=modern)  # 2026-07-28: a client that leaves cancels
-                self.stateless_entries.discard(entry)
+        finally:
+            self._after_post(entry, stream, modern, initialize)
+
+    def _after_post(self, entry, stream, modern, initialize):
+        """A POST is over: a refused or failed opening request leaves nothing behind."""
+        stream.close()      # a client that left: what its requests still say is dropped
+        entry.posts.discard(stream)
+        entry.last_active = _now()
+        if self.stateless or modern or initialize and entry.sid not in self.sessions:
+            entry.close(cancel=modern)  # 2026-07-28: a client that leaves cancels
+            self.stateless_entries.discard(entry)
 
     def _entry_for(self, x, body, modern, initialize):
         """The session a POST speaks to: its own for a 2026-07-28 request (None if its
@@ -2874,6 +2913,9 @@ class _McpEndpoint:
             # carried requests is answered with a stream (transports): an empty one.
             sse = self._start_sse(x, headers, frame)
         x.deadline.clear()
+        return await self._end_answer(x, headers, batch, frame, modern, responses, sse)
+
+    async def _end_answer(self, x, headers, batch, frame, modern, responses, sse):
         if sse:
             await x.send(frame(b""))     # chunked: the last chunk
             if self.trace:
@@ -3317,8 +3359,12 @@ class Client(_Peer):
                 self._transport = kind(target, self)
                 try:
                     await self._transport.start()
-                    if self.era == "handshake" or kind is _LegacySse or not await self._discover():
+                    seen = _ERAS.get(repr(target)) if self.era == "auto" else None
+                    if self.era == "handshake" or kind is _LegacySse or seen == "handshake" \
+                            or not await self._discover():
                         await self._initialize()
+                    if self.era == "auto":
+                        _ERAS[repr(target)] = "2026-07-28" if self.modern else "handshake"
                     break
                 except _Fallback:   # a 4xx to the probe means "try legacy SSE" (transports)
                     await self._transport.close()
@@ -3603,6 +3649,9 @@ class Client(_Peer):
             self.log_level = level
             return {}
         return await self.request("logging/setLevel", {"level": level})
+
+
+_ERAS = {}  # server (URL, command) -> the era it spoke: a handshake-era server is not probed again
 
 
 def _background(tasks, coroutine):
@@ -3948,33 +3997,6 @@ _BOM = b"\xef\xbb\xbf"
 _REINITIALIZING = contextvars.ContextVar("mcp_min_reinitializing", default=False)
 
 
-def _header_value(text):
-    """A value as an Mcp-* header carries it: itself if plain printable ASCII with no
-    space at either end, else ``=?base64?...?=`` (its UTF-8)."""
-    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
-        return text
-    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
-
-
-def _header_params(schema, path=()):
-    """The (argument path, header name) pairs a tool's inputSchema marks with
-    x-mcp-header; None if a mark is invalid: not a token, on what is not a string,
-    integer or boolean, or a name used twice (in any case)."""
-    found = []
-    properties = schema.get("properties") if type(schema) is dict else None
-    for key, prop in properties.items() if type(properties) is dict else ():
-        if type(prop) is dict and "x-mcp-header" in prop:
-            name = prop["x-mcp-header"]
-            if type(name) is not str or not _TOKEN.fullmatch(name) or \
-                    prop.get("type") not in ("string", "integer", "boolean"):
-                return None
-            found.append(((*path, key), name))
-        if (inner := _header_params(prop, (*path, key))) is None:
-            return None
-        found += inner
-    return found if len({name.lower() for _, name in found}) == len(found) else None
-
-
 class _StreamableHttp(_Transport):
     """Streamable HTTP (2025-03-26+): a POST per message, JSON or SSE replies."""
 
@@ -4013,6 +4035,16 @@ class _StreamableHttp(_Transport):
             self.client._fail(message["id"], e if isinstance(e, McpError)
                               else McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}"))
 
+    def _route_headers(self, message, headers):
+        """2026-07-28: what a request is, in headers, so that it is routed unread."""
+        headers["Mcp-Method"] = method = message["method"]
+        params = message.get("params") or {}
+        if type(name := params.get(_NAME_KEY.get(method))) is str:
+            headers["Mcp-Name"] = _header_value(name)
+        marks = self.client._param_headers.get(name, ()) if method == "tools/call" else ()
+        for header, text in _param_texts(params, marks):
+            headers["Mcp-Param-" + header] = _header_value(text)
+
     def drop(self, id_):
         """2026-07-28: a request is abandoned by closing its connection."""
         task = self._streams.pop(id_, None)
@@ -4021,18 +4053,8 @@ class _StreamableHttp(_Transport):
     async def _post(self, message, is_request, again=True):
         headers = self._headers()
         headers["Content-Type"] = "application/json"
-        if self.client.modern and is_request:   # 2026-07-28: routable without reading the body
-            headers["Mcp-Method"] = method = message["method"]
-            params = message.get("params") or {}
-            if type(name := params.get(_NAME_KEY.get(method))) is str:
-                headers["Mcp-Name"] = _header_value(name)
-            for path, header in self.client._param_headers.get(name, ()) if method == "tools/call" else ():
-                value = params.get("arguments")
-                for key in path:
-                    value = value.get(key) if type(value) is dict else None
-                if value is not None and type(value) in (str, int, bool):
-                    headers["Mcp-Param-" + header] = _header_value(
-                        value if type(value) is str else json.dumps(value))
+        if self.client.modern and is_request:
+            self._route_headers(message, headers)
         sent_with = self.session_id
         try:
             response = await _http(self.url, "POST", headers, encode(message), self.client.trace)
@@ -4269,7 +4291,8 @@ def _client_usage(args):
         raise ValueError("TARGET is empty: give a URL or the command that starts a server")
     if re.fullmatch(r"[\w.\-\[\]:]+:\d+(/\S*)?", target):        # 127.0.0.1:8080/mcp
         raise ValueError(f"{target} is not a URL: write http://{target}")
-    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) and target.partition(":")[0].lower() not in ("http", "https"):
+    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) \
+            and target.partition(":")[0].lower() not in ("http", "https"):
         raise ValueError(f"{target}: only http:// and https:// URLs, or a command that starts a server")
     if method in _CLI_NEEDS and not words:
         raise ValueError(f"{method} needs {_CLI_NEEDS[method]}: client TARGET {method} {_CLI_NEEDS[method]}")
@@ -4295,27 +4318,35 @@ async def _client_run(args, name, arguments, raw):
             return await client.get_prompt(name, {k: raw.get(k, v if type(v) is str else json.dumps(v))
                                                   for k, v in arguments.items()})
         if method == "tools/call":
-            if arguments:   # the CLI's own look at the schema, marked so in the trace
-                why = _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
-                try:
-                    tools = await client._all("tools/list", "tools")
-                finally:
-                    _TRACE_WHY.reset(why)
-                tool = next((t for t in tools if t["name"] == name), None)
-                if tool is None:
-                    raise McpError(INVALID_PARAMS, f"The server has no tool named {name!r}")
-                props = tool.get("inputSchema", {}).get("properties", {})
-                for key, text in raw.items():   # the text as typed where the schema wants it:
-                    prop = props.get(key)           # zip=10001, or a Decimal's digits, exactly
-                    if type(prop) is dict and not validate(text, prop) and (
-                            validate(arguments[key], prop) or "string" in (prop.get("type") or ())):
-                        arguments[key] = text
-            return await client.call_tool(name, arguments)
+            return await client.call_tool(name, await _typed(client, name, arguments, raw))
         if method == "logging/setLevel":
             return await client.set_log_level(name)
         if method == "ping":
             return await client.ping()
         return await client.request(method, {"uri": name} if name else arguments)
+
+
+async def _typed(client, name, arguments, raw):
+    """A tool's k=v arguments, each as typed where the tool's schema wants a string
+    (zip=10001, or a Decimal's digits, exactly). The CLI's own tools/list, so marked in
+    the trace."""
+    if not arguments:
+        return arguments
+    why = _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
+    try:
+        tools = await client._all("tools/list", "tools")
+    finally:
+        _TRACE_WHY.reset(why)
+    tool = next((t for t in tools if t["name"] == name), None)
+    if tool is None:
+        raise McpError(INVALID_PARAMS, f"The server has no tool named {name!r}")
+    props = tool.get("inputSchema", {}).get("properties", {})
+    for key, text in raw.items():
+        prop = props.get(key)
+        if type(prop) is dict and not validate(text, prop) and (
+                validate(arguments[key], prop) or "string" in (prop.get("type") or ())):
+            arguments[key] = text
+    return arguments
 
 
 def _client_main(args, name, arguments, raw):
@@ -4408,6 +4439,9 @@ class _Trace:
             method = method[:80]
             about = {"kind": "notification" if "id" not in message else "request", "method": method}
             params = message.get("params")
+            params = params if type(params) is dict else {}
+            if (why := _what_for(message, params)):
+                about["why"] = why
             if "id" in message:
                 about["id"] = id_
                 if len(self.asked) >= self.ASKED:
@@ -4416,24 +4450,14 @@ class _Trace:
                 # Sessions share a trace and may reuse an id: a reply then names no method
                 # rather than perhaps the wrong one.
                 self.asked[key] = None if self.asked.get(key, method) != method else method
-                if method in _NAMED and type(params) is dict:
-                    name = params.get("name", params.get("uri"))
-                    if type(name) is str:
-                        about["name"] = name[:80]
-                    if type(params.get("inputResponses")) is dict:     # 2026-07-28: a next round
-                        about["why"] = "answering " + ", ".join(map(str, params["inputResponses"]))[:200]
+                if method in _NAMED and type(name := params.get("name", params.get("uri"))) is str:
+                    about["name"] = name[:80]
             return about
         about = {"kind": "response", "id": id_}
         answers = self.asked.pop(("S→C" if arrow == "C→S" else "C→S", repr(id_)), None)
         if answers:
             about["answers"] = answers
-        error, result = message.get("error"), message.get("result")
-        about["outcome"] = f"error {error.get('code')}" if type(error) is dict else \
-            "ok, isError" if type(result) is dict and result.get("isError") is True else "ok"
-        if type(result) is dict and type(result.get("inputRequests")) is dict:
-            about["outcome"] = "input required: " + ", ".join(
-                f"{k} ({v.get('method') if type(v) is dict else '?'})"
-                for k, v in result["inputRequests"].items())[:200]
+        about["outcome"] = _outcome(message.get("error"), message.get("result"))
         return about
 
     def message(self, direction, channel, message):
@@ -4488,6 +4512,29 @@ def _capture_text(record, headers, data, message):
     return "\n".join(lines[:1] + [" " * 14 + line for line in lines[1:]]) + "\n"
 
 
+def _what_for(message, params):
+    """What a message is about, for the trace: the request it cancels, the listen stream it
+    belongs to, or the answers a next round carries (2026-07-28)."""
+    meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
+    if "id" not in message and _is_id(sub := meta.get(_MODERN + "subscriptionId")):
+        return f"listen #{str(sub)[:40]}"
+    if message.get("method") == "notifications/cancelled" and _is_id(params.get("requestId")):
+        return f"#{str(params['requestId'])[:40]}"
+    if "id" in message and type(params.get("inputResponses")) is dict:
+        return "answering " + ", ".join(map(str, params["inputResponses"]))[:200]
+    return None
+
+
+def _outcome(error, result):
+    """How a response ended, in a few words: ok, an error's code, or what it asks for."""
+    if type(error) is dict:
+        return f"error {error.get('code')}"
+    if type(result) is dict and type(result.get("inputRequests")) is dict:     # 2026-07-28
+        return "input required: " + ", ".join(f"{k} ({v.get('method') if type(v) is dict else '?'})"
+                                              for k, v in result["inputRequests"].items())[:200]
+    return "ok, isError" if type(result) is dict and result.get("isError") is True else "ok"
+
+
 def _summary(about):
     """A record's JSON-RPC fields as words: ``request #2 tools/call getUsers``."""
     kind = about["kind"]
@@ -4500,7 +4547,7 @@ def _summary(about):
         name = f" {about['name']}" if "name" in about else ""
         why = f"  [{about['why']}]" if "why" in about else ""
         return f"request #{about['id']} {about['method']}{name}{why}"
-    return f"{kind} {about.get('method', '')}".rstrip()
+    return f"{kind} {about.get('method', '')}".rstrip() + (f"  [{about['why']}]" if "why" in about else "")
 
 
 def _shorten(value, limit=300, depth=0):

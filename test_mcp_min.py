@@ -5457,6 +5457,29 @@ class HeaderMirrorTest(unittest.TestCase):
 class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
     """Client(server): a Server in this process, no pipe or socket (issue 11's pairing)."""
 
+    async def test_a_silent_handshake_server_is_probed_once(self):
+        # A handshake-era stdio server that ignores server/discover: the client falls back to
+        # initialize after DISCOVER_TIMEOUT, and remembers it (the next connect asks no more).
+        script = textwrap.dedent('''
+            import json, sys
+            for line in sys.stdin:
+                m = json.loads(line)
+                if m.get("method") == "initialize":
+                    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
+                        "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "old", "version": "1"}}}), flush=True)
+                elif m.get("method") == "tools/list":
+                    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": []}}), flush=True)
+            ''')
+        target = [sys.executable, "-c", script]
+        with mock.patch.object(mcp_min, "DISCOVER_TIMEOUT", 0.5):
+            for most in (TIMEOUT, 0.4):     # the second connect does not wait for discover
+                started = time.monotonic()
+                async with mcp_min.Client(target, timeout=TIMEOUT) as client:
+                    self.assertEqual((client.protocol_version, client.server_info["name"]), ("2025-06-18", "old"))
+                    self.assertEqual(await client.list_tools(), [])
+                self.assertLess(time.monotonic() - started, most)
+
     async def test_2026_07_28_rounds_listen_and_logs(self):
         server, _ = make_server()
         lines, logs, changes = [], [], []

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """OUR client (mcp_min.Client) against OFFICIAL servers.
 
-usage: checks.py GROUP [GROUP...]   groups: everything sdk auto cli robust   (default: all)
-Prints `PASS|FAIL name -- detail`; for a FAIL, the tail of the client's wire trace
+usage: checks.py GROUP [GROUP...]   groups: everything sdk eras cli robust   (default: all)
+Prints `PASS|FAIL|SKIP name -- detail`; for a FAIL, the tail of the client's wire trace
 (<repo>/.peers/logs/interop-client/<name>.jsonl, written by Client(trace=FILE)). Exit status 0 iff no FAIL.
 Ports 18200-18299 (see PORTS). Every server started here is stopped here (by pid).
 """
@@ -25,9 +25,16 @@ EVERY = os.path.join(PEERS, "node", "node_modules", "@modelcontextprotocol", "se
 SDKSRV = os.path.join(HERE, "sdk_full_server.py")
 LOOPBACK = os.path.join(SHARED, "conformance", "loopback.cjs")
 PORTS = {"ev-sse": 18201, "ev-http": 18202, "sdk-sse": 18211, "sdk-http": 18212,
-         "kill-ev-http": 18221, "kill-ev-sse": 18222, "kill-sdk-http": 18223, "kill-sdk-sse": 18224}
+         "kill-ev-http": 18221, "kill-ev-sse": 18222, "kill-sdk-http": 18223, "kill-sdk-sse": 18224,
+         "era-sdk-http": 18231}
 
 RESULTS = []
+SKIPS = []
+
+
+def skip(name, why):
+    SKIPS.append(name)
+    print(f"SKIP {name} -- {why}", flush=True)
 
 
 def report(name, ok, detail="", trace=None):
@@ -313,6 +320,225 @@ async def sdk_suite(label, target, transport="auto"):
     await run_check(f"sdk/{label}/progress", progress)
 
 
+# -- group 2b: both eras (2026-07-28 and handshake) vs the official Python SDK MCPServer --------
+ANSWERS = {"name": "Alice", "color": "blue"}
+
+
+def asker(elicited):
+    """Our elicitation handler: accepts, filling each asked property from ANSWERS."""
+    def handle(params):
+        elicited.append(params.get("message"))
+        props = (params.get("requestedSchema") or {}).get("properties") or {}
+        return {"action": "accept", "content": {k: ANSWERS.get(k, "x") for k in props}}
+    return handle
+
+
+def wire(tp, direction):
+    return [r["message"] for r in trace_records(tp) if r.get("dir") == direction and isinstance(r.get("message"), dict)]
+
+
+def rounds(tp, tool):
+    """Our tools/call requests for `tool` (one per 2026-07-28 round): (count, inputResponses keys, requestStates)."""
+    calls = [m["params"] for m in wire(tp, "C→S")
+             if m.get("method") == "tools/call" and (m.get("params") or {}).get("name") == tool]
+    return len(calls), [sorted((p.get("inputResponses") or {}).keys()) for p in calls], \
+        [p.get("requestState") for p in calls]
+
+
+def s2c_requests(tp, method):
+    return [m for m in wire(tp, "S→C") if m.get("method") == method and "id" in m]
+
+
+async def era_suite(label, target, era, transport="auto", other=None):
+    """OUR client pinned to one era (`era="2026-07-28"` or `"handshake"`) vs sdk_full_server.py.
+    other: a target for a second client (HTTP: same server process) that triggers the tool-list change."""
+    modern = era != "handshake"
+    kw = dict(transport=transport, timeout=20, era=era)
+    pre = f"eras/{era}/{label}"
+
+    def client(tp, elicited=None, sampled=None, **more):
+        return Client(target, trace=tp, elicitation=asker(elicited if elicited is not None else []),
+                      sampling=sampler(sampled if sampled is not None else []), **kw, **more)
+
+    async def connect(tp):
+        async with client(tp) as c:
+            version, is_modern, info = c.protocol_version, c.modern, c.server_info
+            names = [t["name"] for t in await c.list_tools()]
+            r = await c.call_tool("echo", {"text": "hey"})
+        sent = [m.get("method") for m in wire(tp, "C→S")]
+        heads = [r.get("head", "") for r in trace_records(tp) if r.get("channel") == "http"]
+        sids = {(r.get("headers") or {}).get("mcp-session-id") for r in trace_records(tp)} - {None}
+        assert is_modern == modern and (version == era if modern else version in mcp_min.PROTOCOL_VERSIONS), \
+            f"era {era}: protocol_version={version} modern={is_modern}"
+        assert (info or {}).get("name") == "sdk-full", f"server_info={info}"
+        if modern:
+            assert sent[0] == "server/discover" and "initialize" not in sent and "notifications/initialized" not in sent, sent[:4]
+            assert not sids and not any(h.startswith(("GET", "DELETE")) for h in heads), \
+                f"2026-07-28 over HTTP: session ids {sids}, GET/DELETE {[h for h in heads if h.startswith(('GET', 'DELETE'))]}"
+        else:
+            assert sent[:2] == ["initialize", "notifications/initialized"] and "server/discover" not in sent, sent[:4]
+        assert {"greet", "ask_llm", "two_step", "manual_ask", "change_tools"} <= set(names), names
+        assert text_of(r) == "hey" and not r.get("isError"), r
+        how = "server/discover" if modern else "initialize + initialized"
+        http = f"; HTTP session ids {sorted(sids) or 'none'}" + (f", {[h for h in heads if h.startswith(('GET', 'DELETE'))]}" if heads else "") \
+            if isinstance(target, str) and target.startswith("http") else ""
+        return f"{how} -> {version}, server {info.get('name')!r}; {len(names)} tools; echo ok{http}"
+    await run_check(f"{pre}/connect+tools+echo", connect)
+
+    async def elicit(tp):
+        elicited = []
+        async with client(tp, elicited) as c:
+            r = await c.call_tool("greet")
+        assert text_of(r) == "Hello, Alice!" and not r.get("isError"), r
+        assert elicited == ["What is your name?"], elicited
+        n, keys, states = rounds(tp, "greet")
+        if modern:
+            assert n == 2 and len(keys[1]) == 1 and not s2c_requests(tp, "elicitation/create"), (n, keys)
+            return f"{text_of(r)!r}: input_required -> our elicitation handler -> retry; {n} rounds, inputResponses {keys}"
+        assert n == 1 and len(s2c_requests(tp, "elicitation/create")) == 1, (n, keys)
+        return f"{text_of(r)!r}: server->client elicitation/create mid-call, answered by our handler"
+    await run_check(f"{pre}/elicitation (Resolve+Elicit)", elicit)
+
+    async def sample(tp):
+        sampled = []
+        async with client(tp, sampled=sampled) as c:
+            r = await c.call_tool("ask_llm")
+        assert text_of(r) == "model said: SAMPLED-BY-MCP_MIN", r
+        assert len(sampled) == 1 and sampled[0]["messages"][0]["content"]["text"] == "Capital of France?", sampled
+        n, keys, _ = rounds(tp, "ask_llm")
+        if modern:
+            assert n == 2 and not s2c_requests(tp, "sampling/createMessage"), (n, keys)
+            return f"{text_of(r)!r}; {n} rounds, inputResponses {keys}"
+        assert n == 1 and len(s2c_requests(tp, "sampling/createMessage")) == 1, n
+        return f"{text_of(r)!r}; server->client sampling/createMessage mid-call"
+    await run_check(f"{pre}/sampling (Resolve+Sample)", sample)
+
+    async def two(tp):
+        elicited = []
+        async with client(tp, elicited) as c:
+            r = await c.call_tool("two_step")
+        assert text_of(r) == "Alice likes blue", (r, elicited)
+        assert elicited == ["What is your name?", "Alice, what is your favourite colour?"], elicited
+        n, keys, states = rounds(tp, "two_step")
+        if modern:
+            assert n == 3 and all(states[1:]), (n, keys, states)
+            return f"{text_of(r)!r}; {n} rounds, inputResponses {keys}, requestState echoed in rounds 2-3"
+        assert n == 1 and len(s2c_requests(tp, "elicitation/create")) == 2, n
+        return f"{text_of(r)!r}; two elicitation/create requests mid-call"
+    await run_check(f"{pre}/two dependent asks", two)
+
+    if modern:
+        async def manual(tp):
+            elicited = []
+            async with client(tp, elicited) as c:
+                r = await c.call_tool("manual_ask")
+            n, keys, states = rounds(tp, "manual_ask")
+            given = [m["result"].get("requestState") for m in wire(tp, "S→C")
+                     if (m.get("result") or {}).get("resultType") == "input_required"]
+            assert text_of(r) == "manual: Alice state=state-42", (r, elicited)
+            # the SDK seals the tool's "state-42" (RequestStateSecurity): we must echo what it sent, unparsed
+            assert n == 2 and keys[1] == ["q"] and given and states == [None, given[0]], (n, keys, states, given)
+            return (f"{text_of(r)!r}; requestState ({len(given[0])} chars, sealed by the SDK) echoed byte for byte, "
+                    f"inputResponses {keys[1]}")
+        await run_check(f"{pre}/hand-written InputRequiredResult + requestState", manual)
+
+        async def ctx_elicit(tp):
+            async with client(tp) as c:
+                try:
+                    r = await c.call_tool("ctx_elicit")
+                    raise AssertionError(f"expected the SDK to refuse ctx.elicit at 2026-07-28, got {r}")
+                except McpError as e:
+                    err = e
+                r2 = await c.call_tool("echo", {"text": "still"})
+            assert text_of(r2) == "still", r2
+            return f"SDK answers McpError {err.code} {err.message[:70]!r} (ctx.elicit needs a back-channel); client still usable"
+        await run_check(f"{pre}/SDK ctx.elicit -> error, client usable", ctx_elicit)
+
+        async def listen(tp, via_other=False):
+            got, heard = [], asyncio.Event()
+            async with client(tp) as c:
+                task = asyncio.ensure_future(c.listen(on_tools=lambda p: (got.append(p), heard.set())))
+                for _ in range(100):    # wait for the acknowledgment (in our trace)
+                    if any(m.get("method") == "notifications/subscriptions/acknowledged" for m in wire(tp, "S→C")):
+                        break
+                    await asyncio.sleep(0.05)
+                else:
+                    task.cancel()
+                    raise AssertionError(f"no notifications/subscriptions/acknowledged within 5 s (listen done={task.done()})")
+                if via_other:
+                    async with Client(other, timeout=20, era=era, transport=transport) as c2:
+                        r = await c2.call_tool("change_tools")
+                else:
+                    r = await c.call_tool("change_tools")
+                assert text_of(r) == "tools changed", r
+                try:
+                    await asyncio.wait_for(heard.wait(), 5)
+                except asyncio.TimeoutError:
+                    raise AssertionError("on_tools not called within 5 s of change_tools")
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+                r2 = await c.call_tool("echo", {"text": "after"})
+                assert text_of(r2) == "after", r2
+            ack = [m for m in wire(tp, "S→C") if m.get("method") == "notifications/subscriptions/acknowledged"][0]
+            ended = [m for m in wire(tp, "C→S") if m.get("method") == "notifications/cancelled"]
+            return (f"ack {ack['params'].get('notifications')}; on_tools got {got[0]}; cancelled the listen task "
+                    + ("(stdio: notifications/cancelled sent)" if ended else "(HTTP: stream closed)") + "; usable after")
+        await run_check(f"{pre}/listen(on_tools) hears tools/list_changed", listen)
+        if other:
+            await run_check(f"{pre}/listen(on_tools), change made by another client",
+                            lambda tp: listen(tp, via_other=True))
+    else:
+        async def ctx_elicit(tp):
+            elicited = []
+            async with client(tp, elicited) as c:
+                r = await c.call_tool("ctx_elicit")
+            assert text_of(r) == "ctx: accept Alice", r
+            return f"{text_of(r)!r}; elicitation/create requests: {len(s2c_requests(tp, 'elicitation/create'))}"
+        await run_check(f"{pre}/SDK ctx.elicit (server->client request)", ctx_elicit)
+
+        async def list_changed(tp):
+            notes, heard = [], asyncio.Event()
+
+            def on_note(method, params):
+                notes.append(method)
+                if method == "notifications/tools/list_changed":
+                    heard.set()
+            async with client(tp, on_notification=on_note) as c:
+                r = await c.call_tool("change_tools")
+                try:
+                    await asyncio.wait_for(heard.wait(), 5)
+                except asyncio.TimeoutError:
+                    raise AssertionError(f"no notifications/tools/list_changed within 5 s; notifications {notes}")
+                try:    # what listen() does in this era (2026-07-28 only): for the SKIP line below
+                    await asyncio.wait_for(c.listen(on_tools=lambda p: None), 5)
+                    how = "returned"
+                except McpError as e:
+                    how = f"McpError {e.code} {e.message!r}"
+                except asyncio.TimeoutError:
+                    how = "no answer within 5 s"
+            era_notes[label] = how
+            return f"on_notification got {notes}"
+        era_notes = {}
+        await run_check(f"{pre}/tools/list_changed via on_notification (session)", list_changed)
+        skip(f"{pre}/listen(on_tools)", "subscriptions/listen is 2026-07-28 only; with this handshake session "
+             f"listen() -> {era_notes.get(label, 'not reached')}")
+
+
+async def auto_era(label, target, transport="auto"):
+    async def check(tp):
+        async with Client(target, trace=tp, timeout=20, transport=transport) as c:
+            version, info = c.protocol_version, c.server_info
+            r = await c.call_tool("echo", {"text": "auto"})
+        sent = [m.get("method") for m in wire(tp, "C→S")]
+        assert version == "2026-07-28" and "initialize" not in sent and sent[0] == "server/discover", (version, sent[:3])
+        assert text_of(r) == "auto", r
+        return f"era auto -> {version} (first sent {sent[:2]}, no initialize); server {info.get('name')!r}"
+    await run_check(f"eras/auto/{label}", check)
+
+
 # -- auto probe --------------------------------------------------------------------
 async def auto_probe(label, url, expect):
     async def check(tp):
@@ -453,6 +679,19 @@ async def main(groups):
             await auto_probe("sdk-mcp-url", f"http://127.0.0.1:{h.port}/mcp", "_StreamableHttp")
         finally:
             s.stop(); h.stop()
+    if "eras" in groups:
+        print("### 2b. both eras (2026-07-28, handshake, auto) vs the official Python SDK MCPServer", flush=True)
+        for era in ("2026-07-28", "handshake"):
+            await era_suite("sdk-stdio", SDK_STDIO, era)
+        await auto_era("sdk-stdio", SDK_STDIO)
+        h = sdk_http("http", PORTS["era-sdk-http"], "era-sdk-http")
+        try:
+            url = f"http://127.0.0.1:{h.port}/mcp"
+            for era in ("2026-07-28", "handshake"):
+                await era_suite("sdk-http", url, era, transport="http", other=url)
+            await auto_era("sdk-http", url, transport="http")
+        finally:
+            h.stop()
     if "cli" in groups:
         print("### 3. CLI", flush=True)
         s = everything_http("sse", PORTS["ev-sse"], "cli-everything-sse")
@@ -507,11 +746,11 @@ async def main(groups):
 
 
 if __name__ == "__main__":
-    groups = sys.argv[1:] or ["everything", "sdk", "cli", "robust"]
+    groups = sys.argv[1:] or ["everything", "sdk", "eras", "cli", "robust"]
     busy = [p for p in PORTS.values() if not port_free(p)]
     if busy:
         sys.exit(f"ports busy: {busy}")
     asyncio.run(main(groups))
     fails = [n for n, ok in RESULTS if not ok]
-    print(f"=== {len(RESULTS) - len(fails)} PASS, {len(fails)} FAIL" + (f": {fails}" if fails else ""))
+    print(f"=== {len(RESULTS) - len(fails)} PASS, {len(fails)} FAIL, {len(SKIPS)} SKIP" + (f": {fails}" if fails else ""))
     sys.exit(1 if fails else 0)
