@@ -3481,6 +3481,9 @@ class Client(_Peer):
         returns) or this is cancelled. Each callback given is called with the params
         of its notification: the tool, prompt or resource list changed, or a
         resource of `uris` was updated."""
+        if not self.modern:
+            raise McpError(METHOD_NOT_FOUND, "listen is 2026-07-28's: in a session the server's "
+                                             "notifications come to on_notification")
         callbacks = {"notifications/tools/list_changed": on_tools,
                      "notifications/prompts/list_changed": on_prompts,
                      "notifications/resources/list_changed": on_resources,

@@ -554,6 +554,7 @@ async def auto_probe(label, url, expect):
 
 # -- CLI ---------------------------------------------------------------------------
 def cli(name, target, extra=(), expect_trace=False):
+    extra_args = extra
     argv = ["python3", MAIN, "client", target, "tools/list", *extra]
     t0 = time.time()
     try:
@@ -568,11 +569,24 @@ def cli(name, target, extra=(), expect_trace=False):
     except Exception:
         ok = False; detail += f", stdout not a tools JSON: {p.stdout[:200]!r}"
     if expect_trace:
+        # expect_trace: the era the CLI must end up in ("handshake", or "2026-07-28" with a server that speaks it)
+        import re
         err = p.stderr
-        need = ["C→S", "S→C", "initialize", "notifications/initialized", "tools/list"]
+        if expect_trace == "2026-07-28":
+            need = ["C→S", "S→C", "server/discover", "tools/list"]
+            extra = [w for w in ("request #1 initialize", "request #2 initialize", "notifications/initialized")
+                     if re.search(re.escape(w) + r"\b", err)]
+            words = "server/discover/tools/list, no initialize"
+        else:
+            need, extra = ["C→S", "S→C", "initialize", "notifications/initialized", "tools/list"], []
+            words = "initialize/initialized/tools/list"
+            if "--protocol" in extra_args:      # the era pinned: no server/discover probe either
+                extra = ["server/discover"] if "server/discover" in err else []
+                words += ", no server/discover"
         missing = [w for w in need if w not in err]
-        ok = ok and not missing
-        detail += f"; trace {len(err.splitlines())} stderr lines" + (f", MISSING {missing}" if missing else ", has C→S/S→C initialize/initialized/tools/list")
+        ok = ok and not missing and not extra
+        detail += f"; trace {len(err.splitlines())} stderr lines" + (
+            f", MISSING {missing}" if missing else f", UNEXPECTED {extra}" if extra else f", has C→S/S→C {words}")
         with open(os.path.join(LOGS, name.replace("/", "_") + ".stderr.txt"), "w") as f:
             f.write(err)
     if not ok:
@@ -591,12 +605,17 @@ def cancelled_sent(tp, req_id=None):
     return None
 
 
-async def timeout_check(label, target, tool, args, transport="auto"):
+async def timeout_check(label, target, tool, args, transport="auto", probe=False):
+    """A call times out on our side (McpError REQUEST_TIMEOUT < 3 s) and is cancelled: handshake era and
+    2026-07-28 stdio by notifications/cancelled; 2026-07-28 Streamable HTTP by closing the request's stream
+    (PROTOCOL §7.4: no notifications/cancelled there). probe: the SDK server's slow_tracked/was_cancelled
+    tools tell whether the server really cancelled the handler."""
     async def check(tp):
         async with Client(target, trace=tp, timeout=20, transport=transport) as c:
             t0 = time.time()
+            tag = f"{label}-{time.time()}"
             try:
-                r = await c.call_tool(tool, args, timeout=1.0)
+                r = await c.call_tool(tool, dict(args, tag=tag) if probe else args, timeout=1.0)
                 raise AssertionError(f"no timeout; got {r}")
             except McpError as err:
                 dt, e = time.time() - t0, err
@@ -604,9 +623,19 @@ async def timeout_check(label, target, tool, args, transport="auto"):
             assert dt < 3, f"timeout error only after {dt:.2f}s"
             await asyncio.sleep(0.3)
             m = cancelled_sent(tp)
-            assert m, "no notifications/cancelled on the wire"
+            by_stream = c.modern and isinstance(c._transport, mcp_min._StreamableHttp)
+            if by_stream:
+                how = "2026-07-28 HTTP: request stream closed" + (f" (also sent {json.dumps(m)[:120]})" if m else \
+                                                                 ", no notifications/cancelled")
+            else:
+                assert m, "no notifications/cancelled on the wire"
+                how = f"sent {json.dumps(m)[:160]}"
+            if probe:
+                seen = (await c.call_tool("was_cancelled", {"tag": tag})).get("structuredContent", {}).get("result")
+                assert seen is True, f"the server did not cancel the handler ({how}); was_cancelled -> {seen}"
+                how += "; server cancelled the handler (was_cancelled)"
             pong = await c.ping()
-            return f"McpError {e.code} {e.message!r} after {dt:.2f}s; sent {json.dumps(m)[:160]}; ping after -> {pong}"
+            return f"McpError {e.code} {e.message!r} after {dt:.2f}s ({c.protocol_version}); {how}; ping after -> {pong}"
     await run_check(f"robust/timeout/{label}", check)
 
 
@@ -707,8 +736,12 @@ async def main(groups):
                        "sdk-http": f"http://127.0.0.1:{h2.port}/mcp"}
             for n, t in targets.items():
                 cli(f"cli/{n}/tools-list", t)
-            for n in ("everything-stdio", "everything-sse", "everything-http", "sdk-http"):
-                cli(f"cli/{n}/--trace", targets[n], ["--trace"], expect_trace=True)
+            # server-everything (TS SDK 1.x) is of the handshake era; the Python SDK 2.3 speaks 2026-07-28 too
+            for n, era in (("everything-stdio", "handshake"), ("everything-sse", "handshake"),
+                           ("everything-http", "handshake"), ("sdk-http", "2026-07-28")):
+                cli(f"cli/{n}/--trace", targets[n], ["--trace"], expect_trace=era)
+            cli("cli/sdk-http/--trace--protocol-2025-11-25", targets["sdk-http"],
+                ["--trace", "--protocol", "2025-11-25"], expect_trace="handshake")
         finally:
             for x in (s, h, s2, h2):
                 x.stop()
@@ -716,14 +749,15 @@ async def main(groups):
         print("### 4. robustness", flush=True)
         lro = ("trigger-long-running-operation", {"duration": 20, "steps": 20})
         await timeout_check("everything-stdio", EV_STDIO, *lro)
-        await timeout_check("sdk-stdio", SDK_STDIO, "slow", {"seconds": 5})
+        await timeout_check("sdk-stdio", SDK_STDIO, "slow_tracked", {"seconds": 5}, probe=True)
         h = everything_http("streamableHttp", PORTS["ev-http"], "robust-everything-http")
         s = everything_http("sse", PORTS["ev-sse"], "robust-everything-sse")
         h2 = sdk_http("http", PORTS["sdk-http"], "robust-sdk-http")
         try:
             await timeout_check("everything-http", f"http://127.0.0.1:{h.port}/mcp", *lro, transport="http")
             await timeout_check("everything-sse", f"http://127.0.0.1:{s.port}/sse", *lro, transport="sse")
-            await timeout_check("sdk-http", f"http://127.0.0.1:{h2.port}/mcp", "slow", {"seconds": 5}, transport="http")
+            await timeout_check("sdk-http", f"http://127.0.0.1:{h2.port}/mcp", "slow_tracked", {"seconds": 5},
+                                transport="http", probe=True)
         finally:
             h.stop(); s.stop(); h2.stop()
         await kill_check("everything-stdio", stdio_target(EV_STDIO), *lro)

@@ -7,11 +7,11 @@ import asyncio
 import warnings
 from typing import Annotated
 
-from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult, CallToolResult, TextContent
+from mcp_types import (CallToolResult, CreateMessageResult, ElicitRequest, ElicitRequestFormParams,
+                       InputRequiredResult, SamplingMessage, TextContent)
 from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve, Sample
-from mcp_types import CreateMessageResult, SamplingMessage
 
 warnings.filterwarnings("ignore")
 p = argparse.ArgumentParser()
@@ -131,6 +131,26 @@ async def change_tools(ctx: Context) -> str:
     if ctx.protocol_version and ctx.protocol_version < "2026":
         await ctx.session.send_tool_list_changed()         # handshake-era session notification
     return "tools changed"
+
+
+CANCELLED = set()   # tags of slow_tracked calls the server saw cancelled
+
+
+@mcp.tool()
+async def slow_tracked(seconds: float, tag: str) -> str:
+    """Sleep, then answer; a cancelled call (notifications/cancelled, or in 2026-07-28 HTTP a closed stream) is remembered."""
+    try:
+        await asyncio.sleep(seconds)
+    except BaseException:
+        CANCELLED.add(tag)
+        raise
+    return f"slept {seconds}"
+
+
+@mcp.tool()
+def was_cancelled(tag: str) -> bool:
+    """Whether the server cancelled the slow_tracked call with this tag."""
+    return tag in CANCELLED
 
 
 @mcp.resource("res://greeting", mime_type="text/plain")

@@ -9,7 +9,7 @@ x-mcp-header (Mcp-Param-*) if the server has test_custom_header, no initialize /
 clean close. Prints PASS/FAIL/SKIP lines."""
 import json, os, sys, time, warnings
 warnings.simplefilter("ignore")
-import anyio, httpx2
+import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 import mcp.client.streamable_http as sh
