@@ -79,6 +79,7 @@ import functools
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -222,7 +223,13 @@ def _no_constant(name):
     raise ValueError(name)          # NaN and Infinity are not JSON
 
 
-_decoder = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant)
+def _finite(text):
+    if (number := float(text)) in (math.inf, -math.inf):
+        raise ValueError(text)      # 1e400: JSON, yet no number the wire can carry back
+    return number
+
+
+_decoder = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant, parse_float=_finite)
 
 
 def decode(data):
@@ -1326,28 +1333,31 @@ class Context:
                                {"requiredCapabilities": {capability: {}}})
             raise McpError(METHOD_NOT_FOUND, f"The client does not support {capability}.")
         if not self.version:
-            return await self.session.request(method, params, self.request_id)
+            answer = await self.session.request(method, params, self.request_id)
+            if (problem := _answer_problem(method, params, answer)):
+                raise McpError(INVALID_PARAMS, f"The client's answer to {method} is malformed: {problem}")
+            return answer
         if not self._rounds:    # only tools/call, prompts/get and resources/read may ask
             raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
         answers, _, asks, fresh, count = rounds = self._round()
         rounds[4] = count = count + 1
         key = str(key or f"{capability}-{count}")
         if key not in answers and key in fresh:
-            answer = fresh[key]
-            if type(answer) is not dict or _ANSWERS[method] not in answer:
-                raise _Refused(INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}] must be "
-                                               f"an object with {_ANSWERS[method]!r} ({method})")
-            answers[key] = answer
+            if (problem := _answer_problem(method, params, fresh[key])):
+                raise _Refused(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
+                                               f"({method}): {problem}")
+            answers[key] = fresh[key]
         if key in answers:
             return answers[key]
         asks[key] = {"method": method, "params": params}
         await asyncio.sleep(0)  # asks made beside this one (asyncio.gather) join the round
         raise _InputRequired
 
-    def _resume(self, params):
+    def _resume(self, params, method):
         """A 2026-07-28 request calling again (MRTR): the answers of earlier rounds
         and what `once` kept come back sealed in requestState, the new answers in
         inputResponses (answers sent with no requestState are taken as new ones)."""
+        self._origin = params, method
         if "requestState" not in params and "inputResponses" not in params:
             self._rounds = True     # a first round: made when first needed (`_round`)
             return
@@ -1355,7 +1365,7 @@ class Context:
         if type(fresh) is not dict or not isinstance(state, (str, type(None))):
             raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
                                            "requestState a string")
-        self._rounds = [*(({}, {}) if state is None else _unseal(self.session, params, state)),
+        self._rounds = [*(({}, {}) if state is None else _unseal(self.session, *self._origin, state)),
                         {}, fresh, 0]
 
     def _round(self):
@@ -1363,8 +1373,8 @@ class Context:
             self._rounds = [{}, {}, {}, {}, 0]
         return self._rounds
 
-    def _seal(self, params):
-        return _seal(self.session, params, [int(time.time() + STATE_TTL), *self._rounds[:2]])
+    def _seal(self):
+        return _seal(self.session, *self._origin, [int(time.time() + STATE_TTL), *self._rounds[:2]])
 
     def run(self, coroutine):
         """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
@@ -1380,31 +1390,49 @@ class _InputRequired(BaseException):
     BaseException, so that a handler's ``except Exception`` lets it through."""
 
 
-_ANSWERS = {"elicitation/create": "action", "sampling/createMessage": "content",
-            "roots/list": "roots"}  # what an answer to each must hold
+def _answer_problem(method, params, answer):
+    """What is wrong with the client's answer to what the server asked, or None: a
+    handler gets only answers of the shape the spec gives (elicited content as asked)."""
+    if type(answer) is not dict:
+        return "expected an object"
+    if method == "elicitation/create":
+        if answer.get("action") not in ("accept", "decline", "cancel"):
+            return "action must be accept, decline or cancel"
+        content = answer.get("content", {})
+        return "content must be an object" if type(content) is not dict else \
+            validate(content, params["requestedSchema"]) if answer["action"] == "accept" else None
+    if method == "sampling/createMessage":
+        if type(answer.get("content")) not in (dict, list) or type(answer.get("role")) is not str \
+                or type(answer.get("model")) is not str:
+            return "role and model must be strings, content an object or a list"
+        return None
+    roots = answer.get("roots")     # roots/list
+    if type(roots) is not list or not all(type(r) is dict and type(r.get("uri")) is str for r in roots):
+        return "roots must be a list of objects with a uri"
+    return None
 
 
-def _binding(session, params):
-    """What a requestState belongs to: this request (its params, less the rounds' own)
-    and this user. Only the server's key can seal it, so the client cannot alter it."""
+def _binding(session, params, method):
+    """What a requestState belongs to: this request (its method, and its params less the
+    rounds' own) and this user. Only the server's key can seal it: the client cannot alter it."""
     import hashlib
     import hmac
     request = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
-    text = json.dumps([request, session.principal], sort_keys=True).encode()
+    text = json.dumps([method, request, session.principal], sort_keys=True).encode()
     return hmac.new(session.server.state_key, text, hashlib.sha256)
 
 
-def _seal(session, params, payload):
+def _seal(session, params, method, payload):
     data = base64.urlsafe_b64encode(encode(payload))
-    mac = _binding(session, params)
+    mac = _binding(session, params, method)
     mac.update(data)
     return (data + b"." + base64.urlsafe_b64encode(mac.digest())).decode()
 
 
-def _unseal(session, params, state):
+def _unseal(session, params, method, state):
     import hmac
     data, _, sent = state.encode(errors="replace").partition(b".")
-    mac = _binding(session, params)
+    mac = _binding(session, params, method)
     mac.update(data)
     if not hmac.compare_digest(sent, base64.urlsafe_b64encode(mac.digest())):
         raise McpError(INVALID_PARAMS, "Invalid params: requestState is not this server's for "
@@ -1680,15 +1708,16 @@ class Session(_Peer):
                 _watch(self)
             try:
                 if context.version and handler in _ROUNDS:
-                    context._resume(params)
-                result = await handler(self, params, context)
-                response = _result(id_, self._modern_result(result, handler) if context.version
-                                   else result)
+                    context._resume(params, handler.__name__)
+                try:
+                    result = await handler(self, params, context)
+                    response = _result(id_, self._modern_result(result, handler) if context.version
+                                       else result)
+                except _InputRequired:      # the client is to answer, and call again
+                    response = _result(id_, {"resultType": "input_required", "inputRequests":
+                                             context._rounds[2], "requestState": context._seal()})
             except McpError as e:
                 response = _error(id_, e.code, e.message, e.data)
-            except _InputRequired:      # the client is to answer, and call again
-                response = _result(id_, {"resultType": "input_required", "inputRequests":
-                                         context._rounds[2], "requestState": context._seal(params)})
             except asyncio.CancelledError:
                 if started[3] is _ENDED:    # answered already (see `_end`): nothing more
                     raise
@@ -2736,9 +2765,16 @@ def _mismatch(request, body, server):
     if key and _header_text(request.header("mcp-name")) != params.get(key):
         return HEADER_MISMATCH, "Mcp-Name header does not match the params"
     tool = server.tools.get(params.get("name")) if method == "tools/call" else None
-    for header, text in _param_texts(params, tool.param_headers if tool else ()):
-        if (sent := request.header("mcp-param-" + header.lower(), None)) is None \
-                or _header_text(sent) != text:
+    return _param_mismatch(request, params, tool.param_headers) if tool else None
+
+
+def _param_mismatch(request, params, marks):
+    """Each argument a tool marks x-mcp-header must be in its Mcp-Param-* header too."""
+    for header, text, value in _param_texts(params, marks):
+        sent = request.header("mcp-param-" + header.lower(), None)
+        got = None if sent is None else _header_text(sent)
+        if got != text and not (type(value) is int and got and got.lstrip("+-").isdigit()
+                                and int(got) == value):    # integers compare as numbers
             return HEADER_MISMATCH, f"Mcp-Param-{header} header does not match the arguments"
     return None
 
@@ -2748,7 +2784,10 @@ _NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri
 
 
 def _header_text(value):
-    """A Mcp-* header's value: text, or =?base64?...?= for what a header cannot carry."""
+    """A Mcp-* header's value: text, or =?base64?...?= for what a header cannot carry
+    (None if neither: raw bytes beyond ASCII, or broken base64)."""
+    if not value.isascii():
+        return None
     if value.startswith("=?base64?") and value.endswith("?="):
         try:
             return base64.b64decode(value[9:-2], validate=True).decode()
@@ -2792,7 +2831,7 @@ def _param_texts(params, marks):
         for key in path:
             value = value.get(key) if type(value) is dict else None
         if value is not None:
-            yield header, value if type(value) is str else json.dumps(value)
+            yield header, value if type(value) is str else json.dumps(value), value
 
 
 def _parsed_body(x):
@@ -2889,18 +2928,21 @@ class _McpEndpoint:
     async def _answer(self, x, stream, headers, batch, frame, modern=False):
         """Write the responses to a POST: one JSON body if nothing came before
         the result, else an SSE stream of everything related, result last."""
-        responses, sse = [], False
-        while True:     # 2026-07-28: a closed stream is a cancel, so it is looked for each second
-            x.deadline.set(min(KEEPALIVE_INTERVAL, 1.0) if modern else KEEPALIVE_INTERVAL, stream.poke)
+        responses, sse, quiet = [], False, 0.0
+        # 2026-07-28: a closed stream is a cancel, so it is looked for each second
+        step = min(KEEPALIVE_INTERVAL, 1.0) if modern else KEEPALIVE_INTERVAL
+        while True:
+            x.deadline.set(step, stream.poke)
             message = await stream.get()
             if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
                 break
             if message is _KEEPALIVE:
                 if x.reader.at_eof():   # the client left: its slot is freed (the work goes
                     return False        # on; a 2026-07-28 listen ends with its session)
-                if stream.json_only:
+                quiet += step
+                if stream.json_only or quiet < KEEPALIVE_INTERVAL:
                     continue
-                sse = sse or self._start_sse(x, headers, frame)
+                sse, quiet = sse or self._start_sse(x, headers, frame), 0.0
                 await x.send(frame(b": keepalive\n\n"))
             elif sse or "method" in message:    # something before the result: a stream
                 sse = sse or self._start_sse(x, headers, frame)
@@ -3128,7 +3170,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             self.writers.pop(writer).deadline.cancel()
             try:
                 if not writer.is_closing():
-                    await asyncio.wait_for(writer.drain(), 1.0)
+                    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)   # a big answer too
                 writer.close()
             except Exception:
                 writer.transport.abort()
@@ -4045,7 +4087,7 @@ class _StreamableHttp(_Transport):
         if type(name := params.get(_NAME_KEY.get(method))) is str:
             headers["Mcp-Name"] = _header_value(name)
         marks = self.client._param_headers.get(name, ()) if method == "tools/call" else ()
-        for header, text in _param_texts(params, marks):
+        for header, text, _ in _param_texts(params, marks):
             headers["Mcp-Param-" + header] = _header_value(text)
 
     def drop(self, id_):

@@ -1862,7 +1862,7 @@ class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
                  ({"item": "tea"}, {"requestState": 7}, None, "requestState a string"),
                  ({"item": "tea"}, {"inputResponses": None}, None, "must be an object"),
                  ({"item": "tea"}, {"requestState": state, "inputResponses": {"elicitation-1": 12345}},
-                  None, "'action'")]
+                  None, "expected an object")]
         for i, (arguments, rounds, server, words) in enumerate(cases, 2):
             rounds.setdefault("inputResponses", accept)
             error = (await self.call(i, "order", arguments, server, **rounds))["error"]
@@ -1876,6 +1876,39 @@ class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
             error = (await self.call(21, "order", {"item": "tea"}, requestState=state, inputResponses=accept))
         self.assertIn("expired", error["error"]["message"])
         self.assertEqual(self.charged, ["tea"])     # nothing refused ran the tool on
+
+    async def test_hostile_answers_and_states_get_an_answer(self):
+        # Regressions (hostile review): 1e400 parsed as inf hung the round (its state could
+        # not be written); a once() value that is not JSON did too; a tools/call state was
+        # taken by prompts/get of the same name; answers of the wrong shape reached handlers.
+        self.wire.feed(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"order",'
+                       b'"arguments":{"item":"tea"},"inputResponses":{"elicitation-1":{"action":"accept",'
+                       b'"content":{"size":1e400}}}}}')
+        self.assertEqual((await self.wire.response(None))["error"]["code"], mcp_min.PARSE_ERROR)
+
+        @self.server.tool()
+        async def odd(ctx: Context) -> str:
+            await ctx.once("x", set)
+            return str(await ctx.elicit("?", {}))
+        error = (await self.call(2, "odd"))["error"]
+        self.assertEqual(error["code"], INTERNAL_ERROR)
+        self.assertEqual(self.wire.session.running, {})
+
+        @self.server.prompt()
+        async def order(ctx: Context, item: str) -> str:
+            return str(await ctx.elicit("Size?", {"size": {"type": "string"}}))
+        state = (await self.call(3, "order", {"item": "tea"}))["result"]["requestState"]
+        prompt = modern(4, "prompts/get", {"name": "order", "arguments": {"item": "tea"}, "requestState": state,
+                                           "inputResponses": {}}, self.ASKS)
+        self.assertIn("not this server's", (await self.wire.request(prompt))["error"]["message"])
+        for i, bad in enumerate([{"action": "yes-please"}, {"action": "accept", "content": "DROP"},
+                                 {"action": "accept", "content": {"size": 12345}}], 5):
+            error = (await self.call(i, "order", {"item": "tea"}, requestState=state,
+                                     inputResponses={"elicitation-1": bad}))["error"]
+            self.assertEqual(error["code"], INVALID_PARAMS, bad)
+        for i, bad in enumerate([{"roots": "file:///etc"}, {"roots": [1]}], 10):
+            error = (await self.call(i, "survey", inputResponses={"roots-2": bad}))["error"]
+            self.assertIn("roots must be a list", error["message"])
 
     async def test_a_shared_key_lets_any_process_continue(self):
         one, two = (Server("a", state_key="k" * 32), Server("b", state_key=b"k" * 32))
@@ -1901,6 +1934,10 @@ class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
         ask = await self.wire.wait_for(lambda m: m.get("method") == "elicitation/create")
         self.wire.feed({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}})
         self.assertEqual(tool_text(await self.wire.response(2)), "accept")
+        self.wire.feed(rpc(3, "tools/call", {"name": "confirm"}))     # a malformed answer: isError
+        ask = await self.wire.wait_for(lambda m: m.get("method") == "elicitation/create")
+        self.wire.feed({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "maybe"}})
+        self.assertTrue((await self.wire.response(3))["result"]["isError"])
 
 
 class ListenTest(unittest.IsolatedAsyncioTestCase):
@@ -3599,18 +3636,26 @@ class HttpModernTest(HttpTestCase):
 
 
     async def test_param_headers_must_match_the_arguments(self):
-        def where(region: str) -> str:
+        def where(region: str, n: int = 0) -> str:
             return region
         self.server.add_tool(where, input_schema={"type": "object", "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"}}})
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"}}})
         call = modern(1, "tools/call", {"name": "where", "arguments": {"region": "us west"}})
+        numbered = modern(1, "tools/call", {"name": "where", "arguments": {"region": "x", "n": 42}})
         for header, status in [("us west", 200), ("=?base64?dXMgd2VzdA==?=", 200), (None, 400),
                                ("eu", 400), ("=?base64?dXMgd2VzdA?=", 400)]:
             response = await self.post(call, **{"Mcp-Param-Region": header})
             self.assertEqual(response.status, status, (header, response))
             if status == 400:
                 self.assertJsonRpcError(response, 400, mcp_min.HEADER_MISMATCH, 1)
-        self.assertEqual(self.server.tools["where"].param_headers, [(("region",), "Region")])
+        for number, status in [("42", 200), ("042", 200), ("+42", 200), ("43", 400), ("4x", 400)]:
+            response = await self.post(numbered, **{"Mcp-Param-Region": "x", "Mcp-Param-N": number})
+            self.assertEqual(response.status, status, number)
+        zurich = modern(1, "tools/call", {"name": "where", "arguments": {"region": "Zürich"}})
+        raw = self.client.build("POST", "/mcp", zurich, self.headers(zurich, **{"Mcp-Param-Region": "x"}))
+        raw = raw.replace(b"Mcp-Param-Region: x", "Mcp-Param-Region: Zürich".encode("latin-1"))
+        self.assertEqual((await self.client.exchange(raw)).status, 400)     # raw, not base64
 
     async def test_input_required_rounds_over_http(self):
         ask = modern(1, "tools/call", {"name": "ask_user", "arguments": {}}, {"elicitation": {}})
@@ -3656,6 +3701,23 @@ class HttpModernTest(HttpTestCase):
                 await asyncio.sleep(0.01)
             self.assertFalse(any(s.listens for s in list(self.server.sessions)))
             self.assertEqual(self.http.stateless_entries, set())
+
+
+class HttpCloseTest(HttpTestCase):
+    async def test_a_big_answer_on_connection_close_arrives_whole(self):
+        # Regression (hostile review): after "Connection: close" the server gave the
+        # reader 1 s to take the answer, then cut it off.
+        message = json.dumps(modern(1, "tools/call", {"name": "echo", "arguments": {"text": "😀" * 1_000_000}}),
+                             ensure_ascii=False).encode()      # 4 MB in, 12 MB out (escaped)
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                   "Mcp-Name": "echo", "Connection": "close"}
+        reader, writer = await self.client.connect()
+        writer.write(self.client.build("POST", "/mcp", message, headers))
+        head = await read_head(reader)
+        self.assertEqual(head.status, 200)
+        await asyncio.sleep(1.5)        # a slow reader
+        body = await asyncio.wait_for(reader.read(), TIMEOUT)
+        self.assertEqual(len(body), int(head.header("content-length")))
 
 
 class HttpStatelessTest(HttpTestCase):
