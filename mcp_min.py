@@ -182,8 +182,8 @@ HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize li
                                     # MAX_SESSIONS the one idle longest makes room if idle this long
 MAX_SSE_EVENT = 16 * 1024 * 1024    # client: a longer SSE event ends the connection
 CONNECT_TIMEOUT = 10.0              # client: seconds to reach a server and see its endpoint
-DISCOVER_TIMEOUT = 5.0              # client: seconds a stdio server gets to answer server/discover;
-                                    # no answer means a handshake-era server: initialize
+DISCOVER_TIMEOUT = 5.0              # client: seconds (at most its timeout) a stdio server gets to
+                                    # answer server/discover; no answer: a handshake-era server
 MAX_ROUNDS = 10                     # client: input_required rounds answered for one request -> -32603
 KILL_STEP = 2.0                     # client: seconds a stdio server gets to exit after EOF, then
                                     # after SIGTERM, before SIGKILL
@@ -3429,7 +3429,7 @@ class Client(_Peer):
         for again in (True, False):     # -32022 names what it speaks: once more with that
             self.protocol_version = versions[0]
             try:
-                result = await self.request("server/discover", timeout=DISCOVER_TIMEOUT
+                result = await self.request("server/discover", timeout=min(DISCOVER_TIMEOUT, self.timeout)
                                             if isinstance(self._transport, _StdioClient) else None)
             except McpError as e:
                 self.protocol_version = None
