@@ -1272,8 +1272,7 @@ class Context:
     @property
     def client_capabilities(self):
         """The session's; a 2026-07-28 request declares its own."""
-        return self.meta[_CAPABILITIES_KEY] if self.version \
-            else self.session.client_capabilities
+        return self.meta[_CAPABILITIES_KEY] if self.version else self.session.client_capabilities
 
     def log(self, level, data, logger=None):
         """Send a notifications/message to the client if `level` passes its filter
@@ -1320,7 +1319,7 @@ class Context:
         """``fn(*args)`` (sync or async), run once per request however many rounds it
         takes (see above); later rounds get the value it returned. The value travels
         in requestState, which the client can read: JSON, and nothing secret."""
-        kept = self._round()[1] if self._rounds else {}
+        kept = self._rounds[1] if self._rounds else {}
         if key not in kept:
             value = fn(*args)
             kept[key] = await value if asyncio.iscoroutine(value) else value
@@ -1339,7 +1338,7 @@ class Context:
             return answer
         if not self._rounds:    # only tools/call, prompts/get and resources/read may ask
             raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
-        answers, _, asks, fresh, count = rounds = self._round()
+        answers, _, asks, fresh, count = rounds = self._rounds
         rounds[4] = count = count + 1
         key = str(key or f"{capability}-{count}")
         if key not in answers and key in fresh:
@@ -1354,27 +1353,16 @@ class Context:
         raise _InputRequired
 
     def _resume(self, params, method):
-        """A 2026-07-28 request calling again (MRTR): the answers of earlier rounds
-        and what `once` kept come back sealed in requestState, the new answers in
+        """A 2026-07-28 request that may ask (MRTR). Called again, it brings the answers of
+        earlier rounds and what `once` kept sealed in requestState, the new answers in
         inputResponses (answers sent with no requestState are taken as new ones)."""
         self._origin = params, method
-        if "requestState" not in params and "inputResponses" not in params:
-            self._rounds = True     # a first round: made when first needed (`_round`)
-            return
         state, fresh = params.get("requestState"), params.get("inputResponses", {})
         if type(fresh) is not dict or not isinstance(state, (str, type(None))):
             raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
                                            "requestState a string")
         self._rounds = [*(({}, {}) if state is None else _unseal(self.session, *self._origin, state)),
                         {}, fresh, 0]
-
-    def _round(self):
-        if self._rounds is True:
-            self._rounds = [{}, {}, {}, {}, 0]
-        return self._rounds
-
-    def _seal(self):
-        return _seal(self.session, *self._origin, [int(time.time() + STATE_TTL), *self._rounds[:2]])
 
     def run(self, coroutine):
         """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
@@ -1402,39 +1390,35 @@ def _answer_problem(method, params, answer):
         return "content must be an object" if type(content) is not dict else \
             validate(content, params["requestedSchema"]) if answer["action"] == "accept" else None
     if method == "sampling/createMessage":
-        if type(answer.get("content")) not in (dict, list) or type(answer.get("role")) is not str \
-                or type(answer.get("model")) is not str:
-            return "role and model must be strings, content an object or a list"
-        return None
+        ok = type(answer.get("content")) in (dict, list) and type(answer.get("role")) is str
+        return None if ok and type(answer.get("model")) is str else \
+            "role and model must be strings, content an object or a list"
     roots = answer.get("roots")     # roots/list
     if type(roots) is not list or not all(type(r) is dict and type(r.get("uri")) is str for r in roots):
         return "roots must be a list of objects with a uri"
     return None
 
 
-def _binding(session, params, method):
-    """What a requestState belongs to: this request (its method, and its params less the
-    rounds' own) and this user. Only the server's key can seal it: the client cannot alter it."""
+def _binding(session, params, method, data):
+    """The seal on a requestState's `data`, binding it to this request (its method, and its params
+    less the rounds' own) and this user: made with the server's key, the client cannot alter it."""
     import hashlib
     import hmac
     request = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
     text = json.dumps([method, request, session.principal], sort_keys=True).encode()
-    return hmac.new(session.server.state_key, text, hashlib.sha256)
+    return base64.urlsafe_b64encode(hmac.new(session.server.state_key, text + data, hashlib.sha256).digest())
 
 
-def _seal(session, params, method, payload):
-    data = base64.urlsafe_b64encode(encode(payload))
-    mac = _binding(session, params, method)
-    mac.update(data)
-    return (data + b"." + base64.urlsafe_b64encode(mac.digest())).decode()
+def _seal(session, params, method, rounds):
+    """A round's requestState: the answers so far and what `once` kept, until STATE_TTL."""
+    data = base64.urlsafe_b64encode(encode([int(time.time() + STATE_TTL), *rounds[:2]]))
+    return (data + b"." + _binding(session, params, method, data)).decode()
 
 
 def _unseal(session, params, method, state):
     import hmac
     data, _, sent = state.encode(errors="replace").partition(b".")
-    mac = _binding(session, params, method)
-    mac.update(data)
-    if not hmac.compare_digest(sent, base64.urlsafe_b64encode(mac.digest())):
+    if not hmac.compare_digest(sent, _binding(session, params, method, data)):
         raise McpError(INVALID_PARAMS, "Invalid params: requestState is not this server's for "
                                        "this request (altered, or from another server or user)")
     expires, answers, kept = decode(base64.urlsafe_b64decode(data))
@@ -1714,8 +1698,9 @@ class Session(_Peer):
                     response = _result(id_, self._modern_result(result, handler) if context.version
                                        else result)
                 except _InputRequired:      # the client is to answer, and call again
-                    response = _result(id_, {"resultType": "input_required", "inputRequests":
-                                             context._rounds[2], "requestState": context._seal()})
+                    rounds = context._rounds
+                    response = _result(id_, {"resultType": "input_required", "inputRequests": rounds[2],
+                                             "requestState": _seal(self, *context._origin, rounds)})
             except McpError as e:
                 response = _error(id_, e.code, e.message, e.data)
             except asyncio.CancelledError:
@@ -1742,19 +1727,14 @@ class Session(_Peer):
         result = {"resultType": "complete", **result, "_meta": meta}
         return {**self.server.cache, **result} if handler in _CACHEABLE else result
 
-    def _time_limit(self, handler, params):
-        if handler is _listen:
-            return float("inf")
-        name = params.get("name") if handler is _call_tool else None
-        tool = self.server.tools.get(name) if type(name) is str else None
-        limits = (tool and tool.timeout, self.server.timeout, TOOL_TIMEOUT)
-        return next(limit for limit in limits if limit is not None)
-
     def _sweep(self):
         """Each second while requests run (`_watch`): those past their time limit end, answered."""
         now = self.loop.time()
         for id_, (started, handler, params, _) in list(self._started.items()):
-            seconds = self._time_limit(handler, params)
+            name = params.get("name") if handler is _call_tool else None
+            tool = self.server.tools.get(name) if type(name) is str else None
+            limits = (tool and tool.timeout, self.server.timeout, TOOL_TIMEOUT)
+            seconds = float("inf") if handler is _listen else next(t for t in limits if t is not None)
             if now - started < seconds or id_ in self._cancelled or id_ not in self.running:
                 continue
             _log.warning("request %r (%s) ran past %g s: cancelled", id_, handler.__name__, seconds)
@@ -2889,30 +2869,29 @@ class _McpEndpoint:
         """The session a POST speaks to: its own for a 2026-07-28 request (None if its
         headers do not match it: answered 400), a new one for initialize (or for every
         POST, stateless), else the one its Mcp-Session-Id names."""
+        version = x.request.header("mcp-protocol-version", "2025-03-26")   # absent: 2025-03-26
         if modern:
             if (mismatch := _mismatch(x.request, body, self.server)):
                 id_ = body.get("id") if type(body) is dict else None
                 x.write(400, x.cors + [("Content-Type", "application/json")],
                         encode(_error(id_ if _is_id(id_) else None, *mismatch)))
                 return None
-            entry = _HttpSession(self.server, None, False, MODERN_VERSIONS[0])
-            entry.session.principal = x.request.header("authorization")
-            self.stateless_entries.add(entry)
-            return entry
-        if x.request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
-            raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # absent: 2025-03-26
-        if self.stateless:
-            version = x.request.header("mcp-protocol-version") or "2025-03-26"
-            entry = _HttpSession(self.server, None, False, None if initialize else version)
-            self.stateless_entries.add(entry)
-            return entry
-        if not initialize:
+            version = MODERN_VERSIONS[0]
+        elif version not in PROTOCOL_VERSIONS:
+            raise _HttpError(400, "Unsupported MCP-Protocol-Version")
+        elif not (self.stateless or initialize):
             return self._lookup(x)
-        if x.request.header("mcp-session-id"):
-            raise _HttpError(400, "Invalid request: initialize must come without a session", INVALID_REQUEST)
-        self._make_room()
-        import secrets
-        return _HttpSession(self.server, secrets.token_urlsafe(24), False)
+        elif not self.stateless:
+            if x.request.header("mcp-session-id"):
+                raise _HttpError(400, "Invalid request: initialize must come without a session",
+                                 INVALID_REQUEST)
+            self._make_room()
+            import secrets
+            return _HttpSession(self.server, secrets.token_urlsafe(24), False)
+        entry = _HttpSession(self.server, None, False, None if initialize else version)
+        entry.session.principal = x.request.header("authorization")     # for requestState
+        self.stateless_entries.add(entry)
+        return entry
 
     def _no_request(self, x, stream, batch):
         """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors."""
@@ -3212,7 +3191,12 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         path, method = x.request.path, x.request.method
         if method == "OPTIONS" and x.cors and path in ("/mcp", "/sse", "/messages"):
             self._no_body(x.request)                # else its body would be read as a request
-            return self._preflight(x)               # browsers send no Authorization here
+            x.write(204, x.cors + [                 # browsers send no Authorization here
+                ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
+                ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+                                                 "MCP-Protocol-Version, Last-Event-ID"),
+                ("Access-Control-Max-Age", "600")], b"")
+            return True
         self._check_token(x.request)
         if path == "/mcp":
             if method == "POST":
@@ -3269,15 +3253,6 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
                     ("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")]
         return []
-
-    @staticmethod
-    def _preflight(x):
-        x.write(204, x.cors + [
-            ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
-            ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
-                                             "MCP-Protocol-Version, Last-Event-ID"),
-            ("Access-Control-Max-Age", "600")], b"")
-        return True
 
     @staticmethod
     def _no_body(request):
@@ -3526,12 +3501,10 @@ class Client(_Peer):
         if not self.modern:
             raise McpError(METHOD_NOT_FOUND, "listen is 2026-07-28's: in a session the server's "
                                              "notifications come to on_notification")
-        callbacks = {"notifications/tools/list_changed": on_tools,
-                     "notifications/prompts/list_changed": on_prompts,
-                     "notifications/resources/list_changed": on_resources,
-                     "notifications/resources/updated": on_updated}
-        wanted = {key: True for key, fn in zip(("toolsListChanged", "promptsListChanged",
-                                                "resourcesListChanged"), callbacks.values()) if fn}
+        lists = zip(_LISTS, (on_tools, on_prompts, on_resources))
+        callbacks = {f"notifications/{kind}/list_changed": fn for (_, kind), fn in lists}
+        callbacks["notifications/resources/updated"] = on_updated
+        wanted = {key: True for (key, kind), fn in zip(_LISTS, callbacks.values()) if fn}
         if on_updated:
             wanted["resourceSubscriptions"] = list(uris)
         id_ = next(self._ids)
