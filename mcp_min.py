@@ -918,8 +918,7 @@ class _Handler:
     async def call(self, arguments, context):
         loads = self.loads
         kwargs = {name: self.convert(name, value) if name in loads else value
-                  for name, value in arguments.items()
-                  if self.var_keyword or name in self.names}
+                  for name, value in arguments.items() if self.var_keyword or name in self.names}
         if self.context_param:
             kwargs[self.context_param] = context
         if self.is_async:
@@ -1029,10 +1028,9 @@ class Resource(_Handler):
         self.template = _UriTemplate(uri) if "{" in uri else None
         self.mime_type = mime_type
         self.definition = {"uriTemplate" if self.template else "uri": uri, **{k: v for k, v in (
-            ("name", name or fn.__name__), ("title", title),
-            ("description", description or self.description), ("mimeType", mime_type),
-            ("annotations", annotations), ("icons", icons), ("_meta", meta), ("size", size))
-            if v is not None}}
+            ("name", name or fn.__name__), ("title", title), ("description", description or self.description),
+            ("mimeType", mime_type), ("annotations", annotations), ("icons", icons), ("_meta", meta),
+            ("size", size)) if v is not None}}
 
     def contents(self, uri, value):
         if isinstance(value, dict) and "uri" in value:
@@ -1639,8 +1637,7 @@ class Session(_Peer):
                     _log.exception("notification %r failed", method)
             return done and done()
         id_ = message["id"]
-        problem = self._refusal(method, params, _modern(params)
-                                or self.protocol_version in MODERN_VERSIONS)
+        problem = self._refusal(method, params, _modern(params) or self.protocol_version in MODERN_VERSIONS)
         if problem:
             return self._over(_error(id_, *problem), id_, done)
         if method == "initialize":
@@ -1871,8 +1868,7 @@ class Session(_Peer):
             self._answer(message, related)
             if self.on_ready:   # we owe the client's answer a way in
                 self.on_ready()
-        return await self._exchange(next(self._ids), method, params, timeout or REPLY_TIMEOUT,
-                                    send, related)
+        return await self._exchange(next(self._ids), method, params, timeout or REPLY_TIMEOUT, send, related)
 
     def publish(self, method, params, wants):
         """Send to each of the client's subscriptions/listen streams that `wants` it."""
@@ -2222,8 +2218,7 @@ _HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resource
                             "resources/unsubscribe"))
 _CACHEABLE = frozenset((_discover, _list_tools, _list_prompts, _list_resources, _list_templates,
                         _read_resource))
-_NOTIFICATIONS = {"notifications/initialized": _on_initialized,
-                  "notifications/cancelled": _on_cancelled}
+_NOTIFICATIONS = {"notifications/initialized": _on_initialized, "notifications/cancelled": _on_cancelled}
 
 ##############################################################################
 # stdio transport: one JSON message per line on stdin and stdout
@@ -2386,9 +2381,8 @@ _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
             431: "Request Header Fields Too Large", 501: "Not Implemented",
             503: "Service Unavailable", 505: "HTTP Version Not Supported"}
 _LOOPBACK = ("localhost", "127.0.0.1", "[::1]", "::1")
-_SINGLE_HEADERS = frozenset(("host", "content-length", "content-type", "authorization",
-                             "origin", "mcp-session-id", "mcp-protocol-version",
-                             "transfer-encoding"))
+_SINGLE_HEADERS = frozenset(("host", "content-length", "content-type", "authorization", "origin",
+                             "mcp-session-id", "mcp-protocol-version", "transfer-encoding"))
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # Every header line at once: "token:value CRLF", no control byte but tab in the value.
 _HEADER_LINES = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
@@ -2573,8 +2567,7 @@ class _HttpSession:
 
     def quiet(self):
         """A Streamable HTTP session with nothing open or running: it may expire."""
-        return not self.legacy and not self.session.running and not self.posts \
-            and self.standalone is None
+        return not self.legacy and not self.session.running and not self.posts and self.standalone is None
 
     def close(self, cancel):
         self.session.close(cancel=cancel)
@@ -3025,8 +3018,7 @@ class _SseEndpoint:
         ids = [value for key, _, value in (p.partition("=") for p in x.request.query.split("&"))
                if key in ("sessionId", "session_id")]
         # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
-        if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii()
-                                 and ids[0].isalnum()):
+        if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii() and ids[0].isalnum()):
             raise _HttpError(400, "Missing or malformed sessionId")
         entry = self.sessions.get(ids[0])
         if entry is None or not entry.legacy:
@@ -3042,9 +3034,8 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
     to the two endpoints (mixins, kept apart so each protocol reads on its own); the protocol
     is the Session's. Created by `serve_http` / `start_http`; `port` is the bound port."""
 
-    def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(),
-                 allow_hosts=(), stateless=False, json_response=False, insecure=False,
-                 trace=None, session_idle=None):
+    def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(), allow_hosts=(),
+                 stateless=False, json_response=False, insecure=False, trace=None, session_idle=None):
         if token is not None and not token.strip(" \t"):
             raise ValueError("an empty token would turn authentication off")
         if not _is_loopback(host) and not token and not insecure:
@@ -3234,8 +3225,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         origin = request.header("origin")
         if origin and origin not in self.allow_origins:
             scheme, sep, rest = origin.partition("://")
-            if scheme not in ("http", "https") or not sep or "/" in rest \
-                    or _host_name(rest) not in _LOOPBACK:
+            if scheme not in ("http", "https") or not sep or "/" in rest or _host_name(rest) not in _LOOPBACK:
                 raise _HttpError(403, "Origin not allowed")
 
     def _check_token(self, request):
@@ -3243,8 +3233,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             import hmac
             scheme, _, given = request.header("authorization").partition(" ")
             # Only HTTP's own whitespace is trimmed: a Unicode strip() took NBSP and \x85 too.
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(" \t").encode(),
-                                                                     self.token):
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(" \t").encode(), self.token):
                 raise _HttpError(401, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
 
     def _cors(self, request):
@@ -3327,10 +3316,9 @@ class Client(_Peer):
     Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
     """
 
-    def __init__(self, target, *, token=None, timeout=None, name="mcp_min",
-                 protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None,
-                 roots=None, on_log=None, on_notification=None, trace=None, transport="auto",
-                 env=None, era="auto"):
+    def __init__(self, target, *, token=None, timeout=None, name="mcp_min", era="auto",
+                 protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None, roots=None,
+                 on_log=None, on_notification=None, trace=None, transport="auto", env=None):
         super().__init__()
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
@@ -3492,8 +3480,7 @@ class Client(_Peer):
                 params["_meta"][_MODERN + "logLevel"] = self.log_level or "info"
         return params
 
-    async def listen(self, on_tools=None, on_prompts=None, on_resources=None, on_updated=None,
-                     uris=()):
+    async def listen(self, on_tools=None, on_prompts=None, on_resources=None, on_updated=None, uris=()):
         """2026-07-28: hear of changes, until the server ends the stream (this then
         returns) or this is cancelled. Each callback given is called with the params
         of its notification: the tool, prompt or resource list changed, or a
@@ -3625,8 +3612,7 @@ class Client(_Peer):
 
     async def ping(self):
         """{} if the server answers (2026-07-28 has no ping: server/discover stands in)."""
-        return await self.request("ping") if not self.modern else \
-            await self.request("server/discover") and {}
+        return await self.request("ping") if not self.modern else await self.request("server/discover") and {}
 
     async def list_tools(self):
         return await self._all("tools/list", "tools")
@@ -3923,9 +3909,8 @@ async def _http(url, method, headers, body=b"", trace=None):
     host = parts.netloc.rpartition("@")[2]
     if trace:   # before connecting, so a refused connection still shows what was tried
         trace.http("out", f"{method} {target}", headers, body)
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(parts.hostname, port, ssl=ssl_context, limit=MAX_HEAD_BYTES),
-        CONNECT_TIMEOUT)
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(
+        parts.hostname, port, ssl=ssl_context, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     if body or method == "POST":
@@ -4295,9 +4280,8 @@ def _cli_arguments(words):
 
 
 # What the CLI's methods need after METHOD, for a usage error before anything is sent.
-_CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]",
-              "resources/read": "URI", "resources/subscribe": "URI",
-              "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
+_CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]", "resources/read": "URI",
+              "resources/subscribe": "URI", "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
 _CLI_LISTS = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
               "resources/templates/list": "resourceTemplates"}
 
@@ -4368,8 +4352,7 @@ async def _typed(client, name, arguments, raw):
 
 
 def _client_main(args, name, arguments, raw):
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
@@ -4625,9 +4608,8 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _common_options(p, level):
-    p.add_argument("--trace", nargs="?", const="-", metavar="FILE",
-                   help="show every message on stderr as a packet capture "
-                   "would; --trace=FILE appends them to FILE as JSON Lines")
+    p.add_argument("--trace", nargs="?", const="-", metavar="FILE", help="show every message on stderr as "
+                   "a packet capture would; --trace=FILE appends them to FILE as JSON Lines")
     p.add_argument("--log-level", default=level, type=str.upper, choices=_LOG_LEVELS, metavar="LEVEL",
                    help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default {level})")
 
@@ -4655,9 +4637,8 @@ def _serve_parser(description=_SERVE_HELP):
     p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                    help="the address to bind (default 127.0.0.1; another needs --token)")
     secret = p.add_mutually_exclusive_group()
-    secret.add_argument("--token-file", metavar="FILE",
-                        help="require 'Authorization: Bearer TOKEN' on HTTP, the token read from "
-                        "FILE (default: $MCP_TOKEN)")
+    secret.add_argument("--token-file", metavar="FILE", help="require 'Authorization: Bearer TOKEN' on "
+                        "HTTP, the token read from FILE (default: $MCP_TOKEN)")
     secret.add_argument("--token", help="the token itself (every local user can read it in the "
                         "process list: prefer --token-file or $MCP_TOKEN)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
@@ -4668,8 +4649,7 @@ def _serve_parser(description=_SERVE_HELP):
                    help="Streamable HTTP without sessions: every POST stands alone")
     p.add_argument("--json-response", action="store_true",
                    help="Streamable HTTP: answer requests with JSON, never SSE")
-    p.add_argument("--insecure", action="store_true",
-                   help="allow a non-loopback --host without --token")
+    p.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without --token")
     p.add_argument("--shutdown-grace", type=_seconds, default=SHUTDOWN_GRACE, metavar="SECONDS",
                    help="after SIGTERM, Ctrl-C or the end of stdin, how long work in flight may "
                    f"finish before it is answered with an error (default {SHUTDOWN_GRACE:g})")
@@ -4721,22 +4701,19 @@ def _serve(server, args, stdout=1):
         loop.set_default_executor(pool)
         try:
             if args.port is None:
-                code = await serve_stdio(server, stdout_fd=stdout, trace=trace,
-                                         grace=args.shutdown_grace)
+                code = await serve_stdio(server, stdout_fd=stdout, trace=trace, grace=args.shutdown_grace)
             else:
-                code = await serve_http(server, args.host, args.port, args.shutdown_grace,
-                                        token=token, allow_origins=args.allow_origin,
-                                        allow_hosts=args.allow_host, stateless=args.stateless,
-                                        json_response=args.json_response, insecure=args.insecure,
-                                        trace=trace)
+                code = await serve_http(server, args.host, args.port, args.shutdown_grace, token=token,
+                                        allow_origins=args.allow_origin, allow_hosts=args.allow_host,
+                                        stateless=args.stateless, json_response=args.json_response,
+                                        insecure=args.insecure, trace=trace)
         except asyncio.CancelledError:      # a signal: it was a graceful end
             code = 0 if stopping else 130
         if stdout != 1:
             os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
         pool.shutdown(wait=False, cancel_futures=True)
         await asyncio.sleep(0.05)
-        if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) \
-                or asyncio.all_tasks() - {task}:
+        if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) or asyncio.all_tasks() - {task}:
             # A tool runs on past the grace (a sync tool's thread, a handler ignoring its
             # cancel): it cannot be stopped, and its caller has its answer, so leave without it.
             if not stopping:
