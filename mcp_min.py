@@ -3473,8 +3473,7 @@ class Client(_Peer):
         """The params of a request; in 2026-07-28 with who we are in _meta."""
         params = dict(params or {})
         if self.modern:
-            params["_meta"] = {_MODERN + "protocolVersion": self.protocol_version,
-                               _MODERN + "clientCapabilities": self.capabilities(),
+            params["_meta"] = {_VERSION_KEY: self.protocol_version, _CAPABILITIES_KEY: self.capabilities(),
                                _MODERN + "clientInfo": self.client_info, **params.get("_meta", {})}
             if self.log_level or self.on_log:   # log messages: only to a request that asks
                 params["_meta"][_MODERN + "logLevel"] = self.log_level or "info"
@@ -3533,8 +3532,7 @@ class Client(_Peer):
         elif kind == "request":
             _background(self._tasks, self._answer(message))
         else:
-            params = message.get("params") or {}
-            method = message["method"]
+            params, method = message.get("params") or {}, message["method"]
             meta = params.get("_meta") if type(params) is dict and type(params.get("_meta")) is dict else {}
             listen = meta.get(_MODERN + "subscriptionId")
             if _is_id(listen) and self._listens.get(listen, {}).get(method):
@@ -4054,8 +4052,7 @@ class _StreamableHttp(_Transport):
         return task is not None and task.cancel()
 
     async def _post(self, message, is_request, again=True):
-        headers = self._headers()
-        headers["Content-Type"] = "application/json"
+        headers = {**self._headers(), "Content-Type": "application/json"}
         if self.client.modern and is_request:
             self._route_headers(message, headers)
         sent_with = self.session_id
@@ -4147,8 +4144,7 @@ class _StreamableHttp(_Transport):
                 return
             if last_id is not None:
                 await asyncio.sleep(retry)
-                headers = self._headers("text/event-stream")
-                headers["Last-Event-ID"] = last_id
+                headers = {**self._headers("text/event-stream"), "Last-Event-ID": last_id}
                 with contextlib.suppress(OSError):
                     response = await _http(self.url, "GET", headers, trace=self.client.trace)
                     if response.status == 200:
