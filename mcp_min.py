@@ -1135,7 +1135,6 @@ class Server:
         if len(self.state_key) < 16:
             raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
 
-    # -- registration ---------------------------------------------------------
     # Each decorator returns the function unchanged, so it can still be called (and tested).
     def tool(self, name=None, **options):
         """Decorator: register a function as a tool (see `Tool` options); ``@server.tool`` too."""
@@ -1202,7 +1201,6 @@ class Server:
                 "prompts": {"listChanged": True}, "completions": {}}
         return {k: v for k, v in caps.items() if self.offers(k)}
 
-    # -- notifications to every connected client ------------------------------
     def _changed(self, kind):
         for session in list(self.sessions):
             session.notify(f"notifications/{kind}/list_changed")
@@ -1217,7 +1215,6 @@ class Server:
             session.publish("notifications/resources/updated", {"uri": uri},
                             lambda wanted: uri in wanted.get("resourceSubscriptions", ()))
 
-    # -- running ------------------------------------------------------------------
     def run(self, argv=None):
         """Serve over stdio, or HTTP with ``--port``: the same options as
         ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``)."""
@@ -1541,7 +1538,6 @@ class Session(_Peer):
         self.ready = self.initialized   # the client sent notifications/initialized
         server.sessions.add(self)
 
-    # -- input: the one door -----------------------------------------------------
     def receive(self, frame, done=None, reply=None):
         """Take one inbound frame, from any transport: JSON text (bytes or str), or a message
         already parsed (a dict; a list is a batch). Everything in it is answered, bad input
@@ -1816,7 +1812,6 @@ class Session(_Peer):
             else:
                 await asyncio.sleep(0)      # a waiting request starts on the next turn
 
-    # -- output -------------------------------------------------------------------
     def _answer(self, message, related, reply=None):
         """Every outgoing message passes here: to the reply of its request's frame if any, else `send`."""
         if reply is None and related is not None:
@@ -1907,7 +1902,6 @@ class Session(_Peer):
             for id_ in list(self.running) + list(self.waiting):
                 self.cancel(id_)
 
-    # -- the handshake ---------------------------------------------------------
     def _initialize(self, params):
         if self.initialized:
             raise McpError(INVALID_REQUEST, "Invalid request: already initialized")
@@ -3108,7 +3102,6 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         del self.sessions[entry.sid]
         entry.close(cancel=True)
 
-    # -- one connection: read requests until it closes --------------------------
     async def _connection(self, reader, writer):
         self.connections += 1
         x = self.writers[writer] = _Exchange(self, reader, writer)
@@ -3173,7 +3166,6 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             self.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
                                   f"{request.query}", request.headers, request.body)
 
-    # -- checks and routing ------------------------------------------------------
     async def _route(self, x):
         """Serve one request. Returns False when the connection must close."""
         if self.closing:
@@ -3334,7 +3326,6 @@ class Client(_Peer):
         self._transport, self._progress, self._tasks, self._listens = None, {}, set(), {}
         self._param_headers = {}    # 2026-07-28 HTTP: tool -> [(argument path, header name)]
 
-    # -- connecting ----------------------------------------------------------------
     async def __aenter__(self):
         await self.connect()
         return self
@@ -3437,7 +3428,6 @@ class Client(_Peer):
             await transport.close()
         self._closed("Client closed")
 
-    # -- messages ------------------------------------------------------------------
     async def request(self, method, params=None, timeout=None, on_progress=None):
         """Send a request; return its result or raise McpError. On timeout the
         server is sent notifications/cancelled. In 2026-07-28 each request carries
@@ -3580,7 +3570,6 @@ class Client(_Peer):
             except Exception:
                 _log.warning("could not answer the server's %s", method)
 
-    # -- the protocol's methods --------------------------------------------------------
     async def _all(self, method, key, params=None):
         items, cursor, seen = [], None, set()
         while True:
