@@ -2549,10 +2549,8 @@ class _HttpSession:
 
     def send(self, message, related):
         """What no POST's answer carries goes on the GET stream (legacy: everything)."""
-        if message is None:
-            return
-        if not self.legacy and related is not None and related not in self.session.replies:
-            return      # its request is over (answered or cancelled): nothing more belongs to it
+        if message is None or not self.legacy and related is not None and related not in self.session.replies:
+            return      # nothing, or its request is over (answered or cancelled): nothing belongs to it
         if self.standalone is not None:
             self.standalone.put(message)
         elif "method" in message and "id" in message:
@@ -3497,9 +3495,8 @@ class Client(_Peer):
 
     def _abandon(self, id_, method, reason, related=None):
         """Tell the server a request is abandoned, in the background: never wait on it."""
-        if method == "initialize" or self._transport is None:     # initialize is never cancelled
-            return
-        if self.modern and self._transport.drop(id_):   # 2026-07-28 HTTP: by closing its stream
+        # initialize is never cancelled; 2026-07-28 HTTP cancels by closing the request's stream
+        if method == "initialize" or self._transport is None or self.modern and self._transport.drop(id_):
             return
 
         async def tell():
