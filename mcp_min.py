@@ -918,8 +918,7 @@ class _Handler:
     async def call(self, arguments, context):
         loads = self.loads
         kwargs = {name: self.convert(name, value) if name in loads else value
-                  for name, value in arguments.items()
-                  if self.var_keyword or name in self.names}
+                  for name, value in arguments.items() if self.var_keyword or name in self.names}
         if self.context_param:
             kwargs[self.context_param] = context
         if self.is_async:
@@ -1029,10 +1028,9 @@ class Resource(_Handler):
         self.template = _UriTemplate(uri) if "{" in uri else None
         self.mime_type = mime_type
         self.definition = {"uriTemplate" if self.template else "uri": uri, **{k: v for k, v in (
-            ("name", name or fn.__name__), ("title", title),
-            ("description", description or self.description), ("mimeType", mime_type),
-            ("annotations", annotations), ("icons", icons), ("_meta", meta), ("size", size))
-            if v is not None}}
+            ("name", name or fn.__name__), ("title", title), ("description", description or self.description),
+            ("mimeType", mime_type), ("annotations", annotations), ("icons", icons), ("_meta", meta),
+            ("size", size)) if v is not None}}
 
     def contents(self, uri, value):
         if isinstance(value, dict) and "uri" in value:
@@ -1137,7 +1135,6 @@ class Server:
         if len(self.state_key) < 16:
             raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
 
-    # -- registration ---------------------------------------------------------
     # Each decorator returns the function unchanged, so it can still be called (and tested).
     def tool(self, name=None, **options):
         """Decorator: register a function as a tool (see `Tool` options); ``@server.tool`` too."""
@@ -1204,7 +1201,6 @@ class Server:
                 "prompts": {"listChanged": True}, "completions": {}}
         return {k: v for k, v in caps.items() if self.offers(k)}
 
-    # -- notifications to every connected client ------------------------------
     def _changed(self, kind):
         for session in list(self.sessions):
             session.notify(f"notifications/{kind}/list_changed")
@@ -1219,7 +1215,6 @@ class Server:
             session.publish("notifications/resources/updated", {"uri": uri},
                             lambda wanted: uri in wanted.get("resourceSubscriptions", ()))
 
-    # -- running ------------------------------------------------------------------
     def run(self, argv=None):
         """Serve over stdio, or HTTP with ``--port``: the same options as
         ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``)."""
@@ -1272,8 +1267,7 @@ class Context:
     @property
     def client_capabilities(self):
         """The session's; a 2026-07-28 request declares its own."""
-        return self.meta[_CAPABILITIES_KEY] if self.version \
-            else self.session.client_capabilities
+        return self.meta[_CAPABILITIES_KEY] if self.version else self.session.client_capabilities
 
     def log(self, level, data, logger=None):
         """Send a notifications/message to the client if `level` passes its filter
@@ -1320,7 +1314,7 @@ class Context:
         """``fn(*args)`` (sync or async), run once per request however many rounds it
         takes (see above); later rounds get the value it returned. The value travels
         in requestState, which the client can read: JSON, and nothing secret."""
-        kept = self._round()[1] if self._rounds else {}
+        kept = self._rounds[1] if self._rounds else {}
         if key not in kept:
             value = fn(*args)
             kept[key] = await value if asyncio.iscoroutine(value) else value
@@ -1339,7 +1333,7 @@ class Context:
             return answer
         if not self._rounds:    # only tools/call, prompts/get and resources/read may ask
             raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
-        answers, _, asks, fresh, count = rounds = self._round()
+        answers, _, asks, fresh, count = rounds = self._rounds
         rounds[4] = count = count + 1
         key = str(key or f"{capability}-{count}")
         if key not in answers and key in fresh:
@@ -1354,27 +1348,16 @@ class Context:
         raise _InputRequired
 
     def _resume(self, params, method):
-        """A 2026-07-28 request calling again (MRTR): the answers of earlier rounds
-        and what `once` kept come back sealed in requestState, the new answers in
+        """A 2026-07-28 request that may ask (MRTR). Called again, it brings the answers of
+        earlier rounds and what `once` kept sealed in requestState, the new answers in
         inputResponses (answers sent with no requestState are taken as new ones)."""
         self._origin = params, method
-        if "requestState" not in params and "inputResponses" not in params:
-            self._rounds = True     # a first round: made when first needed (`_round`)
-            return
         state, fresh = params.get("requestState"), params.get("inputResponses", {})
         if type(fresh) is not dict or not isinstance(state, (str, type(None))):
             raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
                                            "requestState a string")
         self._rounds = [*(({}, {}) if state is None else _unseal(self.session, *self._origin, state)),
                         {}, fresh, 0]
-
-    def _round(self):
-        if self._rounds is True:
-            self._rounds = [{}, {}, {}, {}, 0]
-        return self._rounds
-
-    def _seal(self):
-        return _seal(self.session, *self._origin, [int(time.time() + STATE_TTL), *self._rounds[:2]])
 
     def run(self, coroutine):
         """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
@@ -1402,39 +1385,35 @@ def _answer_problem(method, params, answer):
         return "content must be an object" if type(content) is not dict else \
             validate(content, params["requestedSchema"]) if answer["action"] == "accept" else None
     if method == "sampling/createMessage":
-        if type(answer.get("content")) not in (dict, list) or type(answer.get("role")) is not str \
-                or type(answer.get("model")) is not str:
-            return "role and model must be strings, content an object or a list"
-        return None
+        ok = type(answer.get("content")) in (dict, list) and type(answer.get("role")) is str
+        return None if ok and type(answer.get("model")) is str else \
+            "role and model must be strings, content an object or a list"
     roots = answer.get("roots")     # roots/list
     if type(roots) is not list or not all(type(r) is dict and type(r.get("uri")) is str for r in roots):
         return "roots must be a list of objects with a uri"
     return None
 
 
-def _binding(session, params, method):
-    """What a requestState belongs to: this request (its method, and its params less the
-    rounds' own) and this user. Only the server's key can seal it: the client cannot alter it."""
+def _binding(session, params, method, data):
+    """The seal on a requestState's `data`, binding it to this request (its method, and its params
+    less the rounds' own) and this user: made with the server's key, the client cannot alter it."""
     import hashlib
     import hmac
     request = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
     text = json.dumps([method, request, session.principal], sort_keys=True).encode()
-    return hmac.new(session.server.state_key, text, hashlib.sha256)
+    return base64.urlsafe_b64encode(hmac.new(session.server.state_key, text + data, hashlib.sha256).digest())
 
 
-def _seal(session, params, method, payload):
-    data = base64.urlsafe_b64encode(encode(payload))
-    mac = _binding(session, params, method)
-    mac.update(data)
-    return (data + b"." + base64.urlsafe_b64encode(mac.digest())).decode()
+def _seal(session, params, method, rounds):
+    """A round's requestState: the answers so far and what `once` kept, until STATE_TTL."""
+    data = base64.urlsafe_b64encode(encode([int(time.time() + STATE_TTL), *rounds[:2]]))
+    return (data + b"." + _binding(session, params, method, data)).decode()
 
 
 def _unseal(session, params, method, state):
     import hmac
     data, _, sent = state.encode(errors="replace").partition(b".")
-    mac = _binding(session, params, method)
-    mac.update(data)
-    if not hmac.compare_digest(sent, base64.urlsafe_b64encode(mac.digest())):
+    if not hmac.compare_digest(sent, _binding(session, params, method, data)):
         raise McpError(INVALID_PARAMS, "Invalid params: requestState is not this server's for "
                                        "this request (altered, or from another server or user)")
     expires, answers, kept = decode(base64.urlsafe_b64decode(data))
@@ -1559,7 +1538,6 @@ class Session(_Peer):
         self.ready = self.initialized   # the client sent notifications/initialized
         server.sessions.add(self)
 
-    # -- input: the one door -----------------------------------------------------
     def receive(self, frame, done=None, reply=None):
         """Take one inbound frame, from any transport: JSON text (bytes or str), or a message
         already parsed (a dict; a list is a batch). Everything in it is answered, bad input
@@ -1655,8 +1633,7 @@ class Session(_Peer):
                     _log.exception("notification %r failed", method)
             return done and done()
         id_ = message["id"]
-        problem = self._refusal(method, params, _modern(params)
-                                or self.protocol_version in MODERN_VERSIONS)
+        problem = self._refusal(method, params, _modern(params) or self.protocol_version in MODERN_VERSIONS)
         if problem:
             return self._over(_error(id_, *problem), id_, done)
         if method == "initialize":
@@ -1714,8 +1691,9 @@ class Session(_Peer):
                     response = _result(id_, self._modern_result(result, handler) if context.version
                                        else result)
                 except _InputRequired:      # the client is to answer, and call again
-                    response = _result(id_, {"resultType": "input_required", "inputRequests":
-                                             context._rounds[2], "requestState": context._seal()})
+                    rounds = context._rounds
+                    response = _result(id_, {"resultType": "input_required", "inputRequests": rounds[2],
+                                             "requestState": _seal(self, *context._origin, rounds)})
             except McpError as e:
                 response = _error(id_, e.code, e.message, e.data)
             except asyncio.CancelledError:
@@ -1742,19 +1720,14 @@ class Session(_Peer):
         result = {"resultType": "complete", **result, "_meta": meta}
         return {**self.server.cache, **result} if handler in _CACHEABLE else result
 
-    def _time_limit(self, handler, params):
-        if handler is _listen:
-            return float("inf")
-        name = params.get("name") if handler is _call_tool else None
-        tool = self.server.tools.get(name) if type(name) is str else None
-        limits = (tool and tool.timeout, self.server.timeout, TOOL_TIMEOUT)
-        return next(limit for limit in limits if limit is not None)
-
     def _sweep(self):
         """Each second while requests run (`_watch`): those past their time limit end, answered."""
         now = self.loop.time()
         for id_, (started, handler, params, _) in list(self._started.items()):
-            seconds = self._time_limit(handler, params)
+            name = params.get("name") if handler is _call_tool else None
+            tool = self.server.tools.get(name) if type(name) is str else None
+            limits = (tool and tool.timeout, self.server.timeout, TOOL_TIMEOUT)
+            seconds = float("inf") if handler is _listen else next(t for t in limits if t is not None)
             if now - started < seconds or id_ in self._cancelled or id_ not in self.running:
                 continue
             _log.warning("request %r (%s) ran past %g s: cancelled", id_, handler.__name__, seconds)
@@ -1839,7 +1812,6 @@ class Session(_Peer):
             else:
                 await asyncio.sleep(0)      # a waiting request starts on the next turn
 
-    # -- output -------------------------------------------------------------------
     def _answer(self, message, related, reply=None):
         """Every outgoing message passes here: to the reply of its request's frame if any, else `send`."""
         if reply is None and related is not None:
@@ -1891,8 +1863,7 @@ class Session(_Peer):
             self._answer(message, related)
             if self.on_ready:   # we owe the client's answer a way in
                 self.on_ready()
-        return await self._exchange(next(self._ids), method, params, timeout or REPLY_TIMEOUT,
-                                    send, related)
+        return await self._exchange(next(self._ids), method, params, timeout or REPLY_TIMEOUT, send, related)
 
     def publish(self, method, params, wants):
         """Send to each of the client's subscriptions/listen streams that `wants` it."""
@@ -1931,7 +1902,6 @@ class Session(_Peer):
             for id_ in list(self.running) + list(self.waiting):
                 self.cancel(id_)
 
-    # -- the handshake ---------------------------------------------------------
     def _initialize(self, params):
         if self.initialized:
             raise McpError(INVALID_REQUEST, "Invalid request: already initialized")
@@ -2242,8 +2212,7 @@ _HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resource
                             "resources/unsubscribe"))
 _CACHEABLE = frozenset((_discover, _list_tools, _list_prompts, _list_resources, _list_templates,
                         _read_resource))
-_NOTIFICATIONS = {"notifications/initialized": _on_initialized,
-                  "notifications/cancelled": _on_cancelled}
+_NOTIFICATIONS = {"notifications/initialized": _on_initialized, "notifications/cancelled": _on_cancelled}
 
 ##############################################################################
 # stdio transport: one JSON message per line on stdin and stdout
@@ -2406,9 +2375,8 @@ _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
             431: "Request Header Fields Too Large", 501: "Not Implemented",
             503: "Service Unavailable", 505: "HTTP Version Not Supported"}
 _LOOPBACK = ("localhost", "127.0.0.1", "[::1]", "::1")
-_SINGLE_HEADERS = frozenset(("host", "content-length", "content-type", "authorization",
-                             "origin", "mcp-session-id", "mcp-protocol-version",
-                             "transfer-encoding"))
+_SINGLE_HEADERS = frozenset(("host", "content-length", "content-type", "authorization", "origin",
+                             "mcp-session-id", "mcp-protocol-version", "transfer-encoding"))
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # Every header line at once: "token:value CRLF", no control byte but tab in the value.
 _HEADER_LINES = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
@@ -2581,10 +2549,8 @@ class _HttpSession:
 
     def send(self, message, related):
         """What no POST's answer carries goes on the GET stream (legacy: everything)."""
-        if message is None:
-            return
-        if not self.legacy and related is not None and related not in self.session.replies:
-            return      # its request is over (answered or cancelled): nothing more belongs to it
+        if message is None or not self.legacy and related is not None and related not in self.session.replies:
+            return      # nothing, or its request is over (answered or cancelled): nothing belongs to it
         if self.standalone is not None:
             self.standalone.put(message)
         elif "method" in message and "id" in message:
@@ -2593,8 +2559,7 @@ class _HttpSession:
 
     def quiet(self):
         """A Streamable HTTP session with nothing open or running: it may expire."""
-        return not self.legacy and not self.session.running and not self.posts \
-            and self.standalone is None
+        return not self.legacy and not self.session.running and not self.posts and self.standalone is None
 
     def close(self, cancel):
         self.session.close(cancel=cancel)
@@ -2889,30 +2854,29 @@ class _McpEndpoint:
         """The session a POST speaks to: its own for a 2026-07-28 request (None if its
         headers do not match it: answered 400), a new one for initialize (or for every
         POST, stateless), else the one its Mcp-Session-Id names."""
+        version = x.request.header("mcp-protocol-version", "2025-03-26")   # absent: 2025-03-26
         if modern:
             if (mismatch := _mismatch(x.request, body, self.server)):
                 id_ = body.get("id") if type(body) is dict else None
                 x.write(400, x.cors + [("Content-Type", "application/json")],
                         encode(_error(id_ if _is_id(id_) else None, *mismatch)))
                 return None
-            entry = _HttpSession(self.server, None, False, MODERN_VERSIONS[0])
-            entry.session.principal = x.request.header("authorization")
-            self.stateless_entries.add(entry)
-            return entry
-        if x.request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
-            raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # absent: 2025-03-26
-        if self.stateless:
-            version = x.request.header("mcp-protocol-version") or "2025-03-26"
-            entry = _HttpSession(self.server, None, False, None if initialize else version)
-            self.stateless_entries.add(entry)
-            return entry
-        if not initialize:
+            version = MODERN_VERSIONS[0]
+        elif version not in PROTOCOL_VERSIONS:
+            raise _HttpError(400, "Unsupported MCP-Protocol-Version")
+        elif not (self.stateless or initialize):
             return self._lookup(x)
-        if x.request.header("mcp-session-id"):
-            raise _HttpError(400, "Invalid request: initialize must come without a session", INVALID_REQUEST)
-        self._make_room()
-        import secrets
-        return _HttpSession(self.server, secrets.token_urlsafe(24), False)
+        elif not self.stateless:
+            if x.request.header("mcp-session-id"):
+                raise _HttpError(400, "Invalid request: initialize must come without a session",
+                                 INVALID_REQUEST)
+            self._make_room()
+            import secrets
+            return _HttpSession(self.server, secrets.token_urlsafe(24), False)
+        entry = _HttpSession(self.server, None, False, None if initialize else version)
+        entry.session.principal = x.request.header("authorization")     # for requestState
+        self.stateless_entries.add(entry)
+        return entry
 
     def _no_request(self, x, stream, batch):
         """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors."""
@@ -3046,8 +3010,7 @@ class _SseEndpoint:
         ids = [value for key, _, value in (p.partition("=") for p in x.request.query.split("&"))
                if key in ("sessionId", "session_id")]
         # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
-        if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii()
-                                 and ids[0].isalnum()):
+        if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii() and ids[0].isalnum()):
             raise _HttpError(400, "Missing or malformed sessionId")
         entry = self.sessions.get(ids[0])
         if entry is None or not entry.legacy:
@@ -3063,9 +3026,8 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
     to the two endpoints (mixins, kept apart so each protocol reads on its own); the protocol
     is the Session's. Created by `serve_http` / `start_http`; `port` is the bound port."""
 
-    def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(),
-                 allow_hosts=(), stateless=False, json_response=False, insecure=False,
-                 trace=None, session_idle=None):
+    def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(), allow_hosts=(),
+                 stateless=False, json_response=False, insecure=False, trace=None, session_idle=None):
         if token is not None and not token.strip(" \t"):
             raise ValueError("an empty token would turn authentication off")
         if not _is_loopback(host) and not token and not insecure:
@@ -3138,7 +3100,6 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         del self.sessions[entry.sid]
         entry.close(cancel=True)
 
-    # -- one connection: read requests until it closes --------------------------
     async def _connection(self, reader, writer):
         self.connections += 1
         x = self.writers[writer] = _Exchange(self, reader, writer)
@@ -3203,7 +3164,6 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             self.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
                                   f"{request.query}", request.headers, request.body)
 
-    # -- checks and routing ------------------------------------------------------
     async def _route(self, x):
         """Serve one request. Returns False when the connection must close."""
         if self.closing:
@@ -3212,7 +3172,12 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         path, method = x.request.path, x.request.method
         if method == "OPTIONS" and x.cors and path in ("/mcp", "/sse", "/messages"):
             self._no_body(x.request)                # else its body would be read as a request
-            return self._preflight(x)               # browsers send no Authorization here
+            x.write(204, x.cors + [                 # browsers send no Authorization here
+                ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
+                ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+                                                 "MCP-Protocol-Version, Last-Event-ID"),
+                ("Access-Control-Max-Age", "600")], b"")
+            return True
         self._check_token(x.request)
         if path == "/mcp":
             if method == "POST":
@@ -3250,8 +3215,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         origin = request.header("origin")
         if origin and origin not in self.allow_origins:
             scheme, sep, rest = origin.partition("://")
-            if scheme not in ("http", "https") or not sep or "/" in rest \
-                    or _host_name(rest) not in _LOOPBACK:
+            if scheme not in ("http", "https") or not sep or "/" in rest or _host_name(rest) not in _LOOPBACK:
                 raise _HttpError(403, "Origin not allowed")
 
     def _check_token(self, request):
@@ -3259,8 +3223,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             import hmac
             scheme, _, given = request.header("authorization").partition(" ")
             # Only HTTP's own whitespace is trimmed: a Unicode strip() took NBSP and \x85 too.
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(" \t").encode(),
-                                                                     self.token):
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(" \t").encode(), self.token):
                 raise _HttpError(401, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
 
     def _cors(self, request):
@@ -3269,15 +3232,6 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
                     ("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")]
         return []
-
-    @staticmethod
-    def _preflight(x):
-        x.write(204, x.cors + [
-            ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
-            ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
-                                             "MCP-Protocol-Version, Last-Event-ID"),
-            ("Access-Control-Max-Age", "600")], b"")
-        return True
 
     @staticmethod
     def _no_body(request):
@@ -3352,10 +3306,9 @@ class Client(_Peer):
     Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
     """
 
-    def __init__(self, target, *, token=None, timeout=None, name="mcp_min",
-                 protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None,
-                 roots=None, on_log=None, on_notification=None, trace=None, transport="auto",
-                 env=None, era="auto"):
+    def __init__(self, target, *, token=None, timeout=None, name="mcp_min", era="auto",
+                 protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None, roots=None,
+                 on_log=None, on_notification=None, trace=None, transport="auto", env=None):
         super().__init__()
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
@@ -3371,7 +3324,6 @@ class Client(_Peer):
         self._transport, self._progress, self._tasks, self._listens = None, {}, set(), {}
         self._param_headers = {}    # 2026-07-28 HTTP: tool -> [(argument path, header name)]
 
-    # -- connecting ----------------------------------------------------------------
     async def __aenter__(self):
         await self.connect()
         return self
@@ -3474,7 +3426,6 @@ class Client(_Peer):
             await transport.close()
         self._closed("Client closed")
 
-    # -- messages ------------------------------------------------------------------
     async def request(self, method, params=None, timeout=None, on_progress=None):
         """Send a request; return its result or raise McpError. On timeout the
         server is sent notifications/cancelled. In 2026-07-28 each request carries
@@ -3510,15 +3461,13 @@ class Client(_Peer):
         """The params of a request; in 2026-07-28 with who we are in _meta."""
         params = dict(params or {})
         if self.modern:
-            params["_meta"] = {_MODERN + "protocolVersion": self.protocol_version,
-                               _MODERN + "clientCapabilities": self.capabilities(),
+            params["_meta"] = {_VERSION_KEY: self.protocol_version, _CAPABILITIES_KEY: self.capabilities(),
                                _MODERN + "clientInfo": self.client_info, **params.get("_meta", {})}
             if self.log_level or self.on_log:   # log messages: only to a request that asks
                 params["_meta"][_MODERN + "logLevel"] = self.log_level or "info"
         return params
 
-    async def listen(self, on_tools=None, on_prompts=None, on_resources=None, on_updated=None,
-                     uris=()):
+    async def listen(self, on_tools=None, on_prompts=None, on_resources=None, on_updated=None, uris=()):
         """2026-07-28: hear of changes, until the server ends the stream (this then
         returns) or this is cancelled. Each callback given is called with the params
         of its notification: the tool, prompt or resource list changed, or a
@@ -3526,12 +3475,10 @@ class Client(_Peer):
         if not self.modern:
             raise McpError(METHOD_NOT_FOUND, "listen is 2026-07-28's: in a session the server's "
                                              "notifications come to on_notification")
-        callbacks = {"notifications/tools/list_changed": on_tools,
-                     "notifications/prompts/list_changed": on_prompts,
-                     "notifications/resources/list_changed": on_resources,
-                     "notifications/resources/updated": on_updated}
-        wanted = {key: True for key, fn in zip(("toolsListChanged", "promptsListChanged",
-                                                "resourcesListChanged"), callbacks.values()) if fn}
+        lists = zip(_LISTS, (on_tools, on_prompts, on_resources))
+        callbacks = {f"notifications/{kind}/list_changed": fn for (_, kind), fn in lists}
+        callbacks["notifications/resources/updated"] = on_updated
+        wanted = {key: True for (key, kind), fn in zip(_LISTS, callbacks.values()) if fn}
         if on_updated:
             wanted["resourceSubscriptions"] = list(uris)
         id_ = next(self._ids)
@@ -3548,9 +3495,8 @@ class Client(_Peer):
 
     def _abandon(self, id_, method, reason, related=None):
         """Tell the server a request is abandoned, in the background: never wait on it."""
-        if method == "initialize" or self._transport is None:     # initialize is never cancelled
-            return
-        if self.modern and self._transport.drop(id_):   # 2026-07-28 HTTP: by closing its stream
+        # initialize is never cancelled; 2026-07-28 HTTP cancels by closing the request's stream
+        if method == "initialize" or self._transport is None or self.modern and self._transport.drop(id_):
             return
 
         async def tell():
@@ -3573,8 +3519,7 @@ class Client(_Peer):
         elif kind == "request":
             _background(self._tasks, self._answer(message))
         else:
-            params = message.get("params") or {}
-            method = message["method"]
+            params, method = message.get("params") or {}, message["method"]
             meta = params.get("_meta") if type(params) is dict and type(params.get("_meta")) is dict else {}
             listen = meta.get(_MODERN + "subscriptionId")
             if _is_id(listen) and self._listens.get(listen, {}).get(method):
@@ -3622,7 +3567,6 @@ class Client(_Peer):
             except Exception:
                 _log.warning("could not answer the server's %s", method)
 
-    # -- the protocol's methods --------------------------------------------------------
     async def _all(self, method, key, params=None):
         items, cursor, seen = [], None, set()
         while True:
@@ -3652,8 +3596,7 @@ class Client(_Peer):
 
     async def ping(self):
         """{} if the server answers (2026-07-28 has no ping: server/discover stands in)."""
-        return await self.request("ping") if not self.modern else \
-            await self.request("server/discover") and {}
+        return await self.request("ping") if not self.modern else await self.request("server/discover") and {}
 
     async def list_tools(self):
         return await self._all("tools/list", "tools")
@@ -3950,9 +3893,8 @@ async def _http(url, method, headers, body=b"", trace=None):
     host = parts.netloc.rpartition("@")[2]
     if trace:   # before connecting, so a refused connection still shows what was tried
         trace.http("out", f"{method} {target}", headers, body)
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(parts.hostname, port, ssl=ssl_context, limit=MAX_HEAD_BYTES),
-        CONNECT_TIMEOUT)
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(
+        parts.hostname, port, ssl=ssl_context, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     if body or method == "POST":
@@ -4096,8 +4038,7 @@ class _StreamableHttp(_Transport):
         return task is not None and task.cancel()
 
     async def _post(self, message, is_request, again=True):
-        headers = self._headers()
-        headers["Content-Type"] = "application/json"
+        headers = {**self._headers(), "Content-Type": "application/json"}
         if self.client.modern and is_request:
             self._route_headers(message, headers)
         sent_with = self.session_id
@@ -4189,8 +4130,7 @@ class _StreamableHttp(_Transport):
                 return
             if last_id is not None:
                 await asyncio.sleep(retry)
-                headers = self._headers("text/event-stream")
-                headers["Last-Event-ID"] = last_id
+                headers = {**self._headers("text/event-stream"), "Last-Event-ID": last_id}
                 with contextlib.suppress(OSError):
                     response = await _http(self.url, "GET", headers, trace=self.client.trace)
                     if response.status == 200:
@@ -4322,9 +4262,8 @@ def _cli_arguments(words):
 
 
 # What the CLI's methods need after METHOD, for a usage error before anything is sent.
-_CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]",
-              "resources/read": "URI", "resources/subscribe": "URI",
-              "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
+_CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]", "resources/read": "URI",
+              "resources/subscribe": "URI", "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
 _CLI_LISTS = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
               "resources/templates/list": "resourceTemplates"}
 
@@ -4395,8 +4334,7 @@ async def _typed(client, name, arguments, raw):
 
 
 def _client_main(args, name, arguments, raw):
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
@@ -4652,9 +4590,8 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _common_options(p, level):
-    p.add_argument("--trace", nargs="?", const="-", metavar="FILE",
-                   help="show every message on stderr as a packet capture "
-                   "would; --trace=FILE appends them to FILE as JSON Lines")
+    p.add_argument("--trace", nargs="?", const="-", metavar="FILE", help="show every message on stderr as "
+                   "a packet capture would; --trace=FILE appends them to FILE as JSON Lines")
     p.add_argument("--log-level", default=level, type=str.upper, choices=_LOG_LEVELS, metavar="LEVEL",
                    help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default {level})")
 
@@ -4682,9 +4619,8 @@ def _serve_parser(description=_SERVE_HELP):
     p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                    help="the address to bind (default 127.0.0.1; another needs --token)")
     secret = p.add_mutually_exclusive_group()
-    secret.add_argument("--token-file", metavar="FILE",
-                        help="require 'Authorization: Bearer TOKEN' on HTTP, the token read from "
-                        "FILE (default: $MCP_TOKEN)")
+    secret.add_argument("--token-file", metavar="FILE", help="require 'Authorization: Bearer TOKEN' on "
+                        "HTTP, the token read from FILE (default: $MCP_TOKEN)")
     secret.add_argument("--token", help="the token itself (every local user can read it in the "
                         "process list: prefer --token-file or $MCP_TOKEN)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
@@ -4695,8 +4631,7 @@ def _serve_parser(description=_SERVE_HELP):
                    help="Streamable HTTP without sessions: every POST stands alone")
     p.add_argument("--json-response", action="store_true",
                    help="Streamable HTTP: answer requests with JSON, never SSE")
-    p.add_argument("--insecure", action="store_true",
-                   help="allow a non-loopback --host without --token")
+    p.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without --token")
     p.add_argument("--shutdown-grace", type=_seconds, default=SHUTDOWN_GRACE, metavar="SECONDS",
                    help="after SIGTERM, Ctrl-C or the end of stdin, how long work in flight may "
                    f"finish before it is answered with an error (default {SHUTDOWN_GRACE:g})")
@@ -4748,22 +4683,19 @@ def _serve(server, args, stdout=1):
         loop.set_default_executor(pool)
         try:
             if args.port is None:
-                code = await serve_stdio(server, stdout_fd=stdout, trace=trace,
-                                         grace=args.shutdown_grace)
+                code = await serve_stdio(server, stdout_fd=stdout, trace=trace, grace=args.shutdown_grace)
             else:
-                code = await serve_http(server, args.host, args.port, args.shutdown_grace,
-                                        token=token, allow_origins=args.allow_origin,
-                                        allow_hosts=args.allow_host, stateless=args.stateless,
-                                        json_response=args.json_response, insecure=args.insecure,
-                                        trace=trace)
+                code = await serve_http(server, args.host, args.port, args.shutdown_grace, token=token,
+                                        allow_origins=args.allow_origin, allow_hosts=args.allow_host,
+                                        stateless=args.stateless, json_response=args.json_response,
+                                        insecure=args.insecure, trace=trace)
         except asyncio.CancelledError:      # a signal: it was a graceful end
             code = 0 if stopping else 130
         if stdout != 1:
             os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
         pool.shutdown(wait=False, cancel_futures=True)
         await asyncio.sleep(0.05)
-        if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) \
-                or asyncio.all_tasks() - {task}:
+        if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) or asyncio.all_tasks() - {task}:
             # A tool runs on past the grace (a sync tool's thread, a handler ignoring its
             # cancel): it cannot be stopped, and its caller has its answer, so leave without it.
             if not stopping:
