@@ -1314,7 +1314,7 @@ class Context:
         """``fn(*args)`` (sync or async), run once per request however many rounds it
         takes (see above); later rounds get the value it returned. The value travels
         in requestState, which the client can read: JSON, and nothing secret."""
-        kept = self._rounds[1] if self._rounds else {}
+        kept = self._round()[1] if self._rounds else {}
         if key not in kept:
             value = fn(*args)
             kept[key] = await value if asyncio.iscoroutine(value) else value
@@ -1333,7 +1333,7 @@ class Context:
             return answer
         if not self._rounds:    # only tools/call, prompts/get and resources/read may ask
             raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
-        answers, _, asks, fresh, count = rounds = self._rounds
+        answers, _, asks, fresh, count = rounds = self._round()
         rounds[4] = count = count + 1
         key = str(key or f"{capability}-{count}")
         if key not in answers and key in fresh:
@@ -1352,12 +1352,20 @@ class Context:
         earlier rounds and what `once` kept sealed in requestState, the new answers in
         inputResponses (answers sent with no requestState are taken as new ones)."""
         self._origin = params, method
+        if "requestState" not in params and "inputResponses" not in params:
+            self._rounds = True     # a first round: made when first needed (cheaper per call)
+            return
         state, fresh = params.get("requestState"), params.get("inputResponses", {})
         if type(fresh) is not dict or not isinstance(state, (str, type(None))):
             raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
                                            "requestState a string")
         self._rounds = [*(({}, {}) if state is None else _unseal(self.session, *self._origin, state)),
                         {}, fresh, 0]
+
+    def _round(self):
+        if self._rounds is True:
+            self._rounds = [{}, {}, {}, {}, 0]
+        return self._rounds
 
     def run(self, coroutine):
         """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
@@ -2726,7 +2734,7 @@ def _mismatch(request, body, server):
         return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
     if "id" in body and type(method) is str and request.header("mcp-method") != method:
         return HEADER_MISMATCH, "Mcp-Method header does not match the method"
-    key = _NAME_KEY.get(method)
+    key = _NAME_KEY.get(method) if type(method) is str else None
     if key and _header_text(request.header("mcp-name")) != params.get(key):
         return HEADER_MISMATCH, "Mcp-Name header does not match the params"
     tool = server.tools.get(params.get("name")) if method == "tools/call" else None
@@ -3383,6 +3391,10 @@ class Client(_Peer):
             try:
                 result = await self.request("server/discover", timeout=min(DISCOVER_TIMEOUT, self.timeout)
                                             if isinstance(self._transport, _StdioClient) else None)
+                # Not a DiscoverResult naming the version (a server that answers anything with {}):
+                if type(result) is not dict or type(result.get("supportedVersions")) is not list or \
+                        self.protocol_version not in result["supportedVersions"]:
+                    raise McpError(UNSUPPORTED_VERSION, f"the server does not speak {versions[0]}")
             except McpError as e:
                 self.protocol_version = None
                 supported = e.data.get("supported") if type(e.data) is dict else None
@@ -3393,14 +3405,8 @@ class Client(_Peer):
                     raise
                 _log.debug("server/discover: %s; the handshake then", e.message)
                 return False
-            if type(result.get("supportedVersions")) is not list or \
-                    self.protocol_version not in result["supportedVersions"]:
-                if self.era != "auto":
-                    raise McpError(UNSUPPORTED_VERSION, f"the server does not speak {self.era}")
-                self.protocol_version = None    # not a DiscoverResult: a server that answers
-                return False                    # anything with {}, say
-            self.server_info = (result.get("_meta") or {}).get(_MODERN + "serverInfo") \
-                or result.get("serverInfo", {})
+            meta = result.get("_meta") if type(result.get("_meta")) is dict else {}
+            self.server_info = meta.get(_MODERN + "serverInfo") or result.get("serverInfo", {})
             self.server_capabilities = result.get("capabilities", {})
             self.instructions = result.get("instructions")
             return True
@@ -3586,12 +3592,12 @@ class Client(_Peer):
             return tools
         usable = []
         for tool in tools:
-            marks = _header_params(tool.get("inputSchema") if type(tool) is dict else None)
-            if marks is None:
-                _log.warning("tool %r left out: its x-mcp-header marks are invalid", tool.get("name"))
+            named = type(tool) is dict and type(tool.get("name")) is str
+            if (marks := _header_params(tool.get("inputSchema")) if named else None) is None:
+                _log.warning("a tool left out: no name, or invalid x-mcp-header marks: %.100r", tool)
             else:
                 usable.append(tool)
-                self._param_headers[tool.get("name")] = marks
+                self._param_headers[tool["name"]] = marks
         return usable
 
     async def ping(self):
@@ -4028,7 +4034,8 @@ class _StreamableHttp(_Transport):
         params = message.get("params") or {}
         if type(name := params.get(_NAME_KEY.get(method))) is str:
             headers["Mcp-Name"] = _header_value(name)
-        marks = self.client._param_headers.get(name, ()) if method == "tools/call" else ()
+        marks = self.client._param_headers.get(name, ()) if method == "tools/call" and type(name) is str \
+            else ()
         for header, text, _ in _param_texts(params, marks):
             headers["Mcp-Param-" + header] = _header_value(text)
 

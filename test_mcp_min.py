@@ -3635,6 +3635,14 @@ class HttpModernTest(HttpTestCase):
         self.assertEqual(tool_text(response.json()), "2")
 
 
+    async def test_a_method_that_is_not_a_string_is_answered(self):
+        # Regression (fold review): a list as the method closed the connection with no answer.
+        message = modern(3, "tools/list")
+        message["method"] = ["tools/list"]
+        response = await self.client.post(message, headers={"MCP-Protocol-Version": "2026-07-28",
+                                                             "Mcp-Method": "tools/list"})
+        self.assertEqual(response.status, 400)
+
     async def test_param_headers_must_match_the_arguments(self):
         def where(region: str, n: int = 0) -> str:
             return region
@@ -5499,6 +5507,12 @@ class HeaderMirrorTest(unittest.TestCase):
                             (" padded ", "=?base64?IHBhZGRlZCA=?="), ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
                             ("a\tb", "=?base64?YQli?="), ("=?base64?eA==?=", "=?base64?PT9iYXNlNjQ/ZUE9PT89?=")]:
             self.assertEqual(mcp_min._header_value(value), sent, value)
+
+    def test_malformed_tools_are_left_out(self):
+        client = mcp_min.Client("http://127.0.0.1:1/mcp")
+        client.protocol_version, client._transport = "2026-07-28", mcp_min._StreamableHttp("http://x", client)
+        good = {"name": "ok", "inputSchema": {"type": "object"}}
+        self.assertEqual(client._usable(["x", {"name": ["a"]}, good]), [good])
 
     def test_marks_are_checked(self):
         def schema(**props):
