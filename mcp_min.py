@@ -1124,6 +1124,7 @@ class Server:
         self.abandoned = 0      # sync tools' threads cancelled while running (they run on)
         self.tools, self.resources, self.prompts = {}, {}, {}
         self.completions = {}    # (ref kind, name or uri template, argument) -> function
+        self.on_roots_changed = None    # called with the Session whose client's roots changed
         # 2026-07-28: how clients may cache lists, reads and discovery (ttlMs 0: stale at once).
         self.cache = {"ttlMs": 0, "cacheScope": "private"}
         self.sessions = set()    # live sessions, for change notifications
@@ -1321,10 +1322,14 @@ class Context:
         return kept[key]
 
     async def _ask(self, capability, method, params, key=None):
-        if capability not in (self.client_capabilities or {}):
+        declared = (self.client_capabilities or {}).get(capability)
+        if "tools" in params:   # 2025-11-25: tools only to a client that said it takes them
+            capability, need = "sampling.tools", {"sampling": {"tools": {}}}
+            declared = declared.get("tools") if type(declared) is dict else None
+        if declared is None:
             if self.version:
                 raise _Refused(MISSING_CAPABILITY, f"This needs the client's {capability} capability",
-                               {"requiredCapabilities": {capability: {}}})
+                               {"requiredCapabilities": need if "tools" in params else {capability: {}}})
             raise McpError(METHOD_NOT_FOUND, f"The client does not support {capability}.")
         if not self.version:
             answer = await self.session.request(method, params, self.request_id)
@@ -2197,6 +2202,11 @@ def _on_initialized(session, params):
     session.ready = True
 
 
+def _on_roots_changed(session, params):
+    if session.server.on_roots_changed:     # a tool asks ctx.list_roots() again: nothing is cached
+        session.server.on_roots_changed(session)
+
+
 # method -> (handler, server capability it needs)
 _METHODS = {
     "ping": (_ping, None),
@@ -2220,7 +2230,8 @@ _HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resource
                             "resources/unsubscribe"))
 _CACHEABLE = frozenset((_discover, _list_tools, _list_prompts, _list_resources, _list_templates,
                         _read_resource))
-_NOTIFICATIONS = {"notifications/initialized": _on_initialized, "notifications/cancelled": _on_cancelled}
+_NOTIFICATIONS = {"notifications/initialized": _on_initialized, "notifications/cancelled": _on_cancelled,
+                  "notifications/roots/list_changed": _on_roots_changed}
 
 ##############################################################################
 # stdio transport: one JSON message per line on stdin and stdout
@@ -3331,6 +3342,7 @@ class Client(_Peer):
         self.server_info = self.server_capabilities = self.protocol_version = self.instructions = None
         self._transport, self._progress, self._tasks, self._listens = None, {}, set(), {}
         self._param_headers = {}    # 2026-07-28 HTTP: tool -> [(argument path, header name)]
+        self._asked = {}            # id of a request of the server's -> the task answering it
 
     async def __aenter__(self):
         await self.connect()
@@ -3522,10 +3534,15 @@ class Client(_Peer):
             return
         if kind == "response":
             self._settle(message)
-        elif kind == "request":
-            _background(self._tasks, self._answer(message))
+        elif kind == "request":     # kept by its id: the server may cancel it
+            task = self._asked[message["id"]] = _background(self._tasks, self._answer(message))
+            task.add_done_callback(lambda _: self._asked.get(message["id"]) is task
+                                   and self._asked.pop(message["id"]))
         else:
             params, method = message.get("params") or {}, message["method"]
+            if method == "notifications/cancelled" and type(params) is dict \
+                    and _is_id(params.get("requestId")) and params["requestId"] in self._asked:
+                return self._asked.pop(params["requestId"]).cancel()    # its handler stops: no answer
             meta = params.get("_meta") if type(params) is dict and type(params.get("_meta")) is dict else {}
             listen = meta.get(_MODERN + "subscriptionId")
             if _is_id(listen) and self._listens.get(listen, {}).get(method):
@@ -3623,6 +3640,9 @@ class Client(_Peer):
 
     async def subscribe(self, uri):
         return await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe(self, uri):
+        return await self.request("resources/unsubscribe", {"uri": uri})
 
     async def list_prompts(self):
         return await self._all("prompts/list", "prompts")

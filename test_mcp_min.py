@@ -1940,6 +1940,69 @@ class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue((await self.wire.response(3))["result"]["isError"])
 
 
+class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 13's smaller items: sampling with tools, roots changes, the client's cancel."""
+
+    async def test_sampling_with_tools_needs_sampling_tools(self):
+        server, _ = make_server()
+
+        @server.tool()
+        async def plan(ctx: Context) -> str:
+            reply = await ctx.sample("Plan it", 50, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
+            return reply["content"]["text"]
+        wire = Wire(server)
+        await wire.initialize(capabilities={"sampling": {}})
+        refused = (await wire.request(call(1, "plan")))["result"]
+        self.assertTrue(refused["isError"])
+        self.assertIn("sampling.tools", refused["content"][0]["text"])
+        error = (await wire.request(modern(2, "tools/call", {"name": "plan"}, {"sampling": {}})))["error"]
+        self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
+                                                          {"requiredCapabilities": {"sampling": {"tools": {}}}}))
+        wire = Wire(server)
+        await wire.initialize(capabilities={"sampling": {"tools": {}}})
+        wire.feed(call(3, "plan"))
+        ask = await wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
+        self.assertEqual(ask["params"]["tools"][0]["name"], "t")
+        wire.feed({"jsonrpc": "2.0", "id": ask["id"], "result": {
+            "role": "assistant", "model": "m", "content": {"type": "text", "text": "done"}}})
+        self.assertEqual(tool_text(await wire.response(3)), "done")
+
+    async def test_roots_changes_reach_the_server_author(self):
+        server, _ = make_server()
+        changed = []
+        server.on_roots_changed = changed.append
+        wire = Wire(server)
+        await wire.initialize(capabilities={"roots": {"listChanged": True}})
+        wire.feed(note("notifications/roots/list_changed"))
+        await wire.request(rpc(1, "ping"))      # a barrier: the notification came first
+        self.assertEqual(changed, [wire.session])
+
+    async def test_the_client_stops_answering_what_the_server_cancels(self):
+        server, _ = make_server()
+        stopped = asyncio.Event()
+
+        @server.tool()
+        async def impatient(ctx: Context) -> str:
+            try:
+                await ctx.session.request("elicitation/create", {"message": "?", "requestedSchema": {
+                    "type": "object", "properties": {}}}, ctx.request_id, timeout=0.2)
+            except McpError as e:
+                return f"gave up: {e.code}"
+
+        async def slow_user(params):
+            try:
+                await asyncio.sleep(TIMEOUT)
+            finally:
+                stopped.set()
+        async with mcp_min.Client(server, era="handshake", elicitation=slow_user) as client:
+            result = await client.call_tool("impatient")
+            self.assertEqual(result["content"][0]["text"], f"gave up: {mcp_min.REQUEST_TIMEOUT}")
+            await asyncio.wait_for(stopped.wait(), TIMEOUT)     # notifications/cancelled stopped it
+            self.assertEqual(client._asked, {})
+            await client.subscribe("config://app")
+            self.assertEqual(await client.unsubscribe("config://app"), {})
+
+
 class ListenTest(unittest.IsolatedAsyncioTestCase):
     """2026-07-28 subscriptions/listen: change notifications on a request's own stream."""
 
