@@ -2422,7 +2422,10 @@ def _parse_head(head):
     line, _, fields = head[:-2].decode("latin-1").partition("\r\n")
     if len(line) > MAX_REQUEST_LINE:
         raise _HttpError(414, "Request line too long")
-    parts = line.split(" ")
+    parts, authority = line.split(" "), None
+    if len(parts) == 3 and parts[1][:1] != "/" and parts[1][:8].lower().startswith(("http://", "https://")):
+        authority, _, path = parts[1].partition("//")[2].partition("/")   # absolute-form
+        parts[1] = "/" + path
     if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith("/") \
             or _BAD_TARGET.search(parts[1]):
         raise _HttpError(400, "Bad request line")
@@ -2442,6 +2445,8 @@ def _parse_head(head):
             raise _HttpError(400, "Repeated header")
         else:
             headers[name] += ", " + value
+    if authority is not None:   # the target's authority is the host (RFC 9112 3.2.2)
+        headers["host"] = authority
     request = _Request()
     request.method, request.version, request.headers = parts[0], parts[2], headers
     request.path, _, request.query = parts[1].partition("?")
@@ -3165,6 +3170,8 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             x.deadline.set(HEADER_TIMEOUT, x.timeout)
         try:
             first = await x.reader.readexactly(1)
+            if first in b"\r\n":   # RFC 9112 2.2: an empty line before a request is ignored
+                first = (await x.reader.readexactly(2 if first == b"\r" else 1))[-1:]
             if kept_alive:
                 x.deadline.set(HEADER_TIMEOUT, x.timeout)
             head = first + await x.reader.readuntil(b"\r\n\r\n")
