@@ -3334,7 +3334,8 @@ class Client(_Peer):
 
     def __init__(self, target, *, token=None, timeout=None, name="mcp_min", era="auto",
                  protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None, roots=None,
-                 on_log=None, on_notification=None, trace=None, transport="auto", env=None):
+                 on_log=None, on_notification=None, trace=None, transport="auto", env=None,
+                 inherit_env=True):
         super().__init__()
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
@@ -3345,7 +3346,8 @@ class Client(_Peer):
         self.sampling, self.elicitation, self.roots = sampling, elicitation, roots
         self.on_log, self.on_notification = on_log, on_notification
         self.trace = _Trace(trace, side="client") if isinstance(trace, str) else trace
-        self.transport_kind, self.env = transport, env
+        # A stdio server's environment: ours plus `env` (only `env`, if not `inherit_env`)
+        self.transport_kind, self.env, self.inherit_env = transport, env, inherit_env
         self.server_info = self.server_capabilities = self.protocol_version = self.instructions = None
         self._transport, self._progress, self._tasks, self._listens = None, {}, set(), {}
         self._param_headers = {}    # 2026-07-28 HTTP: tool -> [(argument path, header name)]
@@ -3787,7 +3789,8 @@ class _StdioClient(_Transport):
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                env=self.client.env)
+                env=self.client.env if self.client.env is None or not self.client.inherit_env
+                else {**os.environ, **self.client.env})
         except OSError as e:
             url = " (a URL needs http:// or https://)" if len(self.argv) == 1 and ":" in self.argv[0] else ""
             raise McpError(CONNECTION_CLOSED, f"cannot start the server {self.argv[0]!r}: "

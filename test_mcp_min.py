@@ -1977,6 +1977,19 @@ class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
         await wire.request(rpc(1, "ping"))      # a barrier: the notification came first
         self.assertEqual(changed, [wire.session])
 
+    async def test_env_adds_to_ours_unless_told(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "env.json")
+            script = f"import json, os; json.dump([os.environ.get(k) for k in ('PATH', 'EXTRA')], open({out!r}, 'w'))"
+            for inherit, path in ((True, os.environ.get("PATH")), (False, None)):
+                client = mcp_min.Client([sys.executable, "-c", script], env={"EXTRA": "x"}, inherit_env=inherit)
+                transport = mcp_min._StdioClient(client.target, client)
+                await transport.start()
+                await asyncio.wait_for(transport.process.wait(), TIMEOUT)
+                await transport.close()
+                with open(out) as f:
+                    self.assertEqual(json.load(f), [path, "x"], inherit)
+
     async def test_the_client_stops_answering_what_the_server_cancels(self):
         server, _ = make_server()
         stopped = asyncio.Event()
@@ -5540,7 +5553,7 @@ class SyncClientTest(unittest.TestCase):
 
     def test_methods_without_await_and_close_on_exit(self):
         with mcp_min.SyncClient([sys.executable, MCP_MIN, "serve", "--stdio"], timeout=TIMEOUT,
-                                env=_clean_env()) as client:
+                                env=_clean_env(), inherit_env=False) as client:
             self.assertEqual(client.server_info["name"], "user-store")     # attributes pass through
             self.assertEqual(client.protocol_version, "2026-07-28")
             names = sorted(t["name"] for t in client.list_tools())
