@@ -2295,8 +2295,10 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     paused = threaded = False
     go = threading.Event()              # the reader thread (if any) waits here to read on
 
-    def send(message, related):
-        if message is None or session.closed or (data := _encode_safely(message)) is None:
+    def send(message, related=None):   # a list: a batch's answers, one line (JSON-RPC SHOULD)
+        data = b"[" + b",".join(filter(None, map(_encode_safely, message))) + b"]" \
+            if type(message) is list else message and _encode_safely(message)
+        if data is None or session.closed:
             return
         if trace:
             trace.message("out", "stdout", message)
@@ -2321,7 +2323,10 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
             if line.strip():
                 if trace:
                     trace.line("in", "stdin", line)
-                session.receive(line)
+                if line.lstrip()[:1] == b"[":
+                    batch(line)
+                else:
+                    session.receive(line)
         if not chunk:
             finished.set()
         elif session.accepting:
@@ -2329,6 +2334,17 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         elif not threaded:              # the client is far ahead: let the pipe hold it
             loop.remove_reader(stdin_fd)
             paused = True
+
+    def batch(line):     # 2025-03-26: the answers to a batch go out together, as one array
+        answers, taken = [], []
+
+        def reply(message):         # False: a notification, which goes out on its own
+            if message is not None and "method" not in message:
+                answers.append(message)
+            return message is None or "method" not in message
+        # Sent when it is known whether the batch was taken (else its one error, alone).
+        taken.append(session.receive(line, lambda: loop.call_soon(
+            lambda: answers and send(answers if taken[0] is not None else answers[0])), reply))
 
     def read_on():
         nonlocal paused

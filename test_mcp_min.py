@@ -2568,6 +2568,23 @@ class StdioTest(unittest.TestCase):
         self.assertEqual(p.read(timeout=3)["id"], 2)
 
 
+class StdioBatchTest(unittest.TestCase):
+    def test_a_batch_is_answered_in_one_line(self):
+        # JSON-RPC: the answers to a batch SHOULD come as one array (2025-03-26 sessions).
+        lines = [rpc(0, "initialize", init_params("2025-03-26")), note("notifications/initialized"),
+                 [call(1, "getUser", {"name": "John"}), note("notifications/cancelled", {"requestId": 9}),
+                  rpc(2, "nope")], [], [note("notifications/initialized")], rpc(3, "ping")]
+        done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], cwd=HERE, env=_clean_env(),
+                              input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+                              capture_output=True, timeout=TIMEOUT)
+        out = [json.loads(line) for line in done.stdout.splitlines()]
+        self.assertEqual(len(out), 4, out)      # initialize, the empty batch's error, the array, ping
+        batch = next(m for m in out if type(m) is list)
+        self.assertEqual(sorted(m["id"] for m in batch), [1, 2])
+        self.assertEqual([m["error"]["message"] for m in out if type(m) is dict and "error" in m],
+                         ["Invalid request: empty batch"])
+
+
 class StdioModernTest(unittest.TestCase):
     def test_both_eras_in_one_process(self):
         server = StdioProcess()
@@ -4864,7 +4881,7 @@ class SameAnswersTest(HttpTestCase):
             self.state.gate.set()
             await send([rpc(f"barrier-{n}", "ping")])
             while (message := await read()) != {"jsonrpc": "2.0", "id": f"barrier-{n}", "result": {}}:
-                got.append(message)
+                got += message if type(message) is list else [message]  # stdio: a batch's, one line
             out.append(got)
         return out
 
