@@ -1572,9 +1572,12 @@ class Session(_Peer):
             message = e
         if type(message) is not list:
             return self._take(message, done, reply, False)
-        if not message or self.protocol_version not in BATCH_VERSIONS:    # batches: 2025-03-26 only
-            self._over(_error(None, INVALID_REQUEST, "Invalid request: batches are not accepted"
-                              if message else "Invalid request: empty batch"), None, done, reply)
+        room = MAX_IN_FLIGHT - len(self.running) + MAX_WAITING - len(self.waiting)
+        why = "empty batch" if not message else "batches are not accepted" if \
+            self.protocol_version not in BATCH_VERSIONS else len(message) > room and \
+            f"batch too large (room for {room} now)"    # taken whole, or not at all
+        if why:
+            self._over(_error(None, INVALID_REQUEST, "Invalid request: " + why), None, done, reply)
             return None
         left = [len(message)]
 

@@ -1208,6 +1208,16 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
         await self.wire.settle()
         self.assertEqual(len(self.wire.messages), 3)    # initialize + two answers
 
+    async def test_a_batch_beyond_the_room_is_refused_whole(self):
+        await self.wire.initialize("2025-03-26")
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2), mock.patch.object(mcp_min, "MAX_WAITING", 3):
+            self.wire.feed([rpc(i, "ping") for i in range(1, 7)])
+            error = await self.wire.response(None)
+            self.assertEqual(error["error"]["message"], "Invalid request: batch too large (room for 5 now)")
+            self.wire.feed([rpc(i, "ping") for i in range(1, 6)])     # five fit: all are answered
+            for i in range(1, 6):
+                self.assertEqual((await self.wire.response(i))["result"], {})
+
     async def test_batch_refused_on_other_versions(self):
         for version in ("2024-11-05", "2025-06-18", "2025-11-25"):
             server, state = make_server()
