@@ -21,7 +21,6 @@ import doctest
 import enum
 import hmac
 import importlib.util
-import itertools
 import inspect
 import json
 import logging
@@ -2972,6 +2971,7 @@ class CliTest(unittest.TestCase):
 
     def test_usage_errors_are_one_line_found_before_anything_is_sent(self):
         nobody = "http://127.0.0.1:9/mcp"      # nothing listens: a request sent would fail otherwise
+        cases = []
         for args, says in (
                 (("serve", "--port", "99999"), "'99999' is not a TCP port (0-65535"),
                 (("serve", "--port", "-1"), "'-1' is not a TCP port"),
@@ -2987,8 +2987,11 @@ class CliTest(unittest.TestCase):
                 (("client", nobody, "tools/call", "t", "{nope"), "not valid JSON"),
                 (("client", nobody, "ping", "--timeout", "-1"), "'-1' is not a number of seconds"),
                 (("client", nobody, "ping", "--trace=/nonexistent/dir/x.jsonl"), "cannot write the trace")):
-            with self.subTest(args=args):
-                self.assert_one_line(self.run_cli(*args), 2, says)
+            cases.append((args, says))
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:     # 14 processes: side by side
+            for (args, says), done in zip(cases, pool.map(lambda case: self.run_cli(*case[0]), cases)):
+                with self.subTest(args=args):
+                    self.assert_one_line(done, 2, says)
 
     def test_a_trace_file_that_cannot_be_written(self):
         done = self.run_cli("serve", "--trace=/nonexistent/dir/x.jsonl", "--stdio")
@@ -5157,27 +5160,31 @@ class ShutdownTest(unittest.TestCase):
             time.sleep(0.01)
 
     def test_http_calls_in_flight_finish_or_are_answered_then_exit_0(self):
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            with tempfile.TemporaryDirectory() as tmp, \
-                    concurrent.futures.ThreadPoolExecutor(2) as pool:
-                server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "2")
-                url = f"http://127.0.0.1:{port}/mcp"
+        with concurrent.futures.ThreadPoolExecutor(2) as both:     # the two signals side by side
+            for done in [both.submit(self.http_signal, s) for s in (signal.SIGTERM, signal.SIGINT)]:
+                done.result(2 * TIMEOUT)
 
-                def nap(seconds, mark):
-                    with mcp_min.SyncClient(url) as client:
-                        try:
-                            result = client.call_tool("nap", {"seconds": seconds, "mark": mark})
-                            return result["content"][0]["text"]
-                        except mcp_min.McpError as e:
-                            return e.code, e.message
-                marks = os.path.join(tmp, "short"), os.path.join(tmp, "stuck")
-                short, stuck = pool.submit(nap, 0.5, marks[0]), pool.submit(nap, 600, marks[1])
-                self.wait_for(*marks)
-                server.send_signal(signum)
-                self.assertEqual(short.result(TIMEOUT), "rested")    # finished within the grace
-                self.assertEqual(stuck.result(TIMEOUT), (INTERNAL_ERROR, "Server shutting down"))
-                self.assertEqual(server.wait(TIMEOUT), 0)           # not after the tool's 600 s
-                self.assertNotIn("Traceback", server.stderr.read())
+    def http_signal(self, signum):
+        with tempfile.TemporaryDirectory() as tmp, \
+                concurrent.futures.ThreadPoolExecutor(2) as pool:
+            server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "2")
+            url = f"http://127.0.0.1:{port}/mcp"
+
+            def nap(seconds, mark):
+                with mcp_min.SyncClient(url) as client:
+                    try:
+                        result = client.call_tool("nap", {"seconds": seconds, "mark": mark})
+                        return result["content"][0]["text"]
+                    except mcp_min.McpError as e:
+                        return e.code, e.message
+            marks = os.path.join(tmp, "short"), os.path.join(tmp, "stuck")
+            short, stuck = pool.submit(nap, 0.5, marks[0]), pool.submit(nap, 600, marks[1])
+            self.wait_for(*marks)
+            server.send_signal(signum)
+            self.assertEqual(short.result(TIMEOUT), "rested")    # finished within the grace
+            self.assertEqual(stuck.result(TIMEOUT), (INTERNAL_ERROR, "Server shutting down"))
+            self.assertEqual(server.wait(TIMEOUT), 0)           # not after the tool's 600 s
+            self.assertNotIn("Traceback", server.stderr.read())
 
     def test_a_second_signal_ends_the_server_at_once(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -5349,8 +5356,12 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             self.assertIsInstance(client._transport, mcp_min._LegacySse)
 
     async def test_timeout_cancels_on_the_server(self):
-        for target, era in itertools.product((self.base + "/mcp", [sys.executable, self.server_file]),
-                                             ("handshake", "2026-07-28")):
+        # (2026-07-28 on stdio cancels as the handshake era does: notifications/cancelled)
+        faster = mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.2)    # a closed stream is seen sooner
+        faster.start()
+        self.addCleanup(faster.stop)
+        for target, era in [(self.base + "/mcp", "handshake"), (self.base + "/mcp", "2026-07-28"),
+                            ([sys.executable, self.server_file], "handshake")]:
             async with mcp_min.Client(target, timeout=10, era=era) as client:
                 before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
                 with self.assertRaises(mcp_min.McpError) as caught:
@@ -5449,7 +5460,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             self.addAsyncCleanup(self.reap, transport.process)
         client = mcp_min.Client([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
         with mock.patch.object(mcp_min._StdioClient, "start", seen_start), \
-                self.assertRaises(McpError) as caught:
+                mock.patch.object(mcp_min, "KILL_STEP", 0.2), self.assertRaises(McpError) as caught:
             await client.connect()
         self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)    # no answer to initialize
         self.assertIsNone(client._transport)
