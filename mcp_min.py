@@ -966,7 +966,11 @@ class Tool(_Handler):
         self.input_schema = json.loads(json.dumps(input_schema)) if input_schema else self.input_schema()
         self.check_input = _checker(self.input_schema)
         # 2026-07-28 HTTP: the arguments marked x-mcp-header come in Mcp-Param-* headers too
-        self.param_headers = _header_params(self.input_schema) or ()
+        self.param_headers = _header_params(self.input_schema)
+        if self.param_headers is None:
+            _log.warning("tool %r: its x-mcp-header marks are invalid: 2026-07-28 HTTP clients "
+                         "will leave it out", self.name)
+            self.param_headers = ()
         returns = self.hints.get("return", None)
         self.wrap = False       # structured output must be an object: others go under "result"
         output_schema = json.loads(json.dumps(output_schema)) if output_schema else None
@@ -1265,6 +1269,7 @@ class Context:
 
     _rounds = None  # 2026-07-28 (see `_resume`): [answers so far, what `once` kept, this
     #                 round's asks, this round's answers, asks made]
+
     @property
     def client_capabilities(self):
         """The session's; a 2026-07-28 request declares its own."""
@@ -1322,14 +1327,14 @@ class Context:
         return kept[key]
 
     async def _ask(self, capability, method, params, key=None):
-        declared = (self.client_capabilities or {}).get(capability)
+        declared, need = (self.client_capabilities or {}).get(capability), {capability: {}}
         if "tools" in params:   # 2025-11-25: tools only to a client that said it takes them
             capability, need = "sampling.tools", {"sampling": {"tools": {}}}
             declared = declared.get("tools") if type(declared) is dict else None
         if declared is None:
             if self.version:
                 raise _Refused(MISSING_CAPABILITY, f"This needs the client's {capability} capability",
-                               {"requiredCapabilities": need if "tools" in params else {capability: {}}})
+                               {"requiredCapabilities": need})
             raise McpError(METHOD_NOT_FOUND, f"The client does not support {capability}.")
         if not self.version:
             answer = await self.session.request(method, params, self.request_id)
@@ -2443,8 +2448,9 @@ def _parse_head(head):
         raise _HttpError(414, "Request line too long")
     parts, authority = line.split(" "), None
     if len(parts) == 3 and parts[1][:1] != "/" and parts[1][:8].lower().startswith(("http://", "https://")):
-        authority, _, path = parts[1].partition("//")[2].partition("/")   # absolute-form
-        parts[1] = "/" + path
+        rest = parts[1].partition("//")[2]      # absolute-form: the path (or query) after the authority
+        authority = re.match(r"[^/?]*", rest).group()
+        parts[1] = "/" + rest[len(authority):].lstrip("/")
     if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith("/") \
             or _BAD_TARGET.search(parts[1]):
         raise _HttpError(400, "Bad request line")
@@ -3217,10 +3223,14 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         path, method = x.request.path, x.request.method
         if method == "OPTIONS" and x.cors and path in ("/mcp", "/sse", "/messages"):
             self._no_body(x.request)                # else its body would be read as a request
+            asked = (h.strip() for h in x.request.header("access-control-request-headers").split(","))
+            params = "".join(f", {h}" for h in asked
+                             if h[:10].lower() == "mcp-param-" and _TOKEN.fullmatch(h))
             x.write(204, x.cors + [                 # browsers send no Authorization here
                 ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
                 ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
-                                                 "MCP-Protocol-Version, Last-Event-ID"),
+                                                 "MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+                                                 + params),    # 2026-07-28: and a tool's Mcp-Param-*
                 ("Access-Control-Max-Age", "600")], b"")
             return True
         self._check_token(x.request)
@@ -3343,7 +3353,8 @@ class Client(_Peer):
 
     `era` "auto" asks first in 2026-07-28's way (server/discover), and falls back
     to the handshake (initialize, `protocol_version`) if the server does not speak
-    it; "2026-07-28" or "handshake" allow only one. Both eras look the same from here.
+    it; "2026-07-28" or "handshake" allow only one. The methods are the same in both, but
+    for `subscribe` (a session's) and `listen` (2026-07-28's).
 
     Handlers answer the server's requests: ``sampling(params) -> result``,
     ``elicitation(params) -> result``, and `roots` (a list of Root dicts, or a
@@ -3654,6 +3665,8 @@ class Client(_Peer):
 
     async def call_tool(self, name, arguments=None, on_progress=None, timeout=None):
         """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception."""
+        if self.modern and isinstance(self._transport, _StreamableHttp) and not self._param_headers:
+            await self.list_tools()     # which arguments go in Mcp-Param-* headers too
         return await self.request("tools/call", {"name": name, "arguments": arguments or {}},
                                   timeout=timeout, on_progress=on_progress)
 

@@ -3417,6 +3417,13 @@ class HttpCorsTest(HttpTestCase):
             response = await self.client.exchange(self.preflight(extra) + body, check_close=True)
             self.assertEqual((response.status, response.closed), (400, True), extra)
 
+    async def test_a_preflight_allows_the_2026_07_28_headers(self):
+        asked = "Access-Control-Request-Headers: mcp-method, mcp-name, mcp-param-region, x-evil\r\n\r\n"
+        response = await self.client.exchange(self.preflight(asked))
+        allowed = {h.strip().lower() for h in response.header("access-control-allow-headers").split(",")}
+        self.assertLessEqual({"mcp-method", "mcp-name", "mcp-param-region"}, allowed)
+        self.assertNotIn("x-evil", allowed)
+
     async def test_a_preflight_has_no_content_length_and_its_cors_ends_with_it(self):
         reader, writer = await self.client.connect()
         writer.write(self.preflight("\r\n"))
@@ -3770,6 +3777,10 @@ class HttpModernTest(HttpTestCase):
         raw = self.client.build("POST", "/mcp", zurich, self.headers(zurich, **{"Mcp-Param-Region": "x"}))
         raw = raw.replace(b"Mcp-Param-Region: x", "Mcp-Param-Region: Zürich".encode("latin-1"))
         self.assertEqual((await self.client.exchange(raw)).status, 400)     # raw, not base64
+        # Our client learns the marks (tools/list) before its first call, and base64s Zürich
+        async with mcp_min.Client(f"http://127.0.0.1:{self.port}/mcp", era="2026-07-28") as client:
+            self.assertEqual((await client.call_tool("where", {"region": "Zürich"}))["content"][0]["text"],
+                             "Zürich")
 
     async def test_input_required_rounds_over_http(self):
         ask = modern(1, "tools/call", {"name": "ask_user", "arguments": {}}, {"elicitation": {}})
@@ -3825,6 +3836,8 @@ class HttpRequestLineTest(HttpTestCase):
         accept = {"Accept": "application/json, text/event-stream"}
         good = self.client.build("POST", f"http://127.0.0.1:{self.port}/mcp", message, accept)
         self.assertEqual((await self.client.exchange(b"\r\n" + good)).status, 200)
+        request = mcp_min._parse_head(b"GET http://h:1?a=1 HTTP/1.1\r\n\r\n")
+        self.assertEqual((request.path, request.query, request.headers), ("/", "a=1", {"host": "h:1"}))
         evil = self.client.build("POST", "http://evil.example.com/mcp", message, accept)
         self.assertEqual((await self.client.exchange(evil)).status, 403)    # the authority is checked
 
@@ -5632,6 +5645,12 @@ class HeaderMirrorTest(unittest.TestCase):
                             (" padded ", "=?base64?IHBhZGRlZCA=?="), ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
                             ("a\tb", "=?base64?YQli?="), ("=?base64?eA==?=", "=?base64?PT9iYXNlNjQ/ZUE9PT89?=")]:
             self.assertEqual(mcp_min._header_value(value), sent, value)
+
+    def test_a_tool_with_bad_marks_is_named_at_registration(self):
+        with self.assertLogs("mcp_min", "WARNING") as logs:
+            mcp_min.Server("x").add_tool(lambda a: a, "bad", input_schema={"type": "object", "properties": {
+                "a": {"type": "number", "x-mcp-header": "A"}}})
+        self.assertIn("'bad': its x-mcp-header marks are invalid", logs.output[0])
 
     def test_malformed_tools_are_left_out(self):
         client = mcp_min.Client("http://127.0.0.1:1/mcp")
