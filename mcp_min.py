@@ -86,6 +86,7 @@ import sys
 import threading
 import time
 import typing
+from collections import deque
 
 __version__ = "0.1.0"
 __all__ = [
@@ -178,6 +179,13 @@ MAX_QUEUED = 1000                   # messages waiting per stream (and from sync
 MAX_QUEUED_BYTES = 16 * 1024 * 1024  # bytes waiting behind the first on an SSE stream: a response
                                     # or request beyond it (or MAX_QUEUED) closes the stream (legacy
                                     # SSE: and its session) instead
+REPLAY_BYTES = 1 << 20              # bytes of sent events a session's SSE stream keeps for a client
+                                    # that resumes it (GET + Last-Event-ID); from before them -> 400
+MAX_REPLAY_BYTES = 64 << 20         # the same, all streams together: the least recently written
+                                    # stream loses its oldest events first
+KEPT_STREAMS = 64                   # unfinished POST streams a session keeps after their connection
+                                    # dropped, to be resumed; past it the oldest is dropped (-> 400)
+SSE_RETRY = 1000                    # ms a client waits before resuming a stream (SSE retry: field)
 HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize lives idle; at
                                     # MAX_SESSIONS the one idle longest makes room if idle this long
 MAX_SSE_EVENT = 16 * 1024 * 1024    # client: a longer SSE event ends the connection
@@ -1285,6 +1293,14 @@ class Context:
             params = {"level": level, "data": data, **({"logger": logger} if logger else {})}
             self.session.notify("notifications/message", params, self.request_id)
         return _DONE
+
+    def close_sse_stream(self):
+        """Over HTTP, in a 2025-11-25 session: end the SSE response this request is answered
+        on now. The client resumes it (GET with Last-Event-ID) after the `retry:` wait, and
+        the rest comes there: a long call outlives proxies that cut long responses (SEP-1699)."""
+        stream = getattr(self.session.replies.get(self.request_id), "__self__", None)
+        if isinstance(stream, _Stream) and stream.primes:
+            stream.part()
 
     def progress(self, progress, total=None, message=None):
         """Report progress; sent only when the client asked (progressToken)."""
@@ -2511,6 +2527,14 @@ class _Stream:
         self.json_only = json_only  # a JSON answer to a POST: it carries responses alone
         self.direct = None      # writes a message at once if it can (else it is queued)
         self.abort = None       # drops the connection (on overflow)
+        self.ended = self.parting = self.attached = False
+
+    # A resumable stream (a session's, 2025-03-26+) numbers its events "number-seq" and keeps
+    # those it sent (`log`, REPLAY_BYTES) for a client that comes back with Last-Event-ID.
+    number = seq = logged = 0
+    log = replay = None
+    primes = False      # 2025-11-25: it opens with a priming event (an id, retry, no data)
+    opened = False      # a POST's stream: its SSE response began (the client has an id)
 
     def put(self, message):
         """Queue `message`; False if this stream cannot carry it (a JSON-only answer
@@ -2562,6 +2586,18 @@ class _Stream:
     def close(self):
         self.closed = True
         self.wake.set()
+        if self.replay:
+            self.replay.forget(self)
+
+    def part(self):
+        """Leave the connection, keep the stream (a client resumes it): `get` returns _PART."""
+        self.parting = True
+        self.wake.set()
+
+    def since(self, seq):
+        """The events sent after `seq`, or None if some of them are no longer kept."""
+        events = [event for n, event in self.log or () if n > seq]
+        return events if self.seq - seq == len(events) else None
 
     def poke(self):
         """The stream was quiet too long: have `get` return a keepalive."""
@@ -2569,12 +2605,16 @@ class _Stream:
         self.wake.set()
 
     async def get(self):
-        """Next message; None when closed; _KEEPALIVE when poked."""
-        if not self.items and not self.closed and not self.poked:
+        """Next message; None when closed; _KEEPALIVE when poked; _PART when parting."""
+        if not self.items and not self.closed and not self.poked and not self.parting:
             self.wake.clear()
             await self.wake.wait()
+        if self.parting and not self.closed:
+            self.parting = False
+            return _PART
         if self.items:
             self.size -= self.sizes.pop(0)
+            self.ended = self.items[0] is _FINISHED
             return self.items.pop(0)
         if self.closed:
             return None
@@ -2582,7 +2622,40 @@ class _Stream:
         return _KEEPALIVE
 
 
-_KEEPALIVE = object()
+class _Replay:
+    """What the resumable streams of a server keep, MAX_REPLAY_BYTES together: past it, the stream
+    written least recently loses its oldest events first (a resume from before them gets 400)."""
+
+    def __init__(self):
+        self.streams, self.size = {}, 0     # in the order they were last written
+
+    def add(self, stream, event):
+        if stream.log is None:
+            stream.log, stream.replay = deque(), self
+        stream.log.append((stream.seq, event))
+        stream.logged += len(event)
+        self.size += len(event)
+        self.streams.pop(stream, None)
+        self.streams[stream] = stream
+        while stream.logged > REPLAY_BYTES:
+            self._drop(stream)
+        while self.size > MAX_REPLAY_BYTES:
+            self._drop(next(iter(self.streams)))
+
+    def _drop(self, stream):
+        size = len(stream.log.popleft()[1])
+        stream.logged -= size
+        self.size -= size
+        if not stream.log:
+            del self.streams[stream]
+
+    def forget(self, stream):
+        self.size -= stream.logged
+        self.streams.pop(stream, None)
+        stream.log, stream.logged = None, 0
+
+
+_KEEPALIVE, _PART = object(), object()
 _FINISHED = {"finished": True}   # put on a POST's stream when its frame's work is over
 
 
@@ -2593,14 +2666,53 @@ class _HttpSession:
         self.sid, self.legacy = sid, legacy
         self.posts = set()      # the _Streams answering POSTs that are still open
         self.standalone = None  # the GET stream: legacy /sse, or GET /mcp
+        self.kept = {}          # number -> a POST's stream its client may resume (left unfinished)
+        self.streams = 0        # resumable streams numbered so far
         self.last_active = _now()
         self.session = Session(server, self.send, stateless_version)
+
+    def number(self, stream):
+        """Make `stream` resumable: its events get ids, and a priming event from 2025-11-25."""
+        self.streams += 1
+        stream.number = self.streams
+        stream.primes = PROTOCOL_VERSIONS.index(self.session.protocol_version or "2025-03-26") >= 3
+        return stream
+
+    def keep(self, stream):
+        """A POST's stream, once its connection is over: kept to be resumed."""
+        self.kept[stream.number] = stream
+        if len(self.kept) > KEPT_STREAMS:
+            self.kept.pop(next(iter(self.kept))).close()
+
+    async def resume(self, last):
+        """The stream a Last-Event-ID names (2025-03-26 transports: resumability), and what
+        it sent after that id; 400 when it is over, or lost some of it. A stream still
+        open is one its client lost before we noticed: it leaves that connection."""
+        number, _, seq = last.partition("-")
+        if not (len(last) < 40 and last.isascii() and number.isdigit() and seq.isdigit()):
+            raise _HttpError(400, "Malformed Last-Event-ID")
+        streams = [self.standalone, *self.kept.values(), *self.posts]
+        stream = next((s for s in streams if s and s.number and s.number == int(number) and not s.closed), None)
+        if stream is None:
+            raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
+        stream.part()
+        for _ in range(100):
+            if not stream.attached:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise _HttpError(409, "That stream is open, and does not let go")
+        if (events := stream.since(int(seq))) is None:
+            self.kept.pop(stream.number, None)
+            stream.close()
+            raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
+        return stream, events
 
     def send(self, message, related):
         """What no POST's answer carries goes on the GET stream (legacy: everything)."""
         if message is None or not self.legacy and related is not None and related not in self.session.replies:
             return      # nothing, or its request is over (answered or cancelled): nothing belongs to it
-        if self.standalone is not None:
+        if self.standalone is not None and not self.standalone.closed:
             self.standalone.put(message)
         elif "method" in message and "id" in message:
             self.session._fail(message["id"], McpError(CONNECTION_CLOSED,
@@ -2608,14 +2720,16 @@ class _HttpSession:
 
     def quiet(self):
         """A Streamable HTTP session with nothing open or running: it may expire."""
-        return not self.legacy and not self.session.running and not self.posts and self.standalone is None
+        return not self.legacy and not self.session.running and not self.posts and not any(
+            s.attached for s in [self.standalone, *self.kept.values()] if s)
 
     def close(self, cancel):
         self.session.close(cancel=cancel)
-        for stream in list(self.posts) + [self.standalone]:
+        for stream in [*self.posts, *self.kept.values(), self.standalone]:
             if stream:
                 stream.close()
         self.posts.clear()
+        self.kept.clear()
 
 
 _now = time.monotonic
@@ -2710,49 +2824,73 @@ class _Exchange:
             finally:
                 timer.cancel()
 
-    def event(self, message):
+    def event(self, message, stream=None):
+        """A message as an SSE event; on a resumable stream with its id, kept to be replayed."""
         if (data := _encode_safely(message)) is None:
             return b""
+        fields, event = {"event": "message", "data": message}, b"event: message\ndata: " + data + b"\n\n"
+        if stream is not None and stream.number:
+            stream.seq += 1
+            fields = {"id": f"{stream.number}-{stream.seq}", **fields}
+            event = b"id: %d-%d\n%s" % (stream.number, stream.seq, event)
+            self.http.replay.add(stream, event)
         if self.http.trace:
-            self.http.trace.event("out", {"event": "message", "data": message})
-        return b"event: message\ndata: " + data + b"\n\n"
+            self.http.trace.event("out", fields)
+        return event
 
-    async def hold(self, stream, first_events, closed):
-        """Hold a long-lived SSE response open until the client leaves."""
+    def fields(self, fields):
+        """An SSE event of our own (not a message), as the trace shows it too."""
+        if self.http.trace:
+            self.http.trace.event("out", fields)
+        return "".join(f"{k}: {v}\n" for k, v in fields.items()).encode() + b"\n"
+
+    def prime(self, stream):
+        """2025-11-25: an id before anything else, so that a client that loses the stream
+        can resume it, and how long to wait first (a priming event: no data)."""
+        return self.fields({"id": f"{stream.number}-{stream.seq}", "retry": SSE_RETRY, "data": ""}) \
+            if stream.primes else b""
+
+    def open_sse(self):
+        """The head of a long-lived SSE response: it ends when the connection does."""
         self.write(200, self.cors + [("Content-Type", "text/event-stream"),
                                      ("Cache-Control", "no-cache, no-transform"),
                                      ("X-Accel-Buffering", "no")], None, close=True)
+
+    async def hold(self, stream, first, closed):
+        """Write `first` and what `stream` carries until the client leaves; a resumable
+        stream then stays, to be resumed, unless its POST's answer was sent."""
         writer, deadline, trace = self.writer, self.deadline, self.http.trace
         # Nothing more is read from this connection: EOF means the client left.
         watcher = asyncio.ensure_future(self.reader.read(1))
-        watcher.add_done_callback(lambda _: stream.close())
+        watcher.add_done_callback(lambda w: w.cancelled() or (stream.part() if stream.number else stream.close()))
+        stream.attached, stream.parting = True, False
         try:
-            for fields in first_events:
-                if trace:
-                    trace.event("out", fields)
-                await self.send("".join(f"{k}: {v}\n" for k, v in fields.items()).encode() + b"\n")
+            await self.send(first)
 
             def direct(message):
-                if writer.is_closing() or writer.transport.get_write_buffer_size() > WRITE_BUFFER:
+                if message is _FINISHED or writer.is_closing() \
+                        or writer.transport.get_write_buffer_size() > WRITE_BUFFER:
                     return False    # a slow reader: the task below waits for it
-                writer.write(self.event(message))
+                writer.write(self.event(message, stream))
                 deadline.set(KEEPALIVE_INTERVAL, stream.poke)   # not quiet: no keepalive due
                 return True
             stream.direct, stream.abort = direct, writer.transport.abort
-            while True:
+            while not stream.ended:     # a POST's stream ends with its answer
                 deadline.set(KEEPALIVE_INTERVAL, stream.poke)
                 message = await stream.get()
-                if message is None:
+                if message is None or message is _FINISHED or message is _PART:
                     break
-                await self.send(b": keepalive\n\n" if message is _KEEPALIVE else self.event(message))
+                await self.send(b": keepalive\n\n" if message is _KEEPALIVE else self.event(message, stream))
         except ConnectionError:
             writer.transport.abort()
         finally:
             stream.direct = stream.abort = None
+            stream.attached = False
             watcher.cancel()
-            stream.close()
-            stream.items.clear()
-            stream.sizes.clear()
+            if not stream.number or stream.ended:
+                stream.close()
+                stream.items.clear()
+                stream.sizes.clear()
             if trace:
                 trace.note("out", closed)
 
@@ -2875,8 +3013,11 @@ class _McpEndpoint:
             return True
         frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
         stream = _Stream(json_only=self.json_response and not listen or batch)
+        if entry.sid in self.sessions and not stream.json_only:
+            entry.number(stream)
         stream.abort = x.writer.transport.abort
         entry.posts.add(stream)
+        stream.attached = True
         try:
             entry.last_active = _now()
             taken = entry.session.receive(body, lambda: stream.put(_FINISHED), stream.put)
@@ -2892,8 +3033,15 @@ class _McpEndpoint:
 
     def _after_post(self, entry, stream, modern, initialize):
         """A POST is over: a refused or failed opening request leaves nothing behind."""
-        stream.close()      # a client that left: what its requests still say is dropped
         entry.posts.discard(stream)
+        stream.attached = False
+        if stream.opened and not stream.closed:
+            # Its client has an id, and may come back for the rest, or for the end it
+            # lost with a connection we took to be alive: TCP cannot tell us.
+            stream.abort = None
+            entry.keep(stream)
+        else:
+            stream.close()      # a client that left: what its requests still say is dropped
         entry.last_active = _now()
         if self.stateless or modern or initialize and entry.sid not in self.sessions:
             entry.close(cancel=modern)  # 2026-07-28: a client that leaves cancels
@@ -2942,24 +3090,31 @@ class _McpEndpoint:
         """Write the responses to a POST: one JSON body if nothing came before
         the result, else an SSE stream of everything related, result last."""
         responses, sse, quiet = [], False, 0.0
-        # 2026-07-28: a closed stream is a cancel, so it is looked for each second
-        step = min(KEEPALIVE_INTERVAL, 1.0) if modern else KEEPALIVE_INTERVAL
+        # 2026-07-28: a closed stream is a cancel, so it is looked for each second. A
+        # resumable stream turns SSE after a second, primed, so that a client can resume it.
+        step = min(KEEPALIVE_INTERVAL, 1.0) if modern or stream.primes else KEEPALIVE_INTERVAL
         while True:
             x.deadline.set(step, stream.poke)
             message = await stream.get()
             if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
                 break
+            if message is _PART:    # ctx.close_sse_stream(): the rest goes to a GET that resumes
+                sse = sse or self._start_sse(x, headers, frame, stream)
+                break
             if message is _KEEPALIVE:
                 if x.reader.at_eof():   # the client left: its slot is freed (the work goes
                     return False        # on; a 2026-07-28 listen ends with its session)
                 quiet += step
-                if stream.json_only or quiet < KEEPALIVE_INTERVAL:
+                due = quiet >= KEEPALIVE_INTERVAL
+                if stream.json_only or not (due or stream.primes and not sse):
                     continue
-                sse, quiet = sse or self._start_sse(x, headers, frame), 0.0
-                await x.send(frame(b": keepalive\n\n"))
+                sse = sse or self._start_sse(x, headers, frame, stream)
+                if due:
+                    quiet = 0.0
+                    await x.send(frame(b": keepalive\n\n"))
             elif sse or "method" in message:    # something before the result: a stream
-                sse = sse or self._start_sse(x, headers, frame)
-                if (event := x.event(message)):
+                sse = sse or self._start_sse(x, headers, frame, stream)
+                if (event := x.event(message, stream)):
                     await x.send(frame(event))
             else:
                 responses.append(message)
@@ -2968,13 +3123,14 @@ class _McpEndpoint:
             # carried requests is answered with a stream (transports): an empty one.
             sse = self._start_sse(x, headers, frame)
         x.deadline.clear()
-        return await self._end_answer(x, headers, batch, frame, modern, responses, sse)
+        return await self._end_answer(x, headers, batch, frame, modern, responses, sse, message is _PART)
 
-    async def _end_answer(self, x, headers, batch, frame, modern, responses, sse):
+    async def _end_answer(self, x, headers, batch, frame, modern, responses, sse, parted=False):
         if sse:
             await x.send(frame(b""))     # chunked: the last chunk
             if self.trace:
-                self.trace.note("out", "(the SSE stream ends: every answer was sent)")
+                self.trace.note("out", "(the server ends the SSE stream: the client resumes it with GET)"
+                                if parted else "(the SSE stream ends: every answer was sent)")
         elif responses:
             body = b"[" + b",".join(map(_encode_safely, responses)) + b"]" if batch \
                 else _encode_safely(responses[0])
@@ -2986,26 +3142,44 @@ class _McpEndpoint:
         return True
 
     @staticmethod
-    def _start_sse(x, headers, frame):
+    def _start_sse(x, headers, frame, stream=None):
         headers = headers + [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                              ("X-Accel-Buffering", "no")]
         if frame is _chunk:
             x.write(200, headers + [("Transfer-Encoding", "chunked")], None)
         else:               # HTTP/1.0: the stream ends when the connection closes
             x.write(200, headers, None, close=True)
+        if stream is not None and stream.number:
+            stream.opened = True
+            if stream.primes:
+                x.writer.write(frame(x.prime(stream)))
         return True
 
     async def _mcp_get(self, x):
         if not self._accepts(x, None):
             raise _HttpError(406, "Accept must list text/event-stream")
         entry = self._lookup(x)
-        if entry.standalone is not None:
-            raise _HttpError(409, "A stream is already open for this session")
-        entry.standalone = _Stream()
+        if (last := x.request.header("last-event-id")):
+            stream, events = await entry.resume(last)
+            x.open_sse()
+            if self.trace:
+                self.trace.note("out", f"(the stream resumes after {last}: {len(events)} events sent again)")
+            first = b"".join(events)
+        else:   # the session's own stream; one that lost its connection goes on
+            if (stream := entry.standalone) is not None and stream.attached:
+                raise _HttpError(409, "A stream is already open for this session")
+            if stream is None or stream.closed:
+                stream = entry.number(_Stream())
+            entry.standalone = stream
+            x.open_sse()
+            first = x.prime(stream)
         try:
-            await x.hold(entry.standalone, [], "(the GET /mcp stream closed)")
+            await x.hold(stream, first, "(the GET /mcp stream closed)")
         finally:
-            entry.standalone = None
+            if stream.closed:
+                entry.kept.pop(stream.number, None)
+                if entry.standalone is stream:
+                    entry.standalone = None
             entry.last_active = _now()
         return False
 
@@ -3045,11 +3219,11 @@ class _SseEndpoint:
         sid = secrets.token_hex(16)
         entry = self.sessions[sid] = _HttpSession(self.server, sid, True)
         entry.standalone = _Stream()
+        x.open_sse()
         # The endpoint is a fixed relative path, never built from the Host header.
-        endpoint = {"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"}
+        endpoint = x.fields({"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"})
         try:
-            await x.hold(entry.standalone, [endpoint],
-                         "(the GET /sse stream closed: the session ends with it)")
+            await x.hold(entry.standalone, endpoint, "(the GET /sse stream closed: the session ends with it)")
         finally:    # the stream was the session: it ends with it
             self.sessions.pop(sid, None)
             entry.close(cancel=False)
@@ -3092,6 +3266,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         self.connections = 0
         self.writers = {}       # open connections (writer -> its _Exchange), closed with the server
         self.stateless_entries = set()  # --stateless: the sessions of POSTs being answered
+        self.replay = _Replay()         # what resumable streams sent, to be sent again
         self._listener = self._reaper = None
         self.closing = False
 
@@ -4168,10 +4343,10 @@ class _StreamableHttp(_Transport):
         finally:
             _REINITIALIZING.reset(inside)
 
-    async def _events(self, response, request_id, retry=1.0):
+    async def _events(self, response, request_id, retry=1.0, last_id=None):
         """Read an SSE response; if it ends before our answer came, resume it
-        with GET and Last-Event-ID after the server's `retry` delay."""
-        last_id = None
+        with GET and Last-Event-ID after the server's `retry` delay, while the
+        request is still awaited. Returns where a stream of no request ended."""
         answered = request_id is None
         while True:
             parser = _SseParser()
@@ -4195,8 +4370,8 @@ class _StreamableHttp(_Transport):
             finally:
                 response.close()
                 self._trace("note", "in", "(the SSE stream closed)")
-            if answered or self._closing:
-                return
+            if answered or self._closing or request_id not in self.client._pending:
+                return last_id, retry   # timed out or cancelled: nobody waits for the rest
             if last_id is not None:
                 await asyncio.sleep(retry)
                 headers = {**self._headers("text/event-stream"), "Last-Event-ID": last_id}
@@ -4215,15 +4390,22 @@ class _StreamableHttp(_Transport):
             self._get_stream = asyncio.ensure_future(self._listen())
 
     async def _listen(self):
-        try:
-            response = await _http(self.url, "GET", self._headers("text/event-stream"),
-                                   trace=self.client.trace)
-        except OSError:
-            return
-        if response.status != 200:
-            response.close()
-            return
-        await self._events(response, None)
+        """Read the GET stream; when the server ends it, open it again after its `retry`
+        delay, from the last event seen (2025-11-25 transports: polling)."""
+        last_id, retry = None, 1.0
+        while not self._closing:
+            headers = self._headers("text/event-stream")
+            if last_id is not None:
+                headers["Last-Event-ID"] = last_id
+            try:
+                response = await _http(self.url, "GET", headers, trace=self.client.trace)
+            except OSError:
+                return
+            if response.status != 200:
+                response.close()
+                return
+            last_id, retry = await self._events(response, None, retry, last_id)
+            await asyncio.sleep(retry)
 
     async def close(self):
         self._closing = True

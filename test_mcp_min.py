@@ -3189,12 +3189,12 @@ async def read_response(reader, timeout=TIMEOUT):
     return response
 
 
-async def read_event(reader, timeout=TIMEOUT):
-    """The next SSE event (comments skipped) from a raw stream."""
+async def read_event(reader, timeout=TIMEOUT, priming=False):
+    """The next SSE event (comments skipped, and priming events unless asked) from a raw stream."""
     while True:
         block = await asyncio.wait_for(reader.readuntil(b"\n\n"), timeout)
         events = parse_events(block)
-        if events:
+        if events and (priming or events[0].get("data")):
             return events[0]
 
 
@@ -4227,6 +4227,7 @@ class HttpLimitsTest(HttpTestCase):
             writer.write(self.client.build("POST", "/mcp", call(1, "wait"), {"Mcp-Session-Id": sid}))
             head = await read_head(reader)
             self.assertTrue(head.header("content-type").startswith("text/event-stream"))
+            self.assertIn(b"retry: ", await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT))
             first = await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT)
             self.assertIn(b": keepalive", first)
             self.state.gate.set()
@@ -4236,6 +4237,7 @@ class HttpLimitsTest(HttpTestCase):
             writer.write(self.client.build("GET", "/mcp", headers={
                 "Mcp-Session-Id": sid, "Accept": "text/event-stream"}))
             self.assertEqual((await read_head(reader)).status, 200)
+            self.assertIn(b"retry: ", await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT))
             for _ in range(2):
                 self.assertEqual(await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT),
                                  b": keepalive\n\n")
@@ -4675,6 +4677,189 @@ class HttpJsonResponseTest(HttpTestCase):
             await until(lambda: self.http.connections == 0, "every connection freed")
         self.assertEqual(len(session.running), 20)      # a disconnect is not a cancel (R27)
         self.assertEqual((await self.ping(sid, "barrier")).status, 200)
+
+
+class CuttingProxy:
+    """A TCP relay to a server that cuts a connection (both sides, at once) right after
+    relaying server bytes that contain `cut`, once: a network that drops a stream."""
+
+    def __init__(self, port, cut=None):
+        self.port, self.cut, self.requests = port, cut, []
+
+    async def start(self):
+        self.listener = await asyncio.start_server(self.relay, "127.0.0.1", 0)
+        return self.listener.sockets[0].getsockname()[1]
+
+    async def relay(self, reader, writer):
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+
+        async def pump(source, sink, upstream):
+            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+                while (data := await source.read(65536)):
+                    if upstream:
+                        self.requests.append(data)
+                    sink.write(data)
+                    if not upstream and self.cut and self.cut in data:
+                        self.cut = None
+                        writer.transport.abort()
+                        up_writer.transport.abort()
+                        return
+                sink.close()
+        await asyncio.gather(pump(reader, up_writer, True), pump(up_reader, writer, False))
+
+    async def close(self):
+        self.listener.close()
+
+
+class HttpResumeTest(HttpTestCase):
+    """2025-11-25 transports, resumability and SEP-1699 polling: event ids, priming events,
+    GET with Last-Event-ID, bounded replay."""
+
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        gate = self.state.gate
+
+        async def paced(ctx: Context, part: bool = False) -> str:
+            ctx.progress(1, 2)
+            if part:
+                ctx.close_sse_stream()
+            await gate.wait()
+            ctx.progress(2, 2)
+            return "paced"
+        self.server.add_tool(paced)
+        self.gate = gate
+        gate.clear()
+
+    async def stream(self, method, sid, body=None, **headers):
+        """A raw SSE response on its own connection: (reader, writer, head)."""
+        reader, writer = await self.client.connect()
+        writer.write(self.client.build(method, "/mcp", body, {
+            "Mcp-Session-Id": sid, "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION,
+            **({} if body else {"Accept": "text/event-stream"}), **headers}))
+        return reader, writer, await read_head(reader)
+
+    async def test_a_cut_stream_is_resumed_from_the_last_event_seen(self):
+        sid = await self.client.initialize()
+        reader, writer, head = await self.stream("POST", sid, call(7, "paced", meta={"progressToken": 1}))
+        self.assertTrue(head.header("content-type").startswith("text/event-stream"))
+        priming = await read_event(reader, priming=True)
+        self.assertEqual((priming["data"], priming["retry"]), ("", str(mcp_min.SSE_RETRY)))
+        progress = await read_event(reader)
+        number, _, seq = progress["id"].partition("-")
+        self.assertEqual((priming["id"], seq), (f"{number}-0", "1"))
+        writer.transport.abort()        # the network drops it after the first progress
+        # From the priming id: what was sent after it comes again, then the rest, live.
+        reader, writer, head = await self.stream("GET", sid, **{"Last-Event-ID": priming["id"]})
+        self.assertEqual(head.status, 200)
+        again = await read_event(reader)
+        self.assertEqual((again["id"], json.loads(again["data"])), (progress["id"], json.loads(progress["data"])))
+        self.gate.set()
+        rest = [await read_event(reader), await read_event(reader)]
+        self.assertEqual([e["id"] for e in rest], [f"{number}-2", f"{number}-3"])
+        self.assertEqual(json.loads(rest[0]["data"])["params"]["progress"], 2)
+        self.assertEqual(tool_text(json.loads(rest[1]["data"])), "paced")
+        self.assertTrue(await closed_by_server(reader))     # the answer ends the stream
+        over = await self.client.request("GET", "/mcp", headers={
+            "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": rest[1]["id"]})
+        self.assertEqual(over.status, 400)
+        self.assertIn("over", over.json()["error"]["message"])
+
+    async def test_the_server_ends_a_stream_early_and_the_rest_comes_on_resume(self):
+        sid = await self.client.initialize()
+        response = await self.client.post(call(8, "paced", {"part": True}), sid, LATEST_PROTOCOL_VERSION)
+        events = response.events()      # ctx.close_sse_stream(): a whole, short response
+        self.assertEqual([bool(e.get("data")) for e in events], [False])
+        self.gate.set()
+        self.assertEqual((await self.ping(sid)).status, 200)
+        reader, _, head = await self.stream("GET", sid, **{"Last-Event-ID": events[0]["id"]})
+        self.assertEqual(tool_text(json.loads((await read_event(reader))["data"])), "paced")
+
+    async def test_replay_is_bounded_and_bad_ids_are_refused(self):
+        sid = await self.client.initialize()
+        with mock.patch.object(mcp_min, "REPLAY_BYTES", 10):    # no event fits
+            reader, writer, _ = await self.stream("POST", sid, call(9, "paced", meta={"progressToken": 1}))
+            priming = await read_event(reader, priming=True)
+            await read_event(reader)
+            writer.transport.abort()
+            lost = await self.client.request("GET", "/mcp", headers={
+                "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": priming["id"]})
+        self.assertEqual(lost.status, 400)
+        self.assertIn("not kept", lost.json()["error"]["message"])
+        self.assertEqual(self.http.replay.size, 0)
+        for bad in ("x", "1-", "99-0", "-1-0", "\xb2-0", "1-\xb2"):
+            response = await self.client.request("GET", "/mcp", headers={
+                "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": bad})
+            self.assertEqual(response.status, 400, bad)
+
+    def test_all_streams_together_keep_at_most_max_replay_bytes(self):
+        replay, old, new = mcp_min._Replay(), mcp_min._Stream(), mcp_min._Stream()
+        with mock.patch.object(mcp_min, "MAX_REPLAY_BYTES", 25):
+            for stream in (old, new, old, new):
+                stream.seq += 1
+                replay.add(stream, b"x" * 10)
+        self.assertEqual(replay.size, 20)       # old, written least recently, lost its first
+        self.assertEqual([[n for n, _ in s.log] for s in (old, new)], [[2], [2]])
+        self.assertEqual((old.since(0), old.since(1)), (None, [b"x" * 10]))
+        new.close()
+        self.assertEqual((replay.size, new.log), (10, None))
+
+    async def test_the_get_stream_keeps_what_came_while_it_was_gone(self):
+        sid = await self.client.initialize()
+        reader, writer, _ = await self.stream("GET", sid)
+        priming = await read_event(reader, priming=True)
+        writer.transport.abort()
+        self.assertEqual((await self.ping(sid)).status, 200)    # the barrier: the server saw it go
+        self.server.add_tool(lambda: "x", "late_tool")
+        reader, writer, head = await self.stream("GET", sid, **{"Last-Event-ID": priming["id"]})
+        event = await read_event(reader)
+        self.assertEqual(json.loads(event["data"])["method"], "notifications/tools/list_changed")
+        self.assertTrue(event["id"].startswith(priming["id"].split("-")[0] + "-"))
+
+    async def test_before_2025_11_25_events_have_ids_and_no_priming(self):
+        sid = await self.client.initialize("2025-06-18")
+        response = await self.client.post(call(3, "steps", meta={"progressToken": 1}), sid, "2025-06-18")
+        events = response.events()
+        self.assertTrue(all(e.get("data") and e.get("id") for e in events), events)
+        self.assertNotIn("retry", events[0])
+
+
+class ClientResumeTest(HttpTestCase):
+    """Client: a stream the network cuts is resumed with Last-Event-ID; the GET stream too."""
+
+    async def test_a_call_whose_stream_is_cut_gets_its_result(self):
+        gate = self.state.gate
+
+        async def paced(ctx: Context) -> str:
+            ctx.progress(1, 2)
+            await gate.wait()
+            return "paced"
+        self.server.add_tool(paced)
+        gate.clear()
+        proxy = CuttingProxy(self.port, b"notifications/progress")
+        port = await proxy.start()
+        seen = asyncio.Event()
+        with mock.patch.object(mcp_min, "SSE_RETRY", 10):
+            async with mcp_min.Client(f"http://127.0.0.1:{port}/mcp", era="handshake", timeout=TIMEOUT) as client:
+                call_ = asyncio.ensure_future(client.call_tool("paced", on_progress=lambda p: seen.set()))
+                await asyncio.wait_for(seen.wait(), TIMEOUT)
+                await until(lambda: any(b"Last-Event-ID" in r for r in proxy.requests), "a resume")
+                gate.set()
+                result = await asyncio.wait_for(call_, TIMEOUT)
+        await proxy.close()
+        self.assertEqual(result["content"][0]["text"], "paced")
+
+    async def test_a_get_stream_the_network_cuts_is_opened_again(self):
+        proxy = CuttingProxy(self.port, b"retry: ")     # the GET stream's priming event
+        port = await proxy.start()
+        changed = asyncio.Event()
+        with mock.patch.object(mcp_min, "SSE_RETRY", 10):
+            async with mcp_min.Client(f"http://127.0.0.1:{port}/mcp", era="handshake", timeout=TIMEOUT,
+                                      on_notification=lambda *_: changed.set()) as client:
+                await until(lambda: any(b"Last-Event-ID" in r for r in proxy.requests), "a reopened stream")
+                self.assertEqual((await client.ping()), {})
+                self.server.add_tool(lambda: "x", "late_tool")
+                await asyncio.wait_for(changed.wait(), TIMEOUT)
+        await proxy.close()
 
 
 class HttpCancelTest(HttpTestCase):

@@ -112,6 +112,14 @@ async def test_tool_with_progress(ctx: Context) -> str:
 
 
 @server.tool()
+async def test_reconnection(ctx: Context) -> str:
+    """End this call's SSE stream before answering: the client resumes it (SEP-1699)."""
+    ctx.close_sse_stream()
+    await asyncio.sleep(0.2)    # the answer comes once the stream is gone
+    return "Reconnection test completed successfully"
+
+
+@server.tool()
 async def test_sampling(prompt: str, ctx: Context) -> str:
     """Ask the client's language model to answer a prompt."""
     result = await ctx.sample(prompt, max_tokens=100)
