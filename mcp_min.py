@@ -91,7 +91,7 @@ from collections import deque
 __version__ = "0.1.0"
 __all__ = [
     # building a server, and calling one
-    "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError",
+    "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError", "UrlElicitationRequired",
     "text", "image", "audio", "resource_link", "embedded_resource", "Client", "SyncClient",
     # serving it, and the transport-free session every transport feeds
     "serve_stdio", "serve_http", "start_http", "HttpServer", "Session", "main", "demo_server",
@@ -101,7 +101,8 @@ __all__ = [
     "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "MODERN_VERSIONS", "BATCH_VERSIONS",
     "LOG_LEVELS", "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS",
     "INTERNAL_ERROR", "RESOURCE_NOT_FOUND", "CONNECTION_CLOSED", "REQUEST_TIMEOUT",
-    "HEADER_MISMATCH", "MISSING_CAPABILITY", "UNSUPPORTED_VERSION",
+    "HEADER_MISMATCH", "MISSING_CAPABILITY", "UNSUPPORTED_VERSION", "URL_ELICITATION_REQUIRED",
+    "REPLAY_BYTES", "MAX_REPLAY_BYTES", "KEPT_STREAMS", "SSE_RETRY",
     # limits (module settings)
     "MAX_LINE_BYTES", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "MAX_URI", "MAX_SUBSCRIPTIONS",
     "TOOL_TIMEOUT", "SHUTDOWN_GRACE", "STATE_TTL", "MAX_LISTENS", "MAX_QUEUED_BYTES", "HANDSHAKE_IDLE",
@@ -140,6 +141,7 @@ REQUEST_TIMEOUT = -32001            # our own: a request we sent was not answere
 HEADER_MISMATCH = -32020            # 2026-07-28 HTTP: a Mcp-* header missing, or not the body's
 MISSING_CAPABILITY = -32021         # 2026-07-28: the request needs a client capability not declared
 UNSUPPORTED_VERSION = -32022        # 2026-07-28: data {supported, requested}
+URL_ELICITATION_REQUIRED = -32042   # 2025-11-25: the user must visit URLs first (data.elicitations)
 
 # Limits: module settings (set one before serving to change it). Each says what
 # happens at the edge; the HTTP ones answer with the status named, then close.
@@ -1328,6 +1330,21 @@ class Context:
         return await self._ask("elicitation", "elicitation/create",
                                {"message": message, "requestedSchema": schema}, key)
 
+    async def elicit_url(self, message, url, elicitation_id=None, key=None):
+        """Send the user to `url` (URL mode, 2025-11-25: for what must not pass through the
+        client, such as a password or a payment). Returns {"action"}: accept only means
+        the user agreed to go. Tell the client when the interaction there is over with
+        `elicitation_complete(elicitation_id)`, or raise UrlElicitationRequired."""
+        params = {"mode": "url", "message": message, "url": url}
+        if not self.version:    # 2026-07-28 has no elicitation ids: requestState ties it
+            import secrets
+            params["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
+        return await self._ask("elicitation", "elicitation/create", params, key)
+
+    def elicitation_complete(self, elicitation_id):
+        """notifications/elicitation/complete: the URL interaction `elicitation_id` is over."""
+        self.session.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+
     async def list_roots(self, key=None):
         """The client's roots (file:// URIs it lets the server look at)."""
         return (await self._ask("roots", "roots/list", {}, key)).get("roots", [])
@@ -1344,9 +1361,11 @@ class Context:
 
     async def _ask(self, capability, method, params, key=None):
         declared, need = (self.client_capabilities or {}).get(capability), {capability: {}}
-        if "tools" in params:   # 2025-11-25: tools only to a client that said it takes them
-            capability, need = "sampling.tools", {"sampling": {"tools": {}}}
-            declared = declared.get("tools") if type(declared) is dict else None
+        # 2025-11-25: tools, a URL, only to a client that said it takes them ({} is form alone)
+        if (sub := "tools" if "tools" in params else "url" if params.get("mode") == "url" else
+                capability == "elicitation" and type(declared) is dict and declared and "form"):
+            need, capability = {capability: {sub: {}}}, f"{capability}.{sub}"
+            declared = declared.get(sub) if type(declared) is dict else None
         if declared is None:
             if self.version:
                 raise _Refused(MISSING_CAPABILITY, f"This needs the client's {capability} capability",
@@ -1402,6 +1421,15 @@ class _Refused(McpError):
     """The request's fault (2026-07-28), never a tool's: a JSON-RPC error, not isError."""
 
 
+class UrlElicitationRequired(_Refused):
+    """Raise from a handler that cannot go on until the user has visited some URLs (2025-11-25,
+    -32042): `elicitations` are URL-mode elicitation/create params, each with its
+    elicitationId. The request gets this JSON-RPC error, never an isError result."""
+
+    def __init__(self, elicitations, message="This request needs you to visit a URL first."):
+        super().__init__(URL_ELICITATION_REQUIRED, message, {"elicitations": list(elicitations)})
+
+
 class _InputRequired(BaseException):
     """A 2026-07-28 round ends: the handler asked what the client must answer. A
     BaseException, so that a handler's ``except Exception`` lets it through."""
@@ -1417,7 +1445,8 @@ def _answer_problem(method, params, answer):
             return "action must be accept, decline or cancel"
         content = answer.get("content", {})
         return "content must be an object" if type(content) is not dict else \
-            validate(content, params["requestedSchema"]) if answer["action"] == "accept" else None
+            validate(content, params["requestedSchema"]) if answer["action"] == "accept" \
+            and "requestedSchema" in params else None
     if method == "sampling/createMessage":
         ok = type(answer.get("content")) in (dict, list) and type(answer.get("role")) is str
         return None if ok and type(answer.get("model")) is str else \
@@ -3531,16 +3560,18 @@ class Client(_Peer):
     it; "2026-07-28" or "handshake" allow only one. The methods are the same in both, but
     for `subscribe` (a session's) and `listen` (2026-07-28's).
 
-    Handlers answer the server's requests: ``sampling(params) -> result``,
-    ``elicitation(params) -> result``, and `roots` (a list of Root dicts, or a
-    function returning one); in 2026-07-28 they answer its input_required results.
+    Handlers answer the server's requests: ``sampling(params) -> result`` (with
+    `sampling_tools`, its params may hold tools), ``elicitation(params) -> result``
+    (form mode), ``elicit_url(params) -> {"action"}`` (URL mode: show the URL, ask, open
+    it), and `roots` (a list of Root dicts, or a function returning one); in 2026-07-28
+    they answer its input_required results.
     Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
     """
 
     def __init__(self, target, *, token=None, timeout=None, name="mcp_min", era="auto",
                  protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None, roots=None,
                  on_log=None, on_notification=None, trace=None, transport="auto", env=None,
-                 inherit_env=True):
+                 inherit_env=True, elicit_url=None, sampling_tools=False):
         super().__init__()
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
@@ -3549,6 +3580,7 @@ class Client(_Peer):
         self.era, self.log_level = era, None
         self.requested_version = protocol_version
         self.sampling, self.elicitation, self.roots = sampling, elicitation, roots
+        self.elicit_url, self.sampling_tools = elicit_url, sampling_tools
         self.on_log, self.on_notification = on_log, on_notification
         self.trace = _Trace(trace, side="client") if isinstance(trace, str) else trace
         # A stdio server's environment: ours plus `env` (only `env`, if not `inherit_env`)
@@ -3566,7 +3598,9 @@ class Client(_Peer):
         await self.close()
 
     def capabilities(self):
-        offered = (("sampling", {}, self.sampling), ("elicitation", {"form": {}}, self.elicitation),
+        modes = {mode: {} for mode, on in (("form", self.elicitation), ("url", self.elicit_url)) if on}
+        offered = (("sampling", {"tools": {}} if self.sampling_tools else {}, self.sampling),
+                   ("elicitation", modes, modes),
                    ("roots", {}, self.roots is not None))  # roots: no listChanged, we announce none
         return {k: v for k, v, on in offered if on}
 
@@ -3778,12 +3812,15 @@ class Client(_Peer):
 
     async def _handle(self, method, params):
         """What we answer to the server's request (or input request): our handlers'."""
+        url = method == "elicitation/create" and params.get("mode") == "url"
         handler = {"sampling/createMessage": self.sampling,
-                   "elicitation/create": self.elicitation}.get(method)
+                   "elicitation/create": self.elicit_url if url else self.elicitation}.get(method)
         if method == "ping":
             return {}
         if method == "roots/list" and self.roots is not None:
             return {"roots": list(self.roots() if callable(self.roots) else self.roots)}
+        if handler is None and method == "elicitation/create" and self.capabilities().get("elicitation"):
+            raise McpError(INVALID_PARAMS, f"This client takes no {'url' if url else 'form'} elicitation")
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, "Method not found")
         result = handler(params)
@@ -4544,7 +4581,8 @@ async def _client_run(args, name, arguments, raw):
     client = Client(args.target, token=args.token, timeout=args.timeout, trace=args.trace,
                     era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
                     protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
-                    on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr))
+                    on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr),
+                    elicit_url=_show_url)
     method = args.method
     async with client:
         if method in _CLI_LISTS:
@@ -4584,12 +4622,23 @@ async def _typed(client, name, arguments, raw):
     return arguments
 
 
+def _show_url(params):
+    """URL-mode elicitation at the CLI: the whole URL, for the user to open (never fetched
+    here); the call goes on waiting for the server to hear they are done."""
+    print(f"the server asks you to visit a URL: {params.get('message')}\n  {params.get('url')}",
+          file=sys.stderr)
+    return {"action": "accept"}
+
+
 def _client_main(args, name, arguments, raw):
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
+        asked = e.data.get("elicitations") if type(e.data) is dict else None
+        for params in asked if e.code == URL_ELICITATION_REQUIRED and type(asked) is list else ():
+            type(params) is dict and _show_url(params)
         return 1
     except KeyboardInterrupt:
         return 130

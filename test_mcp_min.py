@@ -1976,6 +1976,61 @@ class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
             "role": "assistant", "model": "m", "content": {"type": "text", "text": "done"}}})
         self.assertEqual(tool_text(await wire.response(3)), "done")
 
+    async def test_url_elicitation_in_both_eras(self):
+        server, _ = make_server()
+
+        @server.tool()
+        async def pay(ctx: Context, form: bool = False) -> str:
+            if form:
+                return (await ctx.elicit("Card?", {"card": {"type": "string"}}))["action"]
+            answer = await ctx.elicit_url("Pay at the bank", "https://bank.example/pay?o=1", "e-1")
+            ctx.elicitation_complete("e-1")
+            return answer["action"]
+
+        @server.tool()
+        async def gated() -> str:
+            raise mcp_min.UrlElicitationRequired([{"mode": "url", "elicitationId": "e-2", "message": "Sign in",
+                                                   "url": "https://id.example/"}])
+        shown, done = [], asyncio.Event()
+        for era in ("handshake", "2026-07-28"):
+            async with mcp_min.Client(server, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
+                                      on_notification=lambda m, p: m.endswith("complete") and done.set()) as client:
+                self.assertEqual(client.capabilities(), {"elicitation": {"url": {}}})
+                result = await client.call_tool("pay")
+                self.assertEqual(result["content"][0]["text"], "accept")
+                self.assertEqual((shown[-1]["mode"], shown[-1]["url"]), ("url", "https://bank.example/pay?o=1"))
+                if era == "handshake":      # form mode was not declared
+                    self.assertIn("elicitation.form", (await client.call_tool("pay", {"form": True}))[
+                        "content"][0]["text"])
+                else:
+                    with self.assertRaises(McpError) as caught:
+                        await client.call_tool("pay", {"form": True})
+                    self.assertEqual(caught.exception.data, {"requiredCapabilities": {"elicitation": {"form": {}}}})
+                with self.assertRaises(McpError) as caught:
+                    await client.call_tool("gated")
+                self.assertEqual(caught.exception.code, mcp_min.URL_ELICITATION_REQUIRED)
+                self.assertEqual(caught.exception.data["elicitations"][0]["elicitationId"], "e-2")
+        self.assertEqual([p.get("elicitationId") for p in shown], ["e-1", None])  # 2026-07-28: no ids
+        await asyncio.wait_for(done.wait(), TIMEOUT)
+        async with mcp_min.Client(server, era="handshake", elicitation=lambda p: {"action": "decline"}) as client:
+            refused = await client.call_tool("pay")
+            self.assertTrue(refused["isError"])
+            self.assertIn("elicitation.url", refused["content"][0]["text"])
+
+    async def test_the_client_says_when_its_sampling_takes_tools(self):
+        server, _ = make_server()
+
+        @server.tool()
+        async def plan(ctx: Context) -> str:
+            reply = await ctx.sample("Plan it", 50, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
+            return reply["content"]["text"]
+        seen = []
+        model = lambda p: seen.append(p["tools"]) or {"role": "assistant", "model": "m",  # noqa: E731
+                                                      "content": {"type": "text", "text": "planned"}}
+        async with mcp_min.Client(server, era="handshake", sampling=model, sampling_tools=True) as client:
+            self.assertEqual((await client.call_tool("plan"))["content"][0]["text"], "planned")
+        self.assertEqual(seen[0][0]["name"], "t")
+
     async def test_roots_changes_reach_the_server_author(self):
         server, _ = make_server()
         changed = []
