@@ -1360,17 +1360,17 @@ class Context:
         return kept[key]
 
     async def _ask(self, capability, method, params, key=None):
-        declared, need = (self.client_capabilities or {}).get(capability), {capability: {}}
+        declared, need, what = (self.client_capabilities or {}).get(capability), {capability: {}}, capability
         # 2025-11-25: tools, a URL, only to a client that said it takes them ({} is form alone)
         if (sub := "tools" if "tools" in params else "url" if params.get("mode") == "url" else
                 capability == "elicitation" and type(declared) is dict and declared and "form"):
-            need, capability = {capability: {sub: {}}}, f"{capability}.{sub}"
+            need, what = {capability: {sub: {}}}, f"{capability}.{sub}"
             declared = declared.get(sub) if type(declared) is dict else None
         if declared is None:
             if self.version:
-                raise _Refused(MISSING_CAPABILITY, f"This needs the client's {capability} capability",
+                raise _Refused(MISSING_CAPABILITY, f"This needs the client's {what} capability",
                                {"requiredCapabilities": need})
-            raise McpError(METHOD_NOT_FOUND, f"The client does not support {capability}.")
+            raise McpError(METHOD_NOT_FOUND, f"The client does not support {what}.")
         if not self.version:
             answer = await self.session.request(method, params, self.request_id)
             if (problem := _answer_problem(method, params, answer)):
@@ -3397,18 +3397,21 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             x.deadline.set(IDLE_TIMEOUT, x.writer.close)   # a pending read then ends at EOF
         else:
             x.deadline.set(HEADER_TIMEOUT, x.timeout)
+        line = b""
         try:
-            first = await x.reader.readexactly(1)
-            if first in b"\r\n":   # RFC 9112 2.2: an empty line before a request is ignored
-                first = (await x.reader.readexactly(2 if first == b"\r" else 1))[-1:]
+            line = await x.reader.readuntil(b"\n")
+            if line in (b"\r\n", b"\n"):     # RFC 9112 2.2: an empty line before a request is ignored
+                line = await x.reader.readuntil(b"\n")
             if kept_alive:
                 x.deadline.set(HEADER_TIMEOUT, x.timeout)
-            head = first + await x.reader.readuntil(b"\r\n\r\n")
+            if line[-2:] != b"\r\n":     # else it would wait for a CRLF CRLF that never comes
+                raise _HttpError(400, "Lines must end with CRLF")
+            end = await x.reader.readexactly(2)
+            head = line + (end if end == b"\r\n" else end + await x.reader.readuntil(b"\r\n\r\n"))
         except (asyncio.IncompleteReadError, ConnectionError):
             return False
         except asyncio.LimitOverrunError:
-            start = first + await x.reader.read(MAX_REQUEST_LINE)
-            raise _HttpError(431 if b"\r\n" in start else 414, "Request head too large") from None
+            raise _HttpError(431 if line else 414, "Request head too large") from None
         x.deadline.clear()
         x.request = _parse_head(head)
         return True
@@ -4159,8 +4162,9 @@ def _size(text, base):
     return int(digits, base)
 
 
-async def _http(url, method, headers, body=b"", trace=None):
-    """One HTTP/1.1 request on a new connection."""
+async def _http(url, method, headers, body=b"", trace=None, hops=5):
+    """One HTTP/1.1 request on a new connection; a 307 or 308 is followed, `hops` times
+    at most, with the same method and body (RFC 9110 15.4.8)."""
     from urllib.parse import urlsplit
     parts = urlsplit(url)
     tls = parts.scheme == "https"
@@ -4195,6 +4199,14 @@ async def _http(url, method, headers, body=b"", trace=None):
         raise
     response_headers = {k.strip().lower(): v.strip()
                         for k, colon, v in (line.partition(":") for line in header_lines) if colon}
+    if status in (307, 308) and hops and (location := response_headers.get("location")):
+        from urllib.parse import urljoin
+        target = urlsplit(urljoin(url, location))
+        if target.scheme in ("http", "https"):
+            writer.close()
+            if target[:2] != parts[:2]:     # another origin: our credentials stay with theirs
+                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            return await _http(target.geturl(), method, headers, body, trace, hops - 1)
     return _HttpResponse(status, response_headers, reader, writer, trace, rest)
 
 
@@ -4344,7 +4356,7 @@ class _StreamableHttp(_Transport):
                 if self.session_id == sent_with:
                     await self._reinitialize()
             return await self._post(message, is_request, again=False)
-        if status >= 400:
+        if status >= 300:     # a redirect not followed too: nothing will answer
             body = await response.body(READ_CHUNK)
             response.close()
             error = McpError(CONNECTION_CLOSED, f"HTTP {status} from {self.url}")

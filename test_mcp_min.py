@@ -4128,16 +4128,17 @@ class HttpFramingTest(HttpTestCase):
                                   .encode("latin-1"), timeout=3)
         self.assertEqual(response.status, 400)
 
-    async def test_bare_lf_request_is_never_served(self):
+    async def test_bare_lf_request_is_refused_at_once(self):
         data = self.client.build("POST", "/mcp", call(1, "count")).replace(b"\r\n", b"\n")
         reader, writer = await self.client.connect()
         try:
-            writer.write(data)
-            writer.write_eof()
-            reply = await asyncio.wait_for(reader.read(), TIMEOUT)
+            writer.write(data)      # no EOF: the answer must not wait for HEADER_TIMEOUT
+            response = await read_response(reader, timeout=TIMEOUT)
+            self.assertTrue(await closed_by_server(reader))
         finally:
             writer.close()
-        self.assertEqual(reply, b"")     # the head never ended (no CRLF CRLF): closed at EOF, unanswered
+        self.assertEqual(response.status, 400)
+        self.assertIn("CRLF", response.json()["error"]["message"])
         self.assertEqual(self.state.calls, 0)
 
     async def test_sizes(self):
@@ -4915,6 +4916,47 @@ class ClientResumeTest(HttpTestCase):
                 self.server.add_tool(lambda: "x", "late_tool")
                 await asyncio.wait_for(changed.wait(), TIMEOUT)
         await proxy.close()
+
+
+class ClientRedirectTest(HttpTestCase):
+    """Client: a 307 or 308 is followed with the same method and body; a token does not
+    follow it to another origin."""
+    options = {"token": "s3cret"}
+
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.seen = []
+
+        async def redirect(reader, writer):     # everything: to the real server, 307 or 308
+            head = await reader.readuntil(b"\r\n\r\n")
+            self.seen.append(head)
+            length = re.search(rb"(?i)content-length: *(\d+)", head)
+            await reader.readexactly(int(length.group(1)) if length else 0)
+            status = b"308 Permanent Redirect" if head.startswith(b"GET") else b"307 Temporary Redirect"
+            writer.write(b"HTTP/1.1 %s\r\nLocation: http://127.0.0.1:%d/mcp\r\nContent-Length: 0\r\n"
+                         b"Connection: close\r\n\r\n" % (status, self.port))
+            writer.close()
+        self.front = await asyncio.start_server(redirect, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.front.sockets[0].getsockname()[1]}/old"
+
+    async def asyncTearDown(self):
+        self.front.close()
+        await super().asyncTearDown()
+
+    async def test_a_token_does_not_follow_a_redirect_to_another_origin(self):
+        with self.assertRaises(McpError) as caught:
+            async with mcp_min.Client(self.url, token="s3cret", era="handshake", timeout=TIMEOUT):
+                pass
+        self.assertIn("401", caught.exception.message)
+        self.assertIn(b"Bearer s3cret", self.seen[0])      # the origin it was given to has it
+
+    async def test_redirects_are_followed_with_the_same_method_and_body(self):
+        self.http.token = None
+        async with mcp_min.Client(self.url, era="handshake", timeout=TIMEOUT) as client:
+            self.assertEqual((await client.call_tool("add", {"a": 2, "b": 3}))["content"][0]["text"], "5")
+        methods = [h.split(b" ")[0] for h in self.seen]
+        self.assertEqual(methods.count(b"POST"), 3)     # initialize, initialized, tools/call
+        self.assertIn(b"GET", methods)
 
 
 class HttpCancelTest(HttpTestCase):
