@@ -1992,8 +1992,11 @@ class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
             raise mcp_min.UrlElicitationRequired([{"mode": "url", "elicitationId": "e-2", "message": "Sign in",
                                                    "url": "https://id.example/"}])
         shown, done = [], asyncio.Event()
-        for era in ("handshake", "2026-07-28"):
-            async with mcp_min.Client(server, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
+        http = await start_http(server, "127.0.0.1", 0)     # and over real sockets
+        self.addAsyncCleanup(http.close)
+        for era, target in (("handshake", server), ("2026-07-28", server),
+                            ("handshake", f"http://127.0.0.1:{http.port}/mcp")):
+            async with mcp_min.Client(target, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
                                       on_notification=lambda m, p: m.endswith("complete") and done.set()) as client:
                 self.assertEqual(client.capabilities(), {"elicitation": {"url": {}}})
                 result = await client.call_tool("pay")
@@ -2010,7 +2013,7 @@ class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
                     await client.call_tool("gated")
                 self.assertEqual(caught.exception.code, mcp_min.URL_ELICITATION_REQUIRED)
                 self.assertEqual(caught.exception.data["elicitations"][0]["elicitationId"], "e-2")
-        self.assertEqual([p.get("elicitationId") for p in shown], ["e-1", None])  # 2026-07-28: no ids
+        self.assertEqual([p.get("elicitationId") for p in shown], ["e-1", None, "e-1"])  # 2026-07-28: no ids
         await asyncio.wait_for(done.wait(), TIMEOUT)
         async with mcp_min.Client(server, era="handshake", elicitation=lambda p: {"action": "decline"}) as client:
             refused = await client.call_tool("pay")
