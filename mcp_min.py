@@ -185,8 +185,8 @@ REPLAY_BYTES = 1 << 20              # bytes of sent events a session's SSE strea
                                     # that resumes it (GET + Last-Event-ID); from before them -> 400
 MAX_REPLAY_BYTES = 64 << 20         # the same, all streams together: the least recently written
                                     # stream loses its oldest events first
-KEPT_STREAMS = 64                   # unfinished POST streams a session keeps after their connection
-                                    # dropped, to be resumed; past it the oldest is dropped (-> 400)
+KEPT_STREAMS = 64                   # POSTs' SSE streams a session keeps after their connection is
+                                    # over, to be resumed; past it the oldest is dropped (-> 400)
 SSE_RETRY = 1000                    # ms a client waits before resuming a stream (SSE retry: field)
 HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize lives idle; at
                                     # MAX_SESSIONS the one idle longest makes room if idle this long
@@ -2695,7 +2695,7 @@ class _HttpSession:
         self.sid, self.legacy = sid, legacy
         self.posts = set()      # the _Streams answering POSTs that are still open
         self.standalone = None  # the GET stream: legacy /sse, or GET /mcp
-        self.kept = {}          # number -> a POST's stream its client may resume (left unfinished)
+        self.kept = {}          # number -> a POST's SSE stream its client may resume
         self.streams = 0        # resumable streams numbered so far
         self.last_active = _now()
         self.session = Session(server, self.send, stateless_version)
