@@ -2721,7 +2721,7 @@ class _HttpSession:
         if not (len(last) < 40 and last.isascii() and number.isdigit() and seq.isdigit()):
             raise _HttpError(400, "Malformed Last-Event-ID")
         streams = [self.standalone, *self.kept.values(), *self.posts]
-        stream = next((s for s in streams if s and s.number and s.number == int(number) and not s.closed), None)
+        stream = next((s for s in streams if s and s.number == int(number) > 0 and not s.closed), None)
         if stream is None:
             raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
         stream.part()
@@ -2891,7 +2891,8 @@ class _Exchange:
         writer, deadline, trace = self.writer, self.deadline, self.http.trace
         # Nothing more is read from this connection: EOF means the client left.
         watcher = asyncio.ensure_future(self.reader.read(1))
-        watcher.add_done_callback(lambda w: w.cancelled() or (stream.part() if stream.number else stream.close()))
+        watcher.add_done_callback(
+            lambda w: w.cancelled() or stream.part() if stream.number else stream.close())
         stream.attached, stream.parting = True, False
         try:
             await self.send(first)

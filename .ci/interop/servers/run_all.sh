@@ -4,7 +4,7 @@
 # Peers (venv + node/) come from $MCP_PEERS, default <repo>/.peers (see ../README.md for the install).
 # Prints PASS/FAIL/SKIP per check; server traces and stdio wire logs go to <repo>/.peers/logs/interop-servers/.
 # Ports used: 18101-18104 (py), 18111-18112 (ts), 18121-18122 (inspector), 18131-18134 (extras),
-# 18141-18142 (py pinned to 2026-07-28 vs examples/everything.py).
+# 18141-18142 (py pinned to 2026-07-28 vs examples/everything.py), 18151-18154 (py resumption: servers + relays).
 set -u
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ inside .ci/
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -18,8 +18,8 @@ rm -rf "$INTEROP_LOGDIR"; mkdir -p "$INTEROP_LOGDIR"
 OUT="$INTEROP_LOGDIR/summary.txt"
 EXTRAS=1; [ "${1:-}" = "--no-extras" ] && EXTRAS=0
 
-for p in 18101 18102 18103 18104 18111 18112 18121 18122 18131 18132 18133 18134 18141 18142; do
-  if ! "$PY" -c "import sys; from common import free_port_ok; sys.exit(0 if free_port_ok($p) else 1)"; then
+for p in 18101 18102 18103 18104 18111 18112 18121 18122 18131 18132 18133 18134 18141 18142 18151 18152 18153 18154; do
+  if ! python3 -c "import sys; from common import free_port_ok; sys.exit(0 if free_port_ok($p) else 1)"; then
     echo "port $p is busy; stop whatever is on it first" >&2; exit 2
   fi
 done
@@ -37,6 +37,15 @@ run() { echo "== $*" ; "$@" 2>&1 | grep -v "^\s*$" ; }
   echo "### 1b. Python SDK mcp.Client pinned to 2026-07-28 vs examples/everything.py (MRTR, subscriptions/listen)"
   run timeout 120 "$PY" py_modern_checks.py stdio
   run "$PY" with_server.py 18141 py-modern-http --app=examples/everything.py -- "$PY" py_modern_checks.py http '{URL}/mcp'
+
+  echo "### 1c. Python SDK ClientSession resuming SSE streams (2025-11-25, SEP-1699): test_reconnection; a POST cut by a relay"
+  if [ -x "$PY" ] && "$PY" -c 'import mcp' 2>/dev/null; then
+    T1="$INTEROP_LOGDIR/py-resume-18151.trace.jsonl"; T2="$INTEROP_LOGDIR/py-resume-cut-18153.trace.jsonl"
+    run "$PY" with_server.py 18151 py-resume --app=examples/everything.py --trace="$T1" -- "$PY" py_resume_checks.py reconnect '{URL}/mcp' 18152 "$T1"
+    run "$PY" with_server.py 18153 py-resume-cut --app=.ci/interop/servers/resume_server.py --trace="$T2" -- "$PY" py_resume_checks.py cut '{URL}/mcp' 18154 "$T2"
+  else
+    echo "SKIP [py resume] resumption checks -- no Python SDK (mcp) in $PEERS (see ../README.md for the install)"
+  fi
 
   echo "### 2. TS SDK $(node -p 'require(process.argv[1] + "/node/node_modules/@modelcontextprotocol/sdk/package.json").version' "$PEERS") (node $(node --version))"
   run timeout 120 node ts_checks.mjs stdio
