@@ -6030,7 +6030,8 @@ class AuthorizationServer:
                 "registration_endpoint": i + "/register", "introspection_endpoint": i + "/introspect",
                 "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                 "grant_types_supported": ["authorization_code"],
-                "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic", "none"]})
+                "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic",
+                                                          "none"]})
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         if url.path != "/authorize" or q.get("redirect_uri") not in self.clients.get(q.get("client_id"), ()) \
                 or q.get("code_challenge_method") != "S256":
@@ -6148,8 +6149,8 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
                 fields = self.challenge(response)
                 self.assertEqual(fields.get("error"), error)
                 self.assertEqual(fields["scope"], "mcp")
-                self.assertEqual(fields["resource_metadata"],
-                                 f"http://127.0.0.1:{self.http.port}/.well-known/oauth-protected-resource/mcp")
+                self.assertEqual(fields["resource_metadata"], f"http://127.0.0.1:{self.http.port}"
+                                                              "/.well-known/oauth-protected-resource/mcp")
         self.assertEqual(self.state.calls, 0)   # invalid tokens never reach a handler
 
     async def test_introspection_active_inactive_and_ctx_auth(self):
@@ -6158,7 +6159,8 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(response.json()["result"]["structuredContent"],
                          {"sub": "alice", "scopes": ["mcp"], "client": "app"})
         self.issuer_server.tokens[self.alice]["active"] = False     # revoked, but still cached
-        self.assertEqual((await self.client.post(call(2, "count"), sid, headers=bearer(self.alice))).status, 200)
+        response = await self.client.post(call(2, "count"), sid, headers=bearer(self.alice))
+        self.assertEqual(response.status, 200)
         self.rs.verify.cache.clear()
         response = await self.client.post(call(3, "count"), sid, headers=bearer(self.alice))
         self.assertEqual(response.status, 401)
@@ -6174,7 +6176,8 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(response.status, 401)
             self.assertEqual(self.challenge(response)["error"], "invalid_token")
         self.assertEqual(self.state.calls, 0)
-        await self.initialize(self.issuer_server.issue("bob", "mcp", ["https://other.example", self.resource]))
+        await self.initialize(self.issuer_server.issue("bob", "mcp", ["https://other.example",
+                                                                      self.resource]))
 
     async def test_step_up_403_for_a_tool_and_for_the_servers_scopes(self):
         sid = await self.initialize(self.alice)
