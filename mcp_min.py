@@ -3046,7 +3046,7 @@ class _McpEndpoint:
             raise _HttpError(400, "Missing Mcp-Session-Id header")
         entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
         # another user's session is as unknown as none (SECURITY.md B12): its existence is not told
-        if entry is None or entry.legacy or entry.session.principal != _principal(x):
+        if entry is None or entry.legacy or x.auth and entry.session.principal != _principal(x):
             raise _HttpError(404, "Session not found")
         entry.session.auth = x.auth
         return entry
@@ -3080,7 +3080,7 @@ class _SseEndpoint:
         if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii() and ids[0].isalnum()):
             raise _HttpError(400, "Missing or malformed sessionId")
         entry = self.sessions.get(ids[0])
-        if entry is None or not entry.legacy or entry.session.principal != _principal(x):
+        if entry is None or not entry.legacy or x.auth and entry.session.principal != _principal(x):
             raise _HttpError(404, "Session not found")
         entry.session.auth = x.auth
         message = _parsed_body(x)
@@ -3474,6 +3474,8 @@ class ResourceServer:
                  client_id=None, client_secret=None):
         self.authorization_servers = [_https_or_loopback(s, "an authorization server")
                                       for s in authorization_servers]
+        if not (verify or self.authorization_servers):
+            raise ValueError("a ResourceServer needs an authorization server, or a verify function")
         self.verify = verify or Introspection(self.authorization_servers[0], client_id, client_secret)
         self.fixed = getattr(verify, "fixed", False)
         import inspect
@@ -3520,7 +3522,7 @@ class ResourceServer:
             _log.warning("cannot verify an access token: %s",
                          e if isinstance(e, OSError) else type(e).__name__)
             raise _HttpError(503, "Cannot verify the access token now") from None
-        if (auth := self._auth_info(claims)) is None:
+        if (auth := self._auth_info(claims)) is None:     # inactive, expired, or not for us
             raise self._refuse(401, "invalid_token")
         if not self.scopes <= auth.scopes:
             raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes)
@@ -3529,13 +3531,10 @@ class ResourceServer:
     def _auth_info(self, claims):
         if type(claims) is not dict or claims.get("active") is False:
             return None
-        if not self.fixed:      # MCP: a token issued for another resource is refused (RFC 8707)
-            aud = claims.get("aud")
-            if self.resource.rstrip("/") not in {a.rstrip("/") for a in ([aud] if type(aud) is str else
-                                                                          aud if type(aud) is list else [])
-                                                   if type(a) is str}:
-                return None
-        exp, scope = claims.get("exp"), claims.get("scope", ())
+        aud, exp, scope = claims.get("aud"), claims.get("exp"), claims.get("scope", ())
+        auds = [a.rstrip("/") for a in (aud if type(aud) is list else [aud]) if type(a) is str]
+        if not self.fixed and self.resource.rstrip("/") not in auds:
+            return None     # MCP: never a token issued for another resource (RFC 8707, no passthrough)
         if type(exp) in (int, float) and exp <= time.time():
             return None
         scopes = frozenset(scope.split() if type(scope) is str else (s for s in scope if type(s) is str))
@@ -3547,9 +3546,9 @@ class ResourceServer:
         """403 insufficient_scope for a tools/call whose tool needs scopes the token lacks: the
         client asks the user for more (step-up) and calls again. Granted scopes stay asked."""
         for message in body if type(body) is list else [body]:
-            if type(message) is dict and message.get("method") == "tools/call" \
-                    and type(params := message.get("params")) is dict \
-                    and (tool := server.tools.get(params.get("name"))) and not tool.scopes <= auth.scopes:
+            params = type(message) is dict and message.get("method") == "tools/call" and message.get("params")
+            name = params.get("name") if type(params) is dict else None
+            if type(name) is str and (tool := server.tools.get(name)) and not tool.scopes <= auth.scopes:
                 raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes | tool.scopes)
 
 

@@ -6187,6 +6187,8 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
             fields = self.challenge(response)
             self.assertEqual((fields["error"], fields["scope"]), ("insufficient_scope", "admin mcp"))
             self.assertIn("resource_metadata", fields)
+        response = await self.client.post(call(2, ["wipe"]), sid, headers=bearer(self.alice))
+        self.assertEqual(response.json()["error"]["code"], INVALID_PARAMS)     # no name: no crash
         admin = self.issuer_server.issue("alice", "mcp admin", self.resource)
         response = await self.client.post(call(3, "wipe"), sid, headers=bearer(admin))
         self.assertEqual(tool_text(response.json()), "wiped")
