@@ -3363,9 +3363,8 @@ async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options)
 # Authorization: the resource server (MCP 2025-06-18+ basic/authorization; PROTOCOL.md 8)
 ##############################################################################
 
-INTROSPECTION_TTL = 60.0        # seconds an introspection answer is reused: a revoked token lives on
-#                                 that long at most (RFC 7662 4 leaves the trade-off to us)
-INTROSPECTION_CACHE = 1000      # answers kept at most; past it the expired go, else the oldest
+INTROSPECTION_TTL = 60.0    # seconds an introspection answer is reused: a revoked token works that long
+INTROSPECTION_CACHE = 1000  # answers kept at most; past it the expired go, else the oldest
 _WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
@@ -3385,10 +3384,11 @@ def _https_or_loopback(url, what):
     return url
 
 
-async def _json_at(url, method="GET", headers=None, body=b""):
-    """(status, parsed JSON body or None) of one request, all of it within REPLY_TIMEOUT."""
+async def _json_at(url, headers=None, body=None):
+    """(status, JSON body or None) of a GET, or a POST of `body`, all within REPLY_TIMEOUT."""
     async def ask():
-        response = await _http(url, method, {"Accept": "application/json", **(headers or {})}, body)
+        response = await _http(url, "GET" if body is None else "POST",
+                                {"Accept": "application/json", **(headers or {})}, body or b"")
         data = await response.body(limit=1 << 20)
         response.close()
         with contextlib.suppress(McpError):
@@ -3398,9 +3398,8 @@ async def _json_at(url, method="GET", headers=None, body=b""):
 
 
 class Introspection:
-    """A verifier asking the authorization server `issuer` whether a token is active (RFC 7662),
-    at the introspection_endpoint its RFC 8414 (or OpenID Connect) metadata names; with
-    `client_id` and `client_secret` if it wants its callers authenticated (HTTP Basic)."""
+    """A verifier asking the authorization server `issuer` whether a token is active (RFC 7662)
+    at the introspection_endpoint of its metadata; as `client_id` (HTTP Basic) if it wants."""
 
     def __init__(self, issuer, client_id=None, client_secret=None):
         from urllib.parse import quote
@@ -3408,7 +3407,7 @@ class Introspection:
         self.endpoint, self.cache = None, {}
         # RFC 6749 2.3.1: each half form-encoded, then Basic
         pair = f"{quote(client_id, safe='')}:{quote(client_secret or '', safe='')}" if client_id else None
-        self.basic = pair and "Basic " + base64.b64encode(pair.encode()).decode()
+        self.basic = pair and {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
 
     async def __call__(self, token):
         import hashlib
@@ -3417,25 +3416,24 @@ class Introspection:
         if (hit := self.cache.get(key)) and hit[0] > now:
             return hit[1]
         self.endpoint = self.endpoint or await self._discover()
-        headers = {"Content-Type": "application/x-www-form-urlencoded", **({"Authorization": self.basic}
-                                                                            if self.basic else {})}
-        body = urlencode({"token": token, "token_type_hint": "access_token"}).encode()
-        status, claims = await _json_at(self.endpoint, "POST", headers, body)
+        status, claims = await _json_at(self.endpoint, {
+            "Content-Type": "application/x-www-form-urlencoded", **(self.basic or {})},
+            urlencode({"token": token, "token_type_hint": "access_token"}).encode())
         if status != 200 or type(claims) is not dict:
             raise OSError(f"the introspection endpoint answered {status}")
         claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
-        exp = claims and claims.get("exp")
+        exp = claims and claims.get("exp")      # never kept past the token's own end
         ttl = min(INTROSPECTION_TTL, exp - time.time()) if type(exp) in (int, float) else INTROSPECTION_TTL
         if len(self.cache) >= INTROSPECTION_CACHE:
-            gone = [k for k, (until, _) in self.cache.items() if until <= now]
-            for old in gone or [next(iter(self.cache))]:    # else the oldest
+            expired = [k for k, (until, _) in self.cache.items() if until <= now]
+            for old in expired or [next(iter(self.cache))]:
                 del self.cache[old]
         self.cache[key] = (now + ttl, claims)
         return claims
 
     async def _discover(self):
-        """RFC 8414 3.1: the well-known part goes between the host and the issuer's path; then
-        OpenID Connect discovery (as MCP 2025-11-25 clients try them). The issuer must be ours (3.3)."""
+        """RFC 8414 3.1 (the well-known part between host and path), then OpenID Connect, in the
+        order MCP 2025-11-25 clients try them; the metadata must name our issuer (RFC 8414 3.3)."""
         from urllib.parse import urlsplit
         parts = urlsplit(self.issuer)
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
@@ -3459,33 +3457,32 @@ def _fixed_token(token):
 
     async def verify(given):
         return {"sub": "token"} if hmac.compare_digest(given.encode(), expected) else None
-    verify.fixed = True
+    verify.fixed = True     # no metadata, a bare "Bearer" challenge, no audience: as before OAuth
     return verify
 
 
 class ResourceServer:
-    """Guards an HttpServer as an OAuth 2.1 resource server. `verify`: a function, sync or async
-    (a sync one runs in a thread), from an access token to its claims (a dict named as RFC 7662
-    names them: sub, scope, client_id, aud, exp) or None; default: `Introspection` at the first
-    of `authorization_servers`. `scopes`: what every request needs; `resource`: this server's
-    canonical URI (default http://HOST:PORT/mcp), which a token's `aud` must name (RFC 8707)."""
+    """Guards an HttpServer as an OAuth 2.1 resource server. `verify`: a function, sync (run in
+    a thread) or async, from an access token to its claims as RFC 7662 names them (sub, scope,
+    client_id, aud, exp) or None; default: `Introspection` at the first `authorization_servers`.
+    `scopes`: what every request needs; `resource`: this server's canonical URI, which a token's
+    `aud` must name (RFC 8707; default http://HOST:PORT/mcp, set when the HttpServer starts)."""
 
     def __init__(self, verify=None, authorization_servers=(), scopes=(), resource=None,
                  client_id=None, client_secret=None):
+        import inspect
         self.authorization_servers = [_https_or_loopback(s, "an authorization server")
                                       for s in authorization_servers]
         if not (verify or self.authorization_servers):
             raise ValueError("a ResourceServer needs an authorization server, or a verify function")
         self.verify = verify or Introspection(self.authorization_servers[0], client_id, client_secret)
-        self.fixed = getattr(verify, "fixed", False)
-        import inspect
         self.is_async = inspect.iscoroutinefunction(getattr(self.verify, "__call__", None)) \
             or inspect.iscoroutinefunction(self.verify)
-        self.scopes, self.resource = frozenset(scopes), resource
+        self.fixed, self.scopes, self.resource = getattr(verify, "fixed", False), frozenset(scopes), resource
 
     def publish(self, x, server):
-        """RFC 9728 2: who issues tokens for this resource, and the scopes its tools ask; at
-        the root well-known URI and the one suffixed with /mcp (3.1; MCP clients try both)."""
+        """RFC 9728 2 metadata: who issues tokens for us, and the scopes our tools ask; at the root
+        well-known URI and the one suffixed with /mcp (3.1; MCP clients try both)."""
         if self.fixed or x.request.path not in (_WELL_KNOWN, _WELL_KNOWN + "/mcp"):
             raise _HttpError(404, "Not found")
         if x.request.method != "GET":
@@ -3506,8 +3503,8 @@ class ResourceServer:
             f'resource_metadata="{where.scheme}://{where.netloc}{_WELL_KNOWN}{where.path.rstrip("/")}"']
         if scopes := sorted(self.scopes if scopes is None else scopes):
             fields.append(f'scope="{" ".join(scopes)}"')
-        message = "Insufficient scope" if status == 403 else "Unauthorized"
-        return _HttpError(status, message, headers=[("WWW-Authenticate", "Bearer " + ", ".join(fields))])
+        return _HttpError(status, "Insufficient scope" if status == 403 else "Unauthorized",
+                          headers=[("WWW-Authenticate", "Bearer " + ", ".join(fields))])
 
     async def check(self, request):
         """The AuthInfo of the request's bearer token, or _HttpError 401/403 (503: no verdict)."""
@@ -3531,20 +3528,20 @@ class ResourceServer:
     def _auth_info(self, claims):
         if type(claims) is not dict or claims.get("active") is False:
             return None
-        aud, exp, scope = claims.get("aud"), claims.get("exp"), claims.get("scope", ())
+        aud, exp, scope, client = (claims.get(k) for k in ("aud", "exp", "scope", "client_id"))
         auds = [a.rstrip("/") for a in (aud if type(aud) is list else [aud]) if type(a) is str]
         if not self.fixed and self.resource.rstrip("/") not in auds:
             return None     # MCP: never a token issued for another resource (RFC 8707, no passthrough)
         if type(exp) in (int, float) and exp <= time.time():
             return None
-        scopes = frozenset(scope.split() if type(scope) is str else (s for s in scope if type(s) is str))
-        client_id = claims.get("client_id")
-        return AuthInfo(str(claims.get("sub") or client_id or ""), scopes,
-                        client_id if type(client_id) is str else None, claims)
+        scopes = frozenset(scope.split() if type(scope) is str else
+                           (s for s in scope if type(s) is str) if type(scope) is list else ())
+        client = client if type(client) is str else None
+        return AuthInfo(str(claims.get("sub") or client or ""), scopes, client, claims)
 
     def step_up(self, auth, body, server):
         """403 insufficient_scope for a tools/call whose tool needs scopes the token lacks: the
-        client asks the user for more (step-up) and calls again. Granted scopes stay asked."""
+        client asks the user for more and calls again (step-up). Granted scopes stay asked."""
         for message in body if type(body) is list else [body]:
             params = type(message) is dict and message.get("method") == "tools/call" and message.get("params")
             name = params.get("name") if type(params) is dict else None
@@ -3553,22 +3550,22 @@ class ResourceServer:
 
 
 def _principal(x):
-    """Who sends this request: its verified subject and client (their sessions are theirs alone,
-    MCP security best practices "Session Hijacking"), else its Authorization as it came."""
+    """Who sends this request: its verified user and client, whose sessions are theirs alone (MCP
+    security best practices, "Session Hijacking"); without auth, its Authorization as it came."""
     return encode([x.auth.subject, x.auth.client_id]).decode() if x.auth \
         else x.request.header("authorization")
 
 
 def _auth_options(args):
-    """serve's HttpServer options: auth= from --auth-server (introspection credentials from
-    --auth-client-file or $MCP_AUTH_CLIENT, 'id:secret'), else token= (--token-file, ...)."""
+    """serve's HttpServer options: auth= for --auth-server (introspection credentials, 'id:secret',
+    from --auth-client-file or $MCP_AUTH_CLIENT: never the command line), else token=."""
     if not args.auth_server:
         return {"token": _token(args)}
-    secret = os.environ.get("MCP_AUTH_CLIENT")
+    secret = os.environ.get("MCP_AUTH_CLIENT", "")
     if args.auth_client_file:
         with open(args.auth_client_file, encoding="utf-8") as f:
             secret = f.read().strip()
-    client_id, _, client_secret = (secret or "").partition(":")
+    client_id, _, client_secret = secret.partition(":")
     return {"auth": ResourceServer(None, [args.auth_server], args.scope, args.resource,
                                    client_id or None, client_secret or None)}
 

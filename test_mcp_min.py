@@ -6283,7 +6283,7 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
         with mock.patch.dict(os.environ, {"MCP_AUTH_CLIENT": "id:se:cret", "MCP_TOKEN": "ignored"}):
             rs = mcp_min._auth_options(args)["auth"]
         self.assertEqual((rs.scopes, rs.authorization_servers), ({"mcp", "files"}, [self.issuer]))
-        self.assertEqual(base64.b64decode(rs.verify.basic.split()[1]), b"id:se%3Acret")
+        self.assertEqual(base64.b64decode(rs.verify.basic["Authorization"].split()[1]), b"id:se%3Acret")
         for bad in ("http://as.example", "ftp://127.0.0.1"):
             with self.assertRaisesRegex(ValueError, "https"):
                 mcp_min.ResourceServer(authorization_servers=[bad])
