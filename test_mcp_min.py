@@ -6239,6 +6239,23 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((await self.client.post(call(2, "count"), sid, headers=bearer(again))).status, 200)
         self.assertEqual(self.state.calls, 1)
 
+    async def test_request_state_is_bound_to_the_user_not_the_token(self):
+        ask = modern(1, "tools/call", {"name": "ask_user", "arguments": {}}, {"elicitation": {}})
+
+        def headers(token):
+            return {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "ask_user",
+                    **bearer(token)}
+        state = (await self.client.post(ask, headers=headers(self.alice))).json()["result"]["requestState"]
+        ask["params"].update(requestState=state, inputResponses={
+            "elicitation-1": {"action": "accept", "content": {"name": "Ada"}}})
+        bob = self.issuer_server.issue("bob", "mcp", self.resource)
+        stolen = await self.client.post(ask, headers=headers(bob))
+        self.assertEqual((stolen.status, stolen.json()["error"]["code"]), (400, INVALID_PARAMS))
+        refreshed = self.issuer_server.issue("alice", "mcp", self.resource)
+        done = await self.client.post(ask, headers=headers(refreshed))
+        self.assertEqual(done.json()["result"]["structuredContent"],
+                         {"action": "accept", "content": {"name": "Ada"}})
+
     async def test_no_token_in_logs_trace_or_errors(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trace.jsonl")
