@@ -3045,7 +3045,7 @@ class _McpEndpoint:
         if not sid:
             raise _HttpError(400, "Missing Mcp-Session-Id header")
         entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
-        # another user's session is as unknown as none (SECURITY.md B12): its existence is not told
+        # another user's session is as unknown as none (SECURITY.md R7): its existence is not told
         if entry is None or entry.legacy or x.auth and entry.session.principal != _principal(x):
             raise _HttpError(404, "Session not found")
         entry.session.auth = x.auth
@@ -3105,7 +3105,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         if not _is_loopback(host) and auth and not auth.resource:
             raise ValueError("name the URL clients use, resource= (--resource)")
         if not _is_loopback(host) and not token and not auth and not insecure:
-            raise ValueError(f"refusing to serve on {host} without a token: pass --token "
+            raise ValueError(f"refusing to serve on {host} without a token: pass --token or --auth-server "
                              "(or --insecure if something else protects this port)")
         self.server, self.host, self.port = server, host, port
         self.auth = ResourceServer(_fixed_token(token)) if token else auth     # see "Authorization"
