@@ -2680,7 +2680,7 @@ class _Exchange:
     def __init__(self, http, reader, writer):
         self.http, self.reader, self.writer = http, reader, writer
         self.deadline = _Deadline()
-        self.request, self.cors = None, []
+        self.request, self.cors, self.auth = None, [], None    # auth: the AuthInfo of `request`
 
     def write(self, status, headers=(), body=b"", close=False):
         """A response head, and `body` unless it is None (a stream follows)."""
