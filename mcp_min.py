@@ -963,12 +963,14 @@ class Tool(_Handler):
     """A tool. Options: `name` (default: the function's), `description` (default: the docstring's
     first paragraph), `title`, `annotations` (readOnlyHint ...), `input_schema` / `output_schema`
     (default: from the type hints), `meta`, `icons`, `timeout` (seconds a call may run; default
-    the server's, else TOOL_TIMEOUT)."""
+    the server's, else TOOL_TIMEOUT), `scopes` (OAuth scopes a caller's token needs, over HTTP
+    with a ResourceServer: without them, 403 and the client may ask for more)."""
 
     def __init__(self, fn, name=None, description=None, title=None, annotations=None,
-                 input_schema=None, output_schema=None, meta=None, icons=None, timeout=None):
+                 input_schema=None, output_schema=None, meta=None, icons=None, timeout=None, scopes=()):
         super().__init__(fn)
         self.name, self.timeout = name or fn.__name__, timeout
+        self.scopes = frozenset(scopes.split() if isinstance(scopes, str) else scopes)
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):    # 2025-11-25 server/tools
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
         self.description = description or self.description
@@ -1150,6 +1152,8 @@ class Server:
         if len(self.state_key) < 16:
             raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
 
+    auth = None     # a ResourceServer guarding it over HTTP, unless given token= or auth=
+
     # Each decorator returns the function unchanged, so it can still be called (and tested).
     def tool(self, name=None, **options):
         """Decorator: register a function as a tool (see `Tool` options); ``@server.tool`` too."""
@@ -1279,6 +1283,12 @@ class Context:
 
     _rounds = None  # 2026-07-28 (see `_resume`): [answers so far, what `once` kept, this
     #                 round's asks, this round's answers, asks made]
+
+    @property
+    def auth(self):
+        """The caller's verified token (AuthInfo: subject, scopes, client_id, claims), over
+        HTTP with auth; else None."""
+        return getattr(self.session, "auth", None)
 
     @property
     def client_capabilities(self):
@@ -1586,7 +1596,8 @@ class Session(_Peer):
         self.log_level = "info"
         self.subscriptions = set()
         self.listens = {}       # subscriptions/listen id -> (what it wants, future that ends it)
-        self.principal = ""     # who the client is (HTTP: its Authorization), for requestState
+        self.principal = ""     # who the client is (HTTP: its user, else Authorization), for requestState
+        self.auth = None        # HTTP with auth: the AuthInfo of the client's latest request
         self.running = {}       # request id -> task serving it
         self.waiting = {}       # request id -> (message, done): taken in, waiting for a slot (FIFO)
         self.replies = {}       # request id -> the reply its frame came with (see `receive`)
@@ -2812,7 +2823,7 @@ class _Exchange:
     def __init__(self, http, reader, writer):
         self.http, self.reader, self.writer = http, reader, writer
         self.deadline = _Deadline()
-        self.request, self.cors = None, []
+        self.request, self.cors, self.auth = None, [], None    # auth: the AuthInfo of `request`
 
     def write(self, status, headers=(), body=b"", close=False):
         """A response head, and `body` unless it is None (a stream follows)."""
@@ -3022,6 +3033,8 @@ def _parsed_body(x):
         body = decode(x.request.body)
     except McpError as e:
         raise _HttpError(400, e.message, e.code) from None
+    if x.auth:
+        x.http.auth.step_up(x.auth, body, x.http.server)
     # A JSON string is no message; handed on parsed, it must not be decoded a second time.
     return McpError(INVALID_REQUEST, "Invalid request") if type(body) is str else body
 
@@ -3099,10 +3112,12 @@ class _McpEndpoint:
                                  INVALID_REQUEST)
             self._make_room()
             import secrets
-            return _HttpSession(self.server, secrets.token_urlsafe(24), False)
-        entry = _HttpSession(self.server, None, False, None if initialize else version)
-        entry.session.principal = x.request.header("authorization")     # for requestState
-        self.stateless_entries.add(entry)
+            entry = _HttpSession(self.server, secrets.token_urlsafe(24), False)
+        if modern or self.stateless:
+            entry = _HttpSession(self.server, None, False, None if initialize else version)
+            self.stateless_entries.add(entry)
+        # the user binds requestState and the session (see _lookup); ctx.auth is what they sent
+        entry.session.principal, entry.session.auth = _principal(x), x.auth
         return entry
 
     def _no_request(self, x, stream, batch):
@@ -3234,8 +3249,10 @@ class _McpEndpoint:
         if not sid:
             raise _HttpError(400, "Missing Mcp-Session-Id header")
         entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
-        if entry is None or entry.legacy:
+        # another user's session is as unknown as none (SECURITY.md R7): its existence is not told
+        if entry is None or entry.legacy or x.auth and entry.session.principal != _principal(x):
             raise _HttpError(404, "Session not found")
+        entry.session.auth = x.auth
         return entry
 
 
@@ -3248,6 +3265,7 @@ class _SseEndpoint:
         import secrets
         sid = secrets.token_hex(16)
         entry = self.sessions[sid] = _HttpSession(self.server, sid, True)
+        entry.session.principal, entry.session.auth = _principal(x), x.auth
         entry.standalone = _Stream()
         x.open_sse()
         # The endpoint is a fixed relative path, never built from the Host header.
@@ -3266,8 +3284,9 @@ class _SseEndpoint:
         if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii() and ids[0].isalnum()):
             raise _HttpError(400, "Missing or malformed sessionId")
         entry = self.sessions.get(ids[0])
-        if entry is None or not entry.legacy:
+        if entry is None or not entry.legacy or x.auth and entry.session.principal != _principal(x):
             raise _HttpError(404, "Session not found")
+        entry.session.auth = x.auth
         message = _parsed_body(x)
         x.write(202, x.cors, b"")     # first: the answer goes to the stream
         entry.session.receive(message)
@@ -3280,14 +3299,20 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
     is the Session's. Created by `serve_http` / `start_http`; `port` is the bound port."""
 
     def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(), allow_hosts=(),
-                 stateless=False, json_response=False, insecure=False, trace=None, session_idle=None):
+                 stateless=False, json_response=False, insecure=False, trace=None, session_idle=None,
+                 auth=None):
         if token is not None and not token.strip(" \t"):
             raise ValueError("an empty token would turn authentication off")
-        if not _is_loopback(host) and not token and not insecure:
-            raise ValueError(f"refusing to serve on {host} without a token: pass --token "
+        if token and auth:
+            raise ValueError("pass token= or auth= (a ResourceServer), not both")
+        auth = auth or (None if token else server.auth)
+        if not _is_loopback(host) and auth and not auth.resource:
+            raise ValueError("name the URL clients use, resource= (--resource)")
+        if not _is_loopback(host) and not token and not auth and not insecure:
+            raise ValueError(f"refusing to serve on {host} without a token: pass --token or --auth-server "
                              "(or --insecure if something else protects this port)")
         self.server, self.host, self.port = server, host, port
-        self.token = token.strip(" \t").encode() if token else None
+        self.auth = ResourceServer(_fixed_token(token)) if token else auth     # see "Authorization"
         self.allow_origins = set(allow_origins)
         self.allow_hosts = {h.lower() for h in allow_hosts}
         self.stateless, self.json_response = stateless, json_response
@@ -3304,6 +3329,8 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         self._listener = await asyncio.start_server(self._connection, self.host, self.port,
                                                     limit=MAX_HEAD_BYTES)
         self.port = self._listener.sockets[0].getsockname()[1]
+        if self.auth and not self.auth.resource:
+            self.auth.resource = f"http://{'[::1]' if self.host == '::1' else self.host}:{self.port}/mcp"
         self._reaper = asyncio.get_running_loop().create_task(self._expire())
         return self
 
@@ -3441,7 +3468,10 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
                                                  + params),    # 2026-07-28: and a tool's Mcp-Param-*
                 ("Access-Control-Max-Age", "600")], b"")
             return True
-        self._check_token(x.request)
+        if self.auth and path.startswith(_WELL_KNOWN):   # public: no token needed (RFC 9728 3)
+            self._no_body(x.request)
+            return self.auth.publish(x, self.server)
+        x.auth = self.auth and await self.auth.check(x.request)     # before any body is read
         if path == "/mcp":
             if method == "POST":
                 await self._read_body(x)
@@ -3480,14 +3510,6 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             scheme, sep, rest = origin.partition("://")
             if scheme not in ("http", "https") or not sep or "/" in rest or _host_name(rest) not in _LOOPBACK:
                 raise _HttpError(403, "Origin not allowed")
-
-    def _check_token(self, request):
-        if self.token:
-            import hmac
-            scheme, _, given = request.header("authorization").partition(" ")
-            # Only HTTP's own whitespace is trimmed: a Unicode strip() took NBSP and \x85 too.
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(" \t").encode(), self.token):
-                raise _HttpError(401, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
 
     def _cors(self, request):
         origin = request.header("origin")
@@ -3544,6 +3566,217 @@ async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options)
         await asyncio.Event().wait()
     finally:
         await http.close(SHUTDOWN_GRACE if grace is None else grace)
+
+##############################################################################
+# Authorization: the resource server (MCP 2025-06-18+ basic/authorization; PROTOCOL.md 8)
+##############################################################################
+
+INTROSPECTION_TTL = 60.0    # seconds an introspection answer is reused: a revoked token works that long
+INTROSPECTION_CACHE = 1000  # answers kept at most; past it the expired go, else the oldest
+_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+class AuthInfo(typing.NamedTuple):
+    """What a verified access token says, as a handler sees it: ``ctx.auth`` (None without auth)."""
+    subject: str
+    scopes: frozenset
+    client_id: typing.Optional[str]
+    claims: dict
+
+
+def _https_or_loopback(url, what):
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    if not (parts.scheme == "https" or parts.scheme == "http" and _is_loopback(parts.hostname or "")):
+        raise ValueError(f"{what} must be an https URL (http only on loopback): {url[:200]!r}")
+    return url
+
+
+async def _json_at(url, headers=None, body=None):
+    """(status, JSON body or None) of a GET, or a POST of `body`, all within REPLY_TIMEOUT."""
+    async def ask():
+        response = await _http(url, "GET" if body is None else "POST",
+                                {"Accept": "application/json", **(headers or {})}, body or b"")
+        data = await response.body(limit=1 << 20)
+        response.close()
+        with contextlib.suppress(McpError):
+            return response.status, decode(data)
+        return response.status, None
+    return await asyncio.wait_for(ask(), REPLY_TIMEOUT)
+
+
+class Introspection:
+    """A verifier asking the authorization server `issuer` whether a token is active (RFC 7662)
+    at the introspection_endpoint of its metadata; as `client_id` (HTTP Basic) if it wants."""
+
+    def __init__(self, issuer, client_id=None, client_secret=None):
+        from urllib.parse import quote
+        self.issuer = _https_or_loopback(issuer, "the authorization server")
+        self.endpoint, self.cache = None, {}
+        # RFC 6749 2.3.1: each half form-encoded, then Basic
+        pair = f"{quote(client_id, safe='')}:{quote(client_secret or '', safe='')}" if client_id else None
+        self.basic = pair and {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+
+    async def __call__(self, token):
+        import hashlib
+        from urllib.parse import urlencode
+        key, now = hashlib.sha256(token.encode()).digest(), _now()    # the cache holds no token
+        if (hit := self.cache.get(key)) and hit[0] > now:
+            return hit[1]
+        self.endpoint = self.endpoint or await self._discover()
+        status, claims = await _json_at(self.endpoint, {
+            "Content-Type": "application/x-www-form-urlencoded", **(self.basic or {})},
+            urlencode({"token": token, "token_type_hint": "access_token"}).encode())
+        if status != 200 or type(claims) is not dict:
+            raise OSError(f"the introspection endpoint answered {status}")
+        claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
+        exp = claims and claims.get("exp")      # never kept past the token's own end
+        ttl = min(INTROSPECTION_TTL, exp - time.time()) if type(exp) in (int, float) else INTROSPECTION_TTL
+        if len(self.cache) >= INTROSPECTION_CACHE:
+            expired = [k for k, (until, _) in self.cache.items() if until <= now]
+            for old in expired or [next(iter(self.cache))]:
+                del self.cache[old]
+        self.cache[key] = (now + ttl, claims)
+        return claims
+
+    async def _discover(self):
+        """RFC 8414 3.1 (the well-known part between host and path), then OpenID Connect, in the
+        order MCP 2025-11-25 clients try them; the metadata must name our issuer (RFC 8414 3.3)."""
+        from urllib.parse import urlsplit
+        parts = urlsplit(self.issuer)
+        origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+        for url in (f"{origin}/.well-known/oauth-authorization-server{path}",
+                    f"{origin}/.well-known/openid-configuration{path}",
+                    f"{origin}{path}/.well-known/openid-configuration"):
+            status, meta = await _json_at(url)
+            if status == 200 and type(meta) is dict:
+                if meta.get("issuer") != self.issuer:
+                    raise OSError(f"the metadata at {url} names another issuer")
+                if type(meta.get("introspection_endpoint")) is not str:
+                    raise OSError(f"{self.issuer} names no introspection_endpoint")
+                return _https_or_loopback(meta["introspection_endpoint"], "introspection_endpoint")
+        raise OSError(f"no authorization server metadata found for {self.issuer}")
+
+
+def _fixed_token(token):
+    """Today's --token: one secret, compared in constant time (SECURITY.md R6)."""
+    import hmac
+    expected = token.strip(" \t").encode()
+
+    async def verify(given):
+        return {"sub": "token"} if hmac.compare_digest(given.encode(), expected) else None
+    verify.fixed = True     # no metadata, a bare "Bearer" challenge, no audience: as before OAuth
+    return verify
+
+
+class ResourceServer:
+    """Guards an HttpServer as an OAuth 2.1 resource server. `verify`: a function, sync (run in
+    a thread) or async, from an access token to its claims as RFC 7662 names them (sub, scope,
+    client_id, aud, exp) or None; default: `Introspection` at the first `authorization_servers`.
+    `scopes`: what every request needs; `resource`: this server's canonical URI, which a token's
+    `aud` must name (RFC 8707; default http://HOST:PORT/mcp, set when the HttpServer starts)."""
+
+    def __init__(self, verify=None, authorization_servers=(), scopes=(), resource=None,
+                 client_id=None, client_secret=None):
+        import inspect
+        self.authorization_servers = [_https_or_loopback(s, "an authorization server")
+                                      for s in authorization_servers]
+        if not (verify or self.authorization_servers):
+            raise ValueError("a ResourceServer needs an authorization server, or a verify function")
+        self.verify = verify or Introspection(self.authorization_servers[0], client_id, client_secret)
+        self.is_async = inspect.iscoroutinefunction(getattr(self.verify, "__call__", None)) \
+            or inspect.iscoroutinefunction(self.verify)
+        self.fixed, self.scopes, self.resource = getattr(verify, "fixed", False), frozenset(scopes), resource
+
+    def publish(self, x, server):
+        """RFC 9728 2 metadata: who issues tokens for us, and the scopes our tools ask; at the root
+        well-known URI and the one suffixed with /mcp (3.1; MCP clients try both)."""
+        if self.fixed or x.request.path not in (_WELL_KNOWN, _WELL_KNOWN + "/mcp"):
+            raise _HttpError(404, "Not found")
+        if x.request.method != "GET":
+            raise _HttpError(405, headers=[("Allow", "GET")])
+        asked = set(self.scopes).union(*(t.scopes for t in server.tools.values()))
+        x.write(200, x.cors + [("Content-Type", "application/json")], encode({
+            "resource": self.resource, "authorization_servers": self.authorization_servers,
+            "scopes_supported": sorted(asked), "bearer_methods_supported": ["header"]}))
+        return True
+
+    def _refuse(self, status, error=None, scopes=None):
+        """RFC 6750 3 and RFC 9728 5.1: where the metadata is, which scopes would do, what failed."""
+        if self.fixed:
+            return _HttpError(status, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
+        from urllib.parse import urlsplit
+        where = urlsplit(self.resource)
+        fields = [f'error="{error}"'] * bool(error) + [
+            f'resource_metadata="{where.scheme}://{where.netloc}{_WELL_KNOWN}{where.path.rstrip("/")}"']
+        if scopes := sorted(self.scopes if scopes is None else scopes):
+            fields.append(f'scope="{" ".join(scopes)}"')
+        return _HttpError(status, "Insufficient scope" if status == 403 else "Unauthorized",
+                          headers=[("WWW-Authenticate", "Bearer " + ", ".join(fields))])
+
+    async def check(self, request):
+        """The AuthInfo of the request's bearer token, or _HttpError 401/403 (503: no verdict)."""
+        scheme, _, token = request.header("authorization").partition(" ")
+        token = token.strip(" \t")      # only HTTP's own whitespace: a Unicode strip() takes NBSP too
+        if scheme.lower() != "bearer" or not token:
+            raise self._refuse(401)     # RFC 6750 3.1: no error code when no token came
+        try:
+            claims = await (self.verify(token) if self.is_async else asyncio.to_thread(self.verify, token))
+        except Exception as e:      # the AS is down or confused: not the client's fault, no 401
+            # a verifier's own message might quote the token: only ours (OSError) are logged whole
+            _log.warning("cannot verify an access token: %s",
+                         e if isinstance(e, OSError) else type(e).__name__)
+            raise _HttpError(503, "Cannot verify the access token now") from None
+        if (auth := self._auth_info(claims)) is None:     # inactive, expired, or not for us
+            raise self._refuse(401, "invalid_token")
+        if not self.scopes <= auth.scopes:
+            raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes)
+        return auth
+
+    def _auth_info(self, claims):
+        if type(claims) is not dict or claims.get("active") is False:
+            return None
+        aud, exp, scope, client = (claims.get(k) for k in ("aud", "exp", "scope", "client_id"))
+        auds = [a.rstrip("/") for a in (aud if type(aud) is list else [aud]) if type(a) is str]
+        if not self.fixed and self.resource.rstrip("/") not in auds:
+            return None     # MCP: never a token issued for another resource (RFC 8707, no passthrough)
+        if type(exp) in (int, float) and exp <= time.time():
+            return None
+        scopes = frozenset(scope.split() if type(scope) is str else
+                           (s for s in scope if type(s) is str) if type(scope) is list else ())
+        client = client if type(client) is str else None
+        return AuthInfo(str(claims.get("sub") or client or ""), scopes, client, claims)
+
+    def step_up(self, auth, body, server):
+        """403 insufficient_scope for a tools/call whose tool needs scopes the token lacks: the
+        client asks the user for more and calls again (step-up). Granted scopes stay asked."""
+        for message in body if type(body) is list else [body]:
+            params = type(message) is dict and message.get("method") == "tools/call" and message.get("params")
+            name = params.get("name") if type(params) is dict else None
+            if type(name) is str and (tool := server.tools.get(name)) and not tool.scopes <= auth.scopes:
+                raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes | tool.scopes)
+
+
+def _principal(x):
+    """Who sends this request: its verified user and client, whose sessions are theirs alone (MCP
+    security best practices, "Session Hijacking"); without auth, its Authorization as it came."""
+    return encode([x.auth.subject, x.auth.client_id]).decode() if x.auth \
+        else x.request.header("authorization")
+
+
+def _auth_options(args):
+    """serve's HttpServer options: auth= for --auth-server (introspection credentials, 'id:secret',
+    from --auth-client-file or $MCP_AUTH_CLIENT: never the command line), else token=."""
+    if not args.auth_server:
+        return {"token": _token(args)}
+    secret = os.environ.get("MCP_AUTH_CLIENT", "")
+    if args.auth_client_file:
+        with open(args.auth_client_file, encoding="utf-8") as f:
+            secret = f.read().strip()
+    client_id, _, client_secret = secret.partition(":")
+    return {"auth": ResourceServer(None, [args.auth_server], args.scope, args.resource,
+                                   client_id or None, client_secret or None)}
+
 
 ##############################################################################
 # Client: stdio, Streamable HTTP and legacy HTTP+SSE
@@ -4932,10 +5165,18 @@ def _serve_parser(description=_SERVE_HELP):
     p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                    help="the address to bind (default 127.0.0.1; another needs --token)")
     secret = p.add_mutually_exclusive_group()
+    secret.add_argument("--auth-server", metavar="URL", help="accept OAuth access tokens this "
+                        "authorization server issued for this server (checked by introspection, RFC 7662)")
     secret.add_argument("--token-file", metavar="FILE", help="require 'Authorization: Bearer TOKEN' on "
                         "HTTP, the token read from FILE (default: $MCP_TOKEN)")
     secret.add_argument("--token", help="the token itself (every local user can read it in the "
                         "process list: prefer --token-file or $MCP_TOKEN)")
+    p.add_argument("--scope", action="append", default=[], help="with --auth-server: a scope every "
+                   "request needs (repeatable)")
+    p.add_argument("--resource", metavar="URL", help="with --auth-server: this server's URL as clients "
+                   "see it, which tokens must name (default http://HOST:PORT/mcp)")
+    p.add_argument("--auth-client-file", metavar="FILE", help="with --auth-server: 'client_id:secret' "
+                   "to introspect with, if the server wants it (default: $MCP_AUTH_CLIENT)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="a browser origin allowed to call, with CORS (repeatable)")
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
@@ -4961,7 +5202,7 @@ def _serve(server, args, stdout=1):
         print(f"mcp_min: cannot write the trace to {args.trace}: {e.strerror}", file=sys.stderr)
         return 2
     try:
-        token = _token(args) if args.port is not None else None
+        auth = _auth_options(args) if args.port is not None else {}
     except (OSError, ValueError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)
         return 2
@@ -4998,7 +5239,7 @@ def _serve(server, args, stdout=1):
             if args.port is None:
                 code = await serve_stdio(server, stdout_fd=stdout, trace=trace, grace=args.shutdown_grace)
             else:
-                code = await serve_http(server, args.host, args.port, args.shutdown_grace, token=token,
+                code = await serve_http(server, args.host, args.port, args.shutdown_grace, **auth,
                                         allow_origins=args.allow_origin, allow_hosts=args.allow_host,
                                         stateless=args.stateless, json_response=args.json_response,
                                         insecure=args.insecure, trace=trace)

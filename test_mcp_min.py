@@ -6252,3 +6252,343 @@ class ClientCliTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AuthorizationServer:
+    """A small OAuth 2.1 authorization server (stdlib, 127.0.0.1, a thread), for the tests and
+    the interop harness (.ci/interop/servers/oauth_checks.py): RFC 8414 metadata, RFC 7662
+    introspection (its callers authenticate: HTTP Basic with CLIENT), and for real clients RFC 7591
+    registration, /authorize (no user to ask: it redirects with a code at once) and /token
+    (authorization_code with PKCE S256). Tokens name the `resource` asked (RFC 8707) as `aud`."""
+    CLIENT = ("rs-client", "rs-s3cret")
+
+    def __init__(self, port=0):
+        import http.server
+        self.tokens, self.codes, self.clients, self.introspections = {}, {}, {}, 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                outer._get(self)
+
+            def do_POST(self):
+                outer._post(self)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.issuer = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.01,), daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def issue(self, sub="alice", scope="mcp", aud=None, client_id="app", **claims):
+        token = "at-" + os.urandom(16).hex()
+        self.tokens[token] = {"sub": sub, "scope": scope, "client_id": client_id, "aud": aud,
+                              "exp": int(time.time()) + 3600, **claims}
+        return token
+
+    @staticmethod
+    def _reply(h, status, body=None, headers=()):
+        data = json.dumps(body).encode() if body is not None else b""
+        h.send_response(status)
+        for k, v in headers:
+            h.send_header(k, v)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _get(self, h):
+        from urllib.parse import parse_qs, urlencode, urlsplit
+        url = urlsplit(h.path)
+        if url.path == "/.well-known/oauth-authorization-server":
+            i = self.issuer
+            return self._reply(h, 200, {
+                "issuer": i, "authorization_endpoint": i + "/authorize", "token_endpoint": i + "/token",
+                "registration_endpoint": i + "/register", "introspection_endpoint": i + "/introspect",
+                "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+                "grant_types_supported": ["authorization_code"],
+                "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic",
+                                                          "none"]})
+        q = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if url.path != "/authorize" or q.get("redirect_uri") not in self.clients.get(q.get("client_id"), ()) \
+                or q.get("code_challenge_method") != "S256":
+            return self._reply(h, 400, {"error": "invalid_request"})
+        code = os.urandom(12).hex()
+        self.codes[code] = q
+        target = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", "")})
+        self._reply(h, 302, headers=[("Location", target)])
+
+    def _post(self, h):
+        import hashlib
+        from urllib.parse import parse_qs
+        body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        if h.path == "/register":
+            client = json.loads(body)
+            client_id = "c-" + os.urandom(8).hex()
+            self.clients[client_id] = client.get("redirect_uris") or []
+            return self._reply(h, 201, {**client, "client_id": client_id, "client_secret": "cs-" + client_id})
+        form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+        if h.path == "/introspect":
+            basic = base64.b64encode(":".join(self.CLIENT).encode()).decode()
+            if h.headers.get("Authorization") != "Basic " + basic:
+                return self._reply(h, 401, {"error": "invalid_client"})
+            self.introspections += 1
+            claims = self.tokens.get(form.get("token"))
+            return self._reply(h, 200, {"active": True, **claims} if claims else {"active": False})
+        asked = self.codes.pop(form.get("code"), None)
+        verifier = form.get("code_verifier", "").encode()
+        if h.path != "/token" or asked is None or asked["code_challenge"] != \
+                base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=").decode():
+            return self._reply(h, 400, {"error": "invalid_grant"})
+        scope = asked.get("scope", "")
+        token = self.issue("interop-user", scope, form.get("resource") or asked.get("resource"),
+                           asked["client_id"])
+        self._reply(h, 200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600,
+                             "scope": scope})
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 14, the resource server: metadata, challenges, introspection, audience, step-up,
+    sessions bound to their user, ctx.auth; against AuthorizationServer on real sockets."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.issuer_server = AuthorizationServer().start()
+        cls.issuer = cls.issuer_server.issuer
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.issuer_server.stop()
+
+    async def asyncSetUp(self, **options):
+        self.server, self.state = make_server()
+
+        @self.server.tool(scopes="admin")
+        def wipe() -> str:
+            return "wiped"
+
+        @self.server.tool()
+        def whoami(ctx: Context) -> dict:
+            auth = ctx.auth
+            return {"sub": auth.subject, "scopes": sorted(auth.scopes), "client": auth.client_id}
+        self.rs = mcp_min.ResourceServer(authorization_servers=[self.issuer], scopes=["mcp"],
+                                         client_id=AuthorizationServer.CLIENT[0],
+                                         client_secret=AuthorizationServer.CLIENT[1])
+        self.http = await start_http(self.server, "127.0.0.1", 0, auth=self.rs, **options)
+        self.resource = f"http://127.0.0.1:{self.http.port}/mcp"
+        self.client = HttpClient(self.http.port)
+        self.alice = self.issuer_server.issue("alice", "mcp", self.resource)
+
+    async def asyncTearDown(self):
+        await self.client.close()
+        await asyncio.wait_for(self.http.close(), TIMEOUT)
+
+    async def initialize(self, token):
+        response = await self.client.post(rpc(0, "initialize", init_params()), headers=bearer(token))
+        self.assertEqual(response.status, 200, response)
+        return response.header("mcp-session-id")
+
+    def challenge(self, response):
+        """The WWW-Authenticate fields, as a dict."""
+        header = response.header("www-authenticate")
+        self.assertTrue(header.startswith("Bearer "), header)
+        return dict(re.findall(r'(\w+)="([^"]*)"', header))
+
+    async def test_metadata_at_both_well_known_uris_without_a_token(self):
+        for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
+            response = await self.client.request("GET", path)
+            self.assertEqual(response.status, 200, path)
+            self.assertEqual(response.json(), {
+                "resource": self.resource, "authorization_servers": [self.issuer],
+                "scopes_supported": ["admin", "mcp"], "bearer_methods_supported": ["header"]})
+        self.assertEqual((await self.client.request("GET", "/.well-known/oauth-protected-resource/x")).status,
+                         404)
+        # a fixed token (today's --token) publishes none: there is no authorization server to name
+        fixed = await start_http(self.server, "127.0.0.1", 0, token="s3cret-s3cret")
+        try:
+            response = await HttpClient(fixed.port).request("GET", "/.well-known/oauth-protected-resource")
+            self.assertEqual(response.status, 404)
+        finally:
+            await fixed.close()
+
+    async def test_401_names_the_metadata_and_the_scope(self):
+        for headers, error in (({}, None), (bearer("made-up"), "invalid_token"),
+                               ({"Authorization": f"Basic {self.alice}"}, None)):
+            for method, path in (("POST", "/mcp"), ("GET", "/mcp"), ("GET", "/sse"),
+                                 ("POST", "/messages?sessionId=abc")):
+                body = call(1, "count") if method == "POST" else None
+                response = await self.client.request(method, path, body, headers)
+                self.assertEqual(response.status, 401, (headers, path))
+                fields = self.challenge(response)
+                self.assertEqual(fields.get("error"), error)
+                self.assertEqual(fields["scope"], "mcp")
+                self.assertEqual(fields["resource_metadata"], f"http://127.0.0.1:{self.http.port}"
+                                                              "/.well-known/oauth-protected-resource/mcp")
+        self.assertEqual(self.state.calls, 0)   # invalid tokens never reach a handler
+
+    async def test_introspection_active_inactive_and_ctx_auth(self):
+        sid = await self.initialize(self.alice)
+        response = await self.client.post(call(1, "whoami"), sid, headers=bearer(self.alice))
+        self.assertEqual(response.json()["result"]["structuredContent"],
+                         {"sub": "alice", "scopes": ["mcp"], "client": "app"})
+        self.issuer_server.tokens[self.alice]["active"] = False     # revoked, but still cached
+        response = await self.client.post(call(2, "count"), sid, headers=bearer(self.alice))
+        self.assertEqual(response.status, 200)
+        self.rs.verify.cache.clear()
+        response = await self.client.post(call(3, "count"), sid, headers=bearer(self.alice))
+        self.assertEqual(response.status, 401)
+        self.assertEqual(self.challenge(response)["error"], "invalid_token")
+        self.assertEqual(self.state.calls, 1)
+
+    async def test_a_token_for_another_resource_or_expired_is_refused(self):
+        for token in (self.issuer_server.issue("bob", "mcp", "http://127.0.0.1:1/mcp"),
+                      self.issuer_server.issue("bob", "mcp", None),
+                      self.issuer_server.issue("bob", "mcp", [self.resource + "x"]),
+                      self.issuer_server.issue("bob", "mcp", self.resource, exp=int(time.time()) - 5)):
+            response = await self.client.post(call(1, "count"), headers=bearer(token))
+            self.assertEqual(response.status, 401)
+            self.assertEqual(self.challenge(response)["error"], "invalid_token")
+        self.assertEqual(self.state.calls, 0)
+        await self.initialize(self.issuer_server.issue("bob", "mcp", ["https://other.example",
+                                                                      self.resource]))
+
+    async def test_step_up_403_for_a_tool_and_for_the_servers_scopes(self):
+        sid = await self.initialize(self.alice)
+        for body in (call(1, "wipe"), [call(1, "add", {"a": 1, "b": 2}), call(2, "wipe")]):
+            response = await self.client.post(body, sid, headers=bearer(self.alice))
+            self.assertEqual(response.status, 403)
+            fields = self.challenge(response)
+            self.assertEqual((fields["error"], fields["scope"]), ("insufficient_scope", "admin mcp"))
+            self.assertIn("resource_metadata", fields)
+        response = await self.client.post(call(2, ["wipe"]), sid, headers=bearer(self.alice))
+        self.assertEqual(response.json()["error"]["code"], INVALID_PARAMS)     # no name: no crash
+        admin = self.issuer_server.issue("alice", "mcp admin", self.resource)
+        response = await self.client.post(call(3, "wipe"), sid, headers=bearer(admin))
+        self.assertEqual(tool_text(response.json()), "wiped")
+        weak = self.issuer_server.issue("carol", "profile", self.resource)     # lacks "mcp"
+        response = await self.client.post(call(1, "count"), headers=bearer(weak))
+        self.assertEqual(response.status, 403)
+        self.assertEqual(self.challenge(response)["scope"], "mcp profile")
+
+    async def test_cache_bounded_in_size_and_time(self):
+        clock = [1000.0]
+        with mock.patch.object(mcp_min, "INTROSPECTION_CACHE", 3), \
+                mock.patch.object(mcp_min, "_now", lambda: clock[0]):
+            verify, before = self.rs.verify, self.issuer_server.introspections
+            self.assertEqual((await verify(self.alice))["sub"], "alice")
+            self.assertEqual((await verify(self.alice))["sub"], "alice")
+            self.assertEqual(self.issuer_server.introspections, before + 1)
+            for n in range(5):
+                self.assertIsNone(await verify(f"unknown-{n}"))
+                self.assertLessEqual(len(verify.cache), 3)
+            self.assertEqual(self.issuer_server.introspections, before + 6)
+            await verify(self.alice)
+            clock[0] += mcp_min.INTROSPECTION_TTL + 1       # past the TTL: asked again
+            await verify(self.alice)
+            self.assertEqual(self.issuer_server.introspections, before + 8)
+
+    async def test_legacy_sse_protected_and_bound_to_its_user(self):
+        reader, writer = await self.client.connect()
+        writer.write(self.client.build("GET", "/sse", headers={"Accept": "text/event-stream",
+                                                               **bearer(self.alice)}))
+        self.assertEqual((await read_head(reader)).status, 200)
+        endpoint = (await read_event(reader))["data"]
+        bob = self.issuer_server.issue("bob", "mcp", self.resource)
+        for headers, status in (({}, 401), (bearer(bob), 404), (bearer(self.alice), 202)):
+            response = await self.client.request("POST", endpoint, rpc(1, "ping"), headers)
+            self.assertEqual(response.status, status)
+        self.assertEqual(json.loads((await read_event(reader))["data"])["result"], {})
+
+    async def test_a_session_refuses_another_users_token(self):
+        sid = await self.initialize(self.alice)
+        bob = self.issuer_server.issue("bob", "mcp", self.resource)
+        other_client = self.issuer_server.issue("alice", "mcp", self.resource, client_id="other-app")
+        for token in (bob, other_client):
+            for method, body in (("POST", call(1, "count")), ("GET", None), ("DELETE", None)):
+                response = await self.client.request(method, "/mcp", body, {"Mcp-Session-Id": sid,
+                                                                            **bearer(token)})
+                self.assertEqual(response.status, 404, (method, token))   # as if there were none
+        again = self.issuer_server.issue("alice", "mcp", self.resource)     # a refreshed token
+        self.assertEqual((await self.client.post(call(2, "count"), sid, headers=bearer(again))).status, 200)
+        self.assertEqual(self.state.calls, 1)
+
+    async def test_request_state_is_bound_to_the_user_not_the_token(self):
+        ask = modern(1, "tools/call", {"name": "ask_user", "arguments": {}}, {"elicitation": {}})
+
+        def headers(token):
+            return {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "ask_user",
+                    **bearer(token)}
+        state = (await self.client.post(ask, headers=headers(self.alice))).json()["result"]["requestState"]
+        ask["params"].update(requestState=state, inputResponses={
+            "elicitation-1": {"action": "accept", "content": {"name": "Ada"}}})
+        bob = self.issuer_server.issue("bob", "mcp", self.resource)
+        stolen = await self.client.post(ask, headers=headers(bob))
+        self.assertEqual((stolen.status, stolen.json()["error"]["code"]), (400, INVALID_PARAMS))
+        refreshed = self.issuer_server.issue("alice", "mcp", self.resource)
+        done = await self.client.post(ask, headers=headers(refreshed))
+        self.assertEqual(done.json()["result"]["structuredContent"],
+                         {"action": "accept", "content": {"name": "Ada"}})
+
+    async def test_no_token_in_logs_trace_or_errors(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.jsonl")
+            trace = mcp_min._Trace(path)
+            down = mcp_min.ResourceServer(mcp_min.Introspection("http://127.0.0.1:1"),
+                                          ["http://127.0.0.1:1"])
+            http = await start_http(self.server, "127.0.0.1", 0, auth=down, trace=trace)
+            bad = self.issuer_server.issue("bob", "mcp", "elsewhere")
+            try:
+                with self.assertLogs("mcp_min", "DEBUG") as logs:
+                    bodies = []
+                    for client, token in ((self.client, self.alice), (self.client, bad),
+                                          (HttpClient(http.port), self.alice)):
+                        response = await client.post(call(1, "count"), headers=bearer(token))
+                        bodies.append(response.body + str(response.headers).encode())
+                    mcp_min._log.debug("end")
+            finally:
+                await http.close()
+                trace.file.close()
+            self.assertEqual(response.status, 503)      # the AS is down: no verdict, not a 401
+            text = pathlib.Path(path).read_text() + "".join(logs.output) + repr(bodies)
+            self.assertIn("Bearer ***", text)
+            self.assertIn("cannot verify", text)
+            for token in (self.alice, bad):
+                self.assertNotIn(token, text)
+
+    async def test_a_sync_verifier_runs_off_the_loop(self):
+        threads = []
+
+        def verify(token):
+            threads.append(threading.current_thread())
+            return {"sub": "s", "aud": self.resource} if token == "good" else None
+        self.http.auth = mcp_min.ResourceServer(verify, [self.issuer], resource=self.resource)
+        await self.initialize("good")
+        self.assertEqual((await self.client.post(call(1, "count"), headers=bearer("bad"))).status, 401)
+        self.assertNotIn(threading.main_thread(), threads)
+        self.assertEqual(len(threads), 2)
+
+    def test_cli_options(self):
+        args = mcp_min._serve_parser().parse_args(["--port", "0", "--auth-server", self.issuer,
+                                                   "--scope", "mcp", "--scope", "files"])
+        with mock.patch.dict(os.environ, {"MCP_AUTH_CLIENT": "id:se:cret", "MCP_TOKEN": "ignored"}):
+            rs = mcp_min._auth_options(args)["auth"]
+        self.assertEqual((rs.scopes, rs.authorization_servers), ({"mcp", "files"}, [self.issuer]))
+        self.assertEqual(base64.b64decode(rs.verify.basic["Authorization"].split()[1]), b"id:se%3Acret")
+        for bad in ("http://as.example", "ftp://127.0.0.1"):
+            with self.assertRaisesRegex(ValueError, "https"):
+                mcp_min.ResourceServer(authorization_servers=[bad])
+        with self.assertRaisesRegex(ValueError, "resource="):
+            mcp_min.HttpServer(Server("x"), "0.0.0.0", 0, auth=mcp_min.ResourceServer(
+                authorization_servers=[self.issuer]))

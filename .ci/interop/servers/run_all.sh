@@ -4,7 +4,8 @@
 # Peers (venv + node/) come from $MCP_PEERS, default <repo>/.peers (see ../README.md for the install).
 # Prints PASS/FAIL/SKIP per check; server traces and stdio wire logs go to <repo>/.peers/logs/interop-servers/.
 # Ports used: 18101-18104 (py), 18111-18112 (ts), 18121-18122 (inspector), 18131-18134 (extras),
-# 18141-18142 (py pinned to 2026-07-28 vs examples/everything.py), 18151-18154 (py resumption: servers + relays).
+# 18141-18142 (py pinned to 2026-07-28 vs examples/everything.py), 18151-18154 (py resumption: servers + relays),
+# 18161 (py OAuth sign-in).
 set -u
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ inside .ci/
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -18,8 +19,8 @@ rm -rf "$INTEROP_LOGDIR"; mkdir -p "$INTEROP_LOGDIR"
 OUT="$INTEROP_LOGDIR/summary.txt"
 EXTRAS=1; [ "${1:-}" = "--no-extras" ] && EXTRAS=0
 
-for p in 18101 18102 18103 18104 18111 18112 18121 18122 18131 18132 18133 18134 18141 18142 18151 18152 18153 18154; do
-  if ! python3 -c "import sys; from common import free_port_ok; sys.exit(0 if free_port_ok($p) else 1)"; then
+for p in 18101 18102 18103 18104 18111 18112 18121 18122 18131 18132 18133 18134 18141 18142 18151 18152 18153 18154 18161; do
+  if ! "$PY" -c "import sys; from common import free_port_ok; sys.exit(0 if free_port_ok($p) else 1)"; then
     echo "port $p is busy; stop whatever is on it first" >&2; exit 2
   fi
 done
@@ -46,6 +47,10 @@ run() { echo "== $*" ; "$@" 2>&1 | grep -v "^\s*$" ; }
   else
     echo "SKIP [py resume] resumption checks -- no Python SDK (mcp) in $PEERS (see ../README.md for the install)"
   fi
+
+  echo "### 1d. Python SDK OAuthClientProvider signs in to serve --auth-server (issue 14)"
+  if [ -x "$PY" ]; then run timeout 120 "$PY" oauth_checks.py 18161
+  else echo "SKIP [py OAuthClientProvider] no venv at $PEERS"; fi
 
   echo "### 2. TS SDK $(node -p 'require(process.argv[1] + "/node/node_modules/@modelcontextprotocol/sdk/package.json").version' "$PEERS") (node $(node --version))"
   run timeout 120 node ts_checks.mjs stdio
