@@ -34,7 +34,8 @@ def oauth(scenario, context):
     gives some, our Client ID Metadata Document URL, nothing written to disk."""
     return mcp_min.OAuth(client_id=context.get("client_id"), client_secret=context.get("client_secret"),
                          client_metadata_url="https://conformance-test.local/client-metadata.json",
-                         grant="client_credentials" if "client-credentials" in scenario else "authorization_code",
+                         grant="client_credentials" if "client-credentials" in scenario
+                         else "authorization_code",
                          browser=follow, store=None, client_name="mcp_min-conformance")
 
 
