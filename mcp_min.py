@@ -4367,10 +4367,11 @@ def _client_usage(args):
 
 async def _client_run(args, name, arguments, raw):
     version = args.protocol
-    client = Client(args.target, token=args.token, auth=_cli_auth(args), timeout=args.timeout, trace=args.trace,
+    client = Client(args.target, token=args.token, timeout=args.timeout, trace=args.trace,
                     era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
                     protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
-                    on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr))
+                    on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr),
+                    auth=_cli_auth(args))
     method = args.method
     async with client:
         if method in _CLI_LISTS:
@@ -4442,7 +4443,6 @@ def _client_main(args, name, arguments, raw):
 # tokens; resend. A 403 insufficient_scope asks again with more scope (step-up).
 
 _AUTH_TRIES = 2         # sign-ins for one request (a 401, then a 403 step-up); more could loop forever
-_SIGN_IN_TIMEOUT = 300  # seconds for a person to approve in the browser
 _CHALLENGE_PARAM = re.compile(r'([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 
 
@@ -4454,8 +4454,8 @@ def _secure(url, what):
     """https, or plain http to this machine only (OAuth 2.1 §1.5): codes and tokens cross it."""
     from urllib.parse import urlsplit
     parts = urlsplit(url) if isinstance(url, str) else None
-    if not parts or not parts.hostname or not (parts.scheme == "https" or parts.scheme == "http"
-                                               and _is_loopback(parts.hostname)):
+    if not (parts and parts.hostname and (parts.scheme == "https" or parts.scheme == "http"
+                                          and _is_loopback(parts.hostname))):
         raise _refused(f"refusing the {what} {str(url)[:200]!r}: https only (plain http on loopback)")
     return url
 
@@ -4464,12 +4464,12 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
     """GET, or POST a form (or JSON), to an OAuth endpoint: (status, JSON object or {}).
     Never traced: access tokens, codes and secrets travel in these bodies."""
     from urllib.parse import urlencode
-    body = b"" if form is None else encode(form) if as_json else urlencode(form).encode()
-    kind = {"Content-Type": "application/json" if as_json else "application/x-www-form-urlencoded"}
+    headers = {"Accept": "application/json", **dict(headers)}
+    if form is not None:
+        headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
     try:
-        response = await _http(url, "GET" if form is None else "POST",
-                               {"Accept": "application/json", **(kind if form is not None else {}),
-                                **dict(headers)}, body)
+        response = await _http(url, "GET" if form is None else "POST", headers,
+                               b"" if form is None else encode(form) if as_json else urlencode(form).encode())
         data = await response.body(READ_CHUNK * 4)
         response.close()
     except OSError as e:
@@ -4487,9 +4487,8 @@ def _bearer(client, url):
 
 
 async def _signed_in(client, url, response, sent, tries):
-    """After a 401 or 403 from `url`: True if we signed in (again) and the request may go
-    again; False leaves the answer as it came (no auth object, a 403 not about scope, or
-    as many sign-ins as one request may cause)."""
+    """After a 401 or 403 from `url`: True if we signed in (again) and may resend. False leaves
+    the answer as it came: no auth object, a 403 not about scope, or enough sign-ins already."""
     challenge = response.headers.get("www-authenticate", "")
     if not client.auth or tries >= _AUTH_TRIES or response.status == 403 \
             and "insufficient_scope" not in challenge:
@@ -4499,16 +4498,13 @@ async def _signed_in(client, url, response, sent, tries):
 
 
 class OAuth:
-    """How `Client(url, auth=OAuth())` signs in when an HTTP server answers 401.
-
-    Credentials, in the spec's order: `client_id` (and `client_secret`) registered with the
-    authorization server beforehand; else `client_metadata_url`, the https URL of our Client ID
-    Metadata Document, if the server accepts those; else dynamic registration (RFC 7591).
-    `grant` "authorization_code" has a person approve in the browser (`headless`: print the
-    URL and read back the address the browser ends on); "client_credentials" is for a
-    program with a secret. `browser(url)` opens the URL (default `webbrowser.open`; may be
-    async). Tokens are kept in `store`, a file only its owner can read (None: memory only).
-    """
+    """How `Client(url, auth=OAuth())` signs in when an HTTP server answers 401. Who we are, in
+    the spec's order: `client_id` (`client_secret`) registered beforehand; else the https URL of
+    our Client ID Metadata Document, `client_metadata_url`, if the server takes those; else
+    RFC 7591 registration. `grant` "authorization_code": a person approves in the browser, opened
+    by `browser(url)` (default `webbrowser.open`; may be async), or `headless`: the URL printed,
+    the address the browser ends on pasted back; "client_credentials": a program with a secret.
+    Tokens are kept in `store`, a file only its owner may read (None: in memory only)."""
 
     def __init__(self, *, client_id=None, client_secret=None, client_metadata_url=None,
                  grant="authorization_code", headless=False, browser=None, store="default",
@@ -4520,55 +4516,45 @@ class OAuth:
         self.client_id, self.client_secret, self.grant = client_id, client_secret, grant
         self.client_metadata_url = client_metadata_url and _secure(client_metadata_url, "client id URL")
         self.headless, self.browser, self.client_name = headless, browser, client_name
-        self.store = os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.environ.get("APPDATA") or os.path.join(
-            os.path.expanduser("~"), ".config"), "mcp_min", "tokens.json") if store == "default" else store
+        config = os.environ.get("XDG_CONFIG_HOME") or os.environ.get("APPDATA") or os.path.expanduser(
+            "~/.config")
+        self.store = os.path.join(config, "mcp_min", "tokens.json") if store == "default" else store
         self._entries, self._lock = None, asyncio.Lock()
-
-    def __repr__(self):     # never the secret
-        return f"OAuth(client_id={self.client_id!r}, grant={self.grant!r})"
 
     def token(self, url):
         """The access token for the server at `url` (and for no other URL), or None."""
-        return self._load().get(url, {}).get("access_token")
-
-    def _load(self):
         if self._entries is None:
             self._entries = {}
-            with contextlib.suppress(OSError, ValueError, TypeError):
-                with open(self.store, encoding="utf-8") as f:
-                    self._entries = dict(json.load(f))
-        return self._entries
+            with contextlib.suppress(OSError, ValueError, TypeError), open(self.store or "", "rb") as f:
+                self._entries = dict(json.load(f))
+        return self._entries.get(url, {}).get("access_token")
 
     def _save(self):
-        if not self.store:
-            return
-        os.makedirs(os.path.dirname(self.store), 0o700, exist_ok=True)
-        temporary = self.store + ".new"
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        # 0600 from its creation on, never readable by others even for a moment
-        with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            json.dump(self._entries, f)
-        os.replace(temporary, self.store)
+        if self.store:
+            os.makedirs(os.path.dirname(self.store), 0o700, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(new := self.store + ".new")
+            # 0600 from its creation on: never readable by others, not even for a moment
+            with os.fdopen(os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+                json.dump(self._entries, f)
+            os.replace(new, self.store)
 
     async def challenged(self, url, status, challenge, sent):
         """Sign in for `url` after a 401 (or a 403 insufficient_scope) with this challenge."""
         async with self._lock:     # requests that hear it together share one sign-in
-            token, entry = self.token(url), self._load().get(url, {})
-            if (token and f"Bearer {token}") != sent:
+            if ((token := self.token(url)) and f"Bearer {token}") != sent:
                 return True         # another request signed in while this one waited
+            entry = self._entries.get(url, {})
             params = {k.lower(): a or b for k, a, b in _CHALLENGE_PARAM.findall(challenge)}
             if status == 403 and set(params.get("scope", "").split()) <= set(entry.get("scope", "").split()):
                 return False        # asked for and given already: signing in again would loop
             resource, metadata = await self._protected_resource(url, params.get("resource_metadata"))
-            servers = metadata.get("authorization_servers")
-            if not servers or type(servers) is not list or type(servers[0]) is not str:
+            if type(servers := metadata.get("authorization_servers")) is not list or not servers:
                 raise _refused(f"the protected resource metadata of {url} names no authorization server")
-            issuer = servers[0]
-            server = await self._server_metadata(issuer)
-            if entry.get("issuer") != issuer or entry.get("resource") != resource:
-                # first sign-in, or the server moved (spec: a client id and tokens from one
-                # authorization server are never presented to another)
+            server = await self._server_metadata(issuer := servers[0])
+            if (entry.get("issuer"), entry.get("resource")) != (issuer, resource):
+                # first sign-in, or the server moved: a client id and tokens of one
+                # authorization server are never shown to another (SEP-2352)
                 entry = {"issuer": issuer, "resource": resource}
             entry["token_endpoint"] = server["token_endpoint"]
             if status == 401 and entry.get("refresh_token"):
@@ -4576,12 +4562,12 @@ class OAuth:
                     return await self._tokens(url, entry, {"grant_type": "refresh_token",
                                                            "refresh_token": entry["refresh_token"]})
             # Scope (spec "Scope Selection Strategy"): the challenge's, else all the resource
-            # lists, else none; a step-up keeps what was granted (SEP-2350); offline_access
-            # for a refresh token if the server offers it.
-            scope = params.get("scope") or " ".join(metadata.get("scopes_supported") or ())
-            words = (entry.get("scope") or "").split() * (status == 403) + scope.split()
-            if self.grant == "authorization_code" and "offline_access" in (server.get("scopes_supported") or ()):
-                words.append("offline_access")
+            # lists, else none; a step-up keeps what was asked before (SEP-2350); offline_access
+            # for a refresh token if the server offers it (SEP-2207).
+            words = entry.get("scope", "").split() * (status == 403) + (
+                params.get("scope") or " ".join(metadata.get("scopes_supported") or ())).split()
+            offered = server.get("scopes_supported") or ()
+            words += ["offline_access"] * (self.grant == "authorization_code" and "offline_access" in offered)
             scope = " ".join(dict.fromkeys(words))
             if self.grant == "client_credentials":
                 self._credentials(entry, server, self.client_id, self.client_secret)
@@ -4597,8 +4583,8 @@ class OAuth:
         from urllib.parse import urlsplit
         parts = urlsplit(_secure(url, "MCP server"))
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-        for where in dict.fromkeys(filter(None, (hinted, path and f"{origin}/.well-known/oauth-protected-resource"
-                                                 f"{path}", f"{origin}/.well-known/oauth-protected-resource"))):
+        well_known = f"{origin}/.well-known/oauth-protected-resource"
+        for where in dict.fromkeys(filter(None, (hinted, path and well_known + path, well_known))):
             status, metadata = await _fetch_json(_secure(where, "resource metadata URL"))
             if status == 200 and metadata:
                 break
@@ -4645,38 +4631,40 @@ class OAuth:
         if "S256" not in (server.get("code_challenge_methods_supported") or ()):
             raise _refused(f"{server['issuer']} does not offer PKCE (S256): the spec says not to go on")
         _secure(server.get("authorization_endpoint"), "authorization endpoint")
-        redirect = await _Redirect().start()
+        listener, redirect_uri, answered = await _loopback_redirect()
         try:
-            await self._register(server, entry, redirect.uri)
+            await self._register(server, entry, redirect_uri)
             # Unguessable, and single-use: they live for this one sign-in only
             verifier, state = secrets.token_urlsafe(48), secrets.token_urlsafe(32)
             challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
-            query = {"response_type": "code", "client_id": entry["client_id"], "redirect_uri": redirect.uri,
+            query = {"response_type": "code", "client_id": entry["client_id"], "redirect_uri": redirect_uri,
                      "state": state, "code_challenge": challenge.decode(), "code_challenge_method": "S256",
                      "resource": resource, "scope": scope}
             endpoint = server["authorization_endpoint"]
-            url = endpoint + ("&" if "?" in endpoint else "?") + urlencode({k: v for k, v in query.items() if v})
-            answer = await (self._pasted(url) if self.headless else redirect.answer(url, self.browser))
+            url = endpoint + "&?"["?" not in endpoint] + urlencode({k: v for k, v in query.items() if v})
+            if self.headless:
+                print(f"Open this address, sign in, then paste the address the browser ends on:\n{url}",
+                      file=sys.stderr)
+                answer = _query(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
+            else:
+                if asyncio.iscoroutine(opened := (self.browser or _open_browser)(url)):
+                    await opened
+                answer = await asyncio.wait_for(answered, 300)    # 5 minutes for a person
+        except asyncio.TimeoutError:
+            raise _refused("nobody signed in within 5 minutes") from None
         finally:
-            redirect.close()
+            listener.close()
         if not hmac.compare_digest(answer.get("state", ""), state):     # RFC 6749 §10.12: CSRF
             raise _refused("the redirect carries another sign-in's state: refused")
-        iss = answer.get("iss")
-        if iss != server["issuer"] and (iss is not None or server.get("authorization_response_iss_parameter_supported")):
+        iss, supported = answer.get("iss"), server.get("authorization_response_iss_parameter_supported")
+        if iss != server["issuer"] and (iss is not None or supported):
             # RFC 9207 §2.4: compared as strings; a server that says it sends iss must send it
             raise _refused(f"the redirect's iss {iss!r} is not {server['issuer']}: refused (mix-up attack?)")
         if "error" in answer or not answer.get("code"):
             raise _refused(f"the authorization server said {answer.get('error', 'nothing')}: "
                            f"{answer.get('error_description', '')[:300]}")
-        return {"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": redirect.uri,
+        return {"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": redirect_uri,
                 "code_verifier": verifier}
-
-    async def _pasted(self, url):
-        from urllib.parse import parse_qsl, urlsplit
-        print(f"Open this address, sign in, then paste the address the browser ends on:\n{url}",
-              file=sys.stderr)
-        line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-        return dict(parse_qsl(urlsplit(line.strip()).query))
 
     async def _register(self, server, entry, redirect_uri):
         """A client id at this authorization server, in the spec's order (2025-11-25 "Client
@@ -4700,12 +4688,12 @@ class OAuth:
 
     @staticmethod
     def _credentials(entry, server, client_id, secret, method=None):
-        """Record who we are there, and how the token endpoint is told: its registered method,
-        else Basic (RFC 8414's default) unless only client_secret_post is offered."""
+        """Who we are there, and how the token endpoint is told: as registered, else Basic if
+        offered (RFC 8414's default when none are listed), else in the form, else no secret."""
         offered = server.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
         if method not in ("client_secret_basic", "client_secret_post", "none"):
-            method = next((m for m in ("client_secret_basic", "client_secret_post") if secret and m in offered),
-                          "none")
+            method = secret and next((m for m in ("client_secret_basic", "client_secret_post")
+                                      if m in offered), "none") or "none"
         entry.update(client_id=client_id, client_secret=secret, auth_method=method)
 
     async def _tokens(self, url, entry, form):
@@ -4718,40 +4706,33 @@ class OAuth:
             pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
         else:
-            form.update(client_id=client_id, **({"client_secret": secret} if method == "client_secret_post" else {}))
-        status, answer = await _fetch_json(entry["token_endpoint"], {k: v for k, v in form.items() if v}, headers)
+            form.update(client_id=client_id, client_secret=secret if method == "client_secret_post" else None)
+        form = {k: v for k, v in form.items() if v}
+        status, answer = await _fetch_json(entry["token_endpoint"], form, headers)
         if status != 200 or type(answer.get("access_token")) is not str:
             raise _refused(f"the token endpoint said {str(answer.get('error', f'HTTP {status}'))[:100]}: "
                            f"{str(answer.get('error_description', ''))[:300]}")
         if str(answer.get("token_type", "")).lower() != "bearer":
-            raise _refused(f"a token of type {str(answer.get('token_type'))[:40]!r}: only Bearer is spoken here")
+            raise _refused(f"a token of type {str(answer.get('token_type'))[:40]!r}: only Bearer is spoken")
         # RFC 6749 §6: a refresh that brings no new refresh token leaves the old one good
         entry.update(access_token=answer["access_token"],
                      refresh_token=answer.get("refresh_token") or form.get("refresh_token"))
-        self._load()[url] = entry
+        self._entries[url] = entry
         self._save()
         _log.info("signed in to %s at %s", url, entry["issuer"])
         return True
 
 
-class _Redirect:
-    """The loopback redirect listener: 127.0.0.1 on a port the system picks, one answer
-    taken, then closed (RFC 8252 §7.3; never a name that could resolve elsewhere)."""
+async def _loopback_redirect():
+    """The redirect listener (RFC 8252 §7.3): 127.0.0.1, never a name that could resolve
+    elsewhere, on a port the system picks; the first /callback is the answer, then it closes."""
+    answered = asyncio.get_running_loop().create_future()
 
-    async def start(self):
-        self.answered = asyncio.get_running_loop().create_future()
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.uri = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/callback"
-        return self
-
-    async def _serve(self, reader, writer):
-        from urllib.parse import parse_qsl, urlsplit
+    async def serve(reader, writer):
         try:
             line = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), CONNECT_TIMEOUT)).split(b" ")
-            target = urlsplit(line[1].decode("latin-1"))
-            ours = line[0] == b"GET" and target.path == "/callback" and not self.answered.done()
-            if ours:
-                self.answered.set_result(dict(parse_qsl(target.query)))
+            if ours := line[0] == b"GET" and line[1].startswith(b"/callback?") and not answered.done():
+                answered.set_result(_query(line[1].decode("latin-1")))
             text = b"Signed in: you may close this window." if ours else b"Not found"
             writer.write(b"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close"
                          b"\r\n\r\n%s" % (b"200 OK" if ours else b"404 Not Found", len(text), text))
@@ -4760,29 +4741,26 @@ class _Redirect:
             _log.debug("the redirect listener dropped a connection: %r", e)
         finally:
             writer.close()
+    listener = await asyncio.start_server(serve, "127.0.0.1", 0)
+    return listener, f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/callback", answered
 
-    async def answer(self, url, browser=None):
-        if browser is None:
-            import webbrowser
-            browser = webbrowser.open
-            print(f"Opening the browser to sign in; if it does not open, visit:\n{url}", file=sys.stderr)
-        if asyncio.iscoroutine(opened := browser(url)):
-            await opened
-        try:
-            return await asyncio.wait_for(self.answered, _SIGN_IN_TIMEOUT)
-        except asyncio.TimeoutError:
-            raise _refused("nobody signed in within 5 minutes") from None
 
-    def close(self):
-        self.server.close()
+def _open_browser(url):
+    import webbrowser
+    print(f"Opening the browser to sign in; if it does not open, visit:\n{url}", file=sys.stderr)
+    webbrowser.open(url)
+
+
+def _query(url):
+    from urllib.parse import parse_qsl, urlsplit
+    return dict(parse_qsl(urlsplit(url.strip()).query))
 
 
 def _cli_auth(args):
     """--auth [browser|paste|machine], --client-id, --client-secret: an OAuth, or None."""
-    if args.auth or args.client_id:
-        return OAuth(client_id=args.client_id, client_secret=args.client_secret, headless=args.auth == "paste",
-                     grant="client_credentials" if args.auth == "machine" else "authorization_code")
-    return None
+    return OAuth(client_id=args.client_id, client_secret=args.client_secret, headless=args.auth == "paste",
+                 grant="client_credentials" if args.auth == "machine" else "authorization_code") \
+        if args.auth or args.client_id else None
 
 
 ##############################################################################
