@@ -6195,5 +6195,29 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertNotIn("/token", world.paths())
 
 
+    def test_cli_auth_paste_signs_in_headless(self):
+        import http.client
+        world = self.world()
+        env = {**os.environ, "XDG_CONFIG_HOME": self.tmp}
+        env.pop("APPDATA", None)
+        with subprocess.Popen([sys.executable, MCP_MIN, "client", world.url, "tools/list", "--auth", "paste",
+                               "--protocol", "2025-11-25"], env=env, text=True, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+            line = ""
+            while not line.startswith("http://"):
+                line = process.stderr.readline()
+                self.assertTrue(line, "the CLI printed no address to open")
+            connection = http.client.HTTPConnection("127.0.0.1", world.httpd.server_port, timeout=TIMEOUT)
+            connection.request("GET", line.strip()[len(world.base):])
+            location = connection.getresponse().getheader("Location")    # where the browser would end
+            connection.close()
+            out, err = process.communicate(location + "\n", timeout=TIMEOUT)
+        self.assertEqual((process.returncode, json.loads(out)), (0, {"tools": []}), err)
+        (token,) = world.tokens
+        self.assertNotIn(token, out + err)
+        store = os.path.join(self.tmp, "mcp_min", "tokens.json")
+        self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
+
+
 if __name__ == "__main__":
     unittest.main()
