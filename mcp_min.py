@@ -91,7 +91,7 @@ __version__ = "0.1.0"
 __all__ = [
     # building a server, and calling one
     "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError",
-    "text", "image", "audio", "resource_link", "embedded_resource", "Client", "SyncClient",
+    "text", "image", "audio", "resource_link", "embedded_resource", "Client", "SyncClient", "OAuth",
     # serving it, and the transport-free session every transport feeds
     "serve_stdio", "serve_http", "start_http", "HttpServer", "Session", "main", "demo_server",
     # JSON-RPC framing and JSON Schema, for transports and tests of one's own
@@ -3360,6 +3360,7 @@ class Client(_Peer):
     ``elicitation(params) -> result``, and `roots` (a list of Root dicts, or a
     function returning one); in 2026-07-28 they answer its input_required results.
     Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
+    Over HTTP, `token` is a fixed bearer token; `auth` an `OAuth`, which signs in on a 401.
     """
 
     def __init__(self, target, *, token=None, auth=None, timeout=None, name="mcp_min", era="auto",
@@ -3370,7 +3371,7 @@ class Client(_Peer):
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
         self.target, self.token, self.timeout = target, token, timeout or REPLY_TIMEOUT
-        self.auth = auth            # an OAuth: signs in on a 401 (token= is a fixed bearer token)
+        self.auth = auth            # an OAuth: signs in on a 401 (`token` is a fixed bearer token)
         self.client_info = {"name": name, "version": __version__}
         self.era, self.log_level = era, None
         self.requested_version = protocol_version
@@ -5309,7 +5310,8 @@ def main(argv=None):
                         "address back (paste), or as a program with --client-secret (machine)")
     client.add_argument("--client-id", help="a client id registered with the authorization server")
     client.add_argument("--client-secret", default=os.environ.get("MCP_CLIENT_SECRET"),
-                        help="its secret (default: $MCP_CLIENT_SECRET)")
+                        help="its secret (default: $MCP_CLIENT_SECRET; prefer it: every local user "
+                        "can read the command line)")
     client.add_argument("--protocol", choices=PROTOCOL_VERSIONS + MODERN_VERSIONS, metavar="VERSION",
                         help="speak this protocol version only (default: 2026-07-28 if the server "
                         "does, else the handshake); one of " + ", ".join(PROTOCOL_VERSIONS + MODERN_VERSIONS))
