@@ -4133,7 +4133,7 @@ class _StreamableHttp(_Transport):
             async with self._reinitializing:
                 if self.session_id == sent_with:
                     await self._reinitialize()
-            return await self._post(message, is_request, again=False, tries=tries)
+            return await self._post(message, is_request, again=False)
         if status in (401, 403) and await _signed_in(self.client, self.url, response,
                                                      headers.get("Authorization"), tries):
             return await self._post(message, is_request, again, tries + 1)

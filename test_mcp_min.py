@@ -6057,12 +6057,17 @@ class _OAuthWorld:
             self.tokens[token] = set(scope.split()) - {"admin"}
             self.refreshes[refresh] = scope
             return send(200, {"access_token": token, "token_type": "Bearer", "refresh_token": refresh})
-        if path == "/mcp":
+        if path in ("/mcp", "/sse"):
             auth = h.headers.get("Authorization") or ""
             hint = f', resource_metadata="{base}{prm}"' * o["prm_hint"]
             granted = self.tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
             if granted is None:
                 return send(401, {}, [("WWW-Authenticate", 'Bearer error="invalid_token"' + hint)])
+            if path == "/sse":      # legacy HTTP+SSE: the endpoint event, then the stream ends
+                h.send_response(200)
+                h.send_header("Content-Type", "text/event-stream")
+                h.end_headers()
+                return h.wfile.write(b"event: endpoint\ndata: /messages\n\n")
             if method != "POST":
                 return send(405, {})
             message = json.loads(body)
@@ -6194,6 +6199,15 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
                 pass
         self.assertNotIn("/token", world.paths())
 
+
+    async def test_legacy_sse_signs_in_on_the_streams_401(self):
+        world = self.world(prm_root=True)
+        with self.assertRaises(McpError):   # the world's stream ends after its endpoint event
+            async with mcp_min.Client(world.base + "/sse", transport="sse", auth=self.auth(store=None)):
+                pass
+        (token,) = world.tokens
+        self.assertEqual([(p, a) for m, p, a, _ in world.log if p == "/sse"],
+                         [("/sse", None), ("/sse", f"Bearer {token}")])
 
     def test_cli_auth_paste_signs_in_headless(self):
         import http.client
