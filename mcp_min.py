@@ -4500,22 +4500,25 @@ async def _signed_in(client, url, response, sent, tries):
 
 class OAuth:
     """How `Client(url, auth=OAuth())` signs in when an HTTP server answers 401. Who we are, in
-    the spec's order: `client_id` (`client_secret`) registered beforehand; else the https URL of
-    our Client ID Metadata Document, `client_metadata_url`, if the server takes those; else
-    RFC 7591 registration. `grant` "authorization_code": a person approves in the browser, opened
-    by `browser(url)` (default `webbrowser.open`; may be async), or `headless`: the URL printed,
-    the address the browser ends on pasted back; "client_credentials": a program with a secret.
+    the spec's order: `client_id` (`client_secret`) registered beforehand (at `issuer`, if given:
+    refused at any other); else the https URL of our Client ID Metadata Document,
+    `client_metadata_url`, if the server takes those; else RFC 7591 registration. `grant`
+    "authorization_code": a person approves in the browser, opened by `browser(url)` (default
+    `webbrowser.open`; may be async), or `headless`: the URL printed, the address the browser
+    ends on pasted back; "client_credentials": a program with a secret.
     Tokens are kept in `store`, a file only its owner may read (None: in memory only)."""
 
-    def __init__(self, *, client_id=None, client_secret=None, client_metadata_url=None,
+    def __init__(self, *, client_id=None, client_secret=None, issuer=None, client_metadata_url=None,
                  grant="authorization_code", headless=False, browser=None, store="default",
                  client_name="mcp_min"):
         if grant not in ("authorization_code", "client_credentials"):
             raise ValueError("grant is 'authorization_code' or 'client_credentials'")
         if grant == "client_credentials" and not (client_id and client_secret):
             raise ValueError("client_credentials needs client_id and client_secret")
-        self.client_id, self.client_secret, self.grant = client_id, client_secret, grant
-        self.client_metadata_url = client_metadata_url and _secure(client_metadata_url, "client id URL")
+        if client_metadata_url and not re.match(r"https://[^/?#]+/[^?#]", client_metadata_url):
+            raise ValueError("client_metadata_url must be an https URL with a path (a CIMD client id)")
+        self.client_id, self.client_secret, self.issuer, self.grant = client_id, client_secret, issuer, grant
+        self.client_metadata_url = client_metadata_url
         self.headless, self.browser, self.client_name = headless, browser, client_name
         config = os.environ.get("XDG_CONFIG_HOME") or os.environ.get("APPDATA") or os.path.expanduser(
             "~/.config")
@@ -4553,6 +4556,9 @@ class OAuth:
             if type(servers := metadata.get("authorization_servers")) is not list or not servers:
                 raise _refused(f"the protected resource metadata of {url} names no authorization server")
             server = await self._server_metadata(issuer := servers[0])
+            if self.client_id and self.issuer not in (None, issuer):    # pre-registered: that server's
+                # only (2026-07-28 "Authorization Server Binding")
+                raise _refused(f"{url} now signs in at {issuer}, but the client id is {self.issuer}'s")
             if (entry.get("issuer"), entry.get("resource")) != (issuer, resource):
                 # first sign-in, or the server moved: a client id and tokens of one
                 # authorization server are never shown to another (SEP-2352)

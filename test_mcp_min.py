@@ -5974,7 +5974,7 @@ class _OAuthWorld:
     def __init__(self, **options):
         import http.server
         self.o = dict(prm_hint=True, prm_root=False, issuer_path="", metadata_issuer=None, iss=None,
-                      authorize_at=None, resource=None, register=True, offline=True)
+                      authorize_at=None, resource=None, register=True, offline=True, cimd=False)
         self.o.update(options)
         self.log, self.codes, self.tokens, self.refreshes, self.registered = [], {}, {}, {}, None
         self.asked = []     # the authorization requests' queries
@@ -6029,6 +6029,7 @@ class _OAuthWorld:
                               "code_challenge_methods_supported": ["S256"],
                               "authorization_response_iss_parameter_supported": True,
                               "scopes_supported": ["read", "write"] + ["offline_access"] * o["offline"],
+                              "client_id_metadata_document_supported": o["cimd"],
                               **({"registration_endpoint": base + "/register"} if o["register"] else {})})
         if path == "/register":
             self.registered = json.loads(body)
@@ -6176,16 +6177,17 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
             "read offline_access", "read offline_access write", "read offline_access write admin"])
 
     async def test_refuses_metadata_that_is_not_what_it_should_be(self):
-        cases = [({"metadata_issuer": "https://evil.example"}, "names issuer"),
-                 ({"authorize_at": "http://example.com/authorize"}, "https only"),
-                 ({"resource": "https://evil.example/mcp"}, "is about"),
-                 ({"iss": "https://evil.example"}, "iss"),
-                 ({"register": False}, "--client-id")]
-        for options, words in cases:
-            with self.subTest(options=options):
+        cases = [({"metadata_issuer": "https://evil.example"}, {}, "names issuer"),
+                 ({"authorize_at": "http://example.com/authorize"}, {}, "https only"),
+                 ({"resource": "https://evil.example/mcp"}, {}, "is about"),
+                 ({"iss": "https://evil.example"}, {}, "iss"),
+                 ({"register": False}, {}, "--client-id"),
+                 ({}, {"client_id": "ours", "issuer": "https://as.example"}, "https://as.example's")]
+        for options, who, words in cases:
+            with self.subTest(options=options, who=who):
                 world = self.world(**options)
                 with self.assertRaises(McpError) as caught:
-                    async with mcp_min.Client(world.url, era="handshake", auth=self.auth(store=None)):
+                    async with mcp_min.Client(world.url, era="handshake", auth=self.auth(store=None, **who)):
                         pass
                 self.assertIn(words, caught.exception.message)
                 self.assertNotIn("/token", world.paths())
@@ -6199,6 +6201,17 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
                 pass
         self.assertNotIn("/token", world.paths())
 
+
+    async def test_a_client_id_metadata_document_url_is_the_client_id_where_taken(self):
+        with self.assertRaises(ValueError):
+            mcp_min.OAuth(client_metadata_url="http://example.com/client.json")
+        url = "https://client.example/mcp_min.json"
+        for cimd, client_id in ((True, url), (False, "dynamic-client")):
+            world = self.world(cimd=cimd)
+            async with mcp_min.Client(world.url, era="handshake",
+                                      auth=self.auth(store=None, client_metadata_url=url)) as client:
+                await client.list_tools()
+            self.assertEqual((world.asked[0]["client_id"], "/register" in world.paths()), (client_id, not cimd))
 
     async def test_legacy_sse_signs_in_on_the_streams_401(self):
         world = self.world(prm_root=True)

@@ -33,6 +33,7 @@ def oauth(scenario, context):
     """Sign in as the auth/* scenarios expect: pre-registered credentials when the suite
     gives some, our Client ID Metadata Document URL, nothing written to disk."""
     return mcp_min.OAuth(client_id=context.get("client_id"), client_secret=context.get("client_secret"),
+                         issuer=context.get("issuer"),
                          client_metadata_url="https://conformance-test.local/client-metadata.json",
                          grant="client_credentials" if "client-credentials" in scenario
                          else "authorization_code",
