@@ -4368,11 +4368,11 @@ def _client_usage(args):
 
 async def _client_run(args, name, arguments, raw):
     version = args.protocol
-    client = Client(args.target, token=args.token, timeout=args.timeout, trace=args.trace,
+    client = Client(args.target, token=args.token, auth=_cli_auth(args), trace=args.trace,
                     era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
                     protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
                     on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr),
-                    auth=_cli_auth(args))
+                    timeout=args.timeout)
     method = args.method
     async with client:
         if method in _CLI_LISTS:
@@ -4506,7 +4506,8 @@ class OAuth:
     "authorization_code": a person approves in the browser, opened by `browser(url)` (default
     `webbrowser.open`; may be async), or `headless`: the URL printed, the address the browser
     ends on pasted back; "client_credentials": a program with a secret.
-    Tokens are kept in `store`, a file only its owner may read (None: in memory only)."""
+    Tokens are kept in `store`, a file only its owner may read (None: in memory only). A sign-in
+    happens inside the request that met the 401: give a person time (the Client's `timeout`)."""
 
     def __init__(self, *, client_id=None, client_secret=None, issuer=None, client_metadata_url=None,
                  grant="authorization_code", headless=False, browser=None, store="default",
@@ -4764,10 +4765,13 @@ def _query(url):
 
 
 def _cli_auth(args):
-    """--auth [browser|paste|machine], --client-id, --client-secret: an OAuth, or None."""
+    """--auth [browser|paste|machine], --client-id, --client-secret: an OAuth, or None. A person
+    signs in within the request that met the 401: it gets 5 minutes, whatever --timeout says."""
+    if not (args.auth or args.client_id):
+        return None
+    args.timeout = args.timeout if args.auth == "machine" else max(args.timeout, 300)
     return OAuth(client_id=args.client_id, client_secret=args.client_secret, headless=args.auth == "paste",
-                 grant="client_credentials" if args.auth == "machine" else "authorization_code") \
-        if args.auth or args.client_id else None
+                 grant="client_credentials" if args.auth == "machine" else "authorization_code")
 
 
 ##############################################################################
