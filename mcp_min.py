@@ -4134,8 +4134,7 @@ class _StreamableHttp(_Transport):
                 if self.session_id == sent_with:
                     await self._reinitialize()
             return await self._post(message, is_request, again=False)
-        if status in (401, 403) and await _signed_in(self.client, self.url, response,
-                                                     headers.get("Authorization"), tries):
+        if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
             return await self._post(message, is_request, again, tries + 1)
         if status >= 400:
             body = await response.body(READ_CHUNK)
@@ -4298,13 +4297,15 @@ class _LegacySse(_Transport):
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
 
-    async def send(self, message):
+    async def send(self, message, tries=0):
         headers = {"Content-Type": "application/json", **self._auth()}
         try:
             response = await _http(self.endpoint, "POST", headers, encode(message), self.client.trace)
         except OSError as e:
             raise McpError(CONNECTION_CLOSED, f"cannot reach {self.endpoint}: {e}") from None
         await response.body(READ_CHUNK)
+        if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
+            return await self.send(message, tries + 1)
         response.close()
         if response.status >= 300:
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.endpoint}")
@@ -4490,9 +4491,9 @@ def _bearer(client, url):
 async def _signed_in(client, url, response, sent, tries):
     """After a 401 or 403 from `url`: True if we signed in (again) and may resend. False leaves
     the answer as it came: no auth object, a 403 not about scope, or enough sign-ins already."""
-    challenge = response.headers.get("www-authenticate", "")
-    if not client.auth or tries >= _AUTH_TRIES or response.status == 403 \
-            and "insufficient_scope" not in challenge:
+    challenge, status = response.headers.get("www-authenticate", ""), response.status
+    if not client.auth or tries >= _AUTH_TRIES or status != 401 and not (
+            status == 403 and "insufficient_scope" in challenge):
         return False
     response.close()
     return await client.auth.challenged(url, response.status, challenge, sent)

@@ -6213,6 +6213,13 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
                 await client.list_tools()
             self.assertEqual((world.asked[0]["client_id"], "/register" in world.paths()), (client_id, not cimd))
 
+    async def test_other_errors_start_no_sign_in(self):
+        world = self.world()
+        with self.assertRaises(McpError):   # 404 to the POST, then to legacy SSE's GET
+            async with mcp_min.Client(world.base + "/nothing", auth=self.auth(store=None)):
+                pass
+        self.assertEqual(set(world.paths()), {"/nothing"})
+
     async def test_legacy_sse_signs_in_on_the_streams_401(self):
         world = self.world(prm_root=True)
         with self.assertRaises(McpError):   # the world's stream ends after its endpoint event
