@@ -6115,8 +6115,9 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
         # No hint in the challenge, PRM only at the root, an issuer with a path served by
         # OpenID discovery only: every step of the discovery order is walked.
         world = self.world(prm_hint=False, prm_root=True, issuer_path="/tenant")
-        trace = os.path.join(self.tmp, "trace.jsonl")
-        auth = self.auth()
+        lines, auth = [], self.auth()
+        trace = mcp_min._Trace("-", side="client")
+        trace.file = _Lines(lines)
         async with mcp_min.Client(world.url, era="handshake", auth=auth, trace=trace) as client:
             await client.list_tools()
         self.assertEqual(world.paths(), [
@@ -6131,8 +6132,7 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(os.stat(self.store).st_mode & 0o777, 0o600)
         with open(self.store, encoding="utf-8") as f:
             self.assertEqual(json.load(f)[world.url]["access_token"], token)
-        with open(trace, encoding="utf-8") as f:
-            text = f.read()
+        text = "".join(lines)
         self.assertIn("Bearer ***", text)
         for secret in (token, *world.refreshes, "dynamic-secret"):
             self.assertNotIn(secret, text)
