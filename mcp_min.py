@@ -92,7 +92,7 @@ __version__ = "0.1.0"
 __all__ = [
     # building a server, and calling one
     "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError", "UrlElicitationRequired",
-    "text", "image", "audio", "resource_link", "embedded_resource", "Client", "SyncClient",
+    "text", "image", "audio", "resource_link", "embedded_resource", "Client", "SyncClient", "OAuth",
     # serving it, and the transport-free session every transport feeds
     "serve_stdio", "serve_http", "start_http", "HttpServer", "Session", "main", "demo_server",
     # JSON-RPC framing and JSON Schema, for transports and tests of one's own
@@ -3803,9 +3803,10 @@ class Client(_Peer):
     it), and `roots` (a list of Root dicts, or a function returning one); in 2026-07-28
     they answer its input_required results.
     Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
+    Over HTTP, `token` is a fixed bearer token; `auth` an `OAuth`, which signs in on a 401.
     """
 
-    def __init__(self, target, *, token=None, timeout=None, name="mcp_min", era="auto",
+    def __init__(self, target, *, token=None, auth=None, timeout=None, name="mcp_min", era="auto",
                  protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None, roots=None,
                  on_log=None, on_notification=None, trace=None, transport="auto", env=None,
                  inherit_env=True, elicit_url=None, sampling_tools=False):
@@ -3813,6 +3814,7 @@ class Client(_Peer):
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
         self.target, self.token, self.timeout = target, token, timeout or REPLY_TIMEOUT
+        self.auth = auth            # an OAuth: signs in on a 401 (`token` is a fixed bearer token)
         self.client_info = {"name": name, "version": __version__}
         self.era, self.log_level = era, None
         self.requested_version = protocol_version
@@ -4524,7 +4526,7 @@ class _StreamableHttp(_Transport):
     def _headers(self, accept="application/json, text/event-stream"):
         headers = {"Accept": accept, "Mcp-Session-Id": self.session_id,
                    "MCP-Protocol-Version": self.client.protocol_version,
-                   "Authorization": self.client.token and f"Bearer {self.client.token}"}
+                   "Authorization": _bearer(self.client, self.url)}
         return {k: v for k, v in headers.items() if v}     # the token: never in the URL
 
     async def send(self, message):
@@ -4564,7 +4566,7 @@ class _StreamableHttp(_Transport):
         task = self._streams.pop(id_, None)
         return task is not None and task.cancel()
 
-    async def _post(self, message, is_request, again=True):
+    async def _post(self, message, is_request, again=True, tries=0):
         headers = {**self._headers(), "Content-Type": "application/json"}
         if self.client.modern and is_request:
             self._route_headers(message, headers)
@@ -4590,6 +4592,8 @@ class _StreamableHttp(_Transport):
                 if self.session_id == sent_with:
                     await self._reinitialize()
             return await self._post(message, is_request, again=False)
+        if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
+            return await self._post(message, is_request, again, tries + 1)
         if status >= 300:     # a redirect not followed too: nothing will answer
             body = await response.body(READ_CHUNK)
             response.close()
@@ -4600,7 +4604,7 @@ class _StreamableHttp(_Transport):
             except Exception:   # no JSON-RPC error in the body: the status says it all
                 _log.debug("HTTP %s from %s without a JSON-RPC error", status, self.url)
             if status == 401:
-                error = McpError(CONNECTION_CLOSED, "HTTP 401: the server wants a valid --token")
+                error = McpError(CONNECTION_CLOSED, "HTTP 401: the server wants a valid --token (or --auth)")
             raise error
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == "text/event-stream":
@@ -4711,12 +4715,16 @@ class _LegacySse(_Transport):
     def __init__(self, url, client):
         self.url, self.client = url, client
         self.endpoint = self._reader = self._response = None
-        self.auth = {"Authorization": f"Bearer {client.token}"} if client.token else {}
 
-    async def start(self):
-        headers = {"Accept": "text/event-stream", **self.auth}
+    def _auth(self):
+        return {"Authorization": bearer} if (bearer := _bearer(self.client, self.url)) else {}
+
+    async def start(self, tries=0):
+        headers = {"Accept": "text/event-stream", **self._auth()}
         response = self._response = await _http(self.url, "GET", headers, trace=self.client.trace)
         if response.status != 200:
+            if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
+                return await self.start(tries + 1)
             response.close()
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.url}")
         found = asyncio.get_running_loop().create_future()
@@ -4754,13 +4762,15 @@ class _LegacySse(_Transport):
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
 
-    async def send(self, message):
-        headers = {"Content-Type": "application/json", **self.auth}
+    async def send(self, message, tries=0):
+        headers = {"Content-Type": "application/json", **self._auth()}
         try:
             response = await _http(self.endpoint, "POST", headers, encode(message), self.client.trace)
         except OSError as e:
             raise McpError(CONNECTION_CLOSED, f"cannot reach {self.endpoint}: {e}") from None
         await response.body(READ_CHUNK)
+        if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
+            return await self.send(message, tries + 1)
         response.close()
         if response.status >= 300:
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.endpoint}")
@@ -4824,11 +4834,11 @@ def _client_usage(args):
 
 async def _client_run(args, name, arguments, raw):
     version = args.protocol
-    client = Client(args.target, token=args.token, timeout=args.timeout, trace=args.trace,
+    client = Client(args.target, token=args.token, auth=_cli_auth(args), trace=args.trace,
                     era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
                     protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
                     on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr),
-                    elicit_url=_show_url)
+                    elicit_url=_show_url, timeout=args.timeout)
     method = args.method
     async with client:
         if method in _CLI_LISTS:
@@ -4899,6 +4909,347 @@ def _client_main(args, name, arguments, raw):
         print("the tool reported an error", file=sys.stderr)
         return 1
     return 0
+
+##############################################################################
+# Authorization: the client's side (OAuth 2.1, spec basic/authorization)
+##############################################################################
+# The spec's sequence, on a 401 from an MCP server: read the challenge (WWW-Authenticate);
+# fetch the protected resource's metadata (RFC 9728), which names the authorization server;
+# fetch that server's metadata (RFC 8414 or OpenID discovery); get a client id there
+# (pre-registered, a Client ID Metadata Document, or RFC 7591 registration); have the user
+# approve in a browser (authorization code + PKCE, a loopback redirect); trade the code for
+# tokens; resend. A 403 insufficient_scope asks again with more scope (step-up).
+
+_AUTH_TRIES = 2         # sign-ins for one request (a 401, then a 403 step-up); more could loop forever
+_CHALLENGE_PARAM = re.compile(r'([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
+
+
+def _refused(text):
+    return McpError(CONNECTION_CLOSED, f"authorization: {text}")
+
+
+def _secure(url, what):
+    """https, or plain http to this machine only (OAuth 2.1 §1.5): codes and tokens cross it."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if not (parts and parts.hostname and (parts.scheme == "https" or parts.scheme == "http"
+                                          and _is_loopback(parts.hostname))):
+        raise _refused(f"refusing the {what} {str(url)[:200]!r}: https only (plain http on loopback)")
+    return url
+
+
+async def _fetch_json(url, form=None, headers=(), as_json=False):
+    """GET, or POST a form (or JSON), to an OAuth endpoint: (status, JSON object or {}).
+    Never traced: access tokens, codes and secrets travel in these bodies."""
+    from urllib.parse import urlencode
+    headers = {"Accept": "application/json", **dict(headers)}
+    if form is not None:
+        headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
+    try:
+        response = await _http(url, "GET" if form is None else "POST", headers,
+                               b"" if form is None else encode(form) if as_json else urlencode(form).encode())
+        data = await response.body(READ_CHUNK * 4)
+        response.close()
+    except OSError as e:
+        raise _refused(f"cannot reach {url}: {e}") from None
+    with contextlib.suppress(ValueError, RecursionError):
+        if type(parsed := json.loads(data)) is dict:
+            return response.status, parsed
+    return response.status, {}
+
+
+def _bearer(client, url):
+    """The Authorization header for `url`: the auth object's token for that server, or the fixed one."""
+    token = client.auth.token(url) if client.auth else client.token
+    return token and f"Bearer {token}"
+
+
+async def _signed_in(client, url, response, sent, tries):
+    """After a 401 or 403 from `url`: True if we signed in (again) and may resend. False leaves
+    the answer as it came: no auth object, a 403 not about scope, or enough sign-ins already."""
+    challenge, status = response.headers.get("www-authenticate", ""), response.status
+    if not client.auth or tries >= _AUTH_TRIES or status != 401 and not (
+            status == 403 and "insufficient_scope" in challenge):
+        return False
+    response.close()
+    return await client.auth.challenged(url, response.status, challenge, sent)
+
+
+class OAuth:
+    """How `Client(url, auth=OAuth())` signs in when an HTTP server answers 401. Who we are, in
+    the spec's order: `client_id` (`client_secret`) registered beforehand (at `issuer`, if given:
+    refused at any other); else the https URL of our Client ID Metadata Document,
+    `client_metadata_url`, if the server takes those; else RFC 7591 registration. `grant`
+    "authorization_code": a person approves in the browser, opened by `browser(url)` (default
+    `webbrowser.open`; may be async), or `headless`: the URL printed, the address the browser
+    ends on pasted back; "client_credentials": a program with a secret.
+    Tokens are kept in `store`, a file only its owner may read (None: in memory only). A sign-in
+    happens inside the request that met the 401: give a person time (the Client's `timeout`)."""
+
+    def __init__(self, *, client_id=None, client_secret=None, issuer=None, client_metadata_url=None,
+                 grant="authorization_code", headless=False, browser=None, store="default",
+                 client_name="mcp_min"):
+        if grant not in ("authorization_code", "client_credentials"):
+            raise ValueError("grant is 'authorization_code' or 'client_credentials'")
+        if grant == "client_credentials" and not (client_id and client_secret):
+            raise ValueError("client_credentials needs client_id and client_secret")
+        if client_metadata_url and not re.match(r"https://[^/?#]+/[^?#]", client_metadata_url):
+            raise ValueError("client_metadata_url must be an https URL with a path (a CIMD client id)")
+        self.client_id, self.client_secret, self.issuer, self.grant = client_id, client_secret, issuer, grant
+        self.client_metadata_url = client_metadata_url
+        self.headless, self.browser, self.client_name = headless, browser, client_name
+        config = os.environ.get("XDG_CONFIG_HOME") or os.environ.get("APPDATA") or os.path.expanduser(
+            "~/.config")
+        self.store = os.path.join(config, "mcp_min", "tokens.json") if store == "default" else store
+        self._entries, self._lock = None, asyncio.Lock()
+
+    def token(self, url):
+        """The access token for the server at `url` (and for no other URL), or None."""
+        if self._entries is None:
+            self._entries = {}
+            with contextlib.suppress(OSError, ValueError, TypeError), open(self.store or "", "rb") as f:
+                self._entries = dict(json.load(f))
+        return self._entries.get(url, {}).get("access_token")
+
+    def _save(self):
+        if self.store:
+            os.makedirs(os.path.dirname(self.store), 0o700, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(new := self.store + ".new")
+            # 0600 from its creation on: never readable by others, not even for a moment
+            with os.fdopen(os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+                json.dump(self._entries, f)
+            os.replace(new, self.store)
+
+    async def challenged(self, url, status, challenge, sent):
+        """Sign in for `url` after a 401 (or a 403 insufficient_scope) with this challenge."""
+        async with self._lock:     # requests that hear it together share one sign-in
+            if ((token := self.token(url)) and f"Bearer {token}") != sent:
+                return True         # another request signed in while this one waited
+            entry = self._entries.get(url, {})
+            params = {k.lower(): a or b for k, a, b in _CHALLENGE_PARAM.findall(challenge)}
+            if status == 403 and set(params.get("scope", "").split()) <= set(entry.get("scope", "").split()):
+                return False        # asked for and given already: signing in again would loop
+            resource, metadata = await self._protected_resource(url, params.get("resource_metadata"))
+            if type(servers := metadata.get("authorization_servers")) is not list or not servers:
+                raise _refused(f"the protected resource metadata of {url} names no authorization server")
+            server = await self._server_metadata(issuer := servers[0])
+            if self.client_id and self.issuer not in (None, issuer):    # pre-registered: that server's
+                # only (2026-07-28 "Authorization Server Binding")
+                raise _refused(f"{url} now signs in at {issuer}, but the client id is {self.issuer}'s")
+            if (entry.get("issuer"), entry.get("resource")) != (issuer, resource):
+                # first sign-in, or the server moved: a client id and tokens of one
+                # authorization server are never shown to another (SEP-2352)
+                entry = {"issuer": issuer, "resource": resource}
+            entry["token_endpoint"] = server["token_endpoint"]
+            if status == 401 and entry.get("refresh_token"):
+                with contextlib.suppress(McpError):     # refused or expired: sign in afresh
+                    return await self._tokens(url, entry, {"grant_type": "refresh_token",
+                                                           "refresh_token": entry["refresh_token"]})
+            # Scope (spec "Scope Selection Strategy"): the challenge's, else all the resource
+            # lists, else none; a step-up keeps what was asked before (SEP-2350); offline_access
+            # for a refresh token if the server offers it (SEP-2207).
+            words = entry.get("scope", "").split() * (status == 403) + (
+                params.get("scope") or " ".join(metadata.get("scopes_supported") or ())).split()
+            offered = server.get("scopes_supported") or ()
+            words += ["offline_access"] * (self.grant == "authorization_code" and "offline_access" in offered)
+            scope = " ".join(dict.fromkeys(words))
+            if self.grant == "client_credentials":
+                self._credentials(entry, server, self.client_id, self.client_secret)
+                form = {"grant_type": "client_credentials", "scope": scope}
+            else:
+                form = await self._authorization_code(server, entry, resource, scope)
+            entry["scope"] = scope
+            return await self._tokens(url, entry, form)
+
+    async def _protected_resource(self, url, hinted):
+        """RFC 9728: the resource's metadata from the challenge's URL, else the well-known URIs,
+        path-suffixed first (spec "Protected Resource Metadata Discovery Requirements")."""
+        from urllib.parse import urlsplit
+        parts = urlsplit(_secure(url, "MCP server"))
+        origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+        well_known = f"{origin}/.well-known/oauth-protected-resource"
+        for where in dict.fromkeys(filter(None, (hinted, path and well_known + path, well_known))):
+            status, metadata = await _fetch_json(_secure(where, "resource metadata URL"))
+            if status == 200 and metadata:
+                break
+        else:   # 2025-03-26 servers publish none: the MCP server is its own authorization server
+            return url, {"authorization_servers": [origin]}
+        resource = metadata.get("resource")
+        named = urlsplit(resource) if type(resource) is str else None
+        # RFC 9728 §3.3, spec "Canonical Server URI": the metadata is about this server (its
+        # URL or a parent path), else its tokens would be minted for someone else
+        if not named or (named.scheme, named.netloc.lower()) != (parts.scheme, parts.netloc.lower()) \
+                or not (path + "/").startswith(named.path.rstrip("/") + "/"):
+            raise _refused(f"the resource metadata at {where} is about {str(resource)[:200]!r}, not {url}")
+        return resource, metadata      # the resource as published, unnormalized (RFC 8707)
+
+    async def _server_metadata(self, issuer):
+        """RFC 8414 §3.1, then OpenID Connect discovery, in the spec's order (2025-11-25
+        "Authorization Server Metadata Discovery"); the issuer must be the one asked for."""
+        from urllib.parse import urlsplit
+        parts = urlsplit(_secure(issuer, "authorization server"))
+        origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+        for where in [f"{origin}/.well-known/oauth-authorization-server{path}",
+                      f"{origin}/.well-known/openid-configuration{path}"] \
+                + [f"{origin}{path}/.well-known/openid-configuration"] * bool(path):
+            status, metadata = await _fetch_json(where)
+            if status == 200 and metadata:
+                break
+        else:
+            raise _refused(f"no authorization server metadata for {issuer}")
+        if metadata.get("issuer") != issuer:    # RFC 8414 §3.3: else its endpoints could be anyone's
+            raise _refused(f"the metadata at {where} names issuer {str(metadata.get('issuer'))[:200]!r}, "
+                           f"not {issuer}")
+        for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+            if key in metadata or key == "token_endpoint":
+                _secure(metadata.get(key), key.replace("_", " "))
+        return metadata
+
+    async def _authorization_code(self, server, entry, resource, scope):
+        """The browser's part: PKCE S256 (RFC 7636), `state`, a loopback redirect (RFC 8252
+        §7.3), `iss` checked (RFC 9207). The form for the token request."""
+        from urllib.parse import urlencode
+        import hashlib
+        import hmac
+        import secrets
+        if "S256" not in (server.get("code_challenge_methods_supported") or ()):
+            raise _refused(f"{server['issuer']} does not offer PKCE (S256): the spec says not to go on")
+        _secure(server.get("authorization_endpoint"), "authorization endpoint")
+        listener, redirect_uri, answered = await _loopback_redirect()
+        try:
+            await self._register(server, entry, redirect_uri)
+            # Unguessable, and single-use: they live for this one sign-in only
+            verifier, state = secrets.token_urlsafe(48), secrets.token_urlsafe(32)
+            challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
+            query = {"response_type": "code", "client_id": entry["client_id"], "redirect_uri": redirect_uri,
+                     "state": state, "code_challenge": challenge.decode(), "code_challenge_method": "S256",
+                     "resource": resource, "scope": scope}
+            endpoint = server["authorization_endpoint"]
+            url = endpoint + "&?"["?" not in endpoint] + urlencode({k: v for k, v in query.items() if v})
+            if self.headless:
+                print(f"Open this address, sign in, then paste the address the browser ends on:\n{url}",
+                      file=sys.stderr)
+                answer = _query(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
+            else:
+                if asyncio.iscoroutine(opened := (self.browser or _open_browser)(url)):
+                    await opened
+                answer = await asyncio.wait_for(answered, 300)    # 5 minutes for a person
+        except asyncio.TimeoutError:
+            raise _refused("nobody signed in within 5 minutes") from None
+        finally:
+            listener.close()
+        if not hmac.compare_digest(answer.get("state", ""), state):     # RFC 6749 §10.12: CSRF
+            raise _refused("the redirect carries another sign-in's state: refused")
+        iss, supported = answer.get("iss"), server.get("authorization_response_iss_parameter_supported")
+        if iss != server["issuer"] and (iss is not None or supported):
+            # RFC 9207 §2.4: compared as strings; a server that says it sends iss must send it
+            raise _refused(f"the redirect's iss {iss!r} is not {server['issuer']}: refused (mix-up attack?)")
+        if "error" in answer or not answer.get("code"):
+            raise _refused(f"the authorization server said {answer.get('error', 'nothing')}: "
+                           f"{answer.get('error_description', '')[:300]}")
+        return {"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": redirect_uri,
+                "code_verifier": verifier}
+
+    async def _register(self, server, entry, redirect_uri):
+        """A client id at this authorization server, in the spec's order (2025-11-25 "Client
+        Registration Approaches"); one registered before with it is kept with its issuer."""
+        if self.client_id:
+            return self._credentials(entry, server, self.client_id, self.client_secret)
+        if entry.get("client_id"):
+            return
+        if self.client_metadata_url and server.get("client_id_metadata_document_supported"):
+            return self._credentials(entry, server, self.client_metadata_url, None)
+        if not server.get("registration_endpoint"):
+            raise _refused(f"{server['issuer']} takes no registrations: pass a client id (--client-id)")
+        status, answer = await _fetch_json(server["registration_endpoint"], {
+            "client_name": self.client_name, "redirect_uris": [redirect_uri], "application_type": "native",
+            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+            "token_endpoint_auth_method": "none"}, as_json=True)
+        if status not in (200, 201) or type(answer.get("client_id")) is not str:
+            raise _refused(f"registration at {server['registration_endpoint']} failed (HTTP {status})")
+        self._credentials(entry, server, answer["client_id"], answer.get("client_secret"),
+                          answer.get("token_endpoint_auth_method"))
+
+    @staticmethod
+    def _credentials(entry, server, client_id, secret, method=None):
+        """Who we are there, and how the token endpoint is told: as registered, else Basic if
+        offered (RFC 8414's default when none are listed), else in the form, else no secret."""
+        offered = server.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        if method not in ("client_secret_basic", "client_secret_post", "none"):
+            method = secret and next((m for m in ("client_secret_basic", "client_secret_post")
+                                      if m in offered), "none") or "none"
+        entry.update(client_id=client_id, client_secret=secret, auth_method=method)
+
+    async def _tokens(self, url, entry, form):
+        """The token request: `resource` on every one (RFC 8707 §2), the client authenticated
+        as registered (RFC 6749 §2.3.1: Basic with each part form-encoded)."""
+        from urllib.parse import quote_plus
+        form, headers = {**form, "resource": entry["resource"]}, {}
+        client_id, secret, method = entry["client_id"], entry.get("client_secret"), entry["auth_method"]
+        if method == "client_secret_basic":
+            pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+        else:
+            form.update(client_id=client_id, client_secret=secret if method == "client_secret_post" else None)
+        form = {k: v for k, v in form.items() if v}
+        status, answer = await _fetch_json(entry["token_endpoint"], form, headers)
+        if status != 200 or type(answer.get("access_token")) is not str:
+            raise _refused(f"the token endpoint said {str(answer.get('error', f'HTTP {status}'))[:100]}: "
+                           f"{str(answer.get('error_description', ''))[:300]}")
+        if str(answer.get("token_type", "")).lower() != "bearer":
+            raise _refused(f"a token of type {str(answer.get('token_type'))[:40]!r}: only Bearer is spoken")
+        # RFC 6749 §6: a refresh that brings no new refresh token leaves the old one good
+        entry.update(access_token=answer["access_token"],
+                     refresh_token=answer.get("refresh_token") or form.get("refresh_token"))
+        self._entries[url] = entry
+        self._save()
+        _log.info("signed in to %s at %s", url, entry["issuer"])
+        return True
+
+
+async def _loopback_redirect():
+    """The redirect listener (RFC 8252 §7.3): 127.0.0.1, never a name that could resolve
+    elsewhere, on a port the system picks; the first /callback is the answer, then it closes."""
+    answered = asyncio.get_running_loop().create_future()
+
+    async def serve(reader, writer):
+        try:
+            line = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), CONNECT_TIMEOUT)).split(b" ")
+            if ours := line[0] == b"GET" and line[1].startswith(b"/callback?") and not answered.done():
+                answered.set_result(_query(line[1].decode("latin-1")))
+            text = b"Signed in: you may close this window." if ours else b"Not found"
+            writer.write(b"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close"
+                         b"\r\n\r\n%s" % (b"200 OK" if ours else b"404 Not Found", len(text), text))
+            await writer.drain()
+        except Exception as e:    # a stray or broken connection: not our answer
+            _log.debug("the redirect listener dropped a connection: %r", e)
+        finally:
+            writer.close()
+    listener = await asyncio.start_server(serve, "127.0.0.1", 0)
+    return listener, f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/callback", answered
+
+
+def _open_browser(url):
+    import webbrowser
+    print(f"Opening the browser to sign in; if it does not open, visit:\n{url}", file=sys.stderr)
+    webbrowser.open(url)
+
+
+def _query(url):
+    from urllib.parse import parse_qsl, urlsplit
+    return dict(parse_qsl(urlsplit(url.strip()).query))
+
+
+def _cli_auth(args):
+    """--auth [browser|paste|machine], --client-id, --client-secret: an OAuth, or None. A person
+    signs in within the request that met the 401: it gets 5 minutes, whatever --timeout says."""
+    if not (args.auth or args.client_id):
+        return None
+    args.timeout = args.timeout if args.auth == "machine" else max(args.timeout, 300)
+    return OAuth(client_id=args.client_id, client_secret=args.client_secret, headless=args.auth == "paste",
+                 grant="client_credentials" if args.auth == "machine" else "authorization_code")
+
 
 ##############################################################################
 # Seeing the wire: --trace
@@ -5449,6 +5800,13 @@ def main(argv=None):
                         help="NAME, URI, k=v pairs or one JSON object")
     client.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
                         help="bearer token for HTTP (default: $MCP_TOKEN)")
+    client.add_argument("--auth", nargs="?", const="browser", choices=("browser", "paste", "machine"),
+                        help="sign in with OAuth on a 401: in the browser (default), by pasting the "
+                        "address back (paste), or as a program with --client-secret (machine)")
+    client.add_argument("--client-id", help="a client id registered with the authorization server")
+    client.add_argument("--client-secret", default=os.environ.get("MCP_CLIENT_SECRET"),
+                        help="its secret (default: $MCP_CLIENT_SECRET; prefer it: every local user "
+                        "can read the command line)")
     client.add_argument("--protocol", choices=PROTOCOL_VERSIONS + MODERN_VERSIONS, metavar="VERSION",
                         help="speak this protocol version only (default: 2026-07-28 if the server "
                         "does, else the handshake); one of " + ", ".join(PROTOCOL_VERSIONS + MODERN_VERSIONS))

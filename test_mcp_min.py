@@ -40,6 +40,7 @@ import types
 import typing
 import unittest
 from unittest import mock
+from urllib.parse import parse_qsl
 
 import mcp_min
 from mcp_min import (
@@ -6248,6 +6249,293 @@ class ClientCliTests(unittest.TestCase):
             done = self.run_cli(f"{sys.executable} {MCP_MIN} serve '; touch {marker}'", "ping")
             self.assertFalse(os.path.exists(marker))
             self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
+
+
+class _OAuthWorld:
+    """A tiny authorization server and OAuth-protected MCP server in one, on 127.0.0.1 port 0
+    (http.server in a thread). It grants what is asked but `admin`, checks PKCE, the code's
+    single use, `resource` and `redirect_uri`, and logs every request."""
+
+    def __init__(self, **options):
+        import http.server
+        self.o = dict(prm_hint=True, prm_root=False, issuer_path="", metadata_issuer=None, iss=None,
+                      authorize_at=None, resource=None, register=True, offline=True, cimd=False)
+        self.o.update(options)
+        self.log, self.codes, self.tokens, self.refreshes, self.registered = [], {}, {}, {}, None
+        self.asked = []     # the authorization requests' queries
+        world = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                world.handle(self, self.command)
+            do_POST = do_DELETE = do_GET
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.url = self.base + "/mcp"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.01,), daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def paths(self, method=None):
+        return [p for m, p, _, _ in self.log if method in (None, m)]
+
+    def handle(self, h, method):
+        import hashlib
+        from urllib.parse import parse_qsl, urlencode, urlsplit
+        o, base, target = self.o, self.base, urlsplit(h.path)
+        path, query = target.path, dict(parse_qsl(target.query))
+        body = h.rfile.read(int(h.headers.get("Content-Length") or 0)) if method == "POST" else b""
+        self.log.append((method, path, h.headers.get("Authorization"), body))
+        issuer = base + o["issuer_path"]
+
+        def send(status, data=None, headers=()):
+            payload = b"" if data is None else json.dumps(data).encode()
+            h.send_response(status)
+            for k, v in headers:
+                h.send_header(k, v)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(payload)))
+            h.end_headers()
+            h.wfile.write(payload)
+
+        prm = "/.well-known/oauth-protected-resource" + ("" if o["prm_root"] else "/mcp")
+        if path == prm:
+            return send(200, {"resource": o["resource"] or base + ("" if o["prm_root"] else "/mcp"),
+                              "authorization_servers": [issuer], "scopes_supported": ["read"]})
+        if path == "/.well-known/openid-configuration" + o["issuer_path"]:
+            return send(200, {"issuer": o["metadata_issuer"] or issuer, "token_endpoint": base + "/token",
+                              "authorization_endpoint": o["authorize_at"] or base + "/authorize",
+                              "code_challenge_methods_supported": ["S256"],
+                              "authorization_response_iss_parameter_supported": True,
+                              "scopes_supported": ["read", "write"] + ["offline_access"] * o["offline"],
+                              "client_id_metadata_document_supported": o["cimd"],
+                              **({"registration_endpoint": base + "/register"} if o["register"] else {})})
+        if path == "/register":
+            self.registered = json.loads(body)
+            return send(201, {"client_id": "dynamic-client", "client_secret": "dynamic-secret"})
+        if path == "/authorize":
+            code = f"code-{len(self.log)}"
+            self.codes[code] = query
+            self.asked.append(query)
+            answer = {"code": code, "state": query["state"], "iss": o["iss"] or issuer}
+            return send(302, headers=[("Location", query["redirect_uri"] + "?" + urlencode(answer))])
+        if path == "/token":
+            form = dict(parse_qsl(body.decode()))
+            if form["grant_type"] == "authorization_code":
+                asked = self.codes.pop(form["code"], None)      # a code works once
+                challenge = base64.urlsafe_b64encode(hashlib.sha256(
+                    form["code_verifier"].encode()).digest()).rstrip(b"=").decode()
+                good = asked and (challenge, "S256", form["resource"], form["redirect_uri"]) == tuple(
+                    asked[k] for k in ("code_challenge", "code_challenge_method", "resource", "redirect_uri"))
+                scope = asked and asked.get("scope", "")
+            else:
+                scope = self.refreshes.pop(form.get("refresh_token"), None)
+                good = scope is not None and form["resource"] == base + "/mcp"
+            if not good:
+                return send(400, {"error": "invalid_grant"})
+            token, refresh = f"at-{len(self.log)}-{os.urandom(4).hex()}", f"rt-{os.urandom(8).hex()}"
+            self.tokens[token] = set(scope.split()) - {"admin"}
+            self.refreshes[refresh] = scope
+            return send(200, {"access_token": token, "token_type": "Bearer", "refresh_token": refresh})
+        if path in ("/mcp", "/sse"):
+            auth = h.headers.get("Authorization") or ""
+            hint = f', resource_metadata="{base}{prm}"' * o["prm_hint"]
+            granted = self.tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
+            if granted is None:
+                return send(401, {}, [("WWW-Authenticate", 'Bearer error="invalid_token"' + hint)])
+            if path == "/sse":      # legacy HTTP+SSE: the endpoint event, then the stream ends
+                h.send_response(200)
+                h.send_header("Content-Type", "text/event-stream")
+                h.end_headers()
+                return h.wfile.write(b"event: endpoint\ndata: /messages\n\n")
+            if method != "POST":
+                return send(405, {})
+            message = json.loads(body)
+            need = {"read", (message.get("params") or {}).get("name", "read")} \
+                if message["method"] == "tools/call" else {"read"}
+            if not need <= granted:
+                return send(403, {}, [("WWW-Authenticate", 'Bearer error="insufficient_scope", '
+                                       f'scope="{" ".join(sorted(need))}"' + hint)])
+            if "id" not in message:
+                return send(202)
+            result = {"tools/list": {"tools": []}, "tools/call": {"content": []}}.get(message["method"]) or {
+                "protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "w", "version": "1"}}
+            return send(200, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+        send(404, {})
+
+
+async def _follow(url, tamper=None):
+    """The browser, approving at once: the authorization endpoint's redirect, taken to our listener."""
+    response = await mcp_min._http(url, "GET", {})
+    response.close()
+    location = response.headers["location"]
+    (await mcp_min._http(tamper(location) if tamper else location, "GET", {})).close()
+
+
+class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
+    """The client's side of MCP authorization against `_OAuthWorld`."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.store = os.path.join(self.tmp, "config", "mcp_min", "tokens.json")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def world(self, **options):
+        world = _OAuthWorld(**options)
+        self.addCleanup(world.close)
+        return world
+
+    def auth(self, **options):
+        return mcp_min.OAuth(browser=options.pop("browser", _follow), store=options.pop("store", self.store),
+                             **options)
+
+    async def test_sign_in_discovers_registers_and_keeps_the_token_private(self):
+        # No hint in the challenge, PRM only at the root, an issuer with a path served by
+        # OpenID discovery only: every step of the discovery order is walked.
+        world = self.world(prm_hint=False, prm_root=True, issuer_path="/tenant")
+        lines, auth = [], self.auth()
+        trace = mcp_min._Trace("-", side="client")
+        trace.file = _Lines(lines)
+        async with mcp_min.Client(world.url, era="handshake", auth=auth, trace=trace) as client:
+            await client.list_tools()
+        self.assertEqual(world.paths(), [
+            "/mcp", "/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-authorization-server/tenant", "/.well-known/openid-configuration/tenant",
+            "/register", "/authorize", "/token", "/mcp", "/mcp", "/mcp", "/mcp"])  # + initialized, GET, list
+        self.assertEqual(world.registered["application_type"], "native")
+        self.assertRegex(world.registered["redirect_uris"][0], r"^http://127\.0\.0\.1:\d+/callback$")
+        (token,) = world.tokens
+        self.assertEqual(auth.token(world.url), token)
+        self.assertIsNone(auth.token(world.base + "/other"))     # only for the server it was issued for
+        self.assertEqual(os.stat(self.store).st_mode & 0o777, 0o600)
+        with open(self.store, encoding="utf-8") as f:
+            self.assertEqual(json.load(f)[world.url]["access_token"], token)
+        text = "".join(lines)
+        self.assertIn("Bearer ***", text)
+        for secret in (token, *world.refreshes, "dynamic-secret"):
+            self.assertNotIn(secret, text)
+
+    async def test_authorization_request_has_pkce_state_resource_and_offline_access(self):
+        world = self.world()
+        async with mcp_min.Client(world.url, era="handshake", auth=self.auth()) as client:
+            await client.list_tools()
+        (asked,) = world.asked
+        keys = ("response_type", "code_challenge_method", "resource", "scope")
+        self.assertEqual({k: asked[k] for k in keys},
+                         {"response_type": "code", "code_challenge_method": "S256", "resource": world.url,
+                          "scope": "read offline_access"})
+        self.assertGreaterEqual(len(asked["state"]), 43)      # 256 bits
+        (_, _, basic, body), = [e for e in world.log if e[1] == "/token"]
+        form = dict(parse_qsl(body.decode()))
+        self.assertEqual(base64.b64decode(basic[6:]), b"dynamic-client:dynamic-secret")
+        self.assertEqual((form["grant_type"], form["resource"]), ("authorization_code", world.url))
+        self.assertGreaterEqual(len(form["code_verifier"]), 43)
+        self.assertEqual(world.codes, {})       # the code was spent (the world checked PKCE)
+
+    async def test_a_second_run_reuses_the_stored_token_and_a_401_refreshes_it(self):
+        world = self.world()
+        async with mcp_min.Client(world.url, era="handshake", auth=self.auth()) as client:
+            await client.list_tools()
+        world.tokens.clear()        # the server forgets the access token: the refresh token is used
+        async with mcp_min.Client(world.url, era="handshake", auth=self.auth()) as client:
+            await client.list_tools()
+        self.assertEqual(world.paths().count("/authorize"), 1)
+        self.assertEqual(world.paths().count("/register"), 1)
+        grants = [dict(parse_qsl(b.decode()))["grant_type"]
+                  for _, p, _, b in world.log if p == "/token"]
+        self.assertEqual(grants, ["authorization_code", "refresh_token"])
+
+    async def test_step_up_asks_for_more_scope_and_stops_when_it_would_loop(self):
+        world = self.world()
+        async with mcp_min.Client(world.url, era="handshake", auth=self.auth(store=None)) as client:
+            await client.call_tool("write", {})
+            with self.assertRaises(McpError):
+                await client.call_tool("admin", {})     # never granted: one step-up, then the 403 stands
+        self.assertEqual([q["scope"] for q in world.asked], [
+            "read offline_access", "read offline_access write", "read offline_access write admin"])
+
+    async def test_refuses_metadata_that_is_not_what_it_should_be(self):
+        cases = [({"metadata_issuer": "https://evil.example"}, {}, "names issuer"),
+                 ({"authorize_at": "http://example.com/authorize"}, {}, "https only"),
+                 ({"resource": "https://evil.example/mcp"}, {}, "is about"),
+                 ({"iss": "https://evil.example"}, {}, "iss"),
+                 ({"register": False}, {}, "--client-id"),
+                 ({}, {"client_id": "ours", "issuer": "https://as.example"}, "https://as.example's")]
+        for options, who, words in cases:
+            with self.subTest(options=options, who=who):
+                world = self.world(**options)
+                with self.assertRaises(McpError) as caught:
+                    async with mcp_min.Client(world.url, era="handshake", auth=self.auth(store=None, **who)):
+                        pass
+                self.assertIn(words, caught.exception.message)
+                self.assertNotIn("/token", world.paths())
+
+    async def test_a_redirect_with_another_state_is_refused(self):
+        world = self.world()
+        forged = self.auth(store=None, browser=lambda url: _follow(url, lambda loc: re.sub(
+            r"state=[^&]+", "state=forged", loc)))
+        with self.assertRaisesRegex(McpError, "state"):
+            async with mcp_min.Client(world.url, era="handshake", auth=forged):
+                pass
+        self.assertNotIn("/token", world.paths())
+
+
+    async def test_a_client_id_metadata_document_url_is_the_client_id_where_taken(self):
+        with self.assertRaises(ValueError):
+            mcp_min.OAuth(client_metadata_url="http://example.com/client.json")
+        url = "https://client.example/mcp_min.json"
+        for cimd, client_id in ((True, url), (False, "dynamic-client")):
+            world = self.world(cimd=cimd)
+            async with mcp_min.Client(world.url, era="handshake",
+                                      auth=self.auth(store=None, client_metadata_url=url)) as client:
+                await client.list_tools()
+            self.assertEqual((world.asked[0]["client_id"], "/register" in world.paths()), (client_id, not cimd))
+
+    async def test_other_errors_start_no_sign_in(self):
+        world = self.world()
+        with self.assertRaises(McpError):   # 404 to the POST, then to legacy SSE's GET
+            async with mcp_min.Client(world.base + "/nothing", auth=self.auth(store=None)):
+                pass
+        self.assertEqual(set(world.paths()), {"/nothing"})
+
+    async def test_legacy_sse_signs_in_on_the_streams_401(self):
+        world = self.world(prm_root=True)
+        with self.assertRaises(McpError):   # the world's stream ends after its endpoint event
+            async with mcp_min.Client(world.base + "/sse", transport="sse", auth=self.auth(store=None)):
+                pass
+        (token,) = world.tokens
+        self.assertEqual([(p, a) for m, p, a, _ in world.log if p == "/sse"],
+                         [("/sse", None), ("/sse", f"Bearer {token}")])
+
+    def test_cli_auth_paste_signs_in_headless(self):
+        import http.client
+        world = self.world()
+        env = {**os.environ, "XDG_CONFIG_HOME": self.tmp}
+        env.pop("APPDATA", None)
+        with subprocess.Popen([sys.executable, MCP_MIN, "client", world.url, "tools/list", "--auth", "paste",
+                               "--protocol", "2025-11-25"], env=env, text=True, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+            line = ""
+            while not line.startswith("http://"):
+                line = process.stderr.readline()
+                self.assertTrue(line, "the CLI printed no address to open")
+            connection = http.client.HTTPConnection("127.0.0.1", world.httpd.server_port, timeout=TIMEOUT)
+            connection.request("GET", line.strip()[len(world.base):])
+            location = connection.getresponse().getheader("Location")    # where the browser would end
+            connection.close()
+            out, err = process.communicate(location + "\n", timeout=TIMEOUT)
+        self.assertEqual((process.returncode, json.loads(out)), (0, {"tools": []}), err)
+        (token,) = world.tokens
+        self.assertNotIn(token, out + err)
+        store = os.path.join(self.tmp, "mcp_min", "tokens.json")
+        self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,27 @@ except ImportError:     # run from a checkout: mcp_min.py is one folder up
 from mcp_min import Client
 
 
+async def follow(url):
+    """The 'browser' for the suite's sign-ins: its authorization server approves at once and
+    redirects; we take that redirect to our own loopback listener, as a browser would."""
+    response = await mcp_min._http(url, "GET", {})
+    response.close()
+    location = response.headers.get("location")
+    assert response.status in (302, 303) and location, "no redirect from the authorization endpoint"
+    (await mcp_min._http(location, "GET", {})).close()
+
+
+def oauth(scenario, context):
+    """Sign in as the auth/* scenarios expect: pre-registered credentials when the suite
+    gives some, our Client ID Metadata Document URL, nothing written to disk."""
+    return mcp_min.OAuth(client_id=context.get("client_id"), client_secret=context.get("client_secret"),
+                         issuer=context.get("issuer"),
+                         client_metadata_url="https://conformance-test.local/client-metadata.json",
+                         grant="client_credentials" if "client-credentials" in scenario
+                         else "authorization_code",
+                         browser=follow, store=None, client_name="mcp_min-conformance")
+
+
 def accept_defaults(params):
     """Answer an elicitation by accepting every field's default value."""
     properties = params.get("requestedSchema", {}).get("properties", {})
@@ -27,7 +48,9 @@ def accept_defaults(params):
 
 
 async def main(url, scenario):
-    async with Client(url, name="mcp_min-conformance", elicitation=accept_defaults) as client:
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    auth = oauth(scenario, context) if scenario.startswith("auth/") else None
+    async with Client(url, name="mcp_min-conformance", elicitation=accept_defaults, auth=auth) as client:
         if scenario == "initialize":
             await client.list_tools()
         elif scenario == "tools_call":
@@ -48,7 +71,6 @@ async def main(url, scenario):
             # Call what the suite names, else every tool listed (tools/list also tells
             # which arguments go in Mcp-Param-* headers, and drops badly marked tools).
             tools = await client.list_tools()
-            context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
             calls = context.get("toolCalls") or [{"name": t["name"]} for t in tools]
             await asyncio.gather(*[client.call_tool(c["name"], c.get("arguments")) for c in calls])
         elif scenario == "sse-retry":
@@ -56,6 +78,11 @@ async def main(url, scenario):
             # The server drops the call's stream after a priming event; the client
             # resumes it with GET + Last-Event-ID after the advertised retry delay.
             await client.call_tool(tools[0])
+        elif scenario.startswith("auth/"):
+            # Signed in on the first 401; a tool call may ask for more scope (403, step-up).
+            tools = await client.list_tools()
+            if tools:
+                await client.call_tool(tools[0]["name"], {})
         else:
             await client.list_tools()
 
