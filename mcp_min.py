@@ -3208,7 +3208,7 @@ class _McpEndpoint:
             stream, events = await entry.resume(last)
             x.open_sse()
             if self.trace:
-                self.trace.note("out", f"(the stream resumes after {last}: {len(events)} events sent again)")
+                self.trace.note("out", f"(the stream resumes after {last}; events sent again: {len(events)})")
             first = b"".join(events)
         else:   # the session's own stream; one that lost its connection goes on
             if (stream := entry.standalone) is not None and stream.attached:

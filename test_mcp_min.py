@@ -4955,7 +4955,7 @@ class ClientRedirectTest(HttpTestCase):
         self.assertIn(b"Bearer s3cret", self.seen[0])      # the origin it was given to has it
 
     async def test_redirects_are_followed_with_the_same_method_and_body(self):
-        self.http.token = None
+        self.http.auth = None
         async with mcp_min.Client(self.url, era="handshake", timeout=TIMEOUT) as client:
             self.assertEqual((await client.call_tool("add", {"a": 2, "b": 3}))["content"][0]["text"], "5")
         methods = [h.split(b" ")[0] for h in self.seen]

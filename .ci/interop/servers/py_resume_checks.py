@@ -360,7 +360,7 @@ async def v_cut(url, relay_port, trace):
             assert sorted(got) == [float(i) for i in range(1, steps + 1)], f"progress_callback saw {got}"
             recs, tgets, notes = resume_notes(trace, start)
             resumed = [h for i, h in notes if h.startswith("(the stream resumes after")]
-            m = re.match(r"\(the stream resumes after (\S+): (\d+) events sent again\)", resumed[-1] if resumed else "")
+            m = re.match(r"\(the stream resumes after (\S+); events sent again: (\d+)\)", resumed[-1] if resumed else "")
             assert m and m.group(1) == last, f"server notes {notes}"
             assert int(m.group(2)) == expect_replayed, \
                 f"server replayed {m.group(2)} events, expected {expect_replayed}: {resumed[-1]}"
