@@ -3584,25 +3584,68 @@ class AuthInfo(typing.NamedTuple):
     claims: dict
 
 
-def _https_or_loopback(url, what):
+def _refused(text):
+    return McpError(CONNECTION_CLOSED, f"authorization: {text}")
+
+
+def _secure(url, what, error=_refused):
+    """`url` if https, or plain http to this machine only (OAuth 2.1 1.5): codes and tokens cross it."""
     from urllib.parse import urlsplit
-    parts = urlsplit(url)
-    if not (parts.scheme == "https" or parts.scheme == "http" and _is_loopback(parts.hostname or "")):
-        raise ValueError(f"{what} must be an https URL (http only on loopback): {url[:200]!r}")
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if not (parts and parts.hostname and (parts.scheme == "https" or parts.scheme == "http"
+                                          and _is_loopback(parts.hostname))):
+        raise error(f"refusing the {what} {str(url)[:200]!r}: https only (plain http on loopback)")
     return url
 
 
-async def _json_at(url, headers=None, body=None):
-    """(status, JSON body or None) of a GET, or a POST of `body`, all within REPLY_TIMEOUT."""
-    async def ask():
-        response = await _http(url, "GET" if body is None else "POST",
-                                {"Accept": "application/json", **(headers or {})}, body or b"")
-        data = await response.body(limit=1 << 20)
+async def _fetch_json(url, form=None, headers=(), as_json=False):
+    """GET, or POST a form (or JSON), to an OAuth endpoint, within REPLY_TIMEOUT: (status, JSON
+    object or {}). Never traced: access tokens, codes and secrets travel in these bodies."""
+    from urllib.parse import urlencode
+    headers = {"Accept": "application/json", **dict(headers)}
+    if form is not None:
+        headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
+    try:
+        response = await asyncio.wait_for(_http(url, "GET" if form is None else "POST", headers, b"" if form
+                                                is None else encode(form) if as_json else urlencode(form).encode()),
+                                          REPLY_TIMEOUT)
+        data = await asyncio.wait_for(response.body(READ_CHUNK * 4), REPLY_TIMEOUT)
         response.close()
-        with contextlib.suppress(McpError):
-            return response.status, decode(data)
-        return response.status, None
-    return await asyncio.wait_for(ask(), REPLY_TIMEOUT)
+    except (OSError, asyncio.TimeoutError) as e:
+        raise _refused(f"cannot reach {url}: {e!r}") from None
+    with contextlib.suppress(ValueError, RecursionError):
+        if type(parsed := json.loads(data)) is dict:
+            return response.status, parsed
+    return response.status, {}
+
+
+def _basic(client_id, secret):
+    """RFC 6749 2.3.1: HTTP Basic, each half form-encoded first."""
+    from urllib.parse import quote_plus
+    return "Basic " + base64.b64encode(f"{quote_plus(client_id)}:{quote_plus(secret or '')}".encode()).decode()
+
+
+async def _server_metadata(issuer):
+    """RFC 8414 §3.1, then OpenID Connect discovery, in the spec's order (2025-11-25
+    "Authorization Server Metadata Discovery"); the issuer must be the one asked for."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(_secure(issuer, "authorization server"))
+    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+    for where in [f"{origin}/.well-known/oauth-authorization-server{path}",
+                  f"{origin}/.well-known/openid-configuration{path}"] \
+            + [f"{origin}{path}/.well-known/openid-configuration"] * bool(path):
+        status, metadata = await _fetch_json(where)
+        if status == 200 and metadata:
+            break
+    else:
+        raise _refused(f"no authorization server metadata for {issuer}")
+    if metadata.get("issuer") != issuer:    # RFC 8414 §3.3: else its endpoints could be anyone's
+        raise _refused(f"the metadata at {where} names issuer {str(metadata.get('issuer'))[:200]!r}, "
+                       f"not {issuer}")
+    for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+        if key in metadata or key == "token_endpoint":
+            _secure(metadata.get(key), key.replace("_", " "))
+    return metadata
 
 
 class Introspection:
@@ -3610,25 +3653,22 @@ class Introspection:
     at the introspection_endpoint of its metadata; as `client_id` (HTTP Basic) if it wants."""
 
     def __init__(self, issuer, client_id=None, client_secret=None):
-        from urllib.parse import quote
-        self.issuer = _https_or_loopback(issuer, "the authorization server")
+        self.issuer = _secure(issuer, "authorization server", ValueError)
         self.endpoint, self.cache = None, {}
-        # RFC 6749 2.3.1: each half form-encoded, then Basic
-        pair = f"{quote(client_id, safe='')}:{quote(client_secret or '', safe='')}" if client_id else None
-        self.basic = pair and {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+        self.basic = {"Authorization": _basic(client_id, client_secret)} if client_id else {}
 
     async def __call__(self, token):
         import hashlib
-        from urllib.parse import urlencode
         key, now = hashlib.sha256(token.encode()).digest(), _now()    # the cache holds no token
         if (hit := self.cache.get(key)) and hit[0] > now:
             return hit[1]
-        self.endpoint = self.endpoint or await self._discover()
-        status, claims = await _json_at(self.endpoint, {
-            "Content-Type": "application/x-www-form-urlencoded", **(self.basic or {})},
-            urlencode({"token": token, "token_type_hint": "access_token"}).encode())
-        if status != 200 or type(claims) is not dict:
-            raise OSError(f"the introspection endpoint answered {status}")
+        if not self.endpoint:
+            self.endpoint = (await _server_metadata(self.issuer)).get("introspection_endpoint")
+            _secure(self.endpoint, "introspection endpoint")
+        status, claims = await _fetch_json(self.endpoint, {"token": token, "token_type_hint": "access_token"},
+                                           self.basic)
+        if status != 200:
+            raise _refused(f"the introspection endpoint answered {status}")
         claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
         exp = claims and claims.get("exp")      # never kept past the token's own end
         ttl = min(INTROSPECTION_TTL, exp - time.time()) if type(exp) in (int, float) else INTROSPECTION_TTL
@@ -3638,25 +3678,6 @@ class Introspection:
                 del self.cache[old]
         self.cache[key] = (now + ttl, claims)
         return claims
-
-    async def _discover(self):
-        """RFC 8414 3.1 (the well-known part between host and path), then OpenID Connect, in the
-        order MCP 2025-11-25 clients try them; the metadata must name our issuer (RFC 8414 3.3)."""
-        from urllib.parse import urlsplit
-        parts = urlsplit(self.issuer)
-        origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-        for url in (f"{origin}/.well-known/oauth-authorization-server{path}",
-                    f"{origin}/.well-known/openid-configuration{path}",
-                    f"{origin}{path}/.well-known/openid-configuration"):
-            status, meta = await _json_at(url)
-            if status == 200 and type(meta) is dict:
-                if meta.get("issuer") != self.issuer:
-                    raise OSError(f"the metadata at {url} names another issuer")
-                if type(meta.get("introspection_endpoint")) is not str:
-                    raise OSError(f"{self.issuer} names no introspection_endpoint")
-                return _https_or_loopback(meta["introspection_endpoint"], "introspection_endpoint")
-        raise OSError(f"no authorization server metadata found for {self.issuer}")
-
 
 def _fixed_token(token):
     """Today's --token: one secret, compared in constant time (SECURITY.md R6)."""
@@ -3679,7 +3700,7 @@ class ResourceServer:
     def __init__(self, verify=None, authorization_servers=(), scopes=(), resource=None,
                  client_id=None, client_secret=None):
         import inspect
-        self.authorization_servers = [_https_or_loopback(s, "an authorization server")
+        self.authorization_servers = [_secure(s, "authorization server", ValueError)
                                       for s in authorization_servers]
         if not (verify or self.authorization_servers):
             raise ValueError("a ResourceServer needs an authorization server, or a verify function")
@@ -3723,9 +3744,9 @@ class ResourceServer:
         try:
             claims = await (self.verify(token) if self.is_async else asyncio.to_thread(self.verify, token))
         except Exception as e:      # the AS is down or confused: not the client's fault, no 401
-            # a verifier's own message might quote the token: only ours (OSError) are logged whole
+            # a verifier's own message might quote the token: only ours are logged whole
             _log.warning("cannot verify an access token: %s",
-                         e if isinstance(e, OSError) else type(e).__name__)
+                         e if isinstance(e, (OSError, McpError)) else type(e).__name__)
             raise _HttpError(503, "Cannot verify the access token now") from None
         if (auth := self._auth_info(claims)) is None:     # inactive, expired, or not for us
             raise self._refuse(401, "invalid_token")
@@ -4924,40 +4945,6 @@ _AUTH_TRIES = 2         # sign-ins for one request (a 401, then a 403 step-up); 
 _CHALLENGE_PARAM = re.compile(r'([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 
 
-def _refused(text):
-    return McpError(CONNECTION_CLOSED, f"authorization: {text}")
-
-
-def _secure(url, what):
-    """https, or plain http to this machine only (OAuth 2.1 §1.5): codes and tokens cross it."""
-    from urllib.parse import urlsplit
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if not (parts and parts.hostname and (parts.scheme == "https" or parts.scheme == "http"
-                                          and _is_loopback(parts.hostname))):
-        raise _refused(f"refusing the {what} {str(url)[:200]!r}: https only (plain http on loopback)")
-    return url
-
-
-async def _fetch_json(url, form=None, headers=(), as_json=False):
-    """GET, or POST a form (or JSON), to an OAuth endpoint: (status, JSON object or {}).
-    Never traced: access tokens, codes and secrets travel in these bodies."""
-    from urllib.parse import urlencode
-    headers = {"Accept": "application/json", **dict(headers)}
-    if form is not None:
-        headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
-    try:
-        response = await _http(url, "GET" if form is None else "POST", headers,
-                               b"" if form is None else encode(form) if as_json else urlencode(form).encode())
-        data = await response.body(READ_CHUNK * 4)
-        response.close()
-    except OSError as e:
-        raise _refused(f"cannot reach {url}: {e}") from None
-    with contextlib.suppress(ValueError, RecursionError):
-        if type(parsed := json.loads(data)) is dict:
-            return response.status, parsed
-    return response.status, {}
-
-
 def _bearer(client, url):
     """The Authorization header for `url`: the auth object's token for that server, or the fixed one."""
     token = client.auth.token(url) if client.auth else client.token
@@ -5033,7 +5020,7 @@ class OAuth:
             resource, metadata = await self._protected_resource(url, params.get("resource_metadata"))
             if type(servers := metadata.get("authorization_servers")) is not list or not servers:
                 raise _refused(f"the protected resource metadata of {url} names no authorization server")
-            server = await self._server_metadata(issuer := servers[0])
+            server = await _server_metadata(issuer := servers[0])
             if self.client_id and self.issuer not in (None, issuer):    # pre-registered: that server's
                 # only (2026-07-28 "Authorization Server Binding")
                 raise _refused(f"{url} now signs in at {issuer}, but the client id is {self.issuer}'s")
@@ -5083,28 +5070,6 @@ class OAuth:
                 or not (path + "/").startswith(named.path.rstrip("/") + "/"):
             raise _refused(f"the resource metadata at {where} is about {str(resource)[:200]!r}, not {url}")
         return resource, metadata      # the resource as published, unnormalized (RFC 8707)
-
-    async def _server_metadata(self, issuer):
-        """RFC 8414 §3.1, then OpenID Connect discovery, in the spec's order (2025-11-25
-        "Authorization Server Metadata Discovery"); the issuer must be the one asked for."""
-        from urllib.parse import urlsplit
-        parts = urlsplit(_secure(issuer, "authorization server"))
-        origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-        for where in [f"{origin}/.well-known/oauth-authorization-server{path}",
-                      f"{origin}/.well-known/openid-configuration{path}"] \
-                + [f"{origin}{path}/.well-known/openid-configuration"] * bool(path):
-            status, metadata = await _fetch_json(where)
-            if status == 200 and metadata:
-                break
-        else:
-            raise _refused(f"no authorization server metadata for {issuer}")
-        if metadata.get("issuer") != issuer:    # RFC 8414 §3.3: else its endpoints could be anyone's
-            raise _refused(f"the metadata at {where} names issuer {str(metadata.get('issuer'))[:200]!r}, "
-                           f"not {issuer}")
-        for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
-            if key in metadata or key == "token_endpoint":
-                _secure(metadata.get(key), key.replace("_", " "))
-        return metadata
 
     async def _authorization_code(self, server, entry, resource, scope):
         """The browser's part: PKCE S256 (RFC 7636), `state`, a loopback redirect (RFC 8252
@@ -5184,12 +5149,10 @@ class OAuth:
     async def _tokens(self, url, entry, form):
         """The token request: `resource` on every one (RFC 8707 §2), the client authenticated
         as registered (RFC 6749 §2.3.1: Basic with each part form-encoded)."""
-        from urllib.parse import quote_plus
         form, headers = {**form, "resource": entry["resource"]}, {}
         client_id, secret, method = entry["client_id"], entry.get("client_secret"), entry["auth_method"]
         if method == "client_secret_basic":
-            pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
-            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+            headers["Authorization"] = _basic(client_id, secret)
         else:
             form.update(client_id=client_id, client_secret=secret if method == "client_secret_post" else None)
         form = {k: v for k, v in form.items() if v}
