@@ -20,11 +20,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-try:
-    import mcp_min
-except ImportError:     # run from a checkout: mcp_min.py is one folder up
-    sys.path.insert(0, os.path.join(HERE, ".."))
-    import mcp_min
+sys.path.append(os.path.join(HERE, ".."))     # a checkout: mcp_min.py is one folder up
 
 from mcp_min import Client
 

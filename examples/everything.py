@@ -8,18 +8,13 @@ suite against it:
     python examples/everything.py --port 3001    # HTTP: /mcp and legacy /sse
 """
 import asyncio
-import base64
 import os
 import struct
 import sys
 import zlib
 from typing import Annotated
 
-try:
-    import mcp_min
-except ImportError:     # run from a checkout: mcp_min.py is one folder up
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    import mcp_min
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))     # a checkout: mcp_min.py is one folder up
 
 from mcp_min import (Context, McpError, Server, INVALID_PARAMS, audio, embedded_resource,
                      image, text)

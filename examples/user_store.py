@@ -15,11 +15,7 @@ import sys
 import threading
 from typing import Annotated, TypedDict
 
-try:
-    import mcp_min
-except ImportError:     # run from a checkout: mcp_min.py is one folder up
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    import mcp_min
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))     # a checkout: mcp_min.py is one folder up
 
 from mcp_min import INVALID_PARAMS, McpError, Server
 
