@@ -4651,12 +4651,21 @@ class _StreamableHttp(_Transport):
         finally:
             _REINITIALIZING.reset(inside)
 
-    async def _events(self, response, request_id, retry=1.0, last_id=None):
-        """Read an SSE response; if it ends before our answer came, resume it
-        with GET and Last-Event-ID after the server's `retry` delay, while the
-        request is still awaited. Returns where a stream of no request ended."""
-        answered = request_id is None
+    async def _events(self, response, request_id, forever=False):
+        """Read an SSE response; if it ends before our answer came, resume it with GET and
+        Last-Event-ID after the server's `retry` delay, while the request is still awaited.
+        `forever` (no `response`): the GET stream, opened here and again whenever the server
+        ends it, from the last event seen (2025-11-25 transports: polling)."""
+        answered, retry, last_id = request_id is None and not forever, 1.0, None
         while True:
+            if response is None:
+                headers = self._headers("text/event-stream")
+                if last_id is not None:
+                    headers["Last-Event-ID"] = last_id
+                with contextlib.suppress(OSError):
+                    response = await _http(self.url, "GET", headers, trace=self.client.trace)
+                if response is None or response.status != 200:
+                    break
             parser = _SseParser()
             try:
                 async for chunk in response.chunks():
@@ -4671,49 +4680,28 @@ class _StreamableHttp(_Transport):
                             if (message := _sse_message(event["data"])) is None:
                                 continue
                             answered |= type(message) is dict and message.get("id") == request_id \
-                                and "method" not in message
+                                and "method" not in message and not forever
                             self.client._received(message)
             except Exception as e:  # reset, malformed framing, oversized event: the stream is over
                 _log.debug("a response stream ended: %r", e)
             finally:
                 response.close()
                 self._trace("note", "in", "(the SSE stream closed)")
-            if answered or self._closing or request_id not in self.client._pending:
-                return last_id, retry   # timed out or cancelled: nobody waits for the rest
-            if last_id is not None:
-                await asyncio.sleep(retry)
-                headers = {**self._headers("text/event-stream"), "Last-Event-ID": last_id}
-                with contextlib.suppress(OSError):
-                    response = await _http(self.url, "GET", headers, trace=self.client.trace)
-                    if response.status == 200:
-                        continue
-                    response.close()
-            # The stream is gone and cannot be resumed: the caller hears it now, not at its timeout.
+            response = None
+            if answered or self._closing or not forever and request_id not in self.client._pending:
+                return      # timed out or cancelled: nobody waits for the rest
+            if last_id is None and not forever:
+                break
+            await asyncio.sleep(retry)
+        if response is not None:    # a GET refused
+            response.close()
+        if not forever:     # gone, and cannot be resumed: the caller hears it now, not at its timeout
             self.client._fail(request_id, McpError(CONNECTION_CLOSED, "The response stream ended"))
-            return
 
     async def initialized(self):
         """Open the GET stream for messages the server starts (405 = none)."""
         if self._get_stream is None or self._get_stream.done():
-            self._get_stream = asyncio.ensure_future(self._listen())
-
-    async def _listen(self):
-        """Read the GET stream; when the server ends it, open it again after its `retry`
-        delay, from the last event seen (2025-11-25 transports: polling)."""
-        last_id, retry = None, 1.0
-        while not self._closing:
-            headers = self._headers("text/event-stream")
-            if last_id is not None:
-                headers["Last-Event-ID"] = last_id
-            try:
-                response = await _http(self.url, "GET", headers, trace=self.client.trace)
-            except OSError:
-                return
-            if response.status != 200:
-                response.close()
-                return
-            last_id, retry = await self._events(response, None, retry, last_id)
-            await asyncio.sleep(retry)
+            self._get_stream = asyncio.ensure_future(self._events(None, None, forever=True))
 
     async def close(self):
         self._closing = True
