@@ -1512,15 +1512,10 @@ def _camel(name):
 
 
 class _Peer:
-    """What both ends of a connection do alike as JSON-RPC peers, the server's
-    `Session` and the `Client`: number the requests they send, wait for each
-    answer (or a timeout, after which the other side is told to stop), and
-    fail every waiter at once when the connection ends.
-
-    A transport hands what arrives to the peer and tells it two things:
-    ``_fail(id, error)`` when a request it was to carry can get no answer, and
-    ``_closed(reason)`` when the connection has ended.
-    """
+    """What `Session` and `Client` do alike as JSON-RPC peers: number the requests they send,
+    wait for each answer (on timeout the other side is told to stop), and fail every waiter
+    when the connection ends. A transport reports ``_fail(id, error)`` (a request it was to
+    carry can get no answer) and ``_closed(reason)`` (the connection has ended)."""
 
     def __init__(self):
         self._pending = {}      # id of a request we sent -> future for its answer
@@ -1578,14 +1573,12 @@ class _Peer:
 
 
 class Session(_Peer):
-    """One client's conversation with a `Server`, independent of transport: all per-client
-    state lives here. A transport creates one per client, feeds it every frame with
-    `receive`, reads on only while it is `accepting` (and again at `on_ready`), and calls
-    `close` when the client is gone. Each message to go out goes to ``send(message,
-    related)``, `related` being the id of the client request it belongs to (its response,
-    or what was sent while serving it), or None; ``send(None, id)``: that request ends with
-    no response (it was cancelled).
-    """
+    """One client's conversation with a `Server`, whatever carries it: all per-client state. A
+    transport makes one per client, feeds it every frame (`receive`), reads on while it is
+    `accepting` (again at `on_ready`), and `close`s it when the client is gone. Out goes
+    ``send(message, related)``: `related` is the id of the client request it belongs to (its
+    response, or sent while serving it), or None; ``send(None, id)``: that request ends with no
+    response (it was cancelled)."""
 
     def __init__(self, server, send, stateless_version=None):
         super().__init__()
@@ -1613,15 +1606,12 @@ class Session(_Peer):
         server.sessions.add(self)
 
     def receive(self, frame, done=None, reply=None):
-        """Take one inbound frame, from any transport: JSON text (bytes or str), or a message
-        already parsed (a dict; a list is a batch). Everything in it is answered, bad input
-        too: nothing raises. At most MAX_IN_FLIGHT requests run at once; later ones wait
-        their turn in order (see `accepting`). Answers go to ``reply(message)`` if given
-        (HTTP answers a POST on its own response; a reply that returns False cannot carry a
-        notification, which then goes to `send`), else to `send`. ``done()`` is called when
-        the frame's work is over. Returns how many requests it took in; None if it refused
-        the frame whole (a batch it does not accept).
-        """
+        """The one door: a frame of JSON text (bytes or str) or parsed (a dict; a list is a batch).
+        All is answered, bad input too: nothing raises. Past MAX_IN_FLIGHT running, requests wait
+        their turn in order (see `accepting`). Answers go to ``reply(message)`` if given (HTTP: the
+        POST's own response; a reply returning False cannot carry a notification, which goes to
+        `send`), else to `send`; ``done()`` when the frame's work is over. Returns how many
+        requests it took in; None if it refused the frame whole (a batch it does not accept)."""
         if self.closed:
             done and done()
             return 0
@@ -2348,11 +2338,9 @@ def _private_stdout(fd=1):
 
 
 async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
-    """Serve one session over stdin/stdout until stdin closes (or it is cancelled: SIGTERM,
-    Ctrl-C); what runs then gets `grace` seconds (SHUTDOWN_GRACE) to finish. Framing only:
-    lines in, lines out (to a private copy of stdout, `_private_stdout`). Reading pauses while
-    the session is not `accepting` (the pipe holds the client back), until `on_ready`.
-    """
+    """Serve one session over stdin/stdout (a private copy: `_private_stdout`) until stdin closes
+    or it is cancelled (SIGTERM, Ctrl-C); what runs then gets `grace` s (SHUTDOWN_GRACE). Framing
+    only; reading pauses while the session is not `accepting` (the pipe holds the client back)."""
     loop = asyncio.get_running_loop()
     out = _private_stdout(stdout_fd)
     finished = asyncio.Event()
@@ -3805,26 +3793,22 @@ def _auth_options(args):
 
 
 class Client(_Peer):
-    """An MCP client, async at heart (see `SyncClient` for scripts).
+    """An MCP client, async at heart (`SyncClient` for scripts).
 
-    `target` is an ``http(s)://`` URL, or a command as an argument list (or a
-    string split like a shell would, never run through one) that starts a
-    stdio server, or a `Server` in this process (no pipe or socket: for tests).
-    A URL is tried as Streamable HTTP first; a 4xx to that probe falls back to
-    the legacy HTTP+SSE transport, as VS Code does.
+    `target`: an ``http(s)://`` URL (Streamable HTTP; a 4xx to that probe falls back to legacy
+    HTTP+SSE, as VS Code does), a command that starts a stdio server (a list, or a string split
+    as a shell would, never run by one), or a `Server` in this process (no pipe or socket).
 
-    `era` "auto" asks first in 2026-07-28's way (server/discover), and falls back
-    to the handshake (initialize, `protocol_version`) if the server does not speak
-    it; "2026-07-28" or "handshake" allow only one. The methods are the same in both, but
-    for `subscribe` (a session's) and `listen` (2026-07-28's).
+    `era` "auto" tries 2026-07-28 (server/discover), then the handshake (initialize,
+    `protocol_version`); "2026-07-28" or "handshake" allow only one. The methods are the same
+    in both, but for `subscribe` (a session's) and `listen` (2026-07-28's).
 
-    Handlers answer the server's requests: ``sampling(params) -> result`` (with
-    `sampling_tools`, its params may hold tools), ``elicitation(params) -> result``
-    (form mode), ``elicit_url(params) -> {"action"}`` (URL mode: show the URL, ask, open
-    it), and `roots` (a list of Root dicts, or a function returning one); in 2026-07-28
-    they answer its input_required results.
-    Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
-    Over HTTP, `token` is a fixed bearer token; `auth` an `OAuth`, which signs in on a 401.
+    Handlers answer the server's requests (in 2026-07-28, its input_required results):
+    ``sampling(params)`` (with `sampling_tools`, its params may hold tools), ``elicitation(params)``
+    (form mode), ``elicit_url(params) -> {"action"}`` (URL mode: show the URL, ask, open it), and
+    `roots` (Root dicts, or a function returning them). Callbacks see notifications:
+    ``on_log(params)``, ``on_notification(method, params)``. Over HTTP, `token` is a fixed bearer
+    token; `auth` an `OAuth`, which signs in on a 401.
     """
 
     def __init__(self, target, *, token=None, auth=None, timeout=None, name="mcp_min", era="auto",
@@ -5208,14 +5192,11 @@ def _cli_auth(args):
 
 
 class _Trace:
-    """Every frame that enters or leaves, read like a packet capture.
-
-    One header line a frame: seconds since start, direction (C→S or S→C), what
-    carries it (stdin/stdout, an HTTP request or status line, an SSE event's
-    fields), and what the JSON-RPC message is: ``request #2 tools/call getUsers``,
-    ``response #2 (tools/call) ok``. The headers worth seeing and the JSON
-    follow, indented. To a file (``--trace=FILE``): the same as JSON Lines.
-    """
+    """Every frame that enters or leaves, read like a packet capture. One header line a frame:
+    seconds since start, direction (C→S or S→C), what carries it (stdin/stdout, an HTTP request
+    or status line, an SSE event's fields), and what the message is: ``request #2 tools/call
+    getUsers``, ``response #2 (tools/call) ok``; then the headers worth seeing and the JSON,
+    indented. To a file (``--trace=FILE``): the same as JSON Lines."""
 
     SHOWN_HEADERS = ("host", "origin", "accept", "content-type", "mcp-session-id",
                      "mcp-protocol-version", "last-event-id", "authorization", "location")
