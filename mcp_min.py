@@ -146,9 +146,8 @@ URL_ELICITATION_REQUIRED = -32042   # 2025-11-25: the user must visit URLs first
 # Limits: module settings (set one before serving to change it). Each says what
 # happens at the edge; the HTTP ones answer with the status named, then close.
 MAX_LINE_BYTES = 16 * 1024 * 1024   # stdio: a longer line gets one error and is skipped to its "\n"
-MAX_IN_FLIGHT = 256                 # requests running per session; as many more wait their turn,
-                                    # and reading pauses (stdio); while the client owes us an
-                                    # answer, requests past them are refused (-32603)
+MAX_IN_FLIGHT = 256                 # requests running per session; more wait their turn (stdio: reading
+                                    # pauses); while the client owes us an answer, more -> -32603
 MAX_WAITING = 10_000                # requests waiting per session, however they came; more -> -32603
 PAGE_SIZE = 100                     # items per tools/resources/prompts list page
 MAX_URI = 8 * 1024                  # characters in a URI a client subscribes to; longer -> -32002
@@ -158,8 +157,7 @@ TOOL_TIMEOUT = 300.0                # seconds a request may run: a tool then get
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes, SIGTERM
                                     # or Ctrl-C; what is left is then answered -32603
 STATE_TTL = 900.0                   # seconds a requestState (2026-07-28 multi round-trip) stays good
-MAX_LISTENS = 256                   # subscriptions/listen streams open per server, 16 per
-                                    # connection; more -> -32603
+MAX_LISTENS = 256                   # subscriptions/listen streams open per server (16 a connection) -> -32603
 REPLY_TIMEOUT = 60.0                # seconds to wait for the answer to a request we send -> -32001
 READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
 MAX_BODY_BYTES = 4 * 1024 * 1024    # HTTP: a POST body -> 413, checked before reading it
@@ -178,13 +176,11 @@ MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is no
 SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
 MAX_QUEUED = 1000                   # messages waiting per stream (and from sync tools' threads per
                                     # session): beyond it log and progress notifications are dropped
-MAX_QUEUED_BYTES = 16 * 1024 * 1024  # bytes waiting behind the first on an SSE stream: a response
-                                    # or request beyond it (or MAX_QUEUED) closes the stream (legacy
-                                    # SSE: and its session) instead
+MAX_QUEUED_BYTES = 16 * 1024 * 1024  # bytes waiting behind the first on an SSE stream: a response or
+                                    # request past it or MAX_QUEUED ends the stream (legacy SSE: its session)
 REPLAY_BYTES = 1 << 20              # bytes of sent events a session's SSE stream keeps for a client
                                     # that resumes it (GET + Last-Event-ID); from before them -> 400
-MAX_REPLAY_BYTES = 64 << 20         # the same, all streams together: the least recently written
-                                    # stream loses its oldest events first
+MAX_REPLAY_BYTES = 64 << 20         # all streams together: the least recently written loses its oldest first
 KEPT_STREAMS = 64                   # POSTs' SSE streams a session keeps after their connection is
                                     # over, to be resumed; past it the oldest is dropped (-> 400)
 SSE_RETRY = 1000                    # ms a client waits before resuming a stream (SSE retry: field)
@@ -1281,8 +1277,7 @@ class Context:
         self.progress_token = token if type(token) in (str, int, float) else None
         self._last_progress = None
 
-    _rounds = None  # 2026-07-28 (see `_resume`): [answers so far, what `once` kept, this
-    #                 round's asks, this round's answers, asks made]
+    _rounds = None  # 2026-07-28 (`_resume`): [answers so far, `once`'s, asks, new answers, asks made]
 
     @property
     def auth(self):
