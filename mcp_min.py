@@ -2042,6 +2042,23 @@ _running_loop = asyncio._get_running_loop   # the running loop, or None (no Runt
 ##############################################################################
 
 
+_LISTS_OF = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
+             "resources/templates/list": "resourceTemplates"}    # -> its result's key (client, CLI too)
+
+
+def _lister(method):
+    """The handler of a */list `method`: a page of definitions (resources/list holds no
+    templates, resources/templates/list only them)."""
+    key, kind, templates = _LISTS_OF[method], method.partition("/")[0], method == "resources/templates/list"
+
+    async def handler(session, params, ctx):
+        items = getattr(session.server, kind).values()
+        return _page([i.definition for i in items if bool(getattr(i, "template", None)) == templates],
+                     params, key)
+    handler.__name__ = "_list_" + ("templates" if templates else kind)
+    return handler
+
+
 def _page(items, params, key):
     cursor = params.get("cursor")
     start = 0
@@ -2083,10 +2100,6 @@ async def _discover(session, params, ctx):
     return result
 
 
-async def _list_tools(session, params, ctx):
-    return _page([t.definition for t in session.server.tools.values()], params, "tools")
-
-
 async def _call_tool(session, params, ctx):
     name = _name(params)
     tool = session.server.tools.get(name)
@@ -2113,16 +2126,6 @@ async def _call_tool(session, params, ctx):
         # RecursionError (a self-referential result) logs one line, not 100 KB of frames
         _log.error("tool %r failed: %r", name, e, exc_info=None if type(e) is RecursionError else e)
         return _tool_error(f"Tool '{name}' failed with an internal error.")
-
-
-async def _list_resources(session, params, ctx):
-    fixed = [r.definition for r in session.server.resources.values() if not r.template]
-    return _page(fixed, params, "resources")
-
-
-async def _list_templates(session, params, ctx):
-    templates = [r.definition for r in session.server.resources.values() if r.template]
-    return _page(templates, params, "resourceTemplates")
 
 
 def _find_resource(server, uri):
@@ -2158,10 +2161,6 @@ async def _subscribe(session, params, ctx):
 async def _unsubscribe(session, params, ctx):
     session.subscriptions.discard(_name(params, "uri"))
     return {}
-
-
-async def _list_prompts(session, params, ctx):
-    return _page([p.definition for p in session.server.prompts.values()], params, "prompts")
 
 
 async def _get_prompt(session, params, ctx):
@@ -2260,14 +2259,14 @@ def _on_roots_changed(session, params):
 _METHODS = {
     "ping": (_ping, None),
     "server/discover": (_discover, None),
-    "tools/list": (_list_tools, "tools"),
+    "tools/list": (_lister("tools/list"), "tools"),
     "tools/call": (_call_tool, "tools"),
-    "resources/list": (_list_resources, "resources"),
-    "resources/templates/list": (_list_templates, "resources"),
+    "resources/list": (_lister("resources/list"), "resources"),
+    "resources/templates/list": (_lister("resources/templates/list"), "resources"),
     "resources/read": (_read_resource, "resources"),
     "resources/subscribe": (_subscribe, "resources"),
     "resources/unsubscribe": (_unsubscribe, "resources"),
-    "prompts/list": (_list_prompts, "prompts"),
+    "prompts/list": (_lister("prompts/list"), "prompts"),
     "prompts/get": (_get_prompt, "prompts"),
     "logging/setLevel": (_set_level, "logging"),
     "completion/complete": (_complete, "completions"),
@@ -2277,8 +2276,7 @@ _MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
 _ROUNDS = frozenset((_call_tool, _get_prompt, _read_resource))    # may answer input_required
 _HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe",
                             "resources/unsubscribe"))
-_CACHEABLE = frozenset((_discover, _list_tools, _list_prompts, _list_resources, _list_templates,
-                        _read_resource))
+_CACHEABLE = frozenset((_discover, _read_resource, *(_METHODS[m][0] for m in _LISTS_OF)))
 _NOTIFICATIONS = {"notifications/initialized": _on_initialized, "notifications/cancelled": _on_cancelled,
                   "notifications/roots/list_changed": _on_roots_changed}
 
@@ -4080,11 +4078,11 @@ class Client(_Peer):
             except Exception:
                 _log.warning("could not answer the server's %s", method)
 
-    async def _all(self, method, key, params=None):
+    async def _all(self, method, params=None):
         items, cursor, seen = [], None, set()
         while True:
             page = await self.request(method, dict(params or {}, **({"cursor": cursor} if cursor else {})))
-            items += page.get(key) or []
+            items += page.get(_LISTS_OF[method]) or []
             cursor = page.get("nextCursor")
             if not cursor:
                 return self._usable(items) if method == "tools/list" else items
@@ -4112,7 +4110,7 @@ class Client(_Peer):
         return await self.request("ping") if not self.modern else await self.request("server/discover") and {}
 
     async def list_tools(self):
-        return await self._all("tools/list", "tools")
+        return await self._all("tools/list")
 
     async def call_tool(self, name, arguments=None, on_progress=None, timeout=None):
         """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception."""
@@ -4122,10 +4120,10 @@ class Client(_Peer):
                                   timeout=timeout, on_progress=on_progress)
 
     async def list_resources(self):
-        return await self._all("resources/list", "resources")
+        return await self._all("resources/list")
 
     async def list_resource_templates(self):
-        return await self._all("resources/templates/list", "resourceTemplates")
+        return await self._all("resources/templates/list")
 
     async def read_resource(self, uri):
         return await self.request("resources/read", {"uri": uri})
@@ -4137,7 +4135,7 @@ class Client(_Peer):
         return await self.request("resources/unsubscribe", {"uri": uri})
 
     async def list_prompts(self):
-        return await self._all("prompts/list", "prompts")
+        return await self._all("prompts/list")
 
     async def get_prompt(self, name, arguments=None):
         return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
@@ -4796,8 +4794,6 @@ def _cli_arguments(words):
 # What the CLI's methods need after METHOD, for a usage error before anything is sent.
 _CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]", "resources/read": "URI",
               "resources/subscribe": "URI", "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
-_CLI_LISTS = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
-              "resources/templates/list": "resourceTemplates"}
 
 
 def _client_usage(args):
@@ -4815,7 +4811,7 @@ def _client_usage(args):
     if method in ("tools/call", "prompts/get"):
         raw = dict(w.partition("=")[::2] for w in words[1:] if "=" in w and not w.startswith("{"))
         return words[0], _cli_arguments(words[1:]), raw
-    if method in _CLI_NEEDS or method in _CLI_LISTS:
+    if method in _CLI_NEEDS or method in _LISTS_OF:
         return (words[0] if words else None), None, None
     return None, _cli_arguments(words) if words else None, None
 
@@ -4829,8 +4825,8 @@ async def _client_run(args, name, arguments, raw):
                     elicit_url=_show_url, timeout=args.timeout)
     method = args.method
     async with client:
-        if method in _CLI_LISTS:
-            return {_CLI_LISTS[method]: await client._all(method, _CLI_LISTS[method])}
+        if method in _LISTS_OF:
+            return {_LISTS_OF[method]: await client._all(method)}
         if method == "prompts/get":     # prompt arguments are strings, as typed
             return await client.get_prompt(name, {k: raw.get(k, v if type(v) is str else json.dumps(v))
                                                   for k, v in arguments.items()})
@@ -4851,7 +4847,7 @@ async def _typed(client, name, arguments, raw):
         return arguments
     why = _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
     try:
-        tools = await client._all("tools/list", "tools")
+        tools = await client._all("tools/list")
     finally:
         _TRACE_WHY.reset(why)
     tool = next((t for t in tools if t["name"] == name), None)
