@@ -1592,7 +1592,6 @@ class Session(_Peer):
         self.on_ready = None    # called when `accepting` may have become true
         self._cancelled = set()
         self._started = {}      # request id -> [loop time, handler, params, done] while it runs
-        self._watched = False   # whether `_watch` looks at it
         self._crossing = 0      # messages from tools' threads not yet sent by the loop
         self.dropped = 0        # ... and log or progress notifications dropped past MAX_QUEUED
         self._lock = threading.Lock()
@@ -1743,7 +1742,7 @@ class Session(_Peer):
             meta = params.get("_meta")
             context = Context(self, id_, meta if type(meta) is dict else None)
             started = self._started[id_] = [self.loop.time(), handler, params, done]
-            if not self._watched:
+            if self not in _watched:
                 _watch(self)
             try:
                 if context.version and handler in _ROUNDS:
@@ -1797,7 +1796,6 @@ class Session(_Peer):
                 f"Tool '{params.get('name')}' did not finish within {seconds:g} s."))
                 if handler is _call_tool else _error(id_, INTERNAL_ERROR, "Request timed out"))
         if not self._started:
-            self._watched = False
             _watched.discard(self)
 
     def _end(self, id_, response):
@@ -1958,7 +1956,6 @@ class Session(_Peer):
         self._send, self.on_ready = lambda *_: None, None   # no cycle through the transport
         if not self._started:
             _watched.discard(self)
-            self._watched = False
         self._closed("Connection closed")
         if cancel:
             for id_ in list(self.running) + list(self.waiting):
@@ -1994,7 +1991,6 @@ def _watch(session):
     does the counting: a timer in the event loop makes every turn of the loop dearer
     (3 % of a stdio call), a call_later per request 9 %."""
     global _watchdog
-    session._watched = True
     _watched.add(session)
     if _watchdog is None:
         _watchdog = threading.Thread(target=_watchdog_run, name="mcp-watchdog", daemon=True)
