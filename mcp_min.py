@@ -2242,15 +2242,6 @@ def _on_cancelled(session, params):
         session.cancel(id_)
 
 
-def _on_initialized(session, params):
-    session.ready = True
-
-
-def _on_roots_changed(session, params):
-    if session.server.on_roots_changed:     # a tool asks ctx.list_roots() again: nothing is cached
-        session.server.on_roots_changed(session)
-
-
 # method -> (handler, server capability it needs)
 _METHODS = {
     "ping": (_ping, None),
@@ -2273,8 +2264,11 @@ _ROUNDS = frozenset((_call_tool, _get_prompt, _read_resource))    # may answer i
 _HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe",
                             "resources/unsubscribe"))
 _CACHEABLE = frozenset((_discover, _read_resource, *(_METHODS[m][0] for m in _LISTS_OF)))
-_NOTIFICATIONS = {"notifications/initialized": _on_initialized, "notifications/cancelled": _on_cancelled,
-                  "notifications/roots/list_changed": _on_roots_changed}
+# notification -> handler (roots/list_changed: a tool asks ctx.list_roots() again, nothing is cached)
+_NOTIFICATIONS = {"notifications/cancelled": _on_cancelled,
+                  "notifications/initialized": lambda session, params: setattr(session, "ready", True),
+                  "notifications/roots/list_changed": lambda session, params:
+                      session.server.on_roots_changed and session.server.on_roots_changed(session)}
 
 ##############################################################################
 # stdio transport: one JSON message per line on stdin and stdout
