@@ -2929,12 +2929,8 @@ def _mismatch(request, body, server):
     if key and _header_text(request.header("mcp-name")) != params.get(key):
         return HEADER_MISMATCH, "Mcp-Name header does not match the params"
     tool = server.tools.get(params.get("name")) if method == "tools/call" else None
-    return _param_mismatch(request, params, tool.param_headers) if tool else None
-
-
-def _param_mismatch(request, params, marks):
-    """Each argument a tool marks x-mcp-header must be in its Mcp-Param-* header too."""
-    for header, text, value in _param_texts(params, marks):
+    # Each argument a tool marks x-mcp-header must be in its Mcp-Param-* header too.
+    for header, text, value in _param_texts(params, tool.param_headers if tool else ()):
         sent = request.header("mcp-param-" + header.lower(), None)
         got = None if sent is None else _header_text(sent)
         if got != text and not (type(value) is int and got and got.lstrip("+-").isdigit()
