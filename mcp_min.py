@@ -4327,30 +4327,27 @@ class _HttpResponse:
         reader = self.reader
         if self.status in (204, 304):
             return
-        if "chunked" in self.headers.get("transfer-encoding", ""):
-            while True:
-                size = _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
-                if size == 0:
-                    await reader.readuntil(b"\r\n")
-                    return
-                while size:     # in pieces: the server picks the size, not our memory
-                    piece = await reader.read(min(size, READ_CHUNK))
-                    if not piece:
-                        raise ConnectionError("body cut short")
-                    size -= len(piece)
-                    yield piece
-                await reader.readexactly(2)
-        elif "content-length" in self.headers:
-            left = _size(self.headers["content-length"], 10)
-            while left:
-                data = await reader.read(min(left, READ_CHUNK))
-                if not data:
-                    raise ConnectionError("body cut short")
-                left -= len(data)
-                yield data
-        else:
+        chunked = "chunked" in self.headers.get("transfer-encoding", "")
+        if not chunked and "content-length" not in self.headers:   # to the connection's end
             while (data := await reader.read(READ_CHUNK)):
                 yield data
+            return
+        left = None if chunked else _size(self.headers["content-length"], 10)
+        while True:
+            if chunked:
+                left = _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
+                if left == 0:
+                    await reader.readuntil(b"\r\n")     # the last chunk's (empty) trailer
+                    return
+            while left:     # in pieces: the server picks the size, not our memory
+                piece = await reader.read(min(left, READ_CHUNK))
+                if not piece:
+                    raise ConnectionError("body cut short")
+                left -= len(piece)
+                yield piece
+            if not chunked:
+                return
+            await reader.readexactly(2)     # the chunk's CRLF
 
     async def body(self, limit=None):
         data, limit = b"", limit or MAX_SSE_EVENT
