@@ -603,12 +603,10 @@ def _type_ok(value, kind):
 
 
 def validate(value, schema):
-    """First reason `value` does not match `schema`, or None.
-
-    A subset of JSON Schema 2020-12: type, enum, const, properties, required,
-    additionalProperties, items, prefixItems, anyOf/oneOf/allOf, $ref to local
-    $defs, min/max (length, items, value). Unknown keywords are ignored. A tool
-    keeps its schemas compiled (`_checker`); this compiles one for a single use.
+    """First reason `value` does not match `schema`, or None. A subset of JSON Schema 2020-12:
+    type, enum, const, properties, required, additionalProperties, items, prefixItems,
+    anyOf/oneOf/allOf, $ref to local $defs, min/max (length, items, value). Unknown keywords are
+    ignored. A tool keeps its schemas compiled (`_checker`); this compiles one for a single use.
 
     >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
     'a: expected integer, got string'
@@ -1028,10 +1026,9 @@ def _tool_error(message):
 
 
 class Resource(_Handler):
-    """A resource, or a template when `uri` has {variables} (passed to the function by name).
-    The function returns str (text), bytes (blob), JSON-able data (as application/json text)
-    or contents dicts. Options: `name`, `description`, `mime_type`, `title`, `annotations`,
-    `meta`, `icons`, `size`."""
+    """A resource, or a template when `uri` has {variables} (passed to the function by name). The
+    function returns str (text), bytes (blob), JSON-able data (as application/json text) or contents
+    dicts. Options: `name`, `description`, `mime_type`, `title`, `annotations`, `meta`, `icons`, `size`."""
 
     def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
                  annotations=None, meta=None, icons=None, size=None):
@@ -1254,18 +1251,15 @@ def _decorator(name, add):
 
 
 class Context:
-    """What a handler knows of the request it serves, and how it talks back.
+    """What a handler knows of the request it serves, and how it talks back. Declare a parameter
+    annotated ``Context`` to receive one. `log` and `progress` may be awaited or not; `sample`,
+    `elicit` and `list_roots` are coroutines (from a sync tool: ``ctx.run(ctx.sample(...))``).
 
-    Declare a parameter annotated ``Context`` to receive one. `log` and `progress` may be
-    awaited or not; `sample`, `elicit` and `list_roots` are coroutines (from a sync tool, use
-    ``ctx.run(ctx.sample(...))``).
-
-    In a session (handshake era) those three send a request to the client and wait. A
-    2026-07-28 request cannot: the server asks by answering, with an ``input_required``
-    result, and the client calls again with the answers. The handler then runs again from
-    the start, and each ask returns its answer at once (asks are told apart by `key`, by
-    default their order). So code before an ask runs once per round: wrap what must happen
-    only once (a payment, an id) in `once`.
+    In a session (handshake era) those three send a request to the client and wait. A 2026-07-28
+    request cannot: the server asks by answering, with an ``input_required`` result, and the
+    client calls again with the answers. The handler then runs again from the start, and each ask
+    returns its answer at once (asks are told apart by `key`, by default their order). So code
+    before an ask runs once per round: wrap what must happen only once (a payment, an id) in `once`.
     """
 
     def __init__(self, session, request_id=None, meta=None):
@@ -2207,9 +2201,8 @@ async def _complete(session, params, ctx):
 
 
 async def _listen(session, params, ctx):
-    """2026-07-28 subscriptions/listen: the change notifications asked for, on this
-    request's own stream, until the client cancels it or leaves, or the server stops
-    (then it is answered)."""
+    """2026-07-28 subscriptions/listen: the change notifications asked for, on this request's
+    own stream, until the client cancels it or leaves, or the server stops (then it is answered)."""
     wanted = params.get("notifications")
     if type(wanted) is not dict:
         raise McpError(INVALID_PARAMS, "Invalid params: notifications must be an object")
@@ -3957,10 +3950,9 @@ class Client(_Peer):
         return params
 
     async def listen(self, on_tools=None, on_prompts=None, on_resources=None, on_updated=None, uris=()):
-        """2026-07-28: hear of changes, until the server ends the stream (this then
-        returns) or this is cancelled. Each callback given is called with the params
-        of its notification: the tool, prompt or resource list changed, or a
-        resource of `uris` was updated."""
+        """2026-07-28: hear of changes, until the server ends the stream (this then returns) or
+        this is cancelled. Each callback given is called with the params of its notification:
+        the tool, prompt or resource list changed, or a resource of `uris` was updated."""
         if not self.modern:
             raise McpError(METHOD_NOT_FOUND, "listen is 2026-07-28's: in a session the server's "
                                              "notifications come to on_notification")
@@ -4823,9 +4815,8 @@ async def _client_run(args, name, arguments, raw):
 
 
 async def _typed(client, name, arguments, raw):
-    """A tool's k=v arguments, each as typed where the tool's schema wants a string
-    (zip=10001, or a Decimal's digits, exactly). The CLI's own tools/list, so marked in
-    the trace."""
+    """A tool's k=v arguments, each as typed where the tool's schema wants a string (zip=10001,
+    or a Decimal's digits, exactly). The CLI's own tools/list, so marked in the trace."""
     if not arguments:
         return arguments
     why = _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
