@@ -2316,7 +2316,8 @@ def _private_stdout(fd=1):
 async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     """Serve one session over stdin/stdout (a private copy: `_private_stdout`) until stdin closes
     or it is cancelled (SIGTERM, Ctrl-C); what runs then gets `grace` s (SHUTDOWN_GRACE). Framing
-    only; reading pauses while the session is not `accepting` (the pipe holds the client back)."""
+    only: lines in, lines out. Reading pauses while the session is not `accepting` (the pipe holds
+    the client back), until `on_ready`."""
     loop = asyncio.get_running_loop()
     out = _private_stdout(stdout_fd)
     finished = asyncio.Event()
@@ -3769,7 +3770,7 @@ class Client(_Peer):
 
     `target`: an ``http(s)://`` URL (Streamable HTTP; a 4xx to that probe falls back to legacy
     HTTP+SSE, as VS Code does), a command that starts a stdio server (a list, or a string split
-    as a shell would, never run by one), or a `Server` in this process (no pipe or socket).
+    as a shell would, never run by one), or a `Server` in this process (no pipe or socket: for tests).
 
     `era` "auto" tries 2026-07-28 (server/discover), then the handshake (initialize,
     `protocol_version`); "2026-07-28" or "handshake" allow only one. The methods are the same
