@@ -146,9 +146,8 @@ URL_ELICITATION_REQUIRED = -32042   # 2025-11-25: the user must visit URLs first
 # Limits: module settings (set one before serving to change it). Each says what
 # happens at the edge; the HTTP ones answer with the status named, then close.
 MAX_LINE_BYTES = 16 * 1024 * 1024   # stdio: a longer line gets one error and is skipped to its "\n"
-MAX_IN_FLIGHT = 256                 # requests running per session; as many more wait their turn,
-                                    # and reading pauses (stdio); while the client owes us an
-                                    # answer, requests past them are refused (-32603)
+MAX_IN_FLIGHT = 256                 # requests running per session; more wait their turn (stdio: reading
+                                    # pauses); while the client owes us an answer, more -> -32603
 MAX_WAITING = 10_000                # requests waiting per session, however they came; more -> -32603
 PAGE_SIZE = 100                     # items per tools/resources/prompts list page
 MAX_URI = 8 * 1024                  # characters in a URI a client subscribes to; longer -> -32002
@@ -158,8 +157,7 @@ TOOL_TIMEOUT = 300.0                # seconds a request may run: a tool then get
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes, SIGTERM
                                     # or Ctrl-C; what is left is then answered -32603
 STATE_TTL = 900.0                   # seconds a requestState (2026-07-28 multi round-trip) stays good
-MAX_LISTENS = 256                   # subscriptions/listen streams open per server, 16 per
-                                    # connection; more -> -32603
+MAX_LISTENS = 256                   # subscriptions/listen streams open per server (16 a connection) -> -32603
 REPLY_TIMEOUT = 60.0                # seconds to wait for the answer to a request we send -> -32001
 READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
 MAX_BODY_BYTES = 4 * 1024 * 1024    # HTTP: a POST body -> 413, checked before reading it
@@ -178,13 +176,11 @@ MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is no
 SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
 MAX_QUEUED = 1000                   # messages waiting per stream (and from sync tools' threads per
                                     # session): beyond it log and progress notifications are dropped
-MAX_QUEUED_BYTES = 16 * 1024 * 1024  # bytes waiting behind the first on an SSE stream: a response
-                                    # or request beyond it (or MAX_QUEUED) closes the stream (legacy
-                                    # SSE: and its session) instead
+MAX_QUEUED_BYTES = 16 * 1024 * 1024  # bytes waiting behind the first on an SSE stream: a response or
+                                    # request past it or MAX_QUEUED ends the stream (legacy SSE: its session)
 REPLAY_BYTES = 1 << 20              # bytes of sent events a session's SSE stream keeps for a client
                                     # that resumes it (GET + Last-Event-ID); from before them -> 400
-MAX_REPLAY_BYTES = 64 << 20         # the same, all streams together: the least recently written
-                                    # stream loses its oldest events first
+MAX_REPLAY_BYTES = 64 << 20         # all streams together: the least recently written loses its oldest first
 KEPT_STREAMS = 64                   # POSTs' SSE streams a session keeps after their connection is
                                     # over, to be resumed; past it the oldest is dropped (-> 400)
 SSE_RETRY = 1000                    # ms a client waits before resuming a stream (SSE retry: field)
@@ -607,12 +603,10 @@ def _type_ok(value, kind):
 
 
 def validate(value, schema):
-    """First reason `value` does not match `schema`, or None.
-
-    A subset of JSON Schema 2020-12: type, enum, const, properties, required,
-    additionalProperties, items, prefixItems, anyOf/oneOf/allOf, $ref to local
-    $defs, min/max (length, items, value). Unknown keywords are ignored. A tool
-    keeps its schemas compiled (`_checker`); this compiles one for a single use.
+    """First reason `value` does not match `schema`, or None. A subset of JSON Schema 2020-12:
+    type, enum, const, properties, required, additionalProperties, items, prefixItems,
+    anyOf/oneOf/allOf, $ref to local $defs, min/max (length, items, value). Unknown keywords are
+    ignored. A tool keeps its schemas compiled (`_checker`); this compiles one for a single use.
 
     >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
     'a: expected integer, got string'
@@ -1032,10 +1026,9 @@ def _tool_error(message):
 
 
 class Resource(_Handler):
-    """A resource, or a template when `uri` has {variables} (passed to the function by name).
-    The function returns str (text), bytes (blob), JSON-able data (as application/json text)
-    or contents dicts. Options: `name`, `description`, `mime_type`, `title`, `annotations`,
-    `meta`, `icons`, `size`."""
+    """A resource, or a template when `uri` has {variables} (passed to the function by name). The
+    function returns str (text), bytes (blob), JSON-able data (as application/json text) or contents
+    dicts. Options: `name`, `description`, `mime_type`, `title`, `annotations`, `meta`, `icons`, `size`."""
 
     def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
                  annotations=None, meta=None, icons=None, size=None):
@@ -1258,18 +1251,15 @@ def _decorator(name, add):
 
 
 class Context:
-    """What a handler knows of the request it serves, and how it talks back.
+    """What a handler knows of the request it serves, and how it talks back. Declare a parameter
+    annotated ``Context`` to receive one. `log` and `progress` may be awaited or not; `sample`,
+    `elicit` and `list_roots` are coroutines (from a sync tool: ``ctx.run(ctx.sample(...))``).
 
-    Declare a parameter annotated ``Context`` to receive one. `log` and `progress` may be
-    awaited or not; `sample`, `elicit` and `list_roots` are coroutines (from a sync tool, use
-    ``ctx.run(ctx.sample(...))``).
-
-    In a session (handshake era) those three send a request to the client and wait. A
-    2026-07-28 request cannot: the server asks by answering, with an ``input_required``
-    result, and the client calls again with the answers. The handler then runs again from
-    the start, and each ask returns its answer at once (asks are told apart by `key`, by
-    default their order). So code before an ask runs once per round: wrap what must happen
-    only once (a payment, an id) in `once`.
+    In a session (handshake era) those three send a request to the client and wait. A 2026-07-28
+    request cannot: the server asks by answering, with an ``input_required`` result, and the
+    client calls again with the answers. The handler then runs again from the start, and each ask
+    returns its answer at once (asks are told apart by `key`, by default their order). So code
+    before an ask runs once per round: wrap what must happen only once (a payment, an id) in `once`.
     """
 
     def __init__(self, session, request_id=None, meta=None):
@@ -1281,8 +1271,7 @@ class Context:
         self.progress_token = token if type(token) in (str, int, float) else None
         self._last_progress = None
 
-    _rounds = None  # 2026-07-28 (see `_resume`): [answers so far, what `once` kept, this
-    #                 round's asks, this round's answers, asks made]
+    _rounds = None  # 2026-07-28 (`_resume`): [answers so far, `once`'s, asks, new answers, asks made]
 
     @property
     def auth(self):
@@ -1512,15 +1501,10 @@ def _camel(name):
 
 
 class _Peer:
-    """What both ends of a connection do alike as JSON-RPC peers, the server's
-    `Session` and the `Client`: number the requests they send, wait for each
-    answer (or a timeout, after which the other side is told to stop), and
-    fail every waiter at once when the connection ends.
-
-    A transport hands what arrives to the peer and tells it two things:
-    ``_fail(id, error)`` when a request it was to carry can get no answer, and
-    ``_closed(reason)`` when the connection has ended.
-    """
+    """What `Session` and `Client` do alike as JSON-RPC peers: number the requests they send,
+    wait for each answer (on timeout the other side is told to stop), and fail every waiter
+    when the connection ends. A transport reports ``_fail(id, error)`` (a request it was to
+    carry can get no answer) and ``_closed(reason)`` (the connection has ended)."""
 
     def __init__(self):
         self._pending = {}      # id of a request we sent -> future for its answer
@@ -1578,14 +1562,12 @@ class _Peer:
 
 
 class Session(_Peer):
-    """One client's conversation with a `Server`, independent of transport: all per-client
-    state lives here. A transport creates one per client, feeds it every frame with
-    `receive`, reads on only while it is `accepting` (and again at `on_ready`), and calls
-    `close` when the client is gone. Each message to go out goes to ``send(message,
-    related)``, `related` being the id of the client request it belongs to (its response,
-    or what was sent while serving it), or None; ``send(None, id)``: that request ends with
-    no response (it was cancelled).
-    """
+    """One client's conversation with a `Server`, whatever carries it: all per-client state. A
+    transport makes one per client, feeds it every frame (`receive`), reads on while it is
+    `accepting` (again at `on_ready`), and `close`s it when the client is gone. Out goes
+    ``send(message, related)``: `related` is the id of the client request it belongs to (its
+    response, or sent while serving it), or None; ``send(None, id)``: that request ends with no
+    response (it was cancelled)."""
 
     def __init__(self, server, send, stateless_version=None):
         super().__init__()
@@ -1604,7 +1586,6 @@ class Session(_Peer):
         self.on_ready = None    # called when `accepting` may have become true
         self._cancelled = set()
         self._started = {}      # request id -> [loop time, handler, params, done] while it runs
-        self._watched = False   # whether `_watch` looks at it
         self._crossing = 0      # messages from tools' threads not yet sent by the loop
         self.dropped = 0        # ... and log or progress notifications dropped past MAX_QUEUED
         self._lock = threading.Lock()
@@ -1613,15 +1594,12 @@ class Session(_Peer):
         server.sessions.add(self)
 
     def receive(self, frame, done=None, reply=None):
-        """Take one inbound frame, from any transport: JSON text (bytes or str), or a message
-        already parsed (a dict; a list is a batch). Everything in it is answered, bad input
-        too: nothing raises. At most MAX_IN_FLIGHT requests run at once; later ones wait
-        their turn in order (see `accepting`). Answers go to ``reply(message)`` if given
-        (HTTP answers a POST on its own response; a reply that returns False cannot carry a
-        notification, which then goes to `send`), else to `send`. ``done()`` is called when
-        the frame's work is over. Returns how many requests it took in; None if it refused
-        the frame whole (a batch it does not accept).
-        """
+        """The one door: a frame of JSON text (bytes or str) or parsed (a dict; a list is a batch).
+        All is answered, bad input too: nothing raises. Past MAX_IN_FLIGHT running, requests wait
+        their turn in order (see `accepting`). Answers go to ``reply(message)`` if given (HTTP: the
+        POST's own response; a reply returning False cannot carry a notification, which goes to
+        `send`), else to `send`; ``done()`` when the frame's work is over. Returns how many
+        requests it took in; None if it refused the frame whole (a batch it does not accept)."""
         if self.closed:
             done and done()
             return 0
@@ -1758,7 +1736,7 @@ class Session(_Peer):
             meta = params.get("_meta")
             context = Context(self, id_, meta if type(meta) is dict else None)
             started = self._started[id_] = [self.loop.time(), handler, params, done]
-            if not self._watched:
+            if self not in _watched:
                 _watch(self)
             try:
                 if context.version and handler in _ROUNDS:
@@ -1812,7 +1790,6 @@ class Session(_Peer):
                 f"Tool '{params.get('name')}' did not finish within {seconds:g} s."))
                 if handler is _call_tool else _error(id_, INTERNAL_ERROR, "Request timed out"))
         if not self._started:
-            self._watched = False
             _watched.discard(self)
 
     def _end(self, id_, response):
@@ -1973,7 +1950,6 @@ class Session(_Peer):
         self._send, self.on_ready = lambda *_: None, None   # no cycle through the transport
         if not self._started:
             _watched.discard(self)
-            self._watched = False
         self._closed("Connection closed")
         if cancel:
             for id_ in list(self.running) + list(self.waiting):
@@ -2009,7 +1985,6 @@ def _watch(session):
     does the counting: a timer in the event loop makes every turn of the loop dearer
     (3 % of a stdio call), a call_later per request 9 %."""
     global _watchdog
-    session._watched = True
     _watched.add(session)
     if _watchdog is None:
         _watchdog = threading.Thread(target=_watchdog_run, name="mcp-watchdog", daemon=True)
@@ -2057,6 +2032,23 @@ _running_loop = asyncio._get_running_loop   # the running loop, or None (no Runt
 ##############################################################################
 
 
+_LISTS_OF = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
+             "resources/templates/list": "resourceTemplates"}    # -> its result's key (client, CLI too)
+
+
+def _lister(method):
+    """The handler of a */list `method`: a page of definitions (resources/list holds no
+    templates, resources/templates/list only them)."""
+    key, kind, templates = _LISTS_OF[method], method.partition("/")[0], method == "resources/templates/list"
+
+    async def handler(session, params, ctx):
+        items = getattr(session.server, kind).values()
+        return _page([i.definition for i in items if bool(getattr(i, "template", None)) == templates],
+                     params, key)
+    handler.__name__ = "_list_" + ("templates" if templates else kind)
+    return handler
+
+
 def _page(items, params, key):
     cursor = params.get("cursor")
     start = 0
@@ -2098,10 +2090,6 @@ async def _discover(session, params, ctx):
     return result
 
 
-async def _list_tools(session, params, ctx):
-    return _page([t.definition for t in session.server.tools.values()], params, "tools")
-
-
 async def _call_tool(session, params, ctx):
     name = _name(params)
     tool = session.server.tools.get(name)
@@ -2128,16 +2116,6 @@ async def _call_tool(session, params, ctx):
         # RecursionError (a self-referential result) logs one line, not 100 KB of frames
         _log.error("tool %r failed: %r", name, e, exc_info=None if type(e) is RecursionError else e)
         return _tool_error(f"Tool '{name}' failed with an internal error.")
-
-
-async def _list_resources(session, params, ctx):
-    fixed = [r.definition for r in session.server.resources.values() if not r.template]
-    return _page(fixed, params, "resources")
-
-
-async def _list_templates(session, params, ctx):
-    templates = [r.definition for r in session.server.resources.values() if r.template]
-    return _page(templates, params, "resourceTemplates")
 
 
 def _find_resource(server, uri):
@@ -2173,10 +2151,6 @@ async def _subscribe(session, params, ctx):
 async def _unsubscribe(session, params, ctx):
     session.subscriptions.discard(_name(params, "uri"))
     return {}
-
-
-async def _list_prompts(session, params, ctx):
-    return _page([p.definition for p in session.server.prompts.values()], params, "prompts")
 
 
 async def _get_prompt(session, params, ctx):
@@ -2227,9 +2201,8 @@ async def _complete(session, params, ctx):
 
 
 async def _listen(session, params, ctx):
-    """2026-07-28 subscriptions/listen: the change notifications asked for, on this
-    request's own stream, until the client cancels it or leaves, or the server stops
-    (then it is answered)."""
+    """2026-07-28 subscriptions/listen: the change notifications asked for, on this request's
+    own stream, until the client cancels it or leaves, or the server stops (then it is answered)."""
     wanted = params.get("notifications")
     if type(wanted) is not dict:
         raise McpError(INVALID_PARAMS, "Invalid params: notifications must be an object")
@@ -2262,27 +2235,18 @@ def _on_cancelled(session, params):
         session.cancel(id_)
 
 
-def _on_initialized(session, params):
-    session.ready = True
-
-
-def _on_roots_changed(session, params):
-    if session.server.on_roots_changed:     # a tool asks ctx.list_roots() again: nothing is cached
-        session.server.on_roots_changed(session)
-
-
 # method -> (handler, server capability it needs)
 _METHODS = {
     "ping": (_ping, None),
     "server/discover": (_discover, None),
-    "tools/list": (_list_tools, "tools"),
+    "tools/list": (_lister("tools/list"), "tools"),
     "tools/call": (_call_tool, "tools"),
-    "resources/list": (_list_resources, "resources"),
-    "resources/templates/list": (_list_templates, "resources"),
+    "resources/list": (_lister("resources/list"), "resources"),
+    "resources/templates/list": (_lister("resources/templates/list"), "resources"),
     "resources/read": (_read_resource, "resources"),
     "resources/subscribe": (_subscribe, "resources"),
     "resources/unsubscribe": (_unsubscribe, "resources"),
-    "prompts/list": (_list_prompts, "prompts"),
+    "prompts/list": (_lister("prompts/list"), "prompts"),
     "prompts/get": (_get_prompt, "prompts"),
     "logging/setLevel": (_set_level, "logging"),
     "completion/complete": (_complete, "completions"),
@@ -2292,10 +2256,12 @@ _MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
 _ROUNDS = frozenset((_call_tool, _get_prompt, _read_resource))    # may answer input_required
 _HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe",
                             "resources/unsubscribe"))
-_CACHEABLE = frozenset((_discover, _list_tools, _list_prompts, _list_resources, _list_templates,
-                        _read_resource))
-_NOTIFICATIONS = {"notifications/initialized": _on_initialized, "notifications/cancelled": _on_cancelled,
-                  "notifications/roots/list_changed": _on_roots_changed}
+_CACHEABLE = frozenset((_discover, _read_resource, *(_METHODS[m][0] for m in _LISTS_OF)))
+# notification -> handler (roots/list_changed: a tool asks ctx.list_roots() again, nothing is cached)
+_NOTIFICATIONS = {"notifications/cancelled": _on_cancelled,
+                  "notifications/initialized": lambda session, params: setattr(session, "ready", True),
+                  "notifications/roots/list_changed": lambda session, params:
+                      session.server.on_roots_changed and session.server.on_roots_changed(session)}
 
 ##############################################################################
 # stdio transport: one JSON message per line on stdin and stdout
@@ -2348,11 +2314,10 @@ def _private_stdout(fd=1):
 
 
 async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
-    """Serve one session over stdin/stdout until stdin closes (or it is cancelled: SIGTERM,
-    Ctrl-C); what runs then gets `grace` seconds (SHUTDOWN_GRACE) to finish. Framing only:
-    lines in, lines out (to a private copy of stdout, `_private_stdout`). Reading pauses while
-    the session is not `accepting` (the pipe holds the client back), until `on_ready`.
-    """
+    """Serve one session over stdin/stdout (a private copy: `_private_stdout`) until stdin closes
+    or it is cancelled (SIGTERM, Ctrl-C); what runs then gets `grace` s (SHUTDOWN_GRACE). Framing
+    only: lines in, lines out. Reading pauses while the session is not `accepting` (the pipe holds
+    the client back), until `on_ready`."""
     loop = asyncio.get_running_loop()
     out = _private_stdout(stdout_fd)
     finished = asyncio.Event()
@@ -2958,12 +2923,8 @@ def _mismatch(request, body, server):
     if key and _header_text(request.header("mcp-name")) != params.get(key):
         return HEADER_MISMATCH, "Mcp-Name header does not match the params"
     tool = server.tools.get(params.get("name")) if method == "tools/call" else None
-    return _param_mismatch(request, params, tool.param_headers) if tool else None
-
-
-def _param_mismatch(request, params, marks):
-    """Each argument a tool marks x-mcp-header must be in its Mcp-Param-* header too."""
-    for header, text, value in _param_texts(params, marks):
+    # Each argument a tool marks x-mcp-header must be in its Mcp-Param-* header too.
+    for header, text, value in _param_texts(params, tool.param_headers if tool else ()):
         sent = request.header("mcp-param-" + header.lower(), None)
         got = None if sent is None else _header_text(sent)
         if got != text and not (type(value) is int and got and got.lstrip("+-").isdigit()
@@ -3805,26 +3766,22 @@ def _auth_options(args):
 
 
 class Client(_Peer):
-    """An MCP client, async at heart (see `SyncClient` for scripts).
+    """An MCP client, async at heart (`SyncClient` for scripts).
 
-    `target` is an ``http(s)://`` URL, or a command as an argument list (or a
-    string split like a shell would, never run through one) that starts a
-    stdio server, or a `Server` in this process (no pipe or socket: for tests).
-    A URL is tried as Streamable HTTP first; a 4xx to that probe falls back to
-    the legacy HTTP+SSE transport, as VS Code does.
+    `target`: an ``http(s)://`` URL (Streamable HTTP; a 4xx to that probe falls back to legacy
+    HTTP+SSE, as VS Code does), a command that starts a stdio server (a list, or a string split
+    as a shell would, never run by one), or a `Server` in this process (no pipe or socket: for tests).
 
-    `era` "auto" asks first in 2026-07-28's way (server/discover), and falls back
-    to the handshake (initialize, `protocol_version`) if the server does not speak
-    it; "2026-07-28" or "handshake" allow only one. The methods are the same in both, but
-    for `subscribe` (a session's) and `listen` (2026-07-28's).
+    `era` "auto" tries 2026-07-28 (server/discover), then the handshake (initialize,
+    `protocol_version`); "2026-07-28" or "handshake" allow only one. The methods are the same
+    in both, but for `subscribe` (a session's) and `listen` (2026-07-28's).
 
-    Handlers answer the server's requests: ``sampling(params) -> result`` (with
-    `sampling_tools`, its params may hold tools), ``elicitation(params) -> result``
-    (form mode), ``elicit_url(params) -> {"action"}`` (URL mode: show the URL, ask, open
-    it), and `roots` (a list of Root dicts, or a function returning one); in 2026-07-28
-    they answer its input_required results.
-    Callbacks see notifications: ``on_log(params)``, ``on_notification(method, params)``.
-    Over HTTP, `token` is a fixed bearer token; `auth` an `OAuth`, which signs in on a 401.
+    Handlers answer the server's requests (in 2026-07-28, its input_required results):
+    ``sampling(params)`` (with `sampling_tools`, its params may hold tools), ``elicitation(params)``
+    (form mode), ``elicit_url(params) -> {"action"}`` (URL mode: show the URL, ask, open it), and
+    `roots` (Root dicts, or a function returning them). Callbacks see notifications:
+    ``on_log(params)``, ``on_notification(method, params)``. Over HTTP, `token` is a fixed bearer
+    token; `auth` an `OAuth`, which signs in on a 401.
     """
 
     def __init__(self, target, *, token=None, auth=None, timeout=None, name="mcp_min", era="auto",
@@ -3994,10 +3951,9 @@ class Client(_Peer):
         return params
 
     async def listen(self, on_tools=None, on_prompts=None, on_resources=None, on_updated=None, uris=()):
-        """2026-07-28: hear of changes, until the server ends the stream (this then
-        returns) or this is cancelled. Each callback given is called with the params
-        of its notification: the tool, prompt or resource list changed, or a
-        resource of `uris` was updated."""
+        """2026-07-28: hear of changes, until the server ends the stream (this then returns) or
+        this is cancelled. Each callback given is called with the params of its notification:
+        the tool, prompt or resource list changed, or a resource of `uris` was updated."""
         if not self.modern:
             raise McpError(METHOD_NOT_FOUND, "listen is 2026-07-28's: in a session the server's "
                                              "notifications come to on_notification")
@@ -4101,11 +4057,11 @@ class Client(_Peer):
             except Exception:
                 _log.warning("could not answer the server's %s", method)
 
-    async def _all(self, method, key, params=None):
+    async def _all(self, method, params=None):
         items, cursor, seen = [], None, set()
         while True:
             page = await self.request(method, dict(params or {}, **({"cursor": cursor} if cursor else {})))
-            items += page.get(key) or []
+            items += page.get(_LISTS_OF[method]) or []
             cursor = page.get("nextCursor")
             if not cursor:
                 return self._usable(items) if method == "tools/list" else items
@@ -4133,7 +4089,7 @@ class Client(_Peer):
         return await self.request("ping") if not self.modern else await self.request("server/discover") and {}
 
     async def list_tools(self):
-        return await self._all("tools/list", "tools")
+        return await self._all("tools/list")
 
     async def call_tool(self, name, arguments=None, on_progress=None, timeout=None):
         """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception."""
@@ -4143,10 +4099,10 @@ class Client(_Peer):
                                   timeout=timeout, on_progress=on_progress)
 
     async def list_resources(self):
-        return await self._all("resources/list", "resources")
+        return await self._all("resources/list")
 
     async def list_resource_templates(self):
-        return await self._all("resources/templates/list", "resourceTemplates")
+        return await self._all("resources/templates/list")
 
     async def read_resource(self, uri):
         return await self.request("resources/read", {"uri": uri})
@@ -4158,7 +4114,7 @@ class Client(_Peer):
         return await self.request("resources/unsubscribe", {"uri": uri})
 
     async def list_prompts(self):
-        return await self._all("prompts/list", "prompts")
+        return await self._all("prompts/list")
 
     async def get_prompt(self, name, arguments=None):
         return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
@@ -4364,30 +4320,27 @@ class _HttpResponse:
         reader = self.reader
         if self.status in (204, 304):
             return
-        if "chunked" in self.headers.get("transfer-encoding", ""):
-            while True:
-                size = _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
-                if size == 0:
-                    await reader.readuntil(b"\r\n")
-                    return
-                while size:     # in pieces: the server picks the size, not our memory
-                    piece = await reader.read(min(size, READ_CHUNK))
-                    if not piece:
-                        raise ConnectionError("body cut short")
-                    size -= len(piece)
-                    yield piece
-                await reader.readexactly(2)
-        elif "content-length" in self.headers:
-            left = _size(self.headers["content-length"], 10)
-            while left:
-                data = await reader.read(min(left, READ_CHUNK))
-                if not data:
-                    raise ConnectionError("body cut short")
-                left -= len(data)
-                yield data
-        else:
+        chunked = "chunked" in self.headers.get("transfer-encoding", "")
+        if not chunked and "content-length" not in self.headers:   # to the connection's end
             while (data := await reader.read(READ_CHUNK)):
                 yield data
+            return
+        left = None if chunked else _size(self.headers["content-length"], 10)
+        while True:
+            if chunked:
+                left = _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
+                if left == 0:
+                    await reader.readuntil(b"\r\n")     # the last chunk's (empty) trailer
+                    return
+            while left:     # in pieces: the server picks the size, not our memory
+                piece = await reader.read(min(left, READ_CHUNK))
+                if not piece:
+                    raise ConnectionError("body cut short")
+                left -= len(piece)
+                yield piece
+            if not chunked:
+                return
+            await reader.readexactly(2)     # the chunk's CRLF
 
     async def body(self, limit=None):
         data, limit = b"", limit or MAX_SSE_EVENT
@@ -4651,12 +4604,21 @@ class _StreamableHttp(_Transport):
         finally:
             _REINITIALIZING.reset(inside)
 
-    async def _events(self, response, request_id, retry=1.0, last_id=None):
-        """Read an SSE response; if it ends before our answer came, resume it
-        with GET and Last-Event-ID after the server's `retry` delay, while the
-        request is still awaited. Returns where a stream of no request ended."""
-        answered = request_id is None
+    async def _events(self, response, request_id, forever=False):
+        """Read an SSE response; if it ends before our answer came, resume it with GET and
+        Last-Event-ID after the server's `retry` delay, while the request is still awaited.
+        `forever` (no `response`): the GET stream, opened here and again whenever the server
+        ends it, from the last event seen (2025-11-25 transports: polling)."""
+        answered, retry, last_id = request_id is None and not forever, 1.0, None
         while True:
+            if response is None:
+                headers = self._headers("text/event-stream")
+                if last_id is not None:
+                    headers["Last-Event-ID"] = last_id
+                with contextlib.suppress(OSError):
+                    response = await _http(self.url, "GET", headers, trace=self.client.trace)
+                if response is None or response.status != 200:
+                    break
             parser = _SseParser()
             try:
                 async for chunk in response.chunks():
@@ -4671,49 +4633,28 @@ class _StreamableHttp(_Transport):
                             if (message := _sse_message(event["data"])) is None:
                                 continue
                             answered |= type(message) is dict and message.get("id") == request_id \
-                                and "method" not in message
+                                and "method" not in message and not forever
                             self.client._received(message)
             except Exception as e:  # reset, malformed framing, oversized event: the stream is over
                 _log.debug("a response stream ended: %r", e)
             finally:
                 response.close()
                 self._trace("note", "in", "(the SSE stream closed)")
-            if answered or self._closing or request_id not in self.client._pending:
-                return last_id, retry   # timed out or cancelled: nobody waits for the rest
-            if last_id is not None:
-                await asyncio.sleep(retry)
-                headers = {**self._headers("text/event-stream"), "Last-Event-ID": last_id}
-                with contextlib.suppress(OSError):
-                    response = await _http(self.url, "GET", headers, trace=self.client.trace)
-                    if response.status == 200:
-                        continue
-                    response.close()
-            # The stream is gone and cannot be resumed: the caller hears it now, not at its timeout.
+            response = None
+            if answered or self._closing or not forever and request_id not in self.client._pending:
+                return      # timed out or cancelled: nobody waits for the rest
+            if last_id is None and not forever:
+                break
+            await asyncio.sleep(retry)
+        if response is not None:    # a GET refused
+            response.close()
+        if not forever:     # gone, and cannot be resumed: the caller hears it now, not at its timeout
             self.client._fail(request_id, McpError(CONNECTION_CLOSED, "The response stream ended"))
-            return
 
     async def initialized(self):
         """Open the GET stream for messages the server starts (405 = none)."""
         if self._get_stream is None or self._get_stream.done():
-            self._get_stream = asyncio.ensure_future(self._listen())
-
-    async def _listen(self):
-        """Read the GET stream; when the server ends it, open it again after its `retry`
-        delay, from the last event seen (2025-11-25 transports: polling)."""
-        last_id, retry = None, 1.0
-        while not self._closing:
-            headers = self._headers("text/event-stream")
-            if last_id is not None:
-                headers["Last-Event-ID"] = last_id
-            try:
-                response = await _http(self.url, "GET", headers, trace=self.client.trace)
-            except OSError:
-                return
-            if response.status != 200:
-                response.close()
-                return
-            last_id, retry = await self._events(response, None, retry, last_id)
-            await asyncio.sleep(retry)
+            self._get_stream = asyncio.ensure_future(self._events(None, None, forever=True))
 
     async def close(self):
         self._closing = True
@@ -4829,8 +4770,6 @@ def _cli_arguments(words):
 # What the CLI's methods need after METHOD, for a usage error before anything is sent.
 _CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]", "resources/read": "URI",
               "resources/subscribe": "URI", "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
-_CLI_LISTS = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
-              "resources/templates/list": "resourceTemplates"}
 
 
 def _client_usage(args):
@@ -4848,7 +4787,7 @@ def _client_usage(args):
     if method in ("tools/call", "prompts/get"):
         raw = dict(w.partition("=")[::2] for w in words[1:] if "=" in w and not w.startswith("{"))
         return words[0], _cli_arguments(words[1:]), raw
-    if method in _CLI_NEEDS or method in _CLI_LISTS:
+    if method in _CLI_NEEDS or method in _LISTS_OF:
         return (words[0] if words else None), None, None
     return None, _cli_arguments(words) if words else None, None
 
@@ -4862,8 +4801,8 @@ async def _client_run(args, name, arguments, raw):
                     elicit_url=_show_url, timeout=args.timeout)
     method = args.method
     async with client:
-        if method in _CLI_LISTS:
-            return {_CLI_LISTS[method]: await client._all(method, _CLI_LISTS[method])}
+        if method in _LISTS_OF:
+            return {_LISTS_OF[method]: await client._all(method)}
         if method == "prompts/get":     # prompt arguments are strings, as typed
             return await client.get_prompt(name, {k: raw.get(k, v if type(v) is str else json.dumps(v))
                                                   for k, v in arguments.items()})
@@ -4877,14 +4816,13 @@ async def _client_run(args, name, arguments, raw):
 
 
 async def _typed(client, name, arguments, raw):
-    """A tool's k=v arguments, each as typed where the tool's schema wants a string
-    (zip=10001, or a Decimal's digits, exactly). The CLI's own tools/list, so marked in
-    the trace."""
+    """A tool's k=v arguments, each as typed where the tool's schema wants a string (zip=10001,
+    or a Decimal's digits, exactly). The CLI's own tools/list, so marked in the trace."""
     if not arguments:
         return arguments
     why = _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
     try:
-        tools = await client._all("tools/list", "tools")
+        tools = await client._all("tools/list")
     finally:
         _TRACE_WHY.reset(why)
     tool = next((t for t in tools if t["name"] == name), None)
@@ -5220,14 +5158,11 @@ def _cli_auth(args):
 
 
 class _Trace:
-    """Every frame that enters or leaves, read like a packet capture.
-
-    One header line a frame: seconds since start, direction (C→S or S→C), what
-    carries it (stdin/stdout, an HTTP request or status line, an SSE event's
-    fields), and what the JSON-RPC message is: ``request #2 tools/call getUsers``,
-    ``response #2 (tools/call) ok``. The headers worth seeing and the JSON
-    follow, indented. To a file (``--trace=FILE``): the same as JSON Lines.
-    """
+    """Every frame that enters or leaves, read like a packet capture. One header line a frame:
+    seconds since start, direction (C→S or S→C), what carries it (stdin/stdout, an HTTP request
+    or status line, an SSE event's fields), and what the message is: ``request #2 tools/call
+    getUsers``, ``response #2 (tools/call) ok``; then the headers worth seeing and the JSON,
+    indented. To a file (``--trace=FILE``): the same as JSON Lines."""
 
     SHOWN_HEADERS = ("host", "origin", "accept", "content-type", "mcp-session-id",
                      "mcp-protocol-version", "last-event-id", "authorization", "location")
