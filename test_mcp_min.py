@@ -50,6 +50,11 @@ from mcp_min import (
 
 HERE = os.path.dirname(os.path.abspath(mcp_min.__file__))
 MCP_MIN = os.path.join(HERE, "mcp_min.py")
+# Child Pythons start with -S (no `site`): mcp_min and the targets need only the standard
+# library, mcp_min sees the same argv, and where site imports much (.pth files) it is most of
+# a child's start-up; the suite starts some 150 of them.
+PYTHON = (sys.executable, "-S")
+PYTHON_CMD = f"{sys.executable} -S"
 ROOT = HERE
 TIMEOUT = 10.0          # upper bound on any single wait; tests normally take milliseconds
 
@@ -239,13 +244,15 @@ class ModuleTest(unittest.TestCase):
         servers = [s for s in snippets if "Server(" in s]
         self.assertGreaterEqual(len(servers), 2)
         with tempfile.TemporaryDirectory() as tmp:
+            paths = []
             for i, snippet in enumerate(servers):
-                path = os.path.join(tmp, f"snippet{i}.py")
-                with open(path, "w") as f:
+                paths.append(os.path.join(tmp, f"snippet{i}.py"))
+                with open(paths[-1], "w") as f:
                     f.write(snippet)
-                done = subprocess.run([sys.executable, MCP_MIN, "client",
-                                       f"{sys.executable} {MCP_MIN} serve {path}", "tools/list"],
-                                      capture_output=True, text=True, timeout=30, cwd=HERE)
+            runs = side_by_side(lambda path: subprocess.run(
+                [*PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {MCP_MIN} serve {path}", "tools/list"],
+                capture_output=True, text=True, timeout=30, cwd=HERE), *[(path,) for path in paths])
+            for snippet, done in zip(servers, runs):
                 self.assertEqual(done.returncode, 0, done.stderr)
                 self.assertTrue(json.loads(done.stdout)["tools"], snippet)
         client = next(s for s in snippets if "Client(" in s)
@@ -257,7 +264,7 @@ class ModuleTest(unittest.TestCase):
         lines = block.strip().splitlines()
         sent = [line for line in lines if '"method"' in line]
         shown = [line for line in lines if '"method"' not in line]
-        done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], cwd=HERE,
+        done = subprocess.run([*PYTHON, MCP_MIN, "serve", "--stdio"], cwd=HERE,
                               input="\n".join(sent) + "\n", capture_output=True, text=True,
                               timeout=30, env=_clean_env())
         answers = done.stdout.splitlines()
@@ -274,7 +281,7 @@ class ModuleTest(unittest.TestCase):
             section = f.read().split("## See the whole conversation", 1)[1]
         command = re.search(r"```sh\n(python3 [^\n]*)\n```", section).group(1)
         shown = re.search(r"```text\n(.*?)```", section, re.S).group(1)
-        done = subprocess.run([sys.executable, *command.split()[1:]], capture_output=True,
+        done = subprocess.run([*PYTHON, *command.split()[1:]], capture_output=True,
                               timeout=60, cwd=HERE, env=_clean_env())
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("agent: Hello Carson", done.stdout.decode())
@@ -2049,7 +2056,7 @@ class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
             out = os.path.join(tmp, "env.json")
             script = f"import json, os; json.dump([os.environ.get(k) for k in ('PATH', 'EXTRA')], open({out!r}, 'w'))"
             for inherit, path in ((True, os.environ.get("PATH")), (False, None)):
-                client = mcp_min.Client([sys.executable, "-c", script], env={"EXTRA": "x"}, inherit_env=inherit)
+                client = mcp_min.Client([*PYTHON, "-c", script], env={"EXTRA": "x"}, inherit_env=inherit)
                 transport = mcp_min._StdioClient(client.target, client)
                 await transport.start()
                 await asyncio.wait_for(transport.process.wait(), TIMEOUT)
@@ -2368,6 +2375,13 @@ TARGET_SOURCE = textwrap.dedent('''
 ''')
 
 
+def side_by_side(function, *cases):
+    """`function(*case)` for each case, in threads side by side (most of a child process's
+    time is its start-up): the results, in order."""
+    with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
+        return list(pool.map(lambda case: function(*case), cases))
+
+
 def _clean_env(**extra):
     env = {k: v for k, v in os.environ.items() if k not in ("MCP_TOKEN", "PYTHONSTARTUP")}
     env["PYTHONPATH"] = HERE
@@ -2380,7 +2394,7 @@ class StdioProcess:
 
     def __init__(self, target=None, read=True, env=None, options=()):
         self.stderr_file = tempfile.TemporaryFile()
-        args = [sys.executable, MCP_MIN, "serve", "--stdio", *options] + ([target] if target else [])
+        args = [*PYTHON, MCP_MIN, "serve", "--stdio", *options] + ([target] if target else [])
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr_file, cwd=HERE, env=env or _clean_env())
         self.lines = queue.Queue()
@@ -2641,7 +2655,7 @@ class StdioBatchTest(unittest.TestCase):
         lines = [rpc(0, "initialize", init_params("2025-03-26")), note("notifications/initialized"),
                  [call(1, "getUser", {"name": "John"}), note("notifications/cancelled", {"requestId": 9}),
                   rpc(2, "nope")], [], [note("notifications/initialized")], rpc(3, "ping")]
-        done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], cwd=HERE, env=_clean_env(),
+        done = subprocess.run([*PYTHON, MCP_MIN, "serve", "--stdio"], cwd=HERE, env=_clean_env(),
                               input="".join(json.dumps(m) + "\n" for m in lines).encode(),
                               capture_output=True, timeout=TIMEOUT)
         out = [json.loads(line) for line in done.stdout.splitlines()]
@@ -2846,7 +2860,7 @@ class StdioExitTest(unittest.TestCase):
             path = os.path.join(tmp, "target.py")
             with open(path, "w") as f:
                 f.write(source)
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", *options, path],
+            done = subprocess.run([*PYTHON, MCP_MIN, "serve", *options, path],
                                   input="".join(json.dumps(m) + "\n" for m in lines).encode(),
                                   capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
             with open(path) as f:
@@ -2859,7 +2873,7 @@ class StdioExitTest(unittest.TestCase):
                      call(1, "getUser", {"name": "John"}), rpc(2, "ping")]
             f.write("".join(json.dumps(m) + "\n" for m in lines).encode())
             f.seek(0)
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=f,
+            done = subprocess.run([*PYTHON, MCP_MIN, "serve", "--stdio"], stdin=f,
                                   capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
         self.assertEqual(done.returncode, 0, done.stderr)
         answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
@@ -2881,7 +2895,7 @@ class StdioExitTest(unittest.TestCase):
             with open(path, "w") as f:
                 f.write("import threading, time\nfrom mcp_min import Server\nserver = Server('x')\n"
                         "threading.Thread(target=time.sleep, args=(30,)).start()\n")
-            proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", path], cwd=HERE,
+            proc = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--stdio", path], cwd=HERE,
                                     env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL)
             try:
@@ -2913,7 +2927,7 @@ class StdioExitTest(unittest.TestCase):
         done, _ = self.serve_target(
             "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
             "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
-            "--shutdown-grace", "1",
+            "--shutdown-grace", "0.3",
             lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")])
         self.assertEqual(done.returncode, 0)
         self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
@@ -2957,7 +2971,7 @@ class StdioExitTest(unittest.TestCase):
 
 class CliTest(unittest.TestCase):
     def run_cli(self, *args, timeout=TIMEOUT):
-        return subprocess.run([sys.executable, MCP_MIN, *args], capture_output=True, text=True,
+        return subprocess.run([*PYTHON, MCP_MIN, *args], capture_output=True, text=True,
                               timeout=timeout, cwd=HERE, env=_clean_env(), stdin=subprocess.DEVNULL)
 
     def test_version(self):
@@ -2967,51 +2981,56 @@ class CliTest(unittest.TestCase):
 
     def test_an_empty_token_is_refused(self):
         # Regression (issue 15): --token "" or MCP_TOKEN= turned authentication off, silently.
-        for args, env in ((["--token", ""], {}), (["--token", " \t"], {}), ([], {"MCP_TOKEN": ""})):
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE,
-                                  env=_clean_env(**env), capture_output=True, text=True, timeout=TIMEOUT)
+        cases = ((["--token", ""], {}), (["--token", " \t"], {}), ([], {"MCP_TOKEN": ""}))
+        runs = side_by_side(lambda args, env: subprocess.run(
+            [*PYTHON, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE, env=_clean_env(**env),
+            capture_output=True, text=True, timeout=TIMEOUT), *cases)
+        for (args, env), done in zip(cases, runs):
             self.assertEqual(done.returncode, 2, (args, env, done.stderr))
             self.assertIn("token is empty", done.stderr)
         with self.assertRaises(ValueError):
             mcp_min.HttpServer(Server("x"), token="")
 
     def test_the_token_from_a_file_or_the_command_line_which_warns(self):
-        import urllib.error
-        import urllib.request
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "token")
             with open(path, "w") as f:
                 f.write("s3cret\n")
-            for args in (["--token-file", path], ["--token", "s3cret"]):
-                process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0", *args],
-                                           cwd=HERE, env=_clean_env(), stderr=subprocess.PIPE, text=True)
+            side_by_side(self.serve_with_token, (["--token-file", path],), (["--token", "s3cret"],))
+
+    def serve_with_token(self, args):
+        import urllib.error
+        import urllib.request
+        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--port", "0", *args],
+                                   cwd=HERE, env=_clean_env(), stderr=subprocess.PIPE, text=True)
+        try:
+            lines = [process.stderr.readline()]
+            while "/mcp" not in lines[-1]:
+                self.assertTrue(lines[-1], f"the server exited: {lines}")
+                lines.append(process.stderr.readline())
+            warned = "visible to every local user" in "".join(lines)
+            self.assertEqual(warned, args[0] == "--token", lines)
+            port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", lines[-1]).group(1))
+            for token, status in (("wrong", 401), ("s3cret", 200)):
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/mcp", json.dumps(rpc(0, "ping")).encode(),
+                    {"Content-Type": "application/json", "Authorization": f"Bearer {token}",
+                     "Accept": "application/json, text/event-stream"})
                 try:
-                    lines = [process.stderr.readline()]
-                    while "/mcp" not in lines[-1]:
-                        lines.append(process.stderr.readline())
-                    warned = "visible to every local user" in "".join(lines)
-                    self.assertEqual(warned, args[0] == "--token", lines)
-                    port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", lines[-1]).group(1))
-                    for token, status in (("wrong", 401), ("s3cret", 200)):
-                        request = urllib.request.Request(
-                            f"http://127.0.0.1:{port}/mcp", json.dumps(rpc(0, "ping")).encode(),
-                            {"Content-Type": "application/json", "Authorization": f"Bearer {token}",
-                             "Accept": "application/json, text/event-stream"})
-                        try:
-                            with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
-                                got = answer.status
-                        except urllib.error.HTTPError as e:
-                            got = e.code
-                            e.close()
-                        self.assertIn(got, (status,) if status == 401 else (400, 404), (args, token))
-                finally:
-                    process.kill()
-                    process.wait()
-                    process.stderr.close()
+                    with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+                        got = answer.status
+                except urllib.error.HTTPError as e:
+                    got = e.code
+                    e.close()
+                self.assertIn(got, (status,) if status == 401 else (400, 404), (args, token))
+        finally:
+            process.kill()
+            process.wait()
+            process.stderr.close()
 
     def test_non_loopback_bind_refused_without_token(self):
-        for host in ("0.0.0.0", "::"):
-            done = self.run_cli("serve", "--port", "0", "--host", host)
+        for done in side_by_side(self.run_cli, *[("serve", "--port", "0", "--host", host)
+                                                 for host in ("0.0.0.0", "::")]):
             self.assertEqual(done.returncode, 1, done.stderr)
             self.assertIn("refusing", done.stderr)
             self.assertNotIn("Traceback", done.stderr)
@@ -3046,10 +3065,9 @@ class CliTest(unittest.TestCase):
                 (("client", nobody, "ping", "--timeout", "-1"), "'-1' is not a number of seconds"),
                 (("client", nobody, "ping", "--trace=/nonexistent/dir/x.jsonl"), "cannot write the trace")):
             cases.append((args, says))
-        with concurrent.futures.ThreadPoolExecutor(4) as pool:     # 14 processes: side by side
-            for (args, says), done in zip(cases, pool.map(lambda case: self.run_cli(*case[0]), cases)):
-                with self.subTest(args=args):
-                    self.assert_one_line(done, 2, says)
+        for (args, says), done in zip(cases, side_by_side(self.run_cli, *[args for args, _ in cases])):
+            with self.subTest(args=args):
+                self.assert_one_line(done, 2, says)
 
     def test_a_trace_file_that_cannot_be_written(self):
         done = self.run_cli("serve", "--trace=/nonexistent/dir/x.jsonl", "--stdio")
@@ -3057,21 +3075,23 @@ class CliTest(unittest.TestCase):
 
     def test_a_target_that_fails_to_load_names_the_users_line(self):
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "server.py")
-            with open(path, "w") as f:
-                f.write("from mcp_min import Server\nserver = Server('x')\n\n\n\n\ny = x + 1\n")
-            self.assert_one_line(self.run_cli("serve", path), 2,
-                                 "NameError at server.py:7: name 'x' is not defined")
-            with open(path, "w") as f:
-                f.write("from mcp_min import Server\nserver = Server('x')\ndef f(:\n")
-            self.assert_one_line(self.run_cli("serve", path), 2, "SyntaxError at server.py:3")
-            with open(path, "w") as f:
-                f.write("from mcp_min import Server\nserver = Server('x')\n")
-            self.assert_one_line(self.run_cli("serve", f"{path}:nope"), 2, f"{path} has no 'nope'")
-            self.assert_one_line(self.run_cli("serve", f"{path}:Server"), 2, "is of type type, not a Server")
+            paths = [os.path.join(tmp, name, "server.py") for name in ("name", "syntax", "fine")]
+            for path, source in zip(paths, ("from mcp_min import Server\nserver = Server('x')\n\n\n\n\ny = x + 1\n",
+                                            "from mcp_min import Server\nserver = Server('x')\ndef f(:\n",
+                                            "from mcp_min import Server\nserver = Server('x')\n")):
+                os.mkdir(os.path.dirname(path))
+                with open(path, "w") as f:
+                    f.write(source)
+            path = paths[2]
+            name, syntax, nope, server = side_by_side(self.run_cli, ("serve", paths[0]), ("serve", paths[1]),
+                                                      ("serve", f"{path}:nope"), ("serve", f"{path}:Server"))
+            self.assert_one_line(name, 2, "NameError at server.py:7: name 'x' is not defined")
+            self.assert_one_line(syntax, 2, "SyntaxError at server.py:3")
+            self.assert_one_line(nope, 2, f"{path} has no 'nope'")
+            self.assert_one_line(server, 2, "is of type type, not a Server")
 
     def test_a_normal_start_logs_at_info(self):
-        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
+        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
                                    env=_clean_env(), stderr=subprocess.PIPE, text=True)
         try:
             first = process.stderr.readline()
@@ -3081,16 +3101,17 @@ class CliTest(unittest.TestCase):
         self.assertRegex(first, r" INFO mcp_min: serving MCP on http://127\.0\.0\.1:\d+/mcp")
 
     def test_help_teaches(self):
-        for command, says in ((("--help",), ("serve --stdio", "client http://")),
-                              (("serve", "--help"), ("examples:", "0-65535", "DEBUG, INFO",
-                                                     "$MCP_TOKEN", "JSON Lines")),
-                              (("client", "--help"), ("examples:", "k=v", "default 60", "SECONDS"))):
-            done = self.run_cli(*command)
-            self.assertEqual(done.returncode, 0, done.stderr)
+        cases = ((("--help",), ("serve --stdio", "client http://")),
+                 (("serve", "--help"), ("examples:", "0-65535", "DEBUG, INFO", "$MCP_TOKEN", "JSON Lines")),
+                 (("client", "--help"), ("examples:", "k=v", "default 60", "SECONDS")))
+        *runs, done = side_by_side(lambda *args: subprocess.run(
+            [*PYTHON, *args], capture_output=True, text=True, timeout=TIMEOUT, cwd=HERE, env=_clean_env(),
+            stdin=subprocess.DEVNULL), *[(MCP_MIN, *command) for command, _ in cases],
+            (os.path.join(HERE, "examples", "user_store.py"), "--help"))
+        for (command, says), run in zip(cases, runs):
+            self.assertEqual(run.returncode, 0, run.stderr)
             for words in says:
-                self.assertIn(words, done.stdout, command)
-        done = subprocess.run([sys.executable, os.path.join(HERE, "examples", "user_store.py"), "--help"],
-                              capture_output=True, text=True, timeout=TIMEOUT, cwd=HERE, env=_clean_env())
+                self.assertIn(words, run.stdout, command)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("--db PATH", done.stdout)
         self.assertIn("--port", done.stdout)
@@ -3098,7 +3119,7 @@ class CliTest(unittest.TestCase):
     @unittest.skipUnless(hasattr(os, "openpty"), "needs a pseudo-terminal")
     def test_stdio_on_a_terminal_prints_one_hint(self):
         main, tty = os.openpty()
-        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=tty,
+        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--stdio"], stdin=tty,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=HERE,
                                    env=_clean_env())
         os.close(tty)
@@ -3117,7 +3138,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(done.stderr, "")
 
     def start_http_server(self, path, *args, **popen):
-        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", path, "--port", "0", *args], cwd=HERE,
+        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", path, "--port", "0", *args], cwd=HERE,
                                    env=_clean_env(), stderr=subprocess.PIPE, text=True, **popen)
         self.addCleanup(process.stderr.close)
         self.addCleanup(lambda: process.poll() is None and (process.kill(), process.wait()))
@@ -3152,7 +3173,7 @@ class CliTest(unittest.TestCase):
                         f"@server.tool\ndef nap() -> str:\n    open({started!r}, 'w').close()\n"
                         f"    time.sleep(60)\n    return 'late'\n")
             process = subprocess.Popen(
-                [sys.executable, MCP_MIN, "client", f"{sys.executable} {MCP_MIN} serve {path}",
+                [*PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {MCP_MIN} serve {path}",
                  "tools/call", "nap"], cwd=HERE, env=_clean_env(), stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True, start_new_session=True)
             try:
@@ -5072,7 +5093,7 @@ class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
     """`python mcp_min.py serve --port 0`: a real server process on a real socket."""
 
     async def test_serve_port_zero(self):
-        proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
+        proc = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
                                 env=_clean_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
         lines = queue.Queue()
@@ -5285,7 +5306,7 @@ class ServerProcess:
     """`python mcp_min.py serve --port 0 [ARGS]`: its port, and its resident memory."""
 
     def __init__(self, *args, **env):
-        self.proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE,
+        self.proc = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE,
                                      env=_clean_env(**env), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.port = None
@@ -5465,7 +5486,7 @@ class ShutdownTest(unittest.TestCase):
     def http_signal(self, signum):
         with tempfile.TemporaryDirectory() as tmp, \
                 concurrent.futures.ThreadPoolExecutor(2) as pool:
-            server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "2")
+            server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "1")
             url = f"http://127.0.0.1:{port}/mcp"
 
             def nap(seconds, mark):
@@ -5476,7 +5497,7 @@ class ShutdownTest(unittest.TestCase):
                     except mcp_min.McpError as e:
                         return e.code, e.message
             marks = os.path.join(tmp, "short"), os.path.join(tmp, "stuck")
-            short, stuck = pool.submit(nap, 0.5, marks[0]), pool.submit(nap, 600, marks[1])
+            short, stuck = pool.submit(nap, 0.2, marks[0]), pool.submit(nap, 600, marks[1])
             self.wait_for(*marks)
             server.send_signal(signum)
             self.assertEqual(short.result(TIMEOUT), "rested")    # finished within the grace
@@ -5488,7 +5509,7 @@ class ShutdownTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "600")
             mark = os.path.join(tmp, "stuck")
-            client = subprocess.Popen([sys.executable, MCP_MIN, "client", f"http://127.0.0.1:{port}/mcp",
+            client = subprocess.Popen([*PYTHON, MCP_MIN, "client", f"http://127.0.0.1:{port}/mcp",
                                        "tools/call", "nap", "seconds=600", f"mark={mark}"], cwd=HERE,
                                       env=_clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.addCleanup(lambda: (client.kill(), client.wait()))
@@ -5499,8 +5520,8 @@ class ShutdownTest(unittest.TestCase):
             self.assertEqual(server.wait(TIMEOUT), 128 + signal.SIGINT)
 
     def stuck_stdio(self, tmp, calls):
-        """A stdio server (grace 1 s) with `calls` calls of a 600 s tool running."""
-        server = StdioProcess(self.naps(tmp), options=("--shutdown-grace", "1"))
+        """A stdio server (grace 0.3 s) with `calls` calls of a 600 s tool running."""
+        server = StdioProcess(self.naps(tmp), options=("--shutdown-grace", "0.3"))
         self.addCleanup(server.kill)
         server.initialize()
         mark = os.path.join(tmp, "stuck")
@@ -5635,8 +5656,8 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         return client
 
     async def test_stdio(self):
-        await self.check_full_exchange([sys.executable, self.server_file])
-        await self.check_full_exchange([sys.executable, self.server_file], "auto")
+        await self.check_full_exchange([*PYTHON, self.server_file])
+        await self.check_full_exchange([*PYTHON, self.server_file], "auto")
 
     async def test_streamable_http(self):
         await self.check_full_exchange(self.base + "/mcp")
@@ -5659,7 +5680,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         faster.start()
         self.addCleanup(faster.stop)
         for target, era in [(self.base + "/mcp", "handshake"), (self.base + "/mcp", "2026-07-28"),
-                            ([sys.executable, self.server_file], "handshake")]:
+                            ([*PYTHON, self.server_file], "handshake")]:
             async with mcp_min.Client(target, timeout=10, era=era) as client:
                 before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
                 with self.assertRaises(mcp_min.McpError) as caught:
@@ -5688,7 +5709,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
     async def test_dying_server_fails_pending_calls_at_once(self):
         async def kill(client):
             client._transport.process.kill()
-        await self.assert_call_fails_when_server_dies([sys.executable, self.server_file], "slow", kill)
+        await self.assert_call_fails_when_server_dies([*PYTHON, self.server_file], "slow", kill)
 
     async def test_server_gone_mid_stream_fails_the_call_at_once(self):
         # Regression: a Streamable HTTP answer stream that ended without the result
@@ -5756,7 +5777,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             await start(transport)
             started.append(transport.process)
             self.addAsyncCleanup(self.reap, transport.process)
-        client = mcp_min.Client([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
+        client = mcp_min.Client([*PYTHON, "-c", "import time; time.sleep(30)"], timeout=0.3)
         with mock.patch.object(mcp_min._StdioClient, "start", seen_start), \
                 mock.patch.object(mcp_min, "KILL_STEP", 0.2), self.assertRaises(McpError) as caught:
             await client.connect()
@@ -5888,7 +5909,7 @@ class SyncClientTest(unittest.TestCase):
     """SyncClient: the Client's methods without await, against `serve --stdio`."""
 
     def test_methods_without_await_and_close_on_exit(self):
-        with mcp_min.SyncClient([sys.executable, MCP_MIN, "serve", "--stdio"], timeout=TIMEOUT,
+        with mcp_min.SyncClient([*PYTHON, MCP_MIN, "serve", "--stdio"], timeout=TIMEOUT,
                                 env=_clean_env(), inherit_env=False) as client:
             self.assertEqual(client.server_info["name"], "user-store")     # attributes pass through
             self.assertEqual(client.protocol_version, "2026-07-28")
@@ -5906,7 +5927,7 @@ class SyncClientTest(unittest.TestCase):
     def test_a_failed_connect_raises_and_stops_its_thread(self):
         before = {t for t in threading.enumerate() if t.name == "mcp-client"}
         with self.assertRaises(McpError) as caught:
-            mcp_min.SyncClient([sys.executable, "-c", "import sys; sys.stdin.read()"], timeout=0.3)
+            mcp_min.SyncClient([*PYTHON, "-c", "import sys; sys.stdin.read()"], timeout=0.3)
         self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
         self.assertEqual({t for t in threading.enumerate() if t.name == "mcp-client"}, before)
 
@@ -5976,7 +5997,7 @@ class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
                 elif m.get("method") == "tools/list":
                     print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": []}}), flush=True)
             ''')
-        target = [sys.executable, "-c", script]
+        target = [*PYTHON, "-c", script]
         with mock.patch.object(mcp_min, "DISCOVER_TIMEOUT", 0.5):
             for most in (TIMEOUT, 0.4):     # the second connect does not wait for discover
                 started = time.monotonic()
@@ -6144,7 +6165,7 @@ class TraceTest(unittest.IsolatedAsyncioTestCase):
 
     def test_a_trace_that_cannot_be_written_never_stops_the_server(self):
         # --trace into a pipe nobody reads any more (`| head` that ended): answers still go out.
-        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", "--trace"], cwd=HERE,
+        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--stdio", "--trace"], cwd=HERE,
                                    env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE)
         process.stderr.close()      # every write to it is EPIPE from now on
@@ -6164,27 +6185,28 @@ class ClientCliTests(unittest.TestCase):
     """`python mcp_min.py client TARGET METHOD ARGS` as a user types it."""
 
     def run_cli(self, *args, timeout=30):
-        return subprocess.run([sys.executable, MCP_MIN, "client", *args], capture_output=True,
+        return subprocess.run([*PYTHON, MCP_MIN, "client", *args], capture_output=True,
                               text=True, timeout=timeout, cwd=ROOT)
 
+    def run_clis(self, *runs):
+        """Each tuple of `runs` run as `run_cli(*run)`, side by side: their results, in order."""
+        return side_by_side(self.run_cli, *runs)
+
     def test_stdio_target_and_key_value_arguments(self):
-        server = f"{sys.executable} {MCP_MIN} serve --stdio"
-        done = self.run_cli(server, "tools/call", "getUser", "name=John")
+        server = f"{PYTHON_CMD} {MCP_MIN} serve --stdio"
+        done, failed, unknown, nan = self.run_clis(
+            (server, "tools/call", "getUser", "name=John"), (server, "tools/call", "getUser", "name=Nobody"),
+            (server, "tools/call", "nope"), (server, "tools/call", "getUser", "name=NaN"))
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(json.loads(done.stdout)["structuredContent"],
                          {"name": "John", "email": "john@example.com"})
-        failed = self.run_cli(server, "tools/call", "getUser", "name=Nobody")
         self.assertEqual(failed.returncode, 1)
         self.assertTrue(json.loads(failed.stdout)["isError"])
-        unknown = self.run_cli(server, "tools/call", "nope")
         self.assertEqual(unknown.returncode, 1)
         self.assertIn("-32602: Unknown tool 'nope'", unknown.stderr)
-
-    def test_key_value_text_that_is_no_json_to_send_stays_text(self):
-        server = f"{sys.executable} {MCP_MIN} serve --stdio"
-        done = self.run_cli(server, "tools/call", "getUser", "name=NaN")     # not float('nan')
-        self.assertEqual(done.returncode, 1, done.stderr)
-        self.assertIn("No user named 'NaN'", json.loads(done.stdout)["content"][0]["text"])
+        # key=value text that is no JSON to send stays text: NaN is not float('nan')
+        self.assertEqual(nan.returncode, 1, nan.stderr)
+        self.assertIn("No user named 'NaN'", json.loads(nan.stdout)["content"][0]["text"])
 
     def test_key_value_text_is_kept_where_the_schema_wants_text(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -6194,30 +6216,32 @@ class ClientCliTests(unittest.TestCase):
                         "@server.tool\ndef where(zip: Optional[str] = None, n: int = 0) -> str:\n"
                         "    return f'{zip!r} {n!r}'\n"
                         "@server.prompt\ndef both(a: str, b: str) -> str:\n    return a + '|' + b\n")
-            server = f"{sys.executable} {MCP_MIN} serve {path}"
-            done = self.run_cli(server, "tools/call", "where", "zip=10001", "n=3")
+            server = f"{PYTHON_CMD} {MCP_MIN} serve {path}"
+            done, prompt = self.run_clis((server, "tools/call", "where", "zip=10001", "n=3"),
+                                         (server, "prompts/get", "both", '{"a": true, "b": "x"}'))
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertEqual(json.loads(done.stdout)["content"][0]["text"], "'10001' 3")
-            done = self.run_cli(server, "prompts/get", "both", '{"a": true, "b": "x"}')
+            done = prompt
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertEqual(json.loads(done.stdout)["messages"][0]["content"]["text"], "true|x")
 
     def test_trace_shows_the_exchange(self):
-        server = f"{sys.executable} {MCP_MIN} serve --stdio"
-        done = self.run_cli(server, "ping", "--trace")
+        server = f"{PYTHON_CMD} {MCP_MIN} serve --stdio"
+        done, handshake = self.run_clis((server, "ping", "--trace"),
+                                        (server, "ping", "--trace", "--protocol", "2025-11-25"))
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(trace_headers(done.stderr), [
             "C→S stdin  request #1 server/discover", "S→C stdout  response #1 (server/discover) ok",
             "C→S stdin  request #2 server/discover", "S→C stdout  response #2 (server/discover) ok"])
         self.assertIn('"method": "server/discover"', done.stderr)     # the JSON follows, indented
-        done = self.run_cli(server, "ping", "--trace", "--protocol", "2025-11-25")    # the handshake
+        done = handshake    # the handshake
         self.assertEqual(trace_headers(done.stderr), [
             "C→S stdin  request #1 initialize", "S→C stdout  response #1 (initialize) ok",
             "C→S stdin  notification notifications/initialized",
             "C→S stdin  request #2 ping", "S→C stdout  response #2 (ping) ok"])
 
     def test_trace_marks_the_clis_own_requests(self):
-        server = f"{sys.executable} {MCP_MIN} serve --stdio"
+        server = f"{PYTHON_CMD} {MCP_MIN} serve --stdio"
         done = self.run_cli(server, "tools/call", "getUser", "name=John", "--trace")
         self.assertEqual(done.returncode, 0, done.stderr)
         headers = trace_headers(done.stderr)
@@ -6229,7 +6253,7 @@ class ClientCliTests(unittest.TestCase):
     def test_trace_file_is_json_lines(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trace.jsonl")
-            done = self.run_cli(f"{sys.executable} {MCP_MIN} serve", "tools/call", "nope",
+            done = self.run_cli(f"{PYTHON_CMD} {MCP_MIN} serve", "tools/call", "nope",
                                 f"--trace={path}")
             self.assertEqual(done.returncode, 1, done.stderr)
             with open(path, encoding="utf-8") as f:
@@ -6245,7 +6269,7 @@ class ClientCliTests(unittest.TestCase):
     def test_command_runs_without_a_shell(self):
         with tempfile.TemporaryDirectory() as tmp:
             marker = os.path.join(tmp, "pwned")
-            done = self.run_cli(f"{sys.executable} {MCP_MIN} serve '; touch {marker}'", "ping")
+            done = self.run_cli(f"{PYTHON_CMD} {MCP_MIN} serve '; touch {marker}'", "ping")
             self.assertFalse(os.path.exists(marker))
             self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
 
