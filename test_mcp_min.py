@@ -14,6 +14,7 @@ Run: ``python -m unittest`` from the directory holding mcp_min.py.
 
 import asyncio
 import base64
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -2399,7 +2400,10 @@ class StdioProcess:
                                      stderr=self.stderr_file, cwd=HERE, env=env or _clean_env())
         self.lines = queue.Queue()
         if read:
-            threading.Thread(target=self._read, daemon=True).start()
+            self.start_reading()
+
+    def start_reading(self):
+        threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         try:
@@ -2473,14 +2477,27 @@ class StdioTest(unittest.TestCase):
         with open(cls.target, "w") as f:
             f.write(TARGET_SOURCE)
 
+        cls.ready = {False: collections.deque(), True: collections.deque()}     # started ahead
+
     @classmethod
     def tearDownClass(cls):
+        for ready in cls.ready.values():
+            for _, process in ready:
+                process.kill()
         cls.tmp.cleanup()
 
+    AHEAD = 3       # servers of a kind starting side by side while the tests before them run
+
     def start(self, target=False, read=True):
-        self.marks = tempfile.mkdtemp(dir=self.tmp.name)
-        process = StdioProcess(self.target if target else None, read,
-                               _clean_env(MCP_TEST_MARKS=self.marks))
+        # Each test has a fresh server of its own; it was started a few tests ahead.
+        ready = self.ready[target]
+        while len(ready) <= self.AHEAD:
+            marks = tempfile.mkdtemp(dir=self.tmp.name)
+            ready.append((marks, StdioProcess(self.target if target else None, False,
+                                              _clean_env(MCP_TEST_MARKS=marks))))
+        self.marks, process = ready.popleft()
+        if read:
+            process.start_reading()
         self.addCleanup(process.kill)
         return process
 
@@ -5656,8 +5673,8 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         return client
 
     async def test_stdio(self):
-        await self.check_full_exchange([*PYTHON, self.server_file])
-        await self.check_full_exchange([*PYTHON, self.server_file], "auto")
+        await asyncio.gather(self.check_full_exchange([*PYTHON, self.server_file]),     # side by side
+                             self.check_full_exchange([*PYTHON, self.server_file], "auto"))
 
     async def test_streamable_http(self):
         await self.check_full_exchange(self.base + "/mcp")
@@ -5679,19 +5696,22 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         faster = mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.2)    # a closed stream is seen sooner
         faster.start()
         self.addCleanup(faster.stop)
-        for target, era in [(self.base + "/mcp", "handshake"), (self.base + "/mcp", "2026-07-28"),
-                            ([*PYTHON, self.server_file], "handshake")]:
-            async with mcp_min.Client(target, timeout=10, era=era) as client:
-                before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
-                with self.assertRaises(mcp_min.McpError) as caught:
-                    await client.call_tool("slow", {"seconds": 30}, timeout=0.3)
-                self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
-                for _ in range(50):     # the cancel (a notification, or a closed stream) reaches it
-                    count = await client.call_tool("cancelled")
-                    if count["structuredContent"]["result"] == before + 1:
-                        break
-                    await asyncio.sleep(0.05)
-                self.assertEqual(count["structuredContent"]["result"], before + 1, (target, era))
+        # The HTTP ones share a server (and its count): one after the other, beside the stdio one.
+        async def timeout_cancels(*cases):
+            for target, era in cases:
+                async with mcp_min.Client(target, timeout=10, era=era) as client:
+                    before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
+                    with self.assertRaises(mcp_min.McpError) as caught:
+                        await client.call_tool("slow", {"seconds": 30}, timeout=0.3)
+                    self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
+                    for _ in range(50):     # the cancel (a notification, or a closed stream) reaches it
+                        count = await client.call_tool("cancelled")
+                        if count["structuredContent"]["result"] == before + 1:
+                            break
+                        await asyncio.sleep(0.05)
+                    self.assertEqual(count["structuredContent"]["result"], before + 1, (target, era))
+        await asyncio.gather(timeout_cancels((self.base + "/mcp", "handshake"), (self.base + "/mcp", "2026-07-28")),
+                             timeout_cancels(([*PYTHON, self.server_file], "handshake")))
 
     async def assert_call_fails_when_server_dies(self, target, tool, kill):
         client = mcp_min.Client(target, timeout=30)
@@ -5832,7 +5852,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         url = await self.hostile_server(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                                            b"Content-Length: 500\r\n\r\n{")
         with self.assertRaises(McpError) as caught:
-            await asyncio.wait_for(mcp_min.Client(url, timeout=0.5, transport="http").connect(), TIMEOUT)
+            await asyncio.wait_for(mcp_min.Client(url, timeout=0.2, transport="http").connect(), TIMEOUT)
         self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
 
     async def test_a_session_the_server_always_forgets_ends_in_an_error(self):
