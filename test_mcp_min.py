@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import pathlib
+import py_compile
 import queue
 import re
 import shutil
@@ -56,6 +57,12 @@ MCP_MIN = os.path.join(HERE, "mcp_min.py")
 # a child's start-up; the suite starts some 150 of them.
 PYTHON = (sys.executable, "-S")
 PYTHON_CMD = f"{sys.executable} -S"
+# Servers that a test only talks to start as `python -S -m mcp_min` (run from HERE, or with
+# HERE on PYTHONPATH): the same main() on the same argv, from the bytecode setUpModule wrote
+# (a script is compiled afresh at every start: half of a child's start-up here). Tests of the
+# command line and of start-up run `python mcp_min.py` as a user does.
+SERVE = (sys.executable, "-S", "-m", "mcp_min")
+SERVE_CMD = " ".join(SERVE)
 ROOT = HERE
 TIMEOUT = 10.0          # upper bound on any single wait; tests normally take milliseconds
 
@@ -63,6 +70,10 @@ TIMEOUT = 10.0          # upper bound on any single wait; tests normally take mi
 def setUpModule():
     # Tool failures are logged with tracebacks by design; keep the test output clean.
     logging.getLogger("mcp_min").addHandler(_quiet)
+    # For SERVE and for targets' `import mcp_min` (__pycache__ is ignored by git); if it cannot
+    # be written, children compile mcp_min.py themselves.
+    with contextlib.suppress(OSError, py_compile.PyCompileError):
+        py_compile.compile(MCP_MIN, doraise=True)
 
 
 def tearDownModule():
@@ -2391,11 +2402,11 @@ def _clean_env(**extra):
 
 
 class StdioProcess:
-    """`python mcp_min.py serve --stdio [TARGET]`, with a line reader thread."""
+    """`python -m mcp_min serve --stdio [TARGET]` (SERVE), with a line reader thread."""
 
     def __init__(self, target=None, read=True, env=None, options=()):
         self.stderr_file = tempfile.TemporaryFile()
-        args = [*PYTHON, MCP_MIN, "serve", "--stdio", *options] + ([target] if target else [])
+        args = [*SERVE, "serve", "--stdio", *options] + ([target] if target else [])
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr_file, cwd=HERE, env=env or _clean_env())
         self.lines = queue.Queue()
@@ -2672,7 +2683,7 @@ class StdioBatchTest(unittest.TestCase):
         lines = [rpc(0, "initialize", init_params("2025-03-26")), note("notifications/initialized"),
                  [call(1, "getUser", {"name": "John"}), note("notifications/cancelled", {"requestId": 9}),
                   rpc(2, "nope")], [], [note("notifications/initialized")], rpc(3, "ping")]
-        done = subprocess.run([*PYTHON, MCP_MIN, "serve", "--stdio"], cwd=HERE, env=_clean_env(),
+        done = subprocess.run([*SERVE, "serve", "--stdio"], cwd=HERE, env=_clean_env(),
                               input="".join(json.dumps(m) + "\n" for m in lines).encode(),
                               capture_output=True, timeout=TIMEOUT)
         out = [json.loads(line) for line in done.stdout.splitlines()]
@@ -3154,8 +3165,8 @@ class CliTest(unittest.TestCase):
         done = self.run_cli("serve", "--stdio")     # not a terminal: no hint
         self.assertEqual(done.stderr, "")
 
-    def start_http_server(self, path, *args, **popen):
-        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", path, "--port", "0", *args], cwd=HERE,
+    def start_http_server(self, path, *args, command=(*PYTHON, MCP_MIN), **popen):
+        process = subprocess.Popen([*command, "serve", path, "--port", "0", *args], cwd=HERE,
                                    env=_clean_env(), stderr=subprocess.PIPE, text=True, **popen)
         self.addCleanup(process.stderr.close)
         self.addCleanup(lambda: process.poll() is None and (process.kill(), process.wait()))
@@ -5320,10 +5331,10 @@ class SameAnswersTest(HttpTestCase):
 
 
 class ServerProcess:
-    """`python mcp_min.py serve --port 0 [ARGS]`: its port, and its resident memory."""
+    """`python -m mcp_min serve --port 0 [ARGS]` (SERVE): its port, and its resident memory."""
 
     def __init__(self, *args, **env):
-        self.proc = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE,
+        self.proc = subprocess.Popen([*SERVE, "serve", "--port", "0", *args], cwd=HERE,
                                      env=_clean_env(**env), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.port = None
@@ -5479,7 +5490,8 @@ def nap(seconds: float, mark: str) -> str:
 class ShutdownTest(unittest.TestCase):
     """SIGTERM and Ctrl-C: calls in flight finish within the grace period, the rest are
     answered with an error, and the process exits 0; a second signal ends it at once."""
-    start_http_server = CliTest.start_http_server
+    def start_http_server(self, path, *args):
+        return CliTest.start_http_server(self, path, *args, command=SERVE)
 
     def naps(self, tmp):
         path = os.path.join(tmp, "naps.py")
@@ -5929,7 +5941,7 @@ class SyncClientTest(unittest.TestCase):
     """SyncClient: the Client's methods without await, against `serve --stdio`."""
 
     def test_methods_without_await_and_close_on_exit(self):
-        with mcp_min.SyncClient([*PYTHON, MCP_MIN, "serve", "--stdio"], timeout=TIMEOUT,
+        with mcp_min.SyncClient([*SERVE, "serve", "--stdio"], timeout=TIMEOUT,
                                 env=_clean_env(), inherit_env=False) as client:
             self.assertEqual(client.server_info["name"], "user-store")     # attributes pass through
             self.assertEqual(client.protocol_version, "2026-07-28")
@@ -6213,7 +6225,7 @@ class ClientCliTests(unittest.TestCase):
         return side_by_side(self.run_cli, *runs)
 
     def test_stdio_target_and_key_value_arguments(self):
-        server = f"{PYTHON_CMD} {MCP_MIN} serve --stdio"
+        server = f"{SERVE_CMD} serve --stdio"
         done, failed, unknown, nan = self.run_clis(
             (server, "tools/call", "getUser", "name=John"), (server, "tools/call", "getUser", "name=Nobody"),
             (server, "tools/call", "nope"), (server, "tools/call", "getUser", "name=NaN"))
@@ -6236,7 +6248,7 @@ class ClientCliTests(unittest.TestCase):
                         "@server.tool\ndef where(zip: Optional[str] = None, n: int = 0) -> str:\n"
                         "    return f'{zip!r} {n!r}'\n"
                         "@server.prompt\ndef both(a: str, b: str) -> str:\n    return a + '|' + b\n")
-            server = f"{PYTHON_CMD} {MCP_MIN} serve {path}"
+            server = f"{SERVE_CMD} serve {path}"
             done, prompt = self.run_clis((server, "tools/call", "where", "zip=10001", "n=3"),
                                          (server, "prompts/get", "both", '{"a": true, "b": "x"}'))
             self.assertEqual(done.returncode, 0, done.stderr)
@@ -6246,7 +6258,7 @@ class ClientCliTests(unittest.TestCase):
             self.assertEqual(json.loads(done.stdout)["messages"][0]["content"]["text"], "true|x")
 
     def test_trace_shows_the_exchange(self):
-        server = f"{PYTHON_CMD} {MCP_MIN} serve --stdio"
+        server = f"{SERVE_CMD} serve --stdio"
         done, handshake = self.run_clis((server, "ping", "--trace"),
                                         (server, "ping", "--trace", "--protocol", "2025-11-25"))
         self.assertEqual(done.returncode, 0, done.stderr)
@@ -6261,7 +6273,7 @@ class ClientCliTests(unittest.TestCase):
             "C→S stdin  request #2 ping", "S→C stdout  response #2 (ping) ok"])
 
     def test_trace_marks_the_clis_own_requests(self):
-        server = f"{PYTHON_CMD} {MCP_MIN} serve --stdio"
+        server = f"{SERVE_CMD} serve --stdio"
         done = self.run_cli(server, "tools/call", "getUser", "name=John", "--trace")
         self.assertEqual(done.returncode, 0, done.stderr)
         headers = trace_headers(done.stderr)
@@ -6273,7 +6285,7 @@ class ClientCliTests(unittest.TestCase):
     def test_trace_file_is_json_lines(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trace.jsonl")
-            done = self.run_cli(f"{PYTHON_CMD} {MCP_MIN} serve", "tools/call", "nope",
+            done = self.run_cli(f"{SERVE_CMD} serve", "tools/call", "nope",
                                 f"--trace={path}")
             self.assertEqual(done.returncode, 1, done.stderr)
             with open(path, encoding="utf-8") as f:
