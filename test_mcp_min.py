@@ -1621,8 +1621,19 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len([m for m in self.wire.messages if m.get("method") == "notifications/progress"]), 2)
 
 
+def sweep_often(test):
+    """The watchdog that ends requests past their time sweeps each 0.05 s, not each second,
+    for the rest of `test` (one already asleep finishes its second first)."""
+    patcher = mock.patch.object(mcp_min, "_SWEEP_EVERY", 0.05)
+    patcher.start()
+    test.addCleanup(patcher.stop)
+
+
 class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
     """R32: a request that runs past its time is answered, and cancelled."""
+
+    def setUp(self):
+        sweep_often(self)
 
     async def test_requests_past_their_time_are_answered_and_cancelled(self):
         server, cancelled, gate, release = Server("slow", timeout=0.2), [], asyncio.Event(), threading.Event()
@@ -4041,6 +4052,7 @@ class HttpExpiryTest(HttpTestCase):
 
     async def test_a_session_whose_request_is_stuck_still_expires(self):
         # Regression (issue 15): a request that never ended kept its session forever.
+        sweep_often(self)
         self.server.timeout = 0.2
         sid = await self.client.initialize()
         response = await self.client.post(call(3, "wait"), sid)     # the gate never opens
@@ -5809,7 +5821,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             await start(transport)
             started.append(transport.process)
             self.addAsyncCleanup(self.reap, transport.process)
-        client = mcp_min.Client([*PYTHON, "-c", "import time; time.sleep(30)"], timeout=0.3)
+        client = mcp_min.Client([*PYTHON, "-c", "import time; time.sleep(30)"], timeout=0.15)
         with mock.patch.object(mcp_min._StdioClient, "start", seen_start), \
                 mock.patch.object(mcp_min, "KILL_STEP", 0.2), self.assertRaises(McpError) as caught:
             await client.connect()
@@ -5959,7 +5971,7 @@ class SyncClientTest(unittest.TestCase):
     def test_a_failed_connect_raises_and_stops_its_thread(self):
         before = {t for t in threading.enumerate() if t.name == "mcp-client"}
         with self.assertRaises(McpError) as caught:
-            mcp_min.SyncClient([*PYTHON, "-c", "import sys; sys.stdin.read()"], timeout=0.3)
+            mcp_min.SyncClient([*PYTHON, "-c", "import sys; sys.stdin.read()"], timeout=0.15)
         self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
         self.assertEqual({t for t in threading.enumerate() if t.name == "mcp-client"}, before)
 
