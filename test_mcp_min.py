@@ -262,7 +262,7 @@ class ModuleTest(unittest.TestCase):
                 with open(paths[-1], "w") as f:
                     f.write(snippet)
             runs = side_by_side(lambda path: subprocess.run(
-                [*PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {MCP_MIN} serve {path}", "tools/list"],
+                [*PYTHON, MCP_MIN, "client", f"{SERVE_CMD} serve {path}", "tools/list"],
                 capture_output=True, text=True, timeout=30, cwd=HERE), *[(path,) for path in paths])
             for snippet, done in zip(servers, runs):
                 self.assertEqual(done.returncode, 0, done.stderr)
