@@ -53,8 +53,8 @@ from mcp_min import (
 HERE = os.path.dirname(os.path.abspath(mcp_min.__file__))
 MCP_MIN = os.path.join(HERE, "mcp_min.py")
 # Child Pythons start with -S (no `site`): mcp_min and the targets need only the standard
-# library, mcp_min sees the same argv, and where site imports much (.pth files) it is most of
-# a child's start-up; the suite starts some 150 of them.
+# library, mcp_min sees the same argv, and here site's .pth files cost some 30 ms of each
+# child's start-up; the suite starts over a hundred of them.
 PYTHON = (sys.executable, "-S")
 PYTHON_CMD = f"{sys.executable} -S"
 # Servers that a test only talks to start as `python -S -m mcp_min` (run from HERE, or with
