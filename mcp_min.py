@@ -1978,6 +1978,7 @@ class Session(_Peer):
 _ENDED = object()       # the `done` of a request answered early (see Session._end)
 _watched = set()        # sessions with requests running, swept each second
 _watchdog = None        # the thread that has them swept
+_SWEEP_EVERY = 1.0      # seconds between the sweeps
 
 
 def _watch(session):
@@ -1993,7 +1994,7 @@ def _watch(session):
 
 def _watchdog_run():
     while True:
-        time.sleep(1.0)
+        time.sleep(_SWEEP_EVERY)
         for session in list(_watched):
             try:
                 session.loop.call_soon_threadsafe(session._sweep)

@@ -14,6 +14,7 @@ Run: ``python -m unittest`` from the directory holding mcp_min.py.
 
 import asyncio
 import base64
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -26,6 +27,7 @@ import json
 import logging
 import os
 import pathlib
+import py_compile
 import queue
 import re
 import shutil
@@ -51,6 +53,17 @@ from mcp_min import (
 
 HERE = os.path.dirname(os.path.abspath(mcp_min.__file__))
 MCP_MIN = os.path.join(HERE, "mcp_min.py")
+# Child Pythons start with -S (no `site`): mcp_min and the targets need only the standard
+# library, mcp_min sees the same argv, and here site's .pth files cost some 30 ms of each
+# child's start-up; the suite starts over a hundred of them.
+PYTHON = (sys.executable, "-S")
+PYTHON_CMD = f"{sys.executable} -S"
+# Servers that a test only talks to start as `python -S -m mcp_min` (run from HERE, or with
+# HERE on PYTHONPATH): the same main() on the same argv, from the bytecode setUpModule wrote
+# (a script is compiled afresh at every start: half of a child's start-up here). Tests of the
+# command line and of start-up run `python mcp_min.py` as a user does.
+SERVE = (sys.executable, "-S", "-m", "mcp_min")
+SERVE_CMD = " ".join(SERVE)
 ROOT = HERE
 TIMEOUT = 10.0          # upper bound on any single wait; tests normally take milliseconds
 
@@ -58,6 +71,10 @@ TIMEOUT = 10.0          # upper bound on any single wait; tests normally take mi
 def setUpModule():
     # Tool failures are logged with tracebacks by design; keep the test output clean.
     logging.getLogger("mcp_min").addHandler(_quiet)
+    # For SERVE and for targets' `import mcp_min` (__pycache__ is ignored by git); if it cannot
+    # be written, children compile mcp_min.py themselves.
+    with contextlib.suppress(OSError, py_compile.PyCompileError):
+        py_compile.compile(MCP_MIN, doraise=True)
 
 
 def tearDownModule():
@@ -240,13 +257,15 @@ class ModuleTest(unittest.TestCase):
         servers = [s for s in snippets if "Server(" in s]
         self.assertGreaterEqual(len(servers), 2)
         with tempfile.TemporaryDirectory() as tmp:
+            paths = []
             for i, snippet in enumerate(servers):
-                path = os.path.join(tmp, f"snippet{i}.py")
-                with open(path, "w") as f:
+                paths.append(os.path.join(tmp, f"snippet{i}.py"))
+                with open(paths[-1], "w") as f:
                     f.write(snippet)
-                done = subprocess.run([sys.executable, MCP_MIN, "client",
-                                       f"{sys.executable} {MCP_MIN} serve {path}", "tools/list"],
-                                      capture_output=True, text=True, timeout=30, cwd=HERE)
+            runs = side_by_side(lambda path: subprocess.run(
+                [*PYTHON, MCP_MIN, "client", f"{SERVE_CMD} serve {path}", "tools/list"],
+                capture_output=True, text=True, timeout=30, cwd=HERE), *[(path,) for path in paths])
+            for snippet, done in zip(servers, runs):
                 self.assertEqual(done.returncode, 0, done.stderr)
                 self.assertTrue(json.loads(done.stdout)["tools"], snippet)
         client = next(s for s in snippets if "Client(" in s)
@@ -258,7 +277,7 @@ class ModuleTest(unittest.TestCase):
         lines = block.strip().splitlines()
         sent = [line for line in lines if '"method"' in line]
         shown = [line for line in lines if '"method"' not in line]
-        done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], cwd=HERE,
+        done = subprocess.run([*PYTHON, MCP_MIN, "serve", "--stdio"], cwd=HERE,
                               input="\n".join(sent) + "\n", capture_output=True, text=True,
                               timeout=30, env=_clean_env())
         answers = done.stdout.splitlines()
@@ -275,7 +294,7 @@ class ModuleTest(unittest.TestCase):
             section = f.read().split("## See the whole conversation", 1)[1]
         command = re.search(r"```sh\n(python3 [^\n]*)\n```", section).group(1)
         shown = re.search(r"```text\n(.*?)```", section, re.S).group(1)
-        done = subprocess.run([sys.executable, *command.split()[1:]], capture_output=True,
+        done = subprocess.run([*PYTHON, *command.split()[1:]], capture_output=True,
                               timeout=60, cwd=HERE, env=_clean_env())
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("agent: Hello Carson", done.stdout.decode())
@@ -1603,8 +1622,19 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len([m for m in self.wire.messages if m.get("method") == "notifications/progress"]), 2)
 
 
+def sweep_often(test):
+    """The watchdog that ends requests past their time sweeps each 0.05 s, not each second,
+    for the rest of `test` (one already asleep finishes its second first)."""
+    patcher = mock.patch.object(mcp_min, "_SWEEP_EVERY", 0.05)
+    patcher.start()
+    test.addCleanup(patcher.stop)
+
+
 class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
     """R32: a request that runs past its time is answered, and cancelled."""
+
+    def setUp(self):
+        sweep_often(self)
 
     async def test_requests_past_their_time_are_answered_and_cancelled(self):
         server, cancelled, gate, release = Server("slow", timeout=0.2), [], asyncio.Event(), threading.Event()
@@ -2050,7 +2080,7 @@ class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
             out = os.path.join(tmp, "env.json")
             script = f"import json, os; json.dump([os.environ.get(k) for k in ('PATH', 'EXTRA')], open({out!r}, 'w'))"
             for inherit, path in ((True, os.environ.get("PATH")), (False, None)):
-                client = mcp_min.Client([sys.executable, "-c", script], env={"EXTRA": "x"}, inherit_env=inherit)
+                client = mcp_min.Client([*PYTHON, "-c", script], env={"EXTRA": "x"}, inherit_env=inherit)
                 transport = mcp_min._StdioClient(client.target, client)
                 await transport.start()
                 await asyncio.wait_for(transport.process.wait(), TIMEOUT)
@@ -2369,6 +2399,14 @@ TARGET_SOURCE = textwrap.dedent('''
 ''')
 
 
+def side_by_side(function, *cases):
+    """`function(*case)` for each case, in threads, four at a time (most of a child process's
+    time is its start-up; more at once would only queue for the CPUs, each against its own
+    timeout): the results, in order."""
+    with concurrent.futures.ThreadPoolExecutor(min(len(cases), 4)) as pool:
+        return list(pool.map(lambda case: function(*case), cases))
+
+
 def _clean_env(**extra):
     env = {k: v for k, v in os.environ.items() if k not in ("MCP_TOKEN", "PYTHONSTARTUP")}
     env["PYTHONPATH"] = HERE
@@ -2377,16 +2415,19 @@ def _clean_env(**extra):
 
 
 class StdioProcess:
-    """`python mcp_min.py serve --stdio [TARGET]`, with a line reader thread."""
+    """`python -m mcp_min serve --stdio [TARGET]` (SERVE), with a line reader thread."""
 
     def __init__(self, target=None, read=True, env=None, options=()):
         self.stderr_file = tempfile.TemporaryFile()
-        args = [sys.executable, MCP_MIN, "serve", "--stdio", *options] + ([target] if target else [])
+        args = [*SERVE, "serve", "--stdio", *options] + ([target] if target else [])
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr_file, cwd=HERE, env=env or _clean_env())
         self.lines = queue.Queue()
         if read:
-            threading.Thread(target=self._read, daemon=True).start()
+            self.start_reading()
+
+    def start_reading(self):
+        threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         try:
@@ -2460,14 +2501,27 @@ class StdioTest(unittest.TestCase):
         with open(cls.target, "w") as f:
             f.write(TARGET_SOURCE)
 
+        cls.ready = {False: collections.deque(), True: collections.deque()}     # started ahead
+
     @classmethod
     def tearDownClass(cls):
+        for ready in cls.ready.values():
+            for _, process in ready:
+                process.kill()
         cls.tmp.cleanup()
 
+    AHEAD = 3       # servers of a kind starting side by side while the tests before them run
+
     def start(self, target=False, read=True):
-        self.marks = tempfile.mkdtemp(dir=self.tmp.name)
-        process = StdioProcess(self.target if target else None, read,
-                               _clean_env(MCP_TEST_MARKS=self.marks))
+        # Each test has a fresh server of its own; it was started a few tests ahead.
+        ready = self.ready[target]
+        while len(ready) <= self.AHEAD:
+            marks = tempfile.mkdtemp(dir=self.tmp.name)
+            ready.append((marks, StdioProcess(self.target if target else None, False,
+                                              _clean_env(MCP_TEST_MARKS=marks))))
+        self.marks, process = ready.popleft()
+        if read:
+            process.start_reading()
         self.addCleanup(process.kill)
         return process
 
@@ -2642,7 +2696,7 @@ class StdioBatchTest(unittest.TestCase):
         lines = [rpc(0, "initialize", init_params("2025-03-26")), note("notifications/initialized"),
                  [call(1, "getUser", {"name": "John"}), note("notifications/cancelled", {"requestId": 9}),
                   rpc(2, "nope")], [], [note("notifications/initialized")], rpc(3, "ping")]
-        done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], cwd=HERE, env=_clean_env(),
+        done = subprocess.run([*SERVE, "serve", "--stdio"], cwd=HERE, env=_clean_env(),
                               input="".join(json.dumps(m) + "\n" for m in lines).encode(),
                               capture_output=True, timeout=TIMEOUT)
         out = [json.loads(line) for line in done.stdout.splitlines()]
@@ -2847,7 +2901,7 @@ class StdioExitTest(unittest.TestCase):
             path = os.path.join(tmp, "target.py")
             with open(path, "w") as f:
                 f.write(source)
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", *options, path],
+            done = subprocess.run([*PYTHON, MCP_MIN, "serve", *options, path],
                                   input="".join(json.dumps(m) + "\n" for m in lines).encode(),
                                   capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
             with open(path) as f:
@@ -2860,7 +2914,7 @@ class StdioExitTest(unittest.TestCase):
                      call(1, "getUser", {"name": "John"}), rpc(2, "ping")]
             f.write("".join(json.dumps(m) + "\n" for m in lines).encode())
             f.seek(0)
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=f,
+            done = subprocess.run([*PYTHON, MCP_MIN, "serve", "--stdio"], stdin=f,
                                   capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
         self.assertEqual(done.returncode, 0, done.stderr)
         answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
@@ -2882,7 +2936,7 @@ class StdioExitTest(unittest.TestCase):
             with open(path, "w") as f:
                 f.write("import threading, time\nfrom mcp_min import Server\nserver = Server('x')\n"
                         "threading.Thread(target=time.sleep, args=(30,)).start()\n")
-            proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", path], cwd=HERE,
+            proc = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--stdio", path], cwd=HERE,
                                     env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL)
             try:
@@ -2914,7 +2968,7 @@ class StdioExitTest(unittest.TestCase):
         done, _ = self.serve_target(
             "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
             "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
-            "--shutdown-grace", "1",
+            "--shutdown-grace", "0.3",
             lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")])
         self.assertEqual(done.returncode, 0)
         self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
@@ -2958,7 +3012,7 @@ class StdioExitTest(unittest.TestCase):
 
 class CliTest(unittest.TestCase):
     def run_cli(self, *args, timeout=TIMEOUT):
-        return subprocess.run([sys.executable, MCP_MIN, *args], capture_output=True, text=True,
+        return subprocess.run([*PYTHON, MCP_MIN, *args], capture_output=True, text=True,
                               timeout=timeout, cwd=HERE, env=_clean_env(), stdin=subprocess.DEVNULL)
 
     def test_version(self):
@@ -2968,51 +3022,56 @@ class CliTest(unittest.TestCase):
 
     def test_an_empty_token_is_refused(self):
         # Regression (issue 15): --token "" or MCP_TOKEN= turned authentication off, silently.
-        for args, env in ((["--token", ""], {}), (["--token", " \t"], {}), ([], {"MCP_TOKEN": ""})):
-            done = subprocess.run([sys.executable, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE,
-                                  env=_clean_env(**env), capture_output=True, text=True, timeout=TIMEOUT)
+        cases = ((["--token", ""], {}), (["--token", " \t"], {}), ([], {"MCP_TOKEN": ""}))
+        runs = side_by_side(lambda args, env: subprocess.run(
+            [*PYTHON, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE, env=_clean_env(**env),
+            capture_output=True, text=True, timeout=TIMEOUT), *cases)
+        for (args, env), done in zip(cases, runs):
             self.assertEqual(done.returncode, 2, (args, env, done.stderr))
             self.assertIn("token is empty", done.stderr)
         with self.assertRaises(ValueError):
             mcp_min.HttpServer(Server("x"), token="")
 
     def test_the_token_from_a_file_or_the_command_line_which_warns(self):
-        import urllib.error
-        import urllib.request
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "token")
             with open(path, "w") as f:
                 f.write("s3cret\n")
-            for args in (["--token-file", path], ["--token", "s3cret"]):
-                process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0", *args],
-                                           cwd=HERE, env=_clean_env(), stderr=subprocess.PIPE, text=True)
+            side_by_side(self.serve_with_token, (["--token-file", path],), (["--token", "s3cret"],))
+
+    def serve_with_token(self, args):
+        import urllib.error
+        import urllib.request
+        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--port", "0", *args],
+                                   cwd=HERE, env=_clean_env(), stderr=subprocess.PIPE, text=True)
+        try:
+            lines = [process.stderr.readline()]
+            while "/mcp" not in lines[-1]:
+                self.assertTrue(lines[-1], f"the server exited: {lines}")
+                lines.append(process.stderr.readline())
+            warned = "visible to every local user" in "".join(lines)
+            self.assertEqual(warned, args[0] == "--token", lines)
+            port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", lines[-1]).group(1))
+            for token, status in (("wrong", 401), ("s3cret", 200)):
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/mcp", json.dumps(rpc(0, "ping")).encode(),
+                    {"Content-Type": "application/json", "Authorization": f"Bearer {token}",
+                     "Accept": "application/json, text/event-stream"})
                 try:
-                    lines = [process.stderr.readline()]
-                    while "/mcp" not in lines[-1]:
-                        lines.append(process.stderr.readline())
-                    warned = "visible to every local user" in "".join(lines)
-                    self.assertEqual(warned, args[0] == "--token", lines)
-                    port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", lines[-1]).group(1))
-                    for token, status in (("wrong", 401), ("s3cret", 200)):
-                        request = urllib.request.Request(
-                            f"http://127.0.0.1:{port}/mcp", json.dumps(rpc(0, "ping")).encode(),
-                            {"Content-Type": "application/json", "Authorization": f"Bearer {token}",
-                             "Accept": "application/json, text/event-stream"})
-                        try:
-                            with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
-                                got = answer.status
-                        except urllib.error.HTTPError as e:
-                            got = e.code
-                            e.close()
-                        self.assertIn(got, (status,) if status == 401 else (400, 404), (args, token))
-                finally:
-                    process.kill()
-                    process.wait()
-                    process.stderr.close()
+                    with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+                        got = answer.status
+                except urllib.error.HTTPError as e:
+                    got = e.code
+                    e.close()
+                self.assertIn(got, (status,) if status == 401 else (400, 404), (args, token))
+        finally:
+            process.kill()
+            process.wait()
+            process.stderr.close()
 
     def test_non_loopback_bind_refused_without_token(self):
-        for host in ("0.0.0.0", "::"):
-            done = self.run_cli("serve", "--port", "0", "--host", host)
+        for done in side_by_side(self.run_cli, *[("serve", "--port", "0", "--host", host)
+                                                 for host in ("0.0.0.0", "::")]):
             self.assertEqual(done.returncode, 1, done.stderr)
             self.assertIn("refusing", done.stderr)
             self.assertNotIn("Traceback", done.stderr)
@@ -3047,10 +3106,9 @@ class CliTest(unittest.TestCase):
                 (("client", nobody, "ping", "--timeout", "-1"), "'-1' is not a number of seconds"),
                 (("client", nobody, "ping", "--trace=/nonexistent/dir/x.jsonl"), "cannot write the trace")):
             cases.append((args, says))
-        with concurrent.futures.ThreadPoolExecutor(4) as pool:     # 14 processes: side by side
-            for (args, says), done in zip(cases, pool.map(lambda case: self.run_cli(*case[0]), cases)):
-                with self.subTest(args=args):
-                    self.assert_one_line(done, 2, says)
+        for (args, says), done in zip(cases, side_by_side(self.run_cli, *[args for args, _ in cases])):
+            with self.subTest(args=args):
+                self.assert_one_line(done, 2, says)
 
     def test_a_trace_file_that_cannot_be_written(self):
         done = self.run_cli("serve", "--trace=/nonexistent/dir/x.jsonl", "--stdio")
@@ -3058,21 +3116,23 @@ class CliTest(unittest.TestCase):
 
     def test_a_target_that_fails_to_load_names_the_users_line(self):
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "server.py")
-            with open(path, "w") as f:
-                f.write("from mcp_min import Server\nserver = Server('x')\n\n\n\n\ny = x + 1\n")
-            self.assert_one_line(self.run_cli("serve", path), 2,
-                                 "NameError at server.py:7: name 'x' is not defined")
-            with open(path, "w") as f:
-                f.write("from mcp_min import Server\nserver = Server('x')\ndef f(:\n")
-            self.assert_one_line(self.run_cli("serve", path), 2, "SyntaxError at server.py:3")
-            with open(path, "w") as f:
-                f.write("from mcp_min import Server\nserver = Server('x')\n")
-            self.assert_one_line(self.run_cli("serve", f"{path}:nope"), 2, f"{path} has no 'nope'")
-            self.assert_one_line(self.run_cli("serve", f"{path}:Server"), 2, "is of type type, not a Server")
+            paths = [os.path.join(tmp, name, "server.py") for name in ("name", "syntax", "fine")]
+            for path, source in zip(paths, ("from mcp_min import Server\nserver = Server('x')\n\n\n\n\ny = x + 1\n",
+                                            "from mcp_min import Server\nserver = Server('x')\ndef f(:\n",
+                                            "from mcp_min import Server\nserver = Server('x')\n")):
+                os.mkdir(os.path.dirname(path))
+                with open(path, "w") as f:
+                    f.write(source)
+            path = paths[2]
+            name, syntax, nope, server = side_by_side(self.run_cli, ("serve", paths[0]), ("serve", paths[1]),
+                                                      ("serve", f"{path}:nope"), ("serve", f"{path}:Server"))
+            self.assert_one_line(name, 2, "NameError at server.py:7: name 'x' is not defined")
+            self.assert_one_line(syntax, 2, "SyntaxError at server.py:3")
+            self.assert_one_line(nope, 2, f"{path} has no 'nope'")
+            self.assert_one_line(server, 2, "is of type type, not a Server")
 
     def test_a_normal_start_logs_at_info(self):
-        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
+        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
                                    env=_clean_env(), stderr=subprocess.PIPE, text=True)
         try:
             first = process.stderr.readline()
@@ -3082,16 +3142,17 @@ class CliTest(unittest.TestCase):
         self.assertRegex(first, r" INFO mcp_min: serving MCP on http://127\.0\.0\.1:\d+/mcp")
 
     def test_help_teaches(self):
-        for command, says in ((("--help",), ("serve --stdio", "client http://")),
-                              (("serve", "--help"), ("examples:", "0-65535", "DEBUG, INFO",
-                                                     "$MCP_TOKEN", "JSON Lines")),
-                              (("client", "--help"), ("examples:", "k=v", "default 60", "SECONDS"))):
-            done = self.run_cli(*command)
-            self.assertEqual(done.returncode, 0, done.stderr)
+        cases = ((("--help",), ("serve --stdio", "client http://")),
+                 (("serve", "--help"), ("examples:", "0-65535", "DEBUG, INFO", "$MCP_TOKEN", "JSON Lines")),
+                 (("client", "--help"), ("examples:", "k=v", "default 60", "SECONDS")))
+        *runs, done = side_by_side(lambda *args: subprocess.run(
+            [*PYTHON, *args], capture_output=True, text=True, timeout=TIMEOUT, cwd=HERE, env=_clean_env(),
+            stdin=subprocess.DEVNULL), *[(MCP_MIN, *command) for command, _ in cases],
+            (os.path.join(HERE, "examples", "user_store.py"), "--help"))
+        for (command, says), run in zip(cases, runs):
+            self.assertEqual(run.returncode, 0, run.stderr)
             for words in says:
-                self.assertIn(words, done.stdout, command)
-        done = subprocess.run([sys.executable, os.path.join(HERE, "examples", "user_store.py"), "--help"],
-                              capture_output=True, text=True, timeout=TIMEOUT, cwd=HERE, env=_clean_env())
+                self.assertIn(words, run.stdout, command)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("--db PATH", done.stdout)
         self.assertIn("--port", done.stdout)
@@ -3099,7 +3160,7 @@ class CliTest(unittest.TestCase):
     @unittest.skipUnless(hasattr(os, "openpty"), "needs a pseudo-terminal")
     def test_stdio_on_a_terminal_prints_one_hint(self):
         main, tty = os.openpty()
-        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio"], stdin=tty,
+        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--stdio"], stdin=tty,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=HERE,
                                    env=_clean_env())
         os.close(tty)
@@ -3117,8 +3178,8 @@ class CliTest(unittest.TestCase):
         done = self.run_cli("serve", "--stdio")     # not a terminal: no hint
         self.assertEqual(done.stderr, "")
 
-    def start_http_server(self, path, *args, **popen):
-        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", path, "--port", "0", *args], cwd=HERE,
+    def start_http_server(self, path, *args, command=(*PYTHON, MCP_MIN), **popen):
+        process = subprocess.Popen([*command, "serve", path, "--port", "0", *args], cwd=HERE,
                                    env=_clean_env(), stderr=subprocess.PIPE, text=True, **popen)
         self.addCleanup(process.stderr.close)
         self.addCleanup(lambda: process.poll() is None and (process.kill(), process.wait()))
@@ -3153,7 +3214,7 @@ class CliTest(unittest.TestCase):
                         f"@server.tool\ndef nap() -> str:\n    open({started!r}, 'w').close()\n"
                         f"    time.sleep(60)\n    return 'late'\n")
             process = subprocess.Popen(
-                [sys.executable, MCP_MIN, "client", f"{sys.executable} {MCP_MIN} serve {path}",
+                [*PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {MCP_MIN} serve {path}",
                  "tools/call", "nap"], cwd=HERE, env=_clean_env(), stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True, start_new_session=True)
             try:
@@ -3993,6 +4054,7 @@ class HttpExpiryTest(HttpTestCase):
 
     async def test_a_session_whose_request_is_stuck_still_expires(self):
         # Regression (issue 15): a request that never ended kept its session forever.
+        sweep_often(self)
         self.server.timeout = 0.2
         sid = await self.client.initialize()
         response = await self.client.post(call(3, "wait"), sid)     # the gate never opens
@@ -5073,7 +5135,7 @@ class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
     """`python mcp_min.py serve --port 0`: a real server process on a real socket."""
 
     async def test_serve_port_zero(self):
-        proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
+        proc = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--port", "0"], cwd=HERE,
                                 env=_clean_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
         lines = queue.Queue()
@@ -5283,10 +5345,10 @@ class SameAnswersTest(HttpTestCase):
 
 
 class ServerProcess:
-    """`python mcp_min.py serve --port 0 [ARGS]`: its port, and its resident memory."""
+    """`python -m mcp_min serve --port 0 [ARGS]` (SERVE): its port, and its resident memory."""
 
     def __init__(self, *args, **env):
-        self.proc = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--port", "0", *args], cwd=HERE,
+        self.proc = subprocess.Popen([*SERVE, "serve", "--port", "0", *args], cwd=HERE,
                                      env=_clean_env(**env), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.port = None
@@ -5442,7 +5504,8 @@ def nap(seconds: float, mark: str) -> str:
 class ShutdownTest(unittest.TestCase):
     """SIGTERM and Ctrl-C: calls in flight finish within the grace period, the rest are
     answered with an error, and the process exits 0; a second signal ends it at once."""
-    start_http_server = CliTest.start_http_server
+    def start_http_server(self, path, *args):
+        return CliTest.start_http_server(self, path, *args, command=SERVE)
 
     def naps(self, tmp):
         path = os.path.join(tmp, "naps.py")
@@ -5466,7 +5529,7 @@ class ShutdownTest(unittest.TestCase):
     def http_signal(self, signum):
         with tempfile.TemporaryDirectory() as tmp, \
                 concurrent.futures.ThreadPoolExecutor(2) as pool:
-            server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "2")
+            server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "1")
             url = f"http://127.0.0.1:{port}/mcp"
 
             def nap(seconds, mark):
@@ -5477,7 +5540,7 @@ class ShutdownTest(unittest.TestCase):
                     except mcp_min.McpError as e:
                         return e.code, e.message
             marks = os.path.join(tmp, "short"), os.path.join(tmp, "stuck")
-            short, stuck = pool.submit(nap, 0.5, marks[0]), pool.submit(nap, 600, marks[1])
+            short, stuck = pool.submit(nap, 0.2, marks[0]), pool.submit(nap, 600, marks[1])
             self.wait_for(*marks)
             server.send_signal(signum)
             self.assertEqual(short.result(TIMEOUT), "rested")    # finished within the grace
@@ -5489,7 +5552,7 @@ class ShutdownTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "600")
             mark = os.path.join(tmp, "stuck")
-            client = subprocess.Popen([sys.executable, MCP_MIN, "client", f"http://127.0.0.1:{port}/mcp",
+            client = subprocess.Popen([*PYTHON, MCP_MIN, "client", f"http://127.0.0.1:{port}/mcp",
                                        "tools/call", "nap", "seconds=600", f"mark={mark}"], cwd=HERE,
                                       env=_clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.addCleanup(lambda: (client.kill(), client.wait()))
@@ -5500,8 +5563,8 @@ class ShutdownTest(unittest.TestCase):
             self.assertEqual(server.wait(TIMEOUT), 128 + signal.SIGINT)
 
     def stuck_stdio(self, tmp, calls):
-        """A stdio server (grace 1 s) with `calls` calls of a 600 s tool running."""
-        server = StdioProcess(self.naps(tmp), options=("--shutdown-grace", "1"))
+        """A stdio server (grace 0.3 s) with `calls` calls of a 600 s tool running."""
+        server = StdioProcess(self.naps(tmp), options=("--shutdown-grace", "0.3"))
         self.addCleanup(server.kill)
         server.initialize()
         mark = os.path.join(tmp, "stuck")
@@ -5636,8 +5699,8 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         return client
 
     async def test_stdio(self):
-        await self.check_full_exchange([sys.executable, self.server_file])
-        await self.check_full_exchange([sys.executable, self.server_file], "auto")
+        await asyncio.gather(self.check_full_exchange([*PYTHON, self.server_file]),     # side by side
+                             self.check_full_exchange([*PYTHON, self.server_file], "auto"))
 
     async def test_streamable_http(self):
         await self.check_full_exchange(self.base + "/mcp")
@@ -5659,19 +5722,22 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         faster = mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.2)    # a closed stream is seen sooner
         faster.start()
         self.addCleanup(faster.stop)
-        for target, era in [(self.base + "/mcp", "handshake"), (self.base + "/mcp", "2026-07-28"),
-                            ([sys.executable, self.server_file], "handshake")]:
-            async with mcp_min.Client(target, timeout=10, era=era) as client:
-                before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
-                with self.assertRaises(mcp_min.McpError) as caught:
-                    await client.call_tool("slow", {"seconds": 30}, timeout=0.3)
-                self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
-                for _ in range(50):     # the cancel (a notification, or a closed stream) reaches it
-                    count = await client.call_tool("cancelled")
-                    if count["structuredContent"]["result"] == before + 1:
-                        break
-                    await asyncio.sleep(0.05)
-                self.assertEqual(count["structuredContent"]["result"], before + 1, (target, era))
+        # The HTTP ones share a server (and its count): one after the other, beside the stdio one.
+        async def timeout_cancels(*cases):
+            for target, era in cases:
+                async with mcp_min.Client(target, timeout=10, era=era) as client:
+                    before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
+                    with self.assertRaises(mcp_min.McpError) as caught:
+                        await client.call_tool("slow", {"seconds": 30}, timeout=0.3)
+                    self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
+                    for _ in range(50):     # the cancel (a notification, or a closed stream) reaches it
+                        count = await client.call_tool("cancelled")
+                        if count["structuredContent"]["result"] == before + 1:
+                            break
+                        await asyncio.sleep(0.05)
+                    self.assertEqual(count["structuredContent"]["result"], before + 1, (target, era))
+        await asyncio.gather(timeout_cancels((self.base + "/mcp", "handshake"), (self.base + "/mcp", "2026-07-28")),
+                             timeout_cancels(([*PYTHON, self.server_file], "handshake")))
 
     async def assert_call_fails_when_server_dies(self, target, tool, kill):
         client = mcp_min.Client(target, timeout=30)
@@ -5689,7 +5755,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
     async def test_dying_server_fails_pending_calls_at_once(self):
         async def kill(client):
             client._transport.process.kill()
-        await self.assert_call_fails_when_server_dies([sys.executable, self.server_file], "slow", kill)
+        await self.assert_call_fails_when_server_dies([*PYTHON, self.server_file], "slow", kill)
 
     async def test_server_gone_mid_stream_fails_the_call_at_once(self):
         # Regression: a Streamable HTTP answer stream that ended without the result
@@ -5757,7 +5823,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             await start(transport)
             started.append(transport.process)
             self.addAsyncCleanup(self.reap, transport.process)
-        client = mcp_min.Client([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
+        client = mcp_min.Client([*PYTHON, "-c", "import time; time.sleep(30)"], timeout=0.15)
         with mock.patch.object(mcp_min._StdioClient, "start", seen_start), \
                 mock.patch.object(mcp_min, "KILL_STEP", 0.2), self.assertRaises(McpError) as caught:
             await client.connect()
@@ -5812,7 +5878,7 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         url = await self.hostile_server(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                                            b"Content-Length: 500\r\n\r\n{")
         with self.assertRaises(McpError) as caught:
-            await asyncio.wait_for(mcp_min.Client(url, timeout=0.5, transport="http").connect(), TIMEOUT)
+            await asyncio.wait_for(mcp_min.Client(url, timeout=0.2, transport="http").connect(), TIMEOUT)
         self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
 
     async def test_a_session_the_server_always_forgets_ends_in_an_error(self):
@@ -5889,7 +5955,7 @@ class SyncClientTest(unittest.TestCase):
     """SyncClient: the Client's methods without await, against `serve --stdio`."""
 
     def test_methods_without_await_and_close_on_exit(self):
-        with mcp_min.SyncClient([sys.executable, MCP_MIN, "serve", "--stdio"], timeout=TIMEOUT,
+        with mcp_min.SyncClient([*SERVE, "serve", "--stdio"], timeout=TIMEOUT,
                                 env=_clean_env(), inherit_env=False) as client:
             self.assertEqual(client.server_info["name"], "user-store")     # attributes pass through
             self.assertEqual(client.protocol_version, "2026-07-28")
@@ -5907,7 +5973,7 @@ class SyncClientTest(unittest.TestCase):
     def test_a_failed_connect_raises_and_stops_its_thread(self):
         before = {t for t in threading.enumerate() if t.name == "mcp-client"}
         with self.assertRaises(McpError) as caught:
-            mcp_min.SyncClient([sys.executable, "-c", "import sys; sys.stdin.read()"], timeout=0.3)
+            mcp_min.SyncClient([*PYTHON, "-c", "import sys; sys.stdin.read()"], timeout=0.15)
         self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
         self.assertEqual({t for t in threading.enumerate() if t.name == "mcp-client"}, before)
 
@@ -5977,7 +6043,7 @@ class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
                 elif m.get("method") == "tools/list":
                     print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": []}}), flush=True)
             ''')
-        target = [sys.executable, "-c", script]
+        target = [*PYTHON, "-c", script]
         with mock.patch.object(mcp_min, "DISCOVER_TIMEOUT", 0.5):
             for most in (TIMEOUT, 0.4):     # the second connect does not wait for discover
                 started = time.monotonic()
@@ -6145,7 +6211,7 @@ class TraceTest(unittest.IsolatedAsyncioTestCase):
 
     def test_a_trace_that_cannot_be_written_never_stops_the_server(self):
         # --trace into a pipe nobody reads any more (`| head` that ended): answers still go out.
-        process = subprocess.Popen([sys.executable, MCP_MIN, "serve", "--stdio", "--trace"], cwd=HERE,
+        process = subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--stdio", "--trace"], cwd=HERE,
                                    env=_clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE)
         process.stderr.close()      # every write to it is EPIPE from now on
@@ -6165,27 +6231,28 @@ class ClientCliTests(unittest.TestCase):
     """`python mcp_min.py client TARGET METHOD ARGS` as a user types it."""
 
     def run_cli(self, *args, timeout=30):
-        return subprocess.run([sys.executable, MCP_MIN, "client", *args], capture_output=True,
+        return subprocess.run([*PYTHON, MCP_MIN, "client", *args], capture_output=True,
                               text=True, timeout=timeout, cwd=ROOT)
 
+    def run_clis(self, *runs):
+        """Each tuple of `runs` run as `run_cli(*run)`, side by side: their results, in order."""
+        return side_by_side(self.run_cli, *runs)
+
     def test_stdio_target_and_key_value_arguments(self):
-        server = f"{sys.executable} {MCP_MIN} serve --stdio"
-        done = self.run_cli(server, "tools/call", "getUser", "name=John")
+        server = f"{SERVE_CMD} serve --stdio"
+        done, failed, unknown, nan = self.run_clis(
+            (server, "tools/call", "getUser", "name=John"), (server, "tools/call", "getUser", "name=Nobody"),
+            (server, "tools/call", "nope"), (server, "tools/call", "getUser", "name=NaN"))
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(json.loads(done.stdout)["structuredContent"],
                          {"name": "John", "email": "john@example.com"})
-        failed = self.run_cli(server, "tools/call", "getUser", "name=Nobody")
         self.assertEqual(failed.returncode, 1)
         self.assertTrue(json.loads(failed.stdout)["isError"])
-        unknown = self.run_cli(server, "tools/call", "nope")
         self.assertEqual(unknown.returncode, 1)
         self.assertIn("-32602: Unknown tool 'nope'", unknown.stderr)
-
-    def test_key_value_text_that_is_no_json_to_send_stays_text(self):
-        server = f"{sys.executable} {MCP_MIN} serve --stdio"
-        done = self.run_cli(server, "tools/call", "getUser", "name=NaN")     # not float('nan')
-        self.assertEqual(done.returncode, 1, done.stderr)
-        self.assertIn("No user named 'NaN'", json.loads(done.stdout)["content"][0]["text"])
+        # key=value text that is no JSON to send stays text: NaN is not float('nan')
+        self.assertEqual(nan.returncode, 1, nan.stderr)
+        self.assertIn("No user named 'NaN'", json.loads(nan.stdout)["content"][0]["text"])
 
     def test_key_value_text_is_kept_where_the_schema_wants_text(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -6195,30 +6262,32 @@ class ClientCliTests(unittest.TestCase):
                         "@server.tool\ndef where(zip: Optional[str] = None, n: int = 0) -> str:\n"
                         "    return f'{zip!r} {n!r}'\n"
                         "@server.prompt\ndef both(a: str, b: str) -> str:\n    return a + '|' + b\n")
-            server = f"{sys.executable} {MCP_MIN} serve {path}"
-            done = self.run_cli(server, "tools/call", "where", "zip=10001", "n=3")
+            server = f"{SERVE_CMD} serve {path}"
+            done, prompt = self.run_clis((server, "tools/call", "where", "zip=10001", "n=3"),
+                                         (server, "prompts/get", "both", '{"a": true, "b": "x"}'))
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertEqual(json.loads(done.stdout)["content"][0]["text"], "'10001' 3")
-            done = self.run_cli(server, "prompts/get", "both", '{"a": true, "b": "x"}')
+            done = prompt
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertEqual(json.loads(done.stdout)["messages"][0]["content"]["text"], "true|x")
 
     def test_trace_shows_the_exchange(self):
-        server = f"{sys.executable} {MCP_MIN} serve --stdio"
-        done = self.run_cli(server, "ping", "--trace")
+        server = f"{SERVE_CMD} serve --stdio"
+        done, handshake = self.run_clis((server, "ping", "--trace"),
+                                        (server, "ping", "--trace", "--protocol", "2025-11-25"))
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(trace_headers(done.stderr), [
             "C→S stdin  request #1 server/discover", "S→C stdout  response #1 (server/discover) ok",
             "C→S stdin  request #2 server/discover", "S→C stdout  response #2 (server/discover) ok"])
         self.assertIn('"method": "server/discover"', done.stderr)     # the JSON follows, indented
-        done = self.run_cli(server, "ping", "--trace", "--protocol", "2025-11-25")    # the handshake
+        done = handshake    # the handshake
         self.assertEqual(trace_headers(done.stderr), [
             "C→S stdin  request #1 initialize", "S→C stdout  response #1 (initialize) ok",
             "C→S stdin  notification notifications/initialized",
             "C→S stdin  request #2 ping", "S→C stdout  response #2 (ping) ok"])
 
     def test_trace_marks_the_clis_own_requests(self):
-        server = f"{sys.executable} {MCP_MIN} serve --stdio"
+        server = f"{SERVE_CMD} serve --stdio"
         done = self.run_cli(server, "tools/call", "getUser", "name=John", "--trace")
         self.assertEqual(done.returncode, 0, done.stderr)
         headers = trace_headers(done.stderr)
@@ -6230,7 +6299,7 @@ class ClientCliTests(unittest.TestCase):
     def test_trace_file_is_json_lines(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trace.jsonl")
-            done = self.run_cli(f"{sys.executable} {MCP_MIN} serve", "tools/call", "nope",
+            done = self.run_cli(f"{SERVE_CMD} serve", "tools/call", "nope",
                                 f"--trace={path}")
             self.assertEqual(done.returncode, 1, done.stderr)
             with open(path, encoding="utf-8") as f:
@@ -6246,7 +6315,7 @@ class ClientCliTests(unittest.TestCase):
     def test_command_runs_without_a_shell(self):
         with tempfile.TemporaryDirectory() as tmp:
             marker = os.path.join(tmp, "pwned")
-            done = self.run_cli(f"{sys.executable} {MCP_MIN} serve '; touch {marker}'", "ping")
+            done = self.run_cli(f"{PYTHON_CMD} {MCP_MIN} serve '; touch {marker}'", "ping")
             self.assertFalse(os.path.exists(marker))
             self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
 
