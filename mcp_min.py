@@ -1300,8 +1300,12 @@ class Context:
         on now. The client resumes it (GET with Last-Event-ID) after the `retry:` wait, and
         the rest comes there: a long call outlives proxies that cut long responses (SEP-1699)."""
         stream = getattr(self.session.replies.get(self.request_id), "__self__", None)
-        if isinstance(stream, _Stream) and stream.primes:
-            stream.part()
+        if isinstance(stream, _Stream) and stream.primes:     # from a sync tool's thread too
+            loop = self.session.loop
+            if loop is None or _running_loop() is loop:
+                stream.part()
+            else:
+                loop.call_soon_threadsafe(stream.part)
 
     def progress(self, progress, total=None, message=None):
         """Report progress; sent only when the client asked (progressToken)."""
@@ -2636,6 +2640,8 @@ class _Replay:
         self.streams, self.size = {}, 0     # in the order they were last written
 
     def add(self, stream, event):
+        if stream.closed:   # what a closed stream still writes out is never replayed
+            return
         if stream.log is None:
             stream.log, stream.replay = deque(), self
         stream.log.append((stream.seq, event))
@@ -2687,8 +2693,9 @@ class _HttpSession:
     def keep(self, stream):
         """A POST's stream, once its connection is over: kept to be resumed."""
         self.kept[stream.number] = stream
-        if len(self.kept) > KEPT_STREAMS:
-            self.kept.pop(next(iter(self.kept))).close()
+        if len(self.kept) > KEPT_STREAMS:   # the oldest answered one goes first; never one in use
+            kept = [s for s in self.kept.values() if not s.attached]
+            self.kept.pop(next((s for s in kept if s.ended), kept[0]).number).close()
 
     async def resume(self, last):
         """The stream a Last-Event-ID names (2025-03-26 transports: resumability), and what
@@ -2708,6 +2715,8 @@ class _HttpSession:
             await asyncio.sleep(0.01)
         else:
             raise _HttpError(409, "That stream is open, and does not let go")
+        if int(seq) > stream.seq:
+            raise _HttpError(400, f"Last-Event-ID {last}: no such event was sent")
         if (events := stream.since(int(seq))) is None:
             self.kept.pop(stream.number, None)
             stream.close()
@@ -3567,10 +3576,10 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
     headers = {"Accept": "application/json", **dict(headers)}
     if form is not None:
         headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
-    try:
-        response = await asyncio.wait_for(_http(url, "GET" if form is None else "POST", headers, b"" if form
-                                                is None else encode(form) if as_json else urlencode(form).encode()),
-                                          REPLY_TIMEOUT)
+    body = b"" if form is None else encode(form) if as_json else urlencode(form).encode()
+    try:    # secrets never follow a redirect
+        response = await asyncio.wait_for(
+            _http(url, "GET" if form is None else "POST", headers, body, hops=0), REPLY_TIMEOUT)
         data = await asyncio.wait_for(response.body(READ_CHUNK * 4), REPLY_TIMEOUT)
         response.close()
     except (OSError, asyncio.TimeoutError) as e:
@@ -3584,7 +3593,8 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
 def _basic(client_id, secret):
     """RFC 6749 2.3.1: HTTP Basic, each half form-encoded first."""
     from urllib.parse import quote_plus
-    return "Basic " + base64.b64encode(f"{quote_plus(client_id)}:{quote_plus(secret or '')}".encode()).decode()
+    pair = f"{quote_plus(client_id)}:{quote_plus(secret or '')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode()
 
 
 async def _server_metadata(issuer):
@@ -3625,8 +3635,8 @@ class Introspection:
         if (hit := self.cache.get(key)) and hit[0] > now:
             return hit[1]
         if not self.endpoint:
-            self.endpoint = (await _server_metadata(self.issuer)).get("introspection_endpoint")
-            _secure(self.endpoint, "introspection endpoint")
+            endpoint = (await _server_metadata(self.issuer)).get("introspection_endpoint")
+            self.endpoint = _secure(endpoint, "introspection endpoint")
         status, claims = await _fetch_json(self.endpoint, {"token": token, "token_type_hint": "access_token"},
                                            self.basic)
         if status != 200:
@@ -3727,8 +3737,10 @@ class ResourceServer:
             return None
         scopes = frozenset(scope.split() if type(scope) is str else
                            (s for s in scope if type(s) is str) if type(scope) is list else ())
-        client = client if type(client) is str else None
-        return AuthInfo(str(claims.get("sub") or client or ""), scopes, client, claims)
+        client, subject = client if type(client) is str else None, claims.get("sub")
+        if not (subject or client):
+            return None     # nobody to bind a session to: no user shares another's session
+        return AuthInfo(str(subject or client), scopes, client, claims)
 
     def step_up(self, auth, body, server):
         """403 insufficient_scope for a tools/call whose tool needs scopes the token lacks: the
@@ -4413,7 +4425,7 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
     if status in (307, 308) and hops and (location := response_headers.get("location")):
         from urllib.parse import urljoin
         target = urlsplit(urljoin(url, location))
-        if target.scheme in ("http", "https"):
+        if target.scheme == "https" or target.scheme == parts.scheme:     # never down to plain http
             writer.close()
             if target[:2] != parts[:2]:     # another origin: our credentials stay with theirs
                 headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
@@ -4610,7 +4622,7 @@ class _StreamableHttp(_Transport):
         Last-Event-ID after the server's `retry` delay, while the request is still awaited.
         `forever` (no `response`): the GET stream, opened here and again whenever the server
         ends it, from the last event seen (2025-11-25 transports: polling)."""
-        answered, retry, last_id = request_id is None and not forever, 1.0, None
+        answered, retry, last_id, pause = request_id is None and not forever, 1.0, None, 0.0
         while True:
             if response is None:
                 headers = self._headers("text/event-stream")
@@ -4618,16 +4630,20 @@ class _StreamableHttp(_Transport):
                     headers["Last-Event-ID"] = last_id
                 with contextlib.suppress(OSError):
                     response = await _http(self.url, "GET", headers, trace=self.client.trace)
+                if forever and last_id is not None and response is not None and response.status in (400, 409):
+                    response.close()    # that stream is not kept: a fresh one
+                    response = last_id = None
+                    continue
                 if response is None or response.status != 200:
                     break
-            parser = _SseParser()
+            parser, seen = _SseParser(), last_id
             try:
                 async for chunk in response.chunks():
                     for event in parser.feed(chunk):
                         self._trace("event", "in", event)
                         last_id = event.get("id", last_id)
-                        if event.get("retry", "").isdigit():
-                            retry = int(event["retry"]) / 1000
+                        if event.get("retry", "").isdigit():     # within reason: no busy loop
+                            retry = min(max(int(event["retry"]) / 1000, 0.1), 60.0)
                         if not event.get("data"):
                             continue    # priming event: no data
                         if event["event"] == "message":
@@ -4644,9 +4660,11 @@ class _StreamableHttp(_Transport):
             response = None
             if answered or self._closing or not forever and request_id not in self.client._pending:
                 return      # timed out or cancelled: nobody waits for the rest
-            if last_id is None and not forever:
-                break
-            await asyncio.sleep(retry)
+            if (last_id is None or self.client.modern) and not forever:
+                break       # 2026-07-28 has no resumption: the request is lost
+            # a GET stream that ends with nothing new: waited for longer each time
+            pause = retry if last_id != seen else min(max(pause, retry) * 2, 60.0)
+            await asyncio.sleep(pause)
         if response is not None:    # a GET refused
             response.close()
         if not forever:     # gone, and cannot be resumed: the caller hears it now, not at its timeout
@@ -4799,7 +4817,7 @@ async def _client_run(args, name, arguments, raw):
                     era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
                     protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
                     on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr),
-                    elicit_url=_show_url, timeout=args.timeout)
+                    elicit_url=lambda p: asyncio.to_thread(_show_url, p), timeout=args.timeout)
     method = args.method
     async with client:
         if method in _LISTS_OF:
@@ -4838,12 +4856,14 @@ async def _typed(client, name, arguments, raw):
     return arguments
 
 
-def _show_url(params):
-    """URL-mode elicitation at the CLI: the whole URL, for the user to open (never fetched
-    here); the call goes on waiting for the server to hear they are done."""
-    print(f"the server asks you to visit a URL: {params.get('message')}\n  {params.get('url')}",
-          file=sys.stderr)
-    return {"action": "accept"}
+def _show_url(params, ask=True):
+    """URL-mode elicitation at the CLI: the whole URL (never fetched here; no control character
+    can hide part of it), and the user's consent: a terminal asks, anything else declines."""
+    shown = ["".join(c if c.isprintable() else "?" for c in str(params.get(k))) for k in ("message", "url")]
+    print("the server asks you to visit a URL: {}\n  {}".format(*shown), file=sys.stderr)
+    if not (ask and sys.stdin.isatty()):
+        return {"action": "decline"}
+    return {"action": "accept" if input("Will you open it? [y/N] ").strip().lower() == "y" else "decline"}
 
 
 def _client_main(args, name, arguments, raw):
@@ -4854,7 +4874,7 @@ def _client_main(args, name, arguments, raw):
         print(f"error {e.code}: {e.message}", file=sys.stderr)
         asked = e.data.get("elicitations") if type(e.data) is dict else None
         for params in asked if e.code == URL_ELICITATION_REQUIRED and type(asked) is list else ():
-            type(params) is dict and _show_url(params)
+            type(params) is dict and _show_url(params, ask=False)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -5005,7 +5025,9 @@ class OAuth:
         named = urlsplit(resource) if type(resource) is str else None
         # RFC 9728 §3.3, spec "Canonical Server URI": the metadata is about this server (its
         # URL or a parent path), else its tokens would be minted for someone else
-        if not named or (named.scheme, named.netloc.lower()) != (parts.scheme, parts.netloc.lower()) \
+        def host(u):    # 127.0.0.1, ::1 and localhost are one machine
+            return "loopback" if _is_loopback(u.hostname or "") else u.hostname, u.port
+        if not named or (named.scheme, host(named)) != (parts.scheme, host(parts)) \
                 or not (path + "/").startswith(named.path.rstrip("/") + "/"):
             raise _refused(f"the resource metadata at {where} is about {str(resource)[:200]!r}, not {url}")
         return resource, metadata      # the resource as published, unnormalized (RFC 8707)
@@ -5020,11 +5042,11 @@ class OAuth:
         if "S256" not in (server.get("code_challenge_methods_supported") or ()):
             raise _refused(f"{server['issuer']} does not offer PKCE (S256): the spec says not to go on")
         _secure(server.get("authorization_endpoint"), "authorization endpoint")
-        listener, redirect_uri, answered = await _loopback_redirect()
+        # Unguessable, and single-use: they live for this one sign-in only
+        verifier, state = secrets.token_urlsafe(48), secrets.token_urlsafe(32)
+        listener, redirect_uri, answered = await _loopback_redirect(state)
         try:
             await self._register(server, entry, redirect_uri)
-            # Unguessable, and single-use: they live for this one sign-in only
-            verifier, state = secrets.token_urlsafe(48), secrets.token_urlsafe(32)
             challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
             query = {"response_type": "code", "client_id": entry["client_id"], "redirect_uri": redirect_uri,
                      "state": state, "code_challenge": challenge.decode(), "code_challenge_method": "S256",
@@ -5110,16 +5132,20 @@ class OAuth:
         return True
 
 
-async def _loopback_redirect():
+async def _loopback_redirect(state):
     """The redirect listener (RFC 8252 §7.3): 127.0.0.1, never a name that could resolve
-    elsewhere, on a port the system picks; the first /callback is the answer, then it closes."""
+    elsewhere, on a port the system picks; the first /callback with our `state` is the answer
+    (what another local program sends first cannot end the sign-in), then it closes."""
+    import hmac
     answered = asyncio.get_running_loop().create_future()
 
     async def serve(reader, writer):
         try:
             line = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), CONNECT_TIMEOUT)).split(b" ")
-            if ours := line[0] == b"GET" and line[1].startswith(b"/callback?") and not answered.done():
-                answered.set_result(_query(line[1].decode("latin-1")))
+            query = _query(line[1].decode("latin-1")) if line[0] == b"GET" and line[1].startswith(
+                b"/callback?") else {}
+            if ours := hmac.compare_digest(query.get("state", ""), state) and not answered.done():
+                answered.set_result(query)
             text = b"Signed in: you may close this window." if ours else b"Not found"
             writer.write(b"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close"
                          b"\r\n\r\n%s" % (b"200 OK" if ours else b"404 Not Found", len(text), text))
@@ -5148,8 +5174,11 @@ def _cli_auth(args):
     signs in within the request that met the 401: it gets 5 minutes, whatever --timeout says."""
     if not (args.auth or args.client_id):
         return None
+    if args.client_id and args.client_secret and not args.issuer:
+        raise ValueError("--client-secret needs --issuer: the authorization server it may be sent to")
     args.timeout = args.timeout if args.auth == "machine" else max(args.timeout, 300)
-    return OAuth(client_id=args.client_id, client_secret=args.client_secret, headless=args.auth == "paste",
+    return OAuth(client_id=args.client_id, client_secret=args.client_secret, issuer=args.issuer,
+                 headless=args.auth == "paste",
                  grant="client_credentials" if args.auth == "machine" else "authorization_code")
 
 
@@ -5703,6 +5732,8 @@ def main(argv=None):
                         help="sign in with OAuth on a 401: in the browser (default), by pasting the "
                         "address back (paste), or as a program with --client-secret (machine)")
     client.add_argument("--client-id", help="a client id registered with the authorization server")
+    client.add_argument("--issuer", metavar="URL", help="that authorization server: with a secret, "
+                        "required (the secret goes there only, whichever server the MCP server names)")
     client.add_argument("--client-secret", default=os.environ.get("MCP_CLIENT_SECRET"),
                         help="its secret (default: $MCP_CLIENT_SECRET; prefer it: every local user "
                         "can read the command line)")

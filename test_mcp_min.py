@@ -23,6 +23,7 @@ import enum
 import hmac
 import importlib.util
 import inspect
+import io
 import json
 import logging
 import os
@@ -2050,6 +2051,19 @@ class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
             refused = await client.call_tool("pay")
             self.assertTrue(refused["isError"])
             self.assertIn("elicitation.url", refused["content"][0]["text"])
+
+    def test_the_cli_shows_a_url_whole_and_asks_before_saying_yes(self):
+        err = io.StringIO()
+        with mock.patch.object(sys, "stderr", err), mock.patch.object(sys, "stdin", io.StringIO("y\n")):
+            answer = mcp_min._show_url({"message": "Pay\x1b[2K", "url": "https://evil.example/\rhttps://bank/"})
+        self.assertEqual(answer, {"action": "decline"})     # not a terminal: nobody said yes
+        self.assertIn("Pay?[2K", err.getvalue())
+        self.assertIn("https://evil.example/?https://bank/", err.getvalue())
+        args = types.SimpleNamespace(auth="machine", client_id="svc", client_secret="s", issuer=None, timeout=5)
+        with self.assertRaisesRegex(ValueError, "--issuer"):    # a secret goes to one server only
+            mcp_min._cli_auth(args)
+        args.issuer = "https://as.example"
+        self.assertEqual(mcp_min._cli_auth(args).issuer, "https://as.example")
 
     async def test_the_client_says_when_its_sampling_takes_tools(self):
         server, _ = make_server()
@@ -4870,6 +4884,9 @@ class HttpResumeTest(HttpTestCase):
         number, _, seq = progress["id"].partition("-")
         self.assertEqual((priming["id"], seq), (f"{number}-0", "1"))
         writer.transport.abort()        # the network drops it after the first progress
+        beyond = await self.client.request("GET", "/mcp", headers={
+            "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": f"{number}-99"})
+        self.assertIn("no such event", beyond.json()["error"]["message"])     # and the stream stays
         # From the priming id: what was sent after it comes again, then the rest, live.
         reader, writer, head = await self.stream("GET", sid, **{"Last-Event-ID": priming["id"]})
         self.assertEqual(head.status, 200)
@@ -4924,6 +4941,20 @@ class HttpResumeTest(HttpTestCase):
         self.assertEqual((old.since(0), old.since(1)), (None, [b"x" * 10]))
         new.close()
         self.assertEqual((replay.size, new.log), (10, None))
+        replay.add(new, b"late")        # what a closed stream still writes is never kept
+        self.assertEqual((replay.size, new.log), (10, None))
+
+    def test_a_session_keeps_unanswered_streams_before_answered_ones(self):
+        entry = mcp_min._HttpSession(self.server, "sid", False)
+        streams = [entry.number(mcp_min._Stream()) for _ in range(4)]
+        streams[1].ended = True
+        with mock.patch.object(mcp_min, "KEPT_STREAMS", 2):
+            for stream in streams[:3]:
+                entry.keep(stream)
+            self.assertEqual(list(entry.kept), [1, 3])      # the answered one went, not the oldest
+            streams[0].attached = True
+            entry.keep(streams[3])
+            self.assertEqual(list(entry.kept), [1, 4])      # never one in use
 
     async def test_the_get_stream_keeps_what_came_while_it_was_gone(self):
         sid = await self.client.initialize()
@@ -5015,6 +5046,10 @@ class ClientRedirectTest(HttpTestCase):
                 pass
         self.assertIn("401", caught.exception.message)
         self.assertIn(b"Bearer s3cret", self.seen[0])      # the origin it was given to has it
+
+    async def test_oauth_requests_follow_no_redirect(self):
+        status, _ = await mcp_min._fetch_json(self.url, {"client_secret": "s"})
+        self.assertEqual(status, 307)
 
     async def test_redirects_are_followed_with_the_same_method_and_body(self):
         self.http.auth = None
@@ -6546,14 +6581,20 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
                 self.assertIn(words, caught.exception.message)
                 self.assertNotIn("/token", world.paths())
 
-    async def test_a_redirect_with_another_state_is_refused(self):
-        world = self.world()
-        forged = self.auth(store=None, browser=lambda url: _follow(url, lambda loc: re.sub(
-            r"state=[^&]+", "state=forged", loc)))
-        with self.assertRaisesRegex(McpError, "state"):
-            async with mcp_min.Client(world.url, era="handshake", auth=forged):
-                pass
-        self.assertNotIn("/token", world.paths())
+    async def test_a_redirect_with_another_state_does_not_end_the_sign_in(self):
+        world, statuses = self.world(), []
+
+        async def browser(url):     # another local program gets its forged redirect in first
+            response = await mcp_min._http(url, "GET", {})
+            response.close()
+            location = response.headers["location"]
+            for target in (re.sub(r"state=[^&]+", "state=forged", location), location):
+                answer = await mcp_min._http(target, "GET", {})
+                statuses.append(answer.status)
+                answer.close()
+        async with mcp_min.Client(world.url, era="handshake", auth=self.auth(store=None, browser=browser)) as c:
+            self.assertTrue(await c.list_tools() is not None)
+        self.assertEqual(statuses, [404, 200])
 
 
     async def test_a_client_id_metadata_document_url_is_the_client_id_where_taken(self):
@@ -6813,7 +6854,9 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
         for token in (self.issuer_server.issue("bob", "mcp", "http://127.0.0.1:1/mcp"),
                       self.issuer_server.issue("bob", "mcp", None),
                       self.issuer_server.issue("bob", "mcp", [self.resource + "x"]),
-                      self.issuer_server.issue("bob", "mcp", self.resource, exp=int(time.time()) - 5)):
+                      self.issuer_server.issue("bob", "mcp", self.resource, exp=int(time.time()) - 5),
+                      # nobody: no sub, no client_id, so no session could be told apart from another's
+                      self.issuer_server.issue(None, "mcp", self.resource, client_id=None)):
             response = await self.client.post(call(1, "count"), headers=bearer(token))
             self.assertEqual(response.status, 401)
             self.assertEqual(self.challenge(response)["error"], "invalid_token")
