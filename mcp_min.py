@@ -1264,6 +1264,9 @@ class Context:
 
     def __init__(self, session, request_id=None, meta=None):
         self.session, self.request_id = session, request_id
+        # the caller's verified token (AuthInfo: subject, scopes, client_id, claims) over HTTP with
+        # auth, else None: this request's, which a later request of the same user cannot change
+        self.auth = getattr(session, "auth", None)
         self.meta = meta or {}
         version = self.meta.get(_VERSION_KEY)
         self.version = version if type(version) is str else None  # a 2026-07-28 request's own
@@ -1272,12 +1275,6 @@ class Context:
         self._last_progress = None
 
     _rounds = None  # 2026-07-28 (`_resume`): [answers so far, `once`'s, asks, new answers, asks made]
-
-    @property
-    def auth(self):
-        """The caller's verified token (AuthInfo: subject, scopes, client_id, claims), over
-        HTTP with auth; else None."""
-        return getattr(self.session, "auth", None)
 
     @property
     def client_capabilities(self):
@@ -2709,9 +2706,11 @@ class _HttpSession:
         if stream is None:
             raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
         stream.part()
-        for _ in range(100):
+        for tick in range(200):
             if not stream.attached:
                 break
+            if tick == 100 and stream.abort:    # stuck writing to a client that is gone
+                stream.abort()
             await asyncio.sleep(0.01)
         else:
             raise _HttpError(409, "That stream is open, and does not let go")
