@@ -182,7 +182,8 @@ REPLAY_BYTES = 1 << 20              # bytes of sent events a session's SSE strea
                                     # that resumes it (GET + Last-Event-ID); from before them -> 400
 MAX_REPLAY_BYTES = 64 << 20         # all streams together: the least recently written loses its oldest first
 KEPT_STREAMS = 64                   # POSTs' SSE streams a session keeps after their connection is
-                                    # over, to be resumed; past it the oldest is dropped (-> 400)
+                                    # over, to be resumed; past it the oldest answered one goes,
+                                    # else the oldest not in use (its resume -> 400)
 SSE_RETRY = 1000                    # ms a client waits before resuming a stream (SSE retry: field)
 HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize lives idle; at
                                     # MAX_SESSIONS the one idle longest makes room if idle this long

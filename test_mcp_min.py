@@ -2007,6 +2007,12 @@ class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
         wire.feed({"jsonrpc": "2.0", "id": ask["id"], "result": {
             "role": "assistant", "model": "m", "content": {"type": "text", "text": "done"}}})
         self.assertEqual(tool_text(await wire.response(3)), "done")
+        seen = []   # and our Client says its sampling takes tools when told so
+        model = lambda p: seen.append(p["tools"]) or {"role": "assistant", "model": "m",  # noqa: E731
+                                                      "content": {"type": "text", "text": "planned"}}
+        async with mcp_min.Client(server, era="handshake", sampling=model, sampling_tools=True) as client:
+            self.assertEqual((await client.call_tool("plan"))["content"][0]["text"], "planned")
+        self.assertEqual(seen[0][0]["name"], "t")
 
     async def test_url_elicitation_in_both_eras(self):
         server, _ = make_server()
@@ -2064,20 +2070,6 @@ class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
             mcp_min._cli_auth(args)
         args.issuer = "https://as.example"
         self.assertEqual(mcp_min._cli_auth(args).issuer, "https://as.example")
-
-    async def test_the_client_says_when_its_sampling_takes_tools(self):
-        server, _ = make_server()
-
-        @server.tool()
-        async def plan(ctx: Context) -> str:
-            reply = await ctx.sample("Plan it", 50, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
-            return reply["content"]["text"]
-        seen = []
-        model = lambda p: seen.append(p["tools"]) or {"role": "assistant", "model": "m",  # noqa: E731
-                                                      "content": {"type": "text", "text": "planned"}}
-        async with mcp_min.Client(server, era="handshake", sampling=model, sampling_tools=True) as client:
-            self.assertEqual((await client.call_tool("plan"))["content"][0]["text"], "planned")
-        self.assertEqual(seen[0][0]["name"], "t")
 
     async def test_roots_changes_reach_the_server_author(self):
         server, _ = make_server()
