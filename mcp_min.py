@@ -109,7 +109,7 @@ __all__ = [
     "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT",
     "WRITE_BUFFER", "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID",
-    "SESSION_IDLE", "MAX_QUEUED", "MAX_SSE_EVENT", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT",
+    "SESSION_IDLE", "MAX_QUEUED", "MAX_MESSAGE_BYTES", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT",
     "MAX_ROUNDS",
     "__version__",
 ]
@@ -187,7 +187,9 @@ KEPT_STREAMS = 64                   # POSTs' SSE streams a session keeps after t
 SSE_RETRY = 1000                    # ms a client waits before resuming a stream (SSE retry: field)
 HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize lives idle; at
                                     # MAX_SESSIONS the one idle longest makes room if idle this long
-MAX_SSE_EVENT = 16 * 1024 * 1024    # client: a longer SSE event ends the connection
+MAX_MESSAGE_BYTES = 64 << 20        # client: one message from a server (a stdio line, an HTTP body, an
+                                    # SSE event) past it is skipped, and the request it answers fails at
+                                    # once, naming it (per Client: max_message_bytes=)
 CONNECT_TIMEOUT = 10.0              # client: seconds to reach a server and see its endpoint
 DISCOVER_TIMEOUT = 5.0              # client: seconds (at most its timeout) a stdio server gets to
                                     # answer server/discover; no answer: a handshake-era server
@@ -2273,23 +2275,26 @@ _NOTIFICATIONS = {"notifications/cancelled": _on_cancelled,
 
 class _Lines:
     """Cuts a byte stream into lines on b"\n" only (never U+2028, never a bare CR: JSON whitespace).
-    A line over MAX_LINE_BYTES is reported once (``too_long()``) and skipped: its tail never runs."""
+    A line over `limit` bytes is skipped to its end (its tail never runs), and told once, when it
+    ends, to ``too_long(head, tail)``: its first and last bytes, where its id is."""
 
-    def __init__(self, too_long):
-        self.buffer, self.skipping = bytearray(), False
-        self.too_long = too_long
+    def __init__(self, too_long, limit=MAX_LINE_BYTES):
+        self.buffer, self.too_long, self.limit = bytearray(), too_long, limit
+        self.head = None        # while skipping a line: its first bytes (and `buffer` its last)
 
     def feed(self, chunk):
         lines, start = [], 0
         while True:
             end = chunk.find(b"\n", start)
             piece = chunk[start:] if end < 0 else chunk[start:end]
-            if self.skipping:
-                self.skipping = end < 0
-            elif len(self.buffer) + len(piece) > MAX_LINE_BYTES:
-                self.buffer.clear()
-                self.too_long()
-                self.skipping = end < 0
+            if self.head is None and len(self.buffer) + len(piece) > self.limit:
+                self.head = (bytes(self.buffer[:_EDGE]) + piece[:_EDGE])[:_EDGE]
+            if self.head is not None:
+                self.buffer = (self.buffer + piece[-_EDGE:])[-_EDGE:]
+                if end >= 0:
+                    self.too_long(self.head, bytes(self.buffer))
+                    self.head = None
+                    self.buffer.clear()
             elif end < 0:
                 self.buffer += piece
             elif self.buffer:
@@ -2303,7 +2308,10 @@ class _Lines:
 
     def end(self):
         """At EOF: a last line without "\n" still counts."""
-        return [bytes(self.buffer)] if self.buffer and not self.skipping else []
+        return [bytes(self.buffer)] if self.buffer and self.head is None else []
+
+
+_EDGE = 256     # bytes kept of each end of a message too long to read
 
 
 def _private_stdout(fd=1):
@@ -2345,8 +2353,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
 
     session = Session(server, send)
     session.loop = loop
-    lines = _Lines(lambda: send(_error(None, INVALID_REQUEST,
-                                       f"Message too long (over {MAX_LINE_BYTES} bytes)"), None))
+    lines = _Lines(lambda head, tail: send(_error(None, INVALID_REQUEST,
+                                                  f"Message too long (over {MAX_LINE_BYTES} bytes)"), None))
 
     def feed(chunk):                    # on the loop: every line of a chunk goes in
         nonlocal paused
@@ -3800,11 +3808,13 @@ class Client(_Peer):
     def __init__(self, target, *, token=None, auth=None, timeout=None, name="mcp_min", era="auto",
                  protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None, roots=None,
                  on_log=None, on_notification=None, trace=None, transport="auto", env=None,
-                 inherit_env=True, elicit_url=None, sampling_tools=False):
+                 inherit_env=True, elicit_url=None, sampling_tools=False,
+                 max_message_bytes=MAX_MESSAGE_BYTES):
         super().__init__()
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
         self.target, self.token, self.timeout = target, token, timeout or REPLY_TIMEOUT
+        self.max_message = max_message_bytes
         self.auth = auth            # an OAuth: signs in on a 401 (`token` is a fixed bearer token)
         self.client_info = {"name": name, "version": __version__}
         self.era, self.log_level = era, None
@@ -4031,6 +4041,15 @@ class Client(_Peer):
             elif self.on_notification:
                 self._call(self.on_notification, method, params)
 
+    def _too_big(self, id_=None, head=b"", tail=b""):
+        """A message from the server past `max_message_bytes` was skipped: the request it
+        answers (`id_`, else the id read off its ends) fails now, naming the limit."""
+        found = _EDGE_ID[0].match(head) or _EDGE_ID[1].search(tail)
+        id_ = id_ if id_ is not None else found and json.loads(found.group(1))
+        _log.error("a message from the server over %d bytes was skipped", self.max_message)
+        self._fail(id_, McpError(INTERNAL_ERROR, f"The server's answer is over {self.max_message} bytes, "
+                                 "this client's limit: raise it with Client(max_message_bytes=...)"))
+
     def _call(self, fn, *args):
         try:
             result = fn(*args)
@@ -4048,10 +4067,12 @@ class Client(_Peer):
             return {}
         if method == "roots/list" and self.roots is not None:
             return {"roots": list(self.roots() if callable(self.roots) else self.roots)}
-        if handler is None and method == "elicitation/create" and self.capabilities().get("elicitation"):
-            raise McpError(INVALID_PARAMS, f"This client takes no {'url' if url else 'form'} elicitation")
-        if handler is None:
-            raise McpError(METHOD_NOT_FOUND, "Method not found")
+        if handler is None:     # ours to refuse, not the server's: say so, and how to answer it
+            what, option = _ANSWERS.get((method, url), (method, None))
+            other_mode = method == "elicitation/create" and self.capabilities().get("elicitation")
+            raise McpError(INVALID_PARAMS if other_mode else METHOD_NOT_FOUND, f"This client declined the "
+                           f"server's {what}: it has no handler for it"
+                           + f" (Client({option}=...))" * bool(option))
         result = handler(params)
         return await result if asyncio.iscoroutine(result) else result
 
@@ -4147,6 +4168,14 @@ class Client(_Peer):
         return await self.request("logging/setLevel", {"level": level})
 
 
+# Where the id of a message too big to read is: near its start, or (the TypeScript SDK's order) at its end.
+_EDGE_ID = (re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")'),
+            re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$'))
+# What a client has no handler for, as the refusal names it, and the option that gives one.
+_ANSWERS = {("sampling/createMessage", False): ("sampling request", "sampling"),
+            ("elicitation/create", False): ("form elicitation", "elicitation"),
+            ("elicitation/create", True): ("URL elicitation", "elicit_url"),
+            ("roots/list", False): ("roots/list request", "roots")}
 _ERAS = {}  # server (URL, command) -> the era it spoke: a handshake-era server is not probed again
 
 
@@ -4259,9 +4288,12 @@ class _StdioClient(_Transport):
     async def start(self):
         if not self.argv:
             raise ValueError("the command that starts the server is empty")
+        # In a process group of its own, so that close() ends what it started too (npx, uvx
+        # and shell wrappers run the server as a grandchild), and Ctrl-C here is ours alone.
+        group = {"start_new_session": True} if os.name == "posix" else {"creationflags": 0x200}
         try:
             self.process = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, **group,
                 env=self.client.env if self.client.env is None or not self.client.inherit_env
                 else {**os.environ, **self.client.env})
         except OSError as e:
@@ -4271,7 +4303,7 @@ class _StdioClient(_Transport):
         self._reader = asyncio.ensure_future(self._read())
 
     async def _read(self):
-        lines = _Lines(lambda: _log.error("the server sent a line over %d bytes; skipped", MAX_LINE_BYTES))
+        lines = _Lines(lambda head, tail: self.client._too_big(None, head, tail), self.client.max_message)
         try:
             while (chunk := await self.process.stdout.read(READ_CHUNK)):
                 for line in lines.feed(chunk):
@@ -4295,25 +4327,42 @@ class _StdioClient(_Transport):
             raise McpError(CONNECTION_CLOSED, "The server is gone") from None
 
     async def close(self):
-        # stdio shutdown: close stdin, wait; then SIGTERM; then SIGKILL.
+        """stdio shutdown: close stdin, wait; then SIGTERM; then SIGKILL: each step KILL_STEP
+        seconds, each signal to the server's whole process group (on Windows: the server)."""
+        import signal
         process = self.process
-        if process is None or process.returncode is not None:
+        if process is None:
             return
         try:
             process.stdin.close()
         except Exception as e:  # already broken: the steps below still end the process
             _log.debug("closing the server's stdin: %s", e)
-        for step in (None, process.terminate, process.kill):
-            if step:
-                try:
-                    step()
-                except ProcessLookupError:
-                    break
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(process.wait(), KILL_STEP)
+        for signum in (None, signal.SIGTERM, getattr(signal, "SIGKILL", None)):
+            try:
+                if signum and os.name == "posix":
+                    os.killpg(process.pid, signum)
+                elif signum:
+                    process.terminate() if signum == signal.SIGTERM else process.kill()
+            except (ProcessLookupError, PermissionError):
+                break
+            if await self._ended(process):
                 break
         if self._reader:
             self._reader.cancel()
+
+    @staticmethod
+    async def _ended(process):
+        """Whether the server, and on POSIX every process of its group, ends within KILL_STEP."""
+        end = asyncio.get_running_loop().time() + KILL_STEP
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(process.wait(), KILL_STEP)
+            while os.name == "posix" and asyncio.get_running_loop().time() < end:
+                try:
+                    os.killpg(process.pid, 0)   # anyone left? (a dead one not yet reaped counts)
+                except (ProcessLookupError, PermissionError):
+                    return True
+                await asyncio.sleep(0.02)
+        return process.returncode is not None and os.name != "posix"
 
 
 class _HttpResponse:
@@ -4355,19 +4404,20 @@ class _HttpResponse:
                 return
             await reader.readexactly(2)     # the chunk's CRLF
 
-    async def body(self, limit=None):
-        data, limit = b"", limit or MAX_SSE_EVENT
+    async def body(self, limit):
+        """The whole body; McpError past `limit` bytes."""
+        pieces, size = [], 0
         try:
             async for chunk in self.chunks(trace=False):
-                data += chunk
-                if len(data) > limit:
-                    raise McpError(INTERNAL_ERROR, "HTTP response too large")
+                pieces.append(chunk)
+                if (size := size + len(chunk)) > limit:
+                    raise McpError(INTERNAL_ERROR, f"HTTP response over {limit} bytes")
         except BaseException:   # timed out, cancelled, cut short: the connection goes too
             self.close()
             raise
         finally:
-            self._trace(data)   # the head with its body: one record
-        return data
+            self._trace(b"".join(pieces))   # the head with its body: one record
+        return b"".join(pieces)
 
     def close(self):
         self._trace()
@@ -4436,50 +4486,80 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
 class _SseParser:
     """WHATWG server-sent events from bytes: yields dicts (event, data, id, retry).
 
-    Lines end in CRLF, LF or CR; a leading BOM is dropped; an event with no
-    data is not dispatched as one (its id and retry still come through).
+    Lines end in CRLF, LF or CR; a leading BOM is dropped; an event with no data is not
+    dispatched as one (its id and retry still come through). Each piece is scanned once:
+    linear however long an event. An event past `limit` bytes is skipped to its end and
+    comes as {"too_big": (head, tail)}, the first and last bytes of its data.
     """
 
-    def __init__(self):
-        self.buffer, self.started, self.after_cr = b"", False, False
+    def __init__(self, limit=MAX_MESSAGE_BYTES):
+        self.limit, self.line, self.started, self.after_cr = limit, bytearray(), False, False
         self.event, self.data, self.size = {}, [], 0
+        self.big = None         # the event is too big: [head, tail] of its data, kept alone
+        self.cut = False        # and so is the line now read: its middle is not kept
 
     def feed(self, data):
+        if not self.started:
+            data, self.line = bytes(self.line) + data, bytearray()
+            if len(data) < 3 and _BOM.startswith(data):
+                self.line += data
+                return []           # perhaps the start of a byte order mark
+            self.started = True
+            data = data[3:] if data.startswith(_BOM) else data
         if self.after_cr and data.startswith(b"\n"):
             data = data[1:]         # the LF of a CRLF split between two pieces
         self.after_cr = data.endswith(b"\r")
-        self.buffer += data
-        if not self.started:
-            if len(self.buffer) < 3 and _BOM.startswith(self.buffer):
-                return []           # perhaps the start of a byte order mark
-            self.started = True
-            if self.buffer.startswith(_BOM):
-                self.buffer = self.buffer[3:]
-        if len(self.buffer) > MAX_SSE_EVENT:
-            raise McpError(INTERNAL_ERROR, "SSE event too large")
-        *lines, self.buffer = _SSE_LINE_ENDS.split(self.buffer)
+        *lines, rest = _SSE_LINE_ENDS.split(data)
         events = []
         for raw in lines:
-            line = raw.decode("utf-8", "replace")
-            if not line:
-                if self.data:
-                    self.event["event"] = self.event.get("event") or "message"
-                    self.event["data"] = "\n".join(self.data)
-                    events.append(self.event)
-                elif (kept := {k: v for k, v in self.event.items() if k in ("id", "retry")}):
-                    events.append(kept)     # no data, so no event: only its id and retry count
-                self.event, self.data, self.size = {}, [], 0
-            elif not line.startswith(":"):
-                field, _, value = line.partition(":")
-                value = value[1:] if value.startswith(" ") else value
-                if field == "data":
-                    self.data.append(value)
-                    self.size += len(value) + 1
-                    if self.size > MAX_SSE_EVENT:
-                        raise McpError(INTERNAL_ERROR, "SSE event too large")
-                elif field in ("event", "id", "retry"):
-                    self.event[field] = value
+            if self.line:
+                self.line += raw
+                raw, self.line = bytes(self.line), bytearray()
+            self._line(raw, events)
+        self.line += rest
+        if self.cut:
+            del self.line[:-_EDGE]
+        elif self.size + len(self.line) > self.limit:
+            self._too_big(self.line)
+            self.cut = True
+            del self.line[:-_EDGE]
         return events
+
+    def _too_big(self, line):
+        """Keep the data's first bytes (from the first data line, or this one) and go on without it."""
+        if self.big is None:
+            first = self.data[0] if self.data else line.partition(b":")[2].lstrip(b" ")
+            self.big = [bytes(first[:_EDGE]), b""]
+        self.data, self.size = [], 0
+
+    def _line(self, raw, events):
+        if self.cut:    # the end of a line too long: its last bytes
+            self.cut, self.big[1] = False, raw[-_EDGE:]
+            return
+        if not raw:
+            if self.big:
+                events.append({"event": self.event.get("event") or "message", "too_big": tuple(self.big)})
+            elif self.data:
+                self.event["event"] = self.event.get("event") or "message"
+                self.event["data"] = b"\n".join(self.data).decode("utf-8", "replace")
+                events.append(self.event)
+            elif (kept := {k: v for k, v in self.event.items() if k in ("id", "retry")}):
+                events.append(kept)     # no data, so no event: only its id and retry count
+            self.event, self.data, self.size, self.big = {}, [], 0, None
+        elif not raw.startswith(b":"):
+            field, _, value = raw.partition(b":")
+            value = value[1:] if value.startswith(b" ") else value
+            if field == b"data":
+                if self.big:
+                    self.big[1] = value[-_EDGE:]
+                    return
+                self.data.append(value)
+                self.size += len(value) + 1
+                if self.size > self.limit:
+                    self._too_big(value)
+                    self.big[1] = value[-_EDGE:]
+            elif field in (b"event", b"id", b"retry"):
+                self.event[field.decode()] = value.decode("utf-8", "replace")
 
 
 def _sse_message(data):
@@ -4597,7 +4677,10 @@ class _StreamableHttp(_Transport):
         if kind == "text/event-stream":
             return self._track(message.get("id") if is_request else None,
                                self._events(response, message.get("id") if is_request else None))
-        body = await response.body()
+        try:
+            body = await response.body(self.client.max_message)
+        except McpError:    # too big: what it answers fails now
+            return self.client._too_big(message.get("id") if is_request else None)
         response.writer.close()
         if body.strip():
             data = decode(body)
@@ -4636,10 +4719,13 @@ class _StreamableHttp(_Transport):
                     continue
                 if response is None or response.status != 200:
                     break
-            parser, seen = _SseParser(), last_id
+            parser, seen = _SseParser(self.client.max_message), last_id
             try:
                 async for chunk in response.chunks():
                     for event in parser.feed(chunk):
+                        if "too_big" in event:
+                            self.client._too_big(None, *event["too_big"])
+                            continue
                         self._trace("event", "in", event)
                         last_id = event.get("id", last_id)
                         if event.get("retry", "").isdigit():     # within reason: no busy loop
@@ -4717,10 +4803,13 @@ class _LegacySse(_Transport):
 
     async def _read(self, response, found):
         from urllib.parse import urljoin, urlsplit
-        parser = _SseParser()
+        parser = _SseParser(self.client.max_message)
         try:
             async for chunk in response.chunks():
                 for event in parser.feed(chunk):
+                    if "too_big" in event:
+                        self.client._too_big(None, *event["too_big"])
+                        continue
                     self._trace("event", "in", event)
                     if "data" not in event:
                         continue
@@ -4817,7 +4906,8 @@ async def _client_run(args, name, arguments, raw):
                     era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
                     protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
                     on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr),
-                    elicit_url=lambda p: asyncio.to_thread(_show_url, p), timeout=args.timeout)
+                    elicit_url=lambda p: asyncio.to_thread(_show_url, p), timeout=args.timeout,
+                    elicitation=(lambda p: asyncio.to_thread(_show_url, p)) if sys.stdin.isatty() else None)
     method = args.method
     async with client:
         if method in _LISTS_OF:
@@ -4857,13 +4947,22 @@ async def _typed(client, name, arguments, raw):
 
 
 def _show_url(params, ask=True):
-    """URL-mode elicitation at the CLI: the whole URL (never fetched here; no control character
-    can hide part of it), and the user's consent: a terminal asks, anything else declines."""
-    shown = ["".join(c if c.isprintable() else "?" for c in str(params.get(k))) for k in ("message", "url")]
-    print("the server asks you to visit a URL: {}\n  {}".format(*shown), file=sys.stderr)
+    """Elicitation at the CLI. URL mode: the whole URL (never fetched here; no control character
+    can hide part of it), and the user's consent; form mode: each field typed in (JSON where it
+    parses, a string field as typed; none typed: declined). A terminal asks, anything else declines."""
+    url, (message, where) = params.get("mode") == "url", (
+        "".join(c if c.isprintable() else "?" for c in str(params.get(k))) for k in ("message", "url"))
+    print(f"the server asks you to visit a URL: {message}\n  {where}" if url else
+          f"the server asks: {message}", file=sys.stderr)
     if not (ask and sys.stdin.isatty()):
         return {"action": "decline"}
-    return {"action": "accept" if input("Will you open it? [y/N] ").strip().lower() == "y" else "decline"}
+    if url:
+        return {"action": "accept" if input("Will you open it? [y/N] ").strip().lower() == "y" else "decline"}
+    fields = (params.get("requestedSchema") or {}).get("properties") or {}
+    typed = {k: input(f"  {k}: ").strip() for k in fields}
+    content = {k: v if (fields[k] or {}).get("type") == "string" else _cli_arguments([f"v={v}"])["v"]
+               for k, v in typed.items() if v}
+    return {"action": "accept", "content": content} if content else {"action": "decline"}
 
 
 def _client_main(args, name, arguments, raw):
