@@ -104,13 +104,12 @@ __all__ = [
     "HEADER_MISMATCH", "MISSING_CAPABILITY", "UNSUPPORTED_VERSION", "URL_ELICITATION_REQUIRED",
     "REPLAY_BYTES", "MAX_REPLAY_BYTES", "KEPT_STREAMS", "SSE_RETRY",
     # limits (module settings)
-    "MAX_LINE_BYTES", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "MAX_URI", "MAX_SUBSCRIPTIONS",
-    "TOOL_TIMEOUT", "SHUTDOWN_GRACE", "STATE_TTL", "MAX_LISTENS", "MAX_QUEUED_BYTES", "HANDSHAKE_IDLE",
-    "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
-    "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT",
-    "WRITE_BUFFER", "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID",
-    "SESSION_IDLE", "MAX_QUEUED", "MAX_MESSAGE_BYTES", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT",
-    "MAX_ROUNDS",
+    "MAX_LINE_BYTES", "MAX_CONTAINERS", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "MAX_URI",
+    "MAX_SUBSCRIPTIONS", "TOOL_TIMEOUT", "SHUTDOWN_GRACE", "STATE_TTL", "MAX_LISTENS", "MAX_QUEUED_BYTES",
+    "HANDSHAKE_IDLE", "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
+    "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT", "WRITE_BUFFER",
+    "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID", "SESSION_IDLE", "MAX_QUEUED",
+    "MAX_MESSAGE_BYTES", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT", "MAX_ROUNDS",
     "__version__",
 ]
 
@@ -146,6 +145,8 @@ URL_ELICITATION_REQUIRED = -32042   # 2025-11-25: the user must visit URLs first
 # Limits: module settings (set one before serving to change it). Each says what
 # happens at the edge; the HTTP ones answer with the status named, then close.
 MAX_LINE_BYTES = 16 * 1024 * 1024   # stdio: a longer line gets one error and is skipped to its "\n"
+MAX_CONTAINERS = 1 << 16            # JSON objects and arrays in one request (outside its strings);
+                                    # more -> -32600 / HTTP 400: [[],[],...] parses to ~20x its size
 MAX_IN_FLIGHT = 256                 # requests running per session; more wait their turn (stdio: reading
                                     # pauses); while the client owes us an answer, more -> -32603
 MAX_WAITING = 10_000                # requests waiting per session, however they came; more -> -32603
@@ -157,7 +158,8 @@ TOOL_TIMEOUT = 300.0                # seconds a request may run: a tool then get
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes, SIGTERM
                                     # or Ctrl-C; what is left is then answered -32603
 STATE_TTL = 900.0                   # seconds a requestState (2026-07-28 multi round-trip) stays good
-MAX_LISTENS = 256                   # subscriptions/listen streams open per server (16 a connection) -> -32603
+MAX_LISTENS = 256                   # subscriptions/listen streams open per server, and a sixteenth of it
+                                    # per client (per stdio session; HTTP: per user, else address) -> -32603
 REPLY_TIMEOUT = 60.0                # seconds to wait for the answer to a request we send -> -32001
 READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
 MAX_BODY_BYTES = 4 * 1024 * 1024    # HTTP: a POST body -> 413, checked before reading it
@@ -268,6 +270,20 @@ _text_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 def encode(message):
     """One message as compact JSON bytes, no newline; ASCII, so a lone surrogate cannot break the wire."""
     return _wire_encoder.encode(message).encode("ascii")
+
+
+def _request_from(data):
+    """A peer's frame parsed, refused first if parsing it would multiply it: past MAX_CONTAINERS
+    objects and arrays, counted by their ends (a cheap count, made exact only when it is high:
+    strings hold brackets too; an open "[[[[" is a parse error, soon found)."""
+    if data.count(b"]") + data.count(b"}") > MAX_CONTAINERS:
+        bare = _STRINGS.sub(b"", data)
+        if bare.count(b"]") + bare.count(b"}") > MAX_CONTAINERS:
+            raise McpError(INVALID_REQUEST, f"Invalid request: over {MAX_CONTAINERS} objects and arrays")
+    return decode(data)
+
+
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
 def _encode_safely(message):
@@ -1270,7 +1286,7 @@ class Context:
         # the caller's verified token (AuthInfo: subject, scopes, client_id, claims) over HTTP with
         # auth, else None: this request's, which a later request of the same user cannot change
         self.auth = getattr(session, "auth", None)
-        self.meta = meta or {}
+        self.meta = meta if type(meta) is dict else {}
         version = self.meta.get(_VERSION_KEY)
         self.version = version if type(version) is str else None  # a 2026-07-28 request's own
         token = self.meta.get("progressToken")     # a string or a number, never a bool
@@ -1482,7 +1498,12 @@ def _unseal(session, params, method, state):
     if not hmac.compare_digest(sent, _binding(session, params, method, data)):
         raise McpError(INVALID_PARAMS, "Invalid params: requestState is not this server's for "
                                        "this request (altered, or from another server or user)")
-    expires, answers, kept = decode(base64.urlsafe_b64decode(data))
+    try:    # sealed with our key, yet perhaps not of the shape we seal (another version's)
+        expires, answers, kept = decode(base64.urlsafe_b64decode(data))
+        if type(expires) not in (int, float) or type(answers) is not dict or type(kept) is not dict:
+            raise ValueError
+    except (ValueError, TypeError, McpError):
+        raise McpError(INVALID_PARAMS, "Invalid params: requestState is malformed") from None
     if time.time() > expires:
         raise McpError(INVALID_PARAMS, "Invalid params: requestState has expired: call again "
                                        "without it to start over")
@@ -1583,6 +1604,7 @@ class Session(_Peer):
         self.subscriptions = set()
         self.listens = {}       # subscriptions/listen id -> (what it wants, future that ends it)
         self.principal = ""     # who the client is (HTTP: its user, else Authorization), for requestState
+        self.owner = ""         # whose listens it holds (HTTP: the OAuth subject, else the peer address)
         self.auth = None        # HTTP with auth: the AuthInfo of the client's latest request
         self.running = {}       # request id -> task serving it
         self.waiting = {}       # request id -> (message, done): taken in, waiting for a slot (FIFO)
@@ -1610,7 +1632,8 @@ class Session(_Peer):
         if self.loop is None:
             self.loop = _running_loop()
         try:
-            message = decode(frame) if isinstance(frame, (bytes, bytearray, str)) else frame
+            message = _request_from(frame.encode() if isinstance(frame, str) else frame) \
+                if isinstance(frame, (bytes, bytearray, str)) else frame
         except McpError as e:
             message = e
         if type(message) is not list:
@@ -1737,8 +1760,7 @@ class Session(_Peer):
     async def _serve(self, id_, handler, params, done):
         response = None
         if id_ not in self._cancelled:     # else cancelled before it started: no answer
-            meta = params.get("_meta")
-            context = Context(self, id_, meta if type(meta) is dict else None)
+            context = Context(self, id_, params.get("_meta"))
             started = self._started[id_] = [self.loop.time(), handler, params, done]
             if self not in _watched:
                 _watch(self)
@@ -2211,15 +2233,18 @@ async def _listen(session, params, ctx):
     wanted = params.get("notifications")
     if type(wanted) is not dict:
         raise McpError(INVALID_PARAMS, "Invalid params: notifications must be an object")
-    server = session.server
-    if len(session.listens) >= MAX_LISTENS // 16 or \
-            sum(len(s.listens) for s in list(server.sessions)) >= MAX_LISTENS:
-        raise McpError(INTERNAL_ERROR, "Too many subscriptions/listen streams open")
+    server, sessions = session.server, list(session.server.sessions)
+    if sum(len(s.listens) for s in sessions if s.owner == session.owner) >= MAX_LISTENS // 16 or \
+            sum(len(s.listens) for s in sessions) >= MAX_LISTENS:
+        raise McpError(INTERNAL_ERROR, f"Too many subscriptions/listen streams open: {MAX_LISTENS // 16} "
+                                       f"a client at most, {MAX_LISTENS} in all (MAX_LISTENS)")
     honoured = {key: True for key, kind in _LISTS if wanted.get(key) is True and server.offers(kind)}
     uris = wanted.get("resourceSubscriptions")
     if type(uris) is list and server.offers("resources"):
         honoured["resourceSubscriptions"] = [u for u in uris if type(u) is str][:MAX_SUBSCRIPTIONS]
     tag = {"_meta": {_MODERN + "subscriptionId": ctx.request_id}}
+    params.clear()      # open for hours, it keeps its filter, not the request it came in
+    ctx.meta = {}
     session.notify("notifications/subscriptions/acknowledged", {"notifications": honoured, **tag},
                    ctx.request_id)
     session.listens[ctx.request_id] = honoured, session.loop.create_future()
@@ -2714,6 +2739,11 @@ class _HttpSession:
         stream = next((s for s in streams if s and s.number == int(number) > 0 and not s.closed), None)
         if stream is None:
             raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
+        # A refused resume leaves the stream as it was: it is checked before it is taken over
+        if int(seq) > stream.seq:
+            raise _HttpError(400, f"Last-Event-ID {last}: no such event was sent")
+        if stream.since(int(seq)) is None:
+            raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
         stream.part()
         for tick in range(200):
             if not stream.attached:
@@ -2723,11 +2753,7 @@ class _HttpSession:
             await asyncio.sleep(0.01)
         else:
             raise _HttpError(409, "That stream is open, and does not let go")
-        if int(seq) > stream.seq:
-            raise _HttpError(400, f"Last-Event-ID {last}: no such event was sent")
-        if (events := stream.since(int(seq))) is None:
-            self.kept.pop(stream.number, None)
-            stream.close()
+        if (events := stream.since(int(seq))) is None:  # lost while it let go: kept, to be tried again
             raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
         return stream, events
 
@@ -2807,6 +2833,28 @@ class _Exchange:
         self.http, self.reader, self.writer = http, reader, writer
         self.deadline = _Deadline()
         self.request, self.cors, self.auth = None, [], None    # auth: the AuthInfo of `request`
+        self.peer = (writer.get_extra_info("peername") or ("?",))[0]
+        self.recheck = math.inf     # when `auth` is to be checked again (`authorized`)
+        self.watcher = None     # reads on while an answer is pending: done when the client left
+
+    def left(self):
+        """Whether the client is gone while its answer is pending: reset, closed, or sending
+        more (read and not kept: the connection then ends with this answer)."""
+        if self.watcher is None:
+            self.watcher = asyncio.ensure_future(self.reader.read(1))
+        return self.watcher.done() or self.reader.at_eof() or self.writer.transport.is_closing()
+
+    async def authorized(self):
+        """A long answer's token, checked again at its expiry and each INTROSPECTION_TTL: False
+        once it is no good (the client comes back, and the 401 it gets starts a refresh)."""
+        if self.auth is None or _now() < self.recheck:
+            return True
+        try:
+            self.auth = await self.http.auth.check(self.request)
+        except _HttpError:
+            return False
+        self.recheck = _recheck(self.auth)
+        return True
 
     def write(self, status, headers=(), body=b"", close=False):
         """A response head, and `body` unless it is None (a stream follows)."""
@@ -2822,9 +2870,9 @@ class _Exchange:
 
     def error(self, e, close=False):
         body = b""
-        if e.status not in (405, 408, 413, 414, 431):     # these need no explaining
+        if e.message and e.status not in (408, 413, 414, 431):     # these need no explaining
             code = INTERNAL_ERROR if e.status == 503 else (e.code or INVALID_REQUEST)
-            body = encode(_error(None, code, e.message or _REASONS.get(e.status, "Error")))
+            body = encode(_error(None, code, e.message))
         self.write(e.status, list(e.headers) + ([("Content-Type", "application/json")] if body else []),
                    body, close)
 
@@ -2892,17 +2940,22 @@ class _Exchange:
             await self.send(first)
 
             def direct(message):
-                if message is _FINISHED or writer.is_closing() \
+                if message is _FINISHED or writer.is_closing() or self.recheck <= _now() \
                         or writer.transport.get_write_buffer_size() > WRITE_BUFFER:
-                    return False    # a slow reader: the task below waits for it
+                    return False    # a slow reader, a token to check again: the task below
                 writer.write(self.event(message, stream))
                 deadline.set(KEEPALIVE_INTERVAL, stream.poke)   # not quiet: no keepalive due
                 return True
             stream.direct, stream.abort = direct, writer.transport.abort
             while not stream.ended:     # a POST's stream ends with its answer
-                deadline.set(KEEPALIVE_INTERVAL, stream.poke)
+                deadline.set(min(KEEPALIVE_INTERVAL, self.recheck - _now()), stream.poke)
                 message = await stream.get()
                 if message is None or message is _FINISHED or message is _PART:
+                    break
+                if not await self.authorized():     # the token is over: so is this connection
+                    if message is not _KEEPALIVE:   # and what it took waits for a resume
+                        stream.items.insert(0, message)
+                        stream.sizes.insert(0, 0)
                     break
                 await self.send(b": keepalive\n\n" if message is _KEEPALIVE else self.event(message, stream))
         except ConnectionError:
@@ -2945,12 +2998,13 @@ def _mismatch(request, body, server):
     for header, text, value in _param_texts(params, tool.param_headers if tool else ()):
         sent = request.header("mcp-param-" + header.lower(), None)
         got = None if sent is None else _header_text(sent)
-        if got != text and not (type(value) is int and got and got.lstrip("+-").isdigit()
+        if got != text and not (type(value) is int and got and _INTEGER.fullmatch(got)
                                 and int(got) == value):    # integers compare as numbers
             return HEADER_MISMATCH, f"Mcp-Param-{header} header does not match the arguments"
     return None
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")    # what int() takes, in ASCII digits only
 # 2026-07-28 HTTP: the Mcp-Name header repeats this param of these methods
 _NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
@@ -3009,9 +3063,10 @@ def _param_texts(params, marks):
 def _parsed_body(x):
     """A POST's body parsed, as a frame for Session.receive; 400 if it is not JSON."""
     try:
-        body = decode(x.request.body)
+        body = _request_from(x.request.body)
     except McpError as e:
         raise _HttpError(400, e.message, e.code) from None
+    x.request.body = b""    # traced already; a stream may stay open for hours: it keeps none of it
     if x.auth:
         x.http.auth.step_up(x.auth, body, x.http.server)
     # A JSON string is no message; handed on parsed, it must not be decoded a second time.
@@ -3095,9 +3150,7 @@ class _McpEndpoint:
         if modern or self.stateless:
             entry = _HttpSession(self.server, None, False, None if initialize else version)
             self.stateless_entries.add(entry)
-        # the user binds requestState and the session (see _lookup); ctx.auth is what they sent
-        entry.session.principal, entry.session.auth = _principal(x), x.auth
-        return entry
+        return self._own(entry, x)
 
     def _no_request(self, x, stream, batch):
         """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors."""
@@ -3126,7 +3179,7 @@ class _McpEndpoint:
                 sse = sse or self._start_sse(x, headers, frame, stream)
                 break
             if message is _KEEPALIVE:
-                if x.reader.at_eof():   # the client left: its slot is freed (the work goes
+                if x.left() or not await x.authorized():    # its slot is freed (the work goes
                     return False        # on; a 2026-07-28 listen ends with its session)
                 quiet += step
                 due = quiet >= KEEPALIVE_INTERVAL
@@ -3243,8 +3296,7 @@ class _SseEndpoint:
         self._make_room()
         import secrets
         sid = secrets.token_hex(16)
-        entry = self.sessions[sid] = _HttpSession(self.server, sid, True)
-        entry.session.principal, entry.session.auth = _principal(x), x.auth
+        entry = self.sessions[sid] = self._own(_HttpSession(self.server, sid, True), x)
         entry.standalone = _Stream()
         x.open_sse()
         # The endpoint is a fixed relative path, never built from the Host header.
@@ -3347,6 +3399,14 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
                     del self.sessions[sid]
                     entry.close(cancel=True)
 
+    def _own(self, entry, x):
+        """The user binds requestState and the session (see _lookup); ctx.auth is what they sent;
+        their listens count together (the OAuth subject; with a fixed token, the address)."""
+        session = entry.session
+        session.principal, session.auth = _principal(x), x.auth
+        session.owner = x.auth.subject if x.auth and not self.auth.fixed else x.peer
+        return entry
+
     def _make_room(self):
         """At MAX_SESSIONS, one client must not lock out the rest: the quiet session
         idle longest ends, first those never past initialize, else one idle for
@@ -3375,6 +3435,11 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
                 if not await self._route(x) or x.request.header("connection").lower() == "close" \
                         or x.request.version == "HTTP/1.0" or self.closing:
                     return
+                if x.watcher is not None:   # it read past the request: what it read is not kept
+                    watched, x.watcher = x.watcher, None
+                    if watched.done():
+                        return
+                    watched.cancel()
                 await x.send(b"")   # a client that reads no answers is cut off
         except _HttpError as e:
             if x.request is not None:
@@ -3389,6 +3454,8 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         finally:
             self.connections -= 1
             self.writers.pop(writer).deadline.cancel()
+            if x.watcher is not None:
+                x.watcher.cancel()
             try:
                 if not writer.is_closing():
                     await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)   # a big answer too
@@ -3450,29 +3517,36 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         if self.auth and path.startswith(_WELL_KNOWN):   # public: no token needed (RFC 9728 3)
             self._no_body(x.request)
             return self.auth.publish(x, self.server)
+        if path not in ("/mcp", "/sse", "/messages"):  # no token needed to hear that (e.g. no
+            raise _HttpError(404, "Not found")         # authorization server lives here)
         x.auth = self.auth and await self.auth.check(x.request)     # before any body is read
+        x.recheck = _recheck(x.auth) if x.auth else math.inf
         if path == "/mcp":
             if method == "POST":
                 await self._read_body(x)
                 return await self._mcp_post(x)
+            if x.request.header("mcp-protocol-version") in MODERN_VERSIONS:    # no streams but POSTs'
+                raise _HttpError(405, "2026-07-28 has no GET or DELETE: each request is a POST",
+                                 headers=[("Allow", "POST")])
             # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
             if x.request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
                 raise _HttpError(400, "Unsupported MCP-Protocol-Version")
             if method in ("GET", "DELETE") and not self.stateless:
                 self._no_body(x.request)
                 return await self._mcp_get(x) if method == "GET" else self._mcp_delete(x)
-            raise _HttpError(405, headers=[("Allow", "POST" if self.stateless else "GET, POST, DELETE")])
+            raise _HttpError(405, "/mcp takes POST" + ("" if self.stateless else ", GET and DELETE"),
+                             headers=[("Allow", "POST" if self.stateless else "GET, POST, DELETE")])
         if path == "/sse":
             if method != "GET":     # VS Code probes with POST first: 405 sends it to GET
-                raise _HttpError(405, headers=[("Allow", "GET")])
+                raise _HttpError(405, "/sse takes GET, the legacy SSE stream (which names where to POST); "
+                                      "Streamable HTTP takes POSTs at /mcp", headers=[("Allow", "GET")])
             self._no_body(x.request)
             return await self._sse_get(x)
-        if path == "/messages":
-            if method != "POST":
-                raise _HttpError(405, headers=[("Allow", "POST")])
-            await self._read_body(x)
-            return self._sse_post(x)
-        raise _HttpError(404, "Not found")
+        if method != "POST":
+            raise _HttpError(405, "/messages takes the POSTs of a legacy SSE session",
+                             headers=[("Allow", "POST")])
+        await self._read_body(x)
+        return self._sse_post(x)
 
     def _check_peer(self, request):
         # Host first: under DNS rebinding the Origin looks fine; only Host betrays it.
@@ -3551,8 +3625,9 @@ async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options)
 ##############################################################################
 
 INTROSPECTION_TTL = 60.0    # seconds an introspection answer is reused: a revoked token works that long
-INTROSPECTION_CACHE = 1000  # answers kept at most; past it the expired go, else the oldest
+INTROSPECTION_CACHE = 1000  # answers kept at most, and refusals: past it the expired go, else the oldest
 _WELL_KNOWN = "/.well-known/oauth-protected-resource"
+_SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 
 
 class AuthInfo(typing.NamedTuple):
@@ -3630,18 +3705,26 @@ async def _server_metadata(issuer):
 
 class Introspection:
     """A verifier asking the authorization server `issuer` whether a token is active (RFC 7662)
-    at the introspection_endpoint of its metadata; as `client_id` (HTTP Basic) if it wants."""
+    at the introspection_endpoint of its metadata; as `client_id` (HTTP Basic) if it wants. The
+    answers are kept a while (INTROSPECTION_TTL), refusals apart from the rest so that a flood of
+    bad tokens cannot push a user's good one out; requests that ask of one token share one look-up."""
 
     def __init__(self, issuer, client_id=None, client_secret=None):
         self.issuer = _secure(issuer, "authorization server", ValueError)
-        self.endpoint, self.cache = None, {}
+        self.endpoint, self.good, self.bad, self.asking = None, {}, {}, {}
         self.basic = {"Authorization": _basic(client_id, client_secret)} if client_id else {}
 
     async def __call__(self, token):
         import hashlib
-        key, now = hashlib.sha256(token.encode()).digest(), _now()    # the cache holds no token
-        if (hit := self.cache.get(key)) and hit[0] > now:
+        key, now = hashlib.sha256(token.encode()).digest(), _now()    # the caches hold no token
+        if (hit := self.good.get(key) or self.bad.get(key)) and hit[0] > now:
             return hit[1]
+        if key not in self.asking:
+            self.asking[key] = asyncio.ensure_future(self._ask(token, key))
+            self.asking[key].add_done_callback(lambda _: self.asking.pop(key, None))
+        return await asyncio.shield(self.asking[key])
+
+    async def _ask(self, token, key):
         if not self.endpoint:
             endpoint = (await _server_metadata(self.issuer)).get("introspection_endpoint")
             self.endpoint = _secure(endpoint, "introspection endpoint")
@@ -3650,14 +3733,16 @@ class Introspection:
         if status != 200:
             raise _refused(f"the introspection endpoint answered {status}")
         claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
-        exp = claims and claims.get("exp")      # never kept past the token's own end
+        exp, now = claims and claims.get("exp"), _now()     # never kept past the token's own end
         ttl = min(INTROSPECTION_TTL, exp - time.time()) if type(exp) in (int, float) else INTROSPECTION_TTL
-        if len(self.cache) >= INTROSPECTION_CACHE:
-            expired = [k for k, (until, _) in self.cache.items() if until <= now]
-            for old in expired or [next(iter(self.cache))]:
-                del self.cache[old]
-        self.cache[key] = (now + ttl, claims)
+        cache = self.good if claims else self.bad
+        if len(cache) >= INTROSPECTION_CACHE:
+            expired = [k for k, (until, _) in cache.items() if until <= now]
+            for old in expired or [next(iter(cache))]:
+                del cache[old]
+        cache[key] = (now + ttl, claims)
         return claims
+
 
 def _fixed_token(token):
     """Today's --token: one secret, compared in constant time (SECURITY.md R6)."""
@@ -3710,7 +3795,8 @@ class ResourceServer:
         where = urlsplit(self.resource)
         fields = [f'error="{error}"'] * bool(error) + [
             f'resource_metadata="{where.scheme}://{where.netloc}{_WELL_KNOWN}{where.path.rstrip("/")}"']
-        if scopes := sorted(self.scopes if scopes is None else scopes):
+        # only RFC 6749 3.3 scope characters reach the header (an introspected scope may hold any)
+        if scopes := sorted(s for s in (self.scopes if scopes is None else scopes) if _SCOPE.fullmatch(s)):
             fields.append(f'scope="{" ".join(scopes)}"')
         return _HttpError(status, "Insufficient scope" if status == 403 else "Unauthorized",
                           headers=[("WWW-Authenticate", "Bearer " + ", ".join(fields))])
@@ -3737,12 +3823,17 @@ class ResourceServer:
     def _auth_info(self, claims):
         if type(claims) is not dict or claims.get("active") is False:
             return None
-        aud, exp, scope, client = (claims.get(k) for k in ("aud", "exp", "scope", "client_id"))
+        aud, iss, scope, client = (claims.get(k) for k in ("aud", "iss", "scope", "client_id"))
         auds = [a.rstrip("/") for a in (aud if type(aud) is list else [aud]) if type(a) is str]
         if not self.fixed and self.resource.rstrip("/") not in auds:
             return None     # MCP: never a token issued for another resource (RFC 8707, no passthrough)
-        if type(exp) in (int, float) and exp <= time.time():
+        # RFC 7662 2.2: exp and nbf are numbers (a malformed one is refused too); not before nbf
+        times = {k: claims[k] for k in ("exp", "nbf") if claims.get(k) is not None}
+        if any(type(t) not in (int, float) for t in times.values()) \
+                or times.get("exp", math.inf) <= time.time() or times.get("nbf", 0) > time.time():
             return None
+        if iss is not None and self.authorization_servers and iss not in self.authorization_servers:
+            return None     # issued by a server we do not take tokens from
         scopes = frozenset(scope.split() if type(scope) is str else
                            (s for s in scope if type(s) is str) if type(scope) is list else ())
         client, subject = client if type(client) is str else None, claims.get("sub")
@@ -3758,6 +3849,12 @@ class ResourceServer:
             name = params.get("name") if type(params) is dict else None
             if type(name) is str and (tool := server.tools.get(name)) and not tool.scopes <= auth.scopes:
                 raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes | tool.scopes)
+
+
+def _recheck(auth):
+    """When a verified token is to be checked again: at its exp, INTROSPECTION_TTL at the latest."""
+    exp = auth.claims.get("exp")
+    return _now() + min(INTROSPECTION_TTL, exp - time.time() if type(exp) in (int, float) else math.inf)
 
 
 def _principal(x):
@@ -4950,7 +5047,7 @@ def _show_url(params, ask=True):
     """Elicitation at the CLI. URL mode: the whole URL (never fetched here; no control character
     can hide part of it), and the user's consent; form mode: each field typed in (JSON where it
     parses, a string field as typed; none typed: declined). A terminal asks, anything else declines."""
-    url, (message, where) = params.get("mode") == "url", (
+    url, (message, where) = "url" in params, (
         "".join(c if c.isprintable() else "?" for c in str(params.get(k))) for k in ("message", "url"))
     print(f"the server asks you to visit a URL: {message}\n  {where}" if url else
           f"the server asks: {message}", file=sys.stderr)
@@ -5038,6 +5135,8 @@ class OAuth:
             raise ValueError("grant is 'authorization_code' or 'client_credentials'")
         if grant == "client_credentials" and not (client_id and client_secret):
             raise ValueError("client_credentials needs client_id and client_secret")
+        if client_secret and not issuer:    # else it goes to whichever server an MCP server names
+            raise ValueError("a client_secret needs issuer=: the authorization server it may be sent to")
         if client_metadata_url and not re.match(r"https://[^/?#]+/[^?#]", client_metadata_url):
             raise ValueError("client_metadata_url must be an https URL with a path (a CIMD client id)")
         self.client_id, self.client_secret, self.issuer, self.grant = client_id, client_secret, issuer, grant
@@ -5293,8 +5392,9 @@ class _Trace:
     getUsers``, ``response #2 (tools/call) ok``; then the headers worth seeing and the JSON,
     indented. To a file (``--trace=FILE``): the same as JSON Lines."""
 
-    SHOWN_HEADERS = ("host", "origin", "accept", "content-type", "mcp-session-id",
-                     "mcp-protocol-version", "last-event-id", "authorization", "location")
+    SHOWN_HEADERS = ("host", "origin", "accept", "content-type", "mcp-session-id", "mcp-protocol-version",
+                     "last-event-id", "authorization", "location", "www-authenticate", "allow",
+                     "mcp-method", "mcp-name")     # and every Mcp-Param-*
     ASKED = 1024        # request ids remembered so that a response can name its method
 
     def __init__(self, target, side="server"):
@@ -5309,8 +5409,8 @@ class _Trace:
     def _emit(self, direction, channel, head, headers=None, message=None, data=None):
         arrow = "C→S" if (direction == "in") == (self.side == "server") else "S→C"
         if headers:
-            headers = {k: ("Bearer ***" if k.lower() == "authorization" else v)
-                       for k, v in headers.items() if k.lower() in self.SHOWN_HEADERS}
+            headers = {k: ("Bearer ***" if k.lower() == "authorization" else v) for k, v in headers.items()
+                       if k.lower() in self.SHOWN_HEADERS or k[:10].lower() == "mcp-param-"}
         with self.lock:
             t = time.monotonic() - self.start
             record = {"t": round(t, 6), "dir": arrow, "channel": channel, "head": head}
@@ -5377,6 +5477,7 @@ class _Trace:
             self._emit(direction, channel, f"{channel} (not JSON)", data=repr(bytes(data[:200])))
 
     def http(self, direction, head, headers, body=None):
+        head = _SECRET_QUERY.sub(r"\1***", head)     # a token sent in a URL is shown no more than in a header
         message = data = None
         if body:
             try:
@@ -5403,6 +5504,7 @@ class _Trace:
         self._emit(direction, "sse", text)
 
 
+_SECRET_QUERY = re.compile(r"(?i)([?&][^=&#\s]*(?:token|secret|key|password|code)[^=&#\s]*=)[^&#\s]*")
 _NAMED = ("tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe")
 # Set around a request the CLI makes for itself, so that the trace says why it was sent.
 _TRACE_WHY = contextvars.ContextVar("mcp_min_trace_why", default=None)
