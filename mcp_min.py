@@ -4802,7 +4802,7 @@ class _StreamableHttp(_Transport):
         Last-Event-ID after the server's `retry` delay, while the request is still awaited.
         `forever` (no `response`): the GET stream, opened here and again whenever the server
         ends it, from the last event seen (2025-11-25 transports: polling)."""
-        answered, retry, last_id, pause = request_id is None and not forever, 1.0, None, 0.0
+        answered, retry, last_id, pause, signed = request_id is None and not forever, 1.0, None, 0.0, 0
         while True:
             if response is None:
                 headers = self._headers("text/event-stream")
@@ -4814,9 +4814,13 @@ class _StreamableHttp(_Transport):
                     response.close()    # that stream is not kept: a fresh one
                     response = last_id = None
                     continue
+                if response is not None and await _signed_in(self.client, self.url, response,
+                                                             headers.get("Authorization"), signed):
+                    response, signed = None, signed + 1     # it ended with its token: signed in again
+                    continue
                 if response is None or response.status != 200:
                     break
-            parser, seen = _SseParser(self.client.max_message), last_id
+            parser, seen, signed = _SseParser(self.client.max_message), last_id, 0
             try:
                 async for chunk in response.chunks():
                     for event in parser.feed(chunk):

@@ -24,6 +24,7 @@ import hmac
 import importlib.util
 import inspect
 import io
+import itertools
 import json
 import logging
 import os
@@ -33,6 +34,8 @@ import queue
 import re
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -1918,6 +1921,19 @@ class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn("expired", error["error"]["message"])
         self.assertEqual(self.charged, ["tea"])     # nothing refused ran the tool on
 
+    async def test_a_sealed_state_of_the_wrong_shape_is_refused(self):
+        # A requestState sealed with our key but not of the shape we seal (a list of an expiry
+        # and two objects) was -32603 with a traceback in the log.
+        params = {"name": "order", "arguments": {"item": "tea"}}
+        for shape in ("x", [1, {}], [str(time.time() + 60), {}, {}], [time.time() + 60, [], {}], {}):
+            data = base64.urlsafe_b64encode(json.dumps(shape).encode())
+            state = (data + b"." + mcp_min._binding(self.wire.session, params, "_call_tool", data)).decode()
+            with self.assertNoLogs("mcp_min", "ERROR"):
+                error = (await self.call(30, "order", {"item": "tea"}, requestState=state,
+                                         inputResponses={}))["error"]
+            self.assertEqual(error["code"], INVALID_PARAMS, shape)
+            self.assertIn("malformed", error["message"])
+
     async def test_hostile_answers_and_states_get_an_answer(self):
         # Regressions (hostile review): 1e400 parsed as inf hung the round (its state could
         # not be written); a once() value that is not JSON did too; a tools/call state was
@@ -3633,6 +3649,14 @@ class HttpAuthTest(HttpTestCase):
         self.assertEqual(self.state.calls, 0)
         self.assertEqual(list(self.http.sessions), [sid])
 
+    async def test_no_authorization_server_here_is_404_without_a_token(self):
+        # With a fixed token these answered 401, and mcp-remote waited for a sign-in that could not be.
+        for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration",
+                     "/register", "/.well-known/oauth-protected-resource"):
+            for method in ("GET", "POST"):
+                response = await self.client.request(method, path, headers={"Authorization": None})
+                self.assertEqual(response.status, 404, (method, path))
+
     async def test_right_token(self):
         sid = await self.client.initialize()
         self.assertEqual((await self.client.post(call(1, "count"), sid)).status, 200)
@@ -3899,6 +3923,11 @@ class HttpModernTest(HttpTestCase):
         for number, status in [("42", 200), ("042", 200), ("+42", 200), ("43", 400), ("4x", 400)]:
             response = await self.post(numbered, **{"Mcp-Param-Region": "x", "Mcp-Param-N": number})
             self.assertEqual(response.status, status, number)
+        for hostile in ("+-42", "--42", "\u00b2", "4" * 5000, "", "0x2a"):  # an answer, never a crash
+            with self.assertNoLogs("mcp_min", "ERROR"):
+                response = await self.post(numbered, **{"Mcp-Param-Region": "x",
+                                                        "Mcp-Param-N": hostile.encode().decode("latin-1")})
+            self.assertJsonRpcError(response, 400, mcp_min.HEADER_MISMATCH, 1)
         zurich = modern(1, "tools/call", {"name": "where", "arguments": {"region": "Zürich"}})
         raw = self.client.build("POST", "/mcp", zurich, self.headers(zurich, **{"Mcp-Param-Region": "x"}))
         raw = raw.replace(b"Mcp-Param-Region: x", "Mcp-Param-Region: Zürich".encode("latin-1"))
@@ -3923,6 +3952,53 @@ class HttpModernTest(HttpTestCase):
         done = await self.post(ask)
         self.assertEqual(done.json()["result"]["structuredContent"],
                          {"action": "accept", "content": {"name": "Ada"}})
+
+    async def test_get_and_delete_are_405(self):
+        # 2026-07-28 has no GET stream and no session to delete (it was 400).
+        for method in ("GET", "DELETE"):
+            response = await self.client.request(method, "/mcp", headers={
+                "Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"})
+            self.assertEqual((response.status, response.header("allow")), (405, "POST"), method)
+
+    async def test_every_header_and_meta_field_with_hostile_values_gets_an_answer(self):
+        # Whatever a header the server reads, or a 2026-07-28 _meta field, holds: an HTTP
+        # answer, and no traceback in the log.
+        sid = await self.client.initialize()
+        headers = ("Host", "Origin", "Accept", "Content-Type", "Content-Length", "Transfer-Encoding",
+                   "Authorization", "Mcp-Session-Id", "MCP-Protocol-Version", "Last-Event-ID", "Mcp-Method",
+                   "Mcp-Name", "Mcp-Param-Region", "Expect", "Connection", "Access-Control-Request-Headers")
+        values = ("", "x" * 9000, "Z\xc3\xbcrich", "a\x01b\x7f", "=?base64?!!?=", "9" * 30, "twice")
+        call_ = modern(1, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+        requests = [("POST", call_, self.headers(call_)),
+                    ("GET", None, {"Mcp-Session-Id": sid, "Accept": "text/event-stream"})]
+        with self.assertNoLogs("mcp_min", "ERROR"):
+            for (method, body, base), header, value in itertools.product(requests, headers, values):
+                raw = self.client.build(method, "/mcp", body, {**base, header: "PLACEHOLDER"})
+                line = f"{header}: {value}\r\n".encode("latin-1")
+                line = line.replace(b"twice", b"1") * 2 if value == "twice" else line
+                data = raw.replace(f"{header}: PLACEHOLDER\r\n".encode(), line)
+                response = await (self.client.exchange(data) if method == "POST" else self.answered(data))
+                self.assertGreaterEqual(response.status, 200, (method, header, value))
+            for key in ("protocolVersion", "clientCapabilities", "clientInfo", "logLevel"):
+                for value in (5, [], {}, None, True, "x" * 100_000, "\u0000", {"a": [1]}):
+                    message = modern(3, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+                    message["params"]["_meta"]["io.modelcontextprotocol/" + key] = value
+                    response = await self.post(message)
+                    self.assertIn(response.status, (200, 400), (key, value))
+            for key, value in (("progressToken", [1]), ("progressToken", 1.5), ("progressToken", True),
+                               ("io.modelcontextprotocol/subscriptionId", {})):
+                response = await self.post(modern(4, "tools/call", {"name": "add", "arguments": {"a": 1}},
+                                                  **{key: value}))
+                self.assertEqual(response.status, 200, (key, value))
+
+    async def answered(self, data):
+        """The head of what a request got (a GET stream's body never ends)."""
+        reader, writer = await self.client.connect()
+        writer.write(data)
+        try:
+            return await read_head(reader, 5)
+        finally:
+            writer.close()
 
     async def test_listen_streams_until_the_client_leaves(self):
         listen = modern(5, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
@@ -3952,6 +4028,65 @@ class HttpModernTest(HttpTestCase):
                 await asyncio.sleep(0.01)
             self.assertFalse(any(s.listens for s in list(self.server.sessions)))
             self.assertEqual(self.http.stateless_entries, set())
+
+
+LISTEN_HEADERS = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}
+
+
+async def open_listen(port, id_=1, host="127.0.0.1", body=None):
+    """A 2026-07-28 subscriptions/listen POST from address `host`, read until it is acknowledged:
+    (reader, writer, the first message: the acknowledgement, or the error that refused it)."""
+    body = body or json.dumps(modern(id_, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(host, 0))
+    writer.write(HttpClient(port).build("POST", "/mcp", body.encode() if isinstance(body, str) else body,
+                                        LISTEN_HEADERS))
+    head = await read_head(reader)
+    if not (head.header("content-type") or "").startswith("text/event-stream"):
+        return reader, writer, json.loads(await reader.readexactly(int(head.header("content-length"))))
+    return reader, writer, json.loads((await read_event(reader))["data"])
+
+
+class HttpListenSlotsTest(HttpTestCase):
+    """2026-07-28 subscriptions/listen over HTTP, where each listen is a connection of its own:
+    one client's share of the slots, and a slot given back however the client leaves."""
+
+    async def test_one_client_cannot_take_every_listen(self):
+        share = mcp_min.MAX_LISTENS // 16
+        listens = [await open_listen(self.port, i) for i in range(share)]
+        self.assertTrue(all(ack["method"].endswith("acknowledged") for _, _, ack in listens))
+        listens.append(await open_listen(self.port, 99))
+        self.assertIn(f"{share} a client at most", listens[-1][2]["error"]["message"])
+        listens.append(await open_listen(self.port, 100, host="127.0.0.2"))  # another client: its own share
+        self.assertEqual(listens[-1][2]["method"], "notifications/subscriptions/acknowledged")
+        for _, writer, _ in listens:
+            writer.close()
+
+    async def test_every_way_of_leaving_gives_the_slot_back_soon(self):
+        # Closing cleanly freed a slot within 2 s; a reset took ~20 s, and bytes sent after the
+        # request, then a close, never did. Every slot taken, a third left each way: all free.
+        opened = await asyncio.gather(*(open_listen(self.port, i, f"127.0.0.{1 + i % 16}")
+                                        for i in range(mcp_min.MAX_LISTENS)))
+        self.assertTrue(all("method" in ack for _, _, ack in opened))
+        _, writer, refused = await open_listen(self.port, 999, "127.0.0.17")
+        self.assertIn("in all", refused["error"]["message"])
+        writer.close()
+        started = time.monotonic()
+        for i, (_, writer, _) in enumerate(opened):
+            if i % 3 == 0:          # a reset
+                writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                                           struct.pack("ii", 1, 0))
+                writer.transport.abort()
+                continue
+            if i % 3 == 1:          # a few bytes more, then a close
+                writer.write(b"GET / HTTP/1.1\r\n")
+            writer.close()
+        while any(s.listens for s in list(self.server.sessions)):
+            self.assertLess(time.monotonic() - started, 3.0, [i % 3 for i, (_, w, _) in enumerate(opened)
+                                                              if not w.transport.is_closing()])
+            await asyncio.sleep(0.05)
+        _, writer, ack = await open_listen(self.port, 1000, "127.0.0.17")
+        self.assertEqual(ack["method"], "notifications/subscriptions/acknowledged")
+        writer.close()
 
 
 class HttpRequestLineTest(HttpTestCase):
@@ -4960,6 +5095,32 @@ class HttpResumeTest(HttpTestCase):
         self.assertEqual(json.loads(event["data"])["method"], "notifications/tools/list_changed")
         self.assertTrue(event["id"].startswith(priming["id"].split("-")[0] + "-"))
 
+    async def test_a_refused_resume_leaves_every_stream_as_it_was(self):
+        # A Last-Event-ID from the future cut the live GET stream; one from before what was kept
+        # dropped the stream, so that a resume with a good id then found it over.
+        sid = await self.client.initialize()
+        reader, writer, _ = await self.stream("GET", sid)
+        number = (await read_event(reader, priming=True))["id"].split("-")[0]
+        future = await self.client.request("GET", "/mcp", headers={
+            "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": f"{number}-99"})
+        self.assertEqual(future.status, 400)
+        self.server.add_tool(lambda: "x", "one")      # the live stream carries on
+        self.assertEqual(json.loads((await read_event(reader))["data"])["method"],
+                         "notifications/tools/list_changed")
+        with mock.patch.object(mcp_min, "REPLAY_BYTES", 150):    # room for one event, not two
+            self.server.add_tool(lambda: "x", "two")
+            second = await read_event(reader)
+            writer.transport.abort()
+            self.assertEqual((await self.ping(sid)).status, 200)    # the barrier: the server saw it go
+            old = await self.client.request("GET", "/mcp", headers={
+                "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": f"{number}-0"})
+            self.assertIn("not kept", old.json()["error"]["message"])
+            self.server.add_tool(lambda: "x", "three")
+            reader, writer, head = await self.stream("GET", sid, **{"Last-Event-ID": second["id"]})
+            self.assertEqual(head.status, 200)
+            self.assertEqual(json.loads((await read_event(reader))["data"])["method"],
+                             "notifications/tools/list_changed")
+
     async def test_before_2025_11_25_events_have_ids_and_no_priming(self):
         sid = await self.client.initialize("2025-06-18")
         response = await self.client.post(call(3, "steps", meta={"progressToken": 1}), sid, "2025-06-18")
@@ -5147,6 +5308,8 @@ class HttpLegacySseTest(HttpTestCase):
         response = await self.client.request("POST", "/sse", rpc(1, "ping"))
         self.assertEqual(response.status, 405)
         self.assertEqual(response.header("allow"), "GET")
+        # in one line, what the endpoint takes (mcp-remote showed "Error POSTing to endpoint: ")
+        self.assertIn("/sse takes GET", response.json()["error"]["message"])
 
     async def test_legacy_body_errors(self):
         _, _, event = await self.open_sse()
@@ -5447,6 +5610,31 @@ class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
             rss.append(self.server.rss_mib())
         self.assertLess(rss[-1] - rss[0], 40, rss)      # it was +96 MiB a session
 
+
+
+    async def test_a_listen_keeps_its_filter_not_its_request(self):
+        # Ten listens padded with 4 MiB of [] raised the server's RSS from 31 to 945 MiB, held
+        # for their streams' lives. Such a body is refused now before it is parsed; a listen
+        # padded with text (in its params and its _meta) keeps none of it.
+        port = self.server.port
+        nested = json.dumps(modern(1, "subscriptions/listen", {"notifications": {"toolsListChanged": True},
+                                                               "padding": "PAD"})).replace(
+            '"PAD"', "[" + ",".join(["[]"] * 1_300_000) + "]")
+        _, _, refused = await open_listen(port, body=nested)
+        self.assertIn("objects and arrays", refused["error"]["message"])
+
+        def padded(id_):
+            return json.dumps(modern(id_, "subscriptions/listen", {
+                "notifications": {"toolsListChanged": True}, "padding": "p" * 1_800_000},
+                padding="m" * 1_800_000))
+        _, writer, _ = await open_listen(port, 0, body=padded(0))   # warms the allocator up
+        writer.close()
+        before = self.server.rss_mib()
+        listens = [await open_listen(port, i, body=padded(i)) for i in range(1, 11)]
+        self.assertTrue(all(ack["method"].endswith("acknowledged") for _, _, ack in listens))
+        self.assertLess(self.server.rss_mib() - before, 8, "ten listens hold their padding")
+        for _, writer, _ in listens:
+            writer.close()
 
 
 _BLOBS = "from mcp_min import Server\nserver = Server('blobs')\n" \
@@ -6256,6 +6444,44 @@ class TraceTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual([json.loads(line)["id"] for line in out.splitlines()], [0, 1])
 
 
+class TraceHeadersTest(unittest.IsolatedAsyncioTestCase):
+    """--trace shows the headers that drive the protocol, and never a secret."""
+
+    async def test_challenges_allow_and_routing_headers_shown_a_token_in_a_url_not(self):
+        # WWW-Authenticate, Allow, Mcp-Method, Mcp-Name and Mcp-Param-* were left out (the capture
+        # of OAuth discovery showed a bare 401); a token sent in the URL was written verbatim.
+        server, _ = make_server()
+        server.add_tool(lambda region: region, "where", input_schema={"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}})
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.jsonl")
+            trace = mcp_min._Trace(path)
+            http = await start_http(server, "127.0.0.1", 0, token=TOKEN, trace=trace)
+            client = HttpClient(http.port, TOKEN)
+            message = modern(1, "tools/call", {"name": "where", "arguments": {"region": "eu"}})
+            try:
+                self.assertEqual((await client.request("POST", "/mcp?access_token=URL-SECRET-1", call(1, "x"),
+                                                       {"Authorization": None})).status, 401)
+                self.assertEqual((await client.request("POST", "/sse", rpc(2, "ping"))).status, 405)
+                self.assertEqual((await client.post(message, headers={
+                    "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "where",
+                    "Mcp-Param-Region": "eu"})).status, 200)
+            finally:
+                await client.close()
+                await http.close()
+                trace.file.close()
+            text = pathlib.Path(path).read_text(encoding="utf-8")
+        self.assertNotIn("URL-SECRET-1", text)
+        self.assertNotIn(TOKEN, text)
+        shown = [{k.lower(): v for k, v in json.loads(line).get("headers", {}).items()}
+                 for line in text.splitlines()]
+        self.assertTrue(any(h.get("www-authenticate") == "Bearer" for h in shown))
+        self.assertTrue(any(h.get("allow") == "GET" for h in shown))
+        self.assertTrue(any((h.get("mcp-method"), h.get("mcp-name"), h.get("mcp-param-region")) ==
+                            ("tools/call", "where", "eu") for h in shown))
+        self.assertIn("access_token=***", text)
+
+
 def trace_headers(stderr):
     """The header lines of a --trace on stderr, without their times."""
     return [line.split("s ", 1)[1] for line in stderr.splitlines()
@@ -6499,6 +6725,14 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
     def auth(self, **options):
         return mcp_min.OAuth(browser=options.pop("browser", _follow), store=options.pop("store", self.store),
                              **options)
+
+    def test_a_secret_goes_to_one_authorization_server_only(self):
+        # Without issuer=, a pre-registered secret went to whichever token endpoint the MCP server named.
+        for grant in ("client_credentials", "authorization_code"):
+            with self.assertRaisesRegex(ValueError, "issuer="):
+                mcp_min.OAuth(client_id="svc", client_secret="s3cret", grant=grant)
+        self.assertEqual(mcp_min.OAuth(client_id="svc", client_secret="s", issuer="https://as.example",
+                                       grant="client_credentials").issuer, "https://as.example")
 
     async def test_sign_in_discovers_registers_and_keeps_the_token_private(self):
         # No hint in the challenge, PRM only at the root, an issuer with a path served by
@@ -6911,6 +7145,73 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
             response = await self.client.request("POST", endpoint, rpc(1, "ping"), headers)
             self.assertEqual(response.status, status)
         self.assertEqual(json.loads((await read_event(reader))["data"])["result"], {})
+
+    async def open_streams(self, token):
+        """A GET /mcp stream (of a new session) and a GET /sse stream, both opened with `token`."""
+        sid = await self.initialize(token)
+        await self.client.post(note("notifications/initialized"), sid, headers=bearer(token))
+        streams = []
+        for path, headers in (("/mcp", {"Mcp-Session-Id": sid, "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION}),
+                              ("/sse", {})):
+            reader, writer = await self.client.connect()
+            writer.write(self.client.build("GET", path, headers={"Accept": "text/event-stream",
+                                                                  **bearer(token), **headers}))
+            self.assertEqual((await read_head(reader)).status, 200, path)
+            await read_event(reader, priming=True)      # the priming event; /sse's endpoint
+            streams.append(reader)
+        return streams
+
+    async def assertEnds(self, reader, within):
+        """The stream ends within `within` seconds, having carried no list_changed."""
+        rest = await asyncio.wait_for(reader.read(), within)
+        self.assertNotIn(b"list_changed", rest)
+
+    async def test_a_stream_ends_at_its_tokens_expiry(self):
+        # GET /sse and GET /mcp opened with a token that expired 4 s later went on carrying
+        # list_changed (and would have carried logs and server requests) long after.
+        exp = time.time() + 1.5
+        soon = self.issuer_server.issue("bob", "mcp", self.resource, exp=exp)
+        streams = await self.open_streams(soon)
+        await asyncio.sleep(exp - time.time() + 0.05)     # until it has expired
+        self.server.add_tool(lambda: "", "late")           # what the streams would carry
+        for reader in streams:
+            await self.assertEnds(reader, 2.0)
+        response = await self.client.request("GET", "/sse", headers=bearer(soon))
+        self.assertEqual((response.status, self.challenge(response)["error"]), (401, "invalid_token"))
+
+    async def test_a_stream_ends_when_its_token_is_found_revoked(self):
+        with mock.patch.object(mcp_min, "INTROSPECTION_TTL", 0.3):   # checked again that often
+            token = self.issuer_server.issue("carol", "mcp", self.resource)
+            streams = await self.open_streams(token)
+            self.issuer_server.tokens[token]["active"] = False
+            for reader in streams:
+                await self.assertEnds(reader, 2.0)
+
+    async def test_only_scope_characters_reach_the_challenge(self):
+        # Scopes from introspection went unescaped into WWW-Authenticate: CR/LF split the response,
+        # a quote forged parameters, a non-Latin-1 scope left the client with no answer at all.
+        token = self.issuer_server.issue("dave", ["mcp", "x\r\nX-Injected: 1", 'q"uote', "\u00fcn\u00ef", "ok:fine"],
+                                         self.resource)
+        response = await self.client.post(call(1, "wipe"), headers=bearer(token))
+        self.assertEqual(response.status, 403)
+        self.assertNotIn("x-injected", response.headers)
+        self.assertEqual(self.challenge(response)["scope"], "admin mcp ok:fine")
+
+    async def test_not_before_malformed_expiry_and_another_issuer_are_refused(self):
+        for claims in ({"nbf": time.time() + 3600}, {"exp": str(int(time.time()) + 3600)},
+                       {"iss": "https://other.example"}, {"nbf": "0"}):
+            token = self.issuer_server.issue("erin", "mcp", self.resource, **claims)
+            response = await self.client.post(call(1, "count"), headers=bearer(token))
+            self.assertEqual(response.status, 401, claims)
+        token = self.issuer_server.issue("erin", "mcp", self.resource, iss=self.issuer, nbf=time.time() - 5)
+        self.assertIsNotNone(await self.initialize(token))     # the same, well-formed, is taken
+
+    async def test_one_look_up_for_a_token_asked_by_many_at_once(self):
+        token, before = self.issuer_server.issue("frank", "mcp", self.resource), self.issuer_server.introspections
+        responses = await asyncio.gather(*(self.client.post(rpc(0, "initialize", init_params()),
+                                                            headers=bearer(token)) for _ in range(10)))
+        self.assertEqual([r.status for r in responses], [200] * 10)
+        self.assertEqual(self.issuer_server.introspections, before + 1)
 
     async def test_a_session_refuses_another_users_token(self):
         sid = await self.initialize(self.alice)
