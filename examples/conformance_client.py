@@ -29,11 +29,24 @@ async def follow(url):
     (await mcp_min._http(location, "GET", {})).close()
 
 
-def oauth(scenario, context):
+async def issuer_of(url):
+    """The authorization server the MCP server at `url` names. A client secret goes to one
+    authorization server only, named beforehand (OAuth's issuer=); the suite names it nowhere
+    else, and plays both servers, so here we take the MCP server's word for it."""
+    base = url.split("/mcp")[0]
+    for where in (f"{base}/.well-known/oauth-protected-resource/mcp",
+                  f"{base}/.well-known/oauth-protected-resource"):
+        status, metadata = await mcp_min._fetch_json(where)
+        if status == 200 and metadata.get("authorization_servers"):
+            return metadata["authorization_servers"][0]
+    return None
+
+
+def oauth(scenario, context, issuer):
     """Sign in as the auth/* scenarios expect: pre-registered credentials when the suite
     gives some, our Client ID Metadata Document URL, nothing written to disk."""
     return mcp_min.OAuth(client_id=context.get("client_id"), client_secret=context.get("client_secret"),
-                         issuer=context.get("issuer"),
+                         issuer=issuer,
                          client_metadata_url="https://conformance-test.local/client-metadata.json",
                          grant="client_credentials" if "client-credentials" in scenario
                          else "authorization_code",
@@ -49,7 +62,8 @@ def accept_defaults(params):
 
 async def main(url, scenario):
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    auth = oauth(scenario, context) if scenario.startswith("auth/") else None
+    issuer = context.get("issuer") or context.get("client_secret") and await issuer_of(url)
+    auth = oauth(scenario, context, issuer or None) if scenario.startswith("auth/") else None
     async with Client(url, name="mcp_min-conformance", elicitation=accept_defaults, auth=auth) as client:
         if scenario == "initialize":
             await client.list_tools()
