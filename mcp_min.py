@@ -87,6 +87,7 @@ import threading
 import time
 import typing
 from collections import deque
+from urllib.parse import parse_qsl, quote_plus, unquote, urlencode, urljoin, urlsplit
 
 __version__ = "0.1.0"
 __all__ = [
@@ -1093,7 +1094,6 @@ class _UriTemplate:
         self.parts.append(rest)
 
     def match(self, uri):
-        from urllib.parse import unquote
         parts = self.parts
         if not uri.startswith(parts[0]):
             return None
@@ -2983,24 +2983,18 @@ def _mismatch(request, body, server):
                                  else "Invalid request")
     params = body.get("params") if type(body.get("params")) is dict else {}
     meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
-    claim, method = meta.get(_VERSION_KEY), body.get("method")
-    if not request.header("mcp-protocol-version"):
+    if not (version := request.header("mcp-protocol-version")):
         return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
-    if type(claim) is str and request.header("mcp-protocol-version") != claim:
+    if type(meta.get(_VERSION_KEY)) is str and version != meta[_VERSION_KEY]:
         return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
-    if "id" in body and type(method) is str and request.header("mcp-method") != method:
-        return HEADER_MISMATCH, "Mcp-Method header does not match the method"
-    key = _NAME_KEY.get(method) if type(method) is str else None
-    if key and _header_text(request.header("mcp-name")) != params.get(key):
-        return HEADER_MISMATCH, "Mcp-Name header does not match the params"
-    tool = server.tools.get(params.get("name")) if method == "tools/call" else None
-    # Each argument a tool marks x-mcp-header must be in its Mcp-Param-* header too.
-    for header, text, value in _param_texts(params, tool.param_headers if tool else ()):
-        sent = request.header("mcp-param-" + header.lower(), None)
+    name = params.get("name") if body.get("method") == "tools/call" else None
+    tool = server.tools.get(name) if type(name) is str else None
+    for header, value in _routing(body, tool.param_headers if tool else ()).items():
+        sent = request.header(header.lower(), None)
         got = None if sent is None else _header_text(sent)
-        if got != text and not (type(value) is int and got and _INTEGER.fullmatch(got)
-                                and int(got) == value):    # integers compare as numbers
-            return HEADER_MISMATCH, f"Mcp-Param-{header} header does not match the arguments"
+        if got != _text(value) and not (type(value) is int and got and _INTEGER.fullmatch(got)
+                                        and int(got) == value):    # integers compare as numbers
+            return HEADER_MISMATCH, f"{header} header does not match the body"
     return None
 
 
@@ -3049,15 +3043,27 @@ def _header_params(schema, path=()):
     return found if len({name.lower() for _, name in found}) == len(found) else None
 
 
-def _param_texts(params, marks):
-    """(header name, the text its Mcp-Param-* header carries) for each argument of a
-    tools/call that is marked (`_header_params`) and present."""
+def _routing(message, marks):
+    """2026-07-28 HTTP: what a request's routing headers say of it, so that it is routed unread
+    (the client sends them, the server checks them): Mcp-Method, Mcp-Name, and an Mcp-Param-*
+    for each argument present that its tool marks (`_header_params`), as header -> value."""
+    method, params = message.get("method"), message.get("params")
+    params = params if type(params) is dict else {}
+    found = {"Mcp-Method": method} if "id" in message and type(method) is str else {}
+    if type(method) is str and type(name := params.get(_NAME_KEY.get(method))) is str:
+        found["Mcp-Name"] = name
     for path, header in marks:
         value = params.get("arguments")
         for key in path:
             value = value.get(key) if type(value) is dict else None
         if value is not None:
-            yield header, value if type(value) is str else json.dumps(value), value
+            found["Mcp-Param-" + header] = value
+    return found
+
+
+def _text(value):
+    """An argument as its Mcp-Param-* header's text says it (before base64)."""
+    return value if type(value) is str else json.dumps(value)
 
 
 def _parsed_body(x):
@@ -3644,7 +3650,6 @@ def _refused(text):
 
 def _secure(url, what, error=_refused):
     """`url` if https, or plain http to this machine only (OAuth 2.1 1.5): codes and tokens cross it."""
-    from urllib.parse import urlsplit
     parts = urlsplit(url) if isinstance(url, str) else None
     if not (parts and parts.hostname and (parts.scheme == "https" or parts.scheme == "http"
                                           and _is_loopback(parts.hostname))):
@@ -3655,7 +3660,6 @@ def _secure(url, what, error=_refused):
 async def _fetch_json(url, form=None, headers=(), as_json=False):
     """GET, or POST a form (or JSON), to an OAuth endpoint, within REPLY_TIMEOUT: (status, JSON
     object or {}). Never traced: access tokens, codes and secrets travel in these bodies."""
-    from urllib.parse import urlencode
     headers = {"Accept": "application/json", **dict(headers)}
     if form is not None:
         headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
@@ -3675,7 +3679,6 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
 
 def _basic(client_id, secret):
     """RFC 6749 2.3.1: HTTP Basic, each half form-encoded first."""
-    from urllib.parse import quote_plus
     pair = f"{quote_plus(client_id)}:{quote_plus(secret or '')}"
     return "Basic " + base64.b64encode(pair.encode()).decode()
 
@@ -3683,7 +3686,6 @@ def _basic(client_id, secret):
 async def _server_metadata(issuer):
     """RFC 8414 §3.1, then OpenID Connect discovery, in the spec's order (2025-11-25
     "Authorization Server Metadata Discovery"); the issuer must be the one asked for."""
-    from urllib.parse import urlsplit
     parts = urlsplit(_secure(issuer, "authorization server"))
     origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
     for where in [f"{origin}/.well-known/oauth-authorization-server{path}",
@@ -3791,7 +3793,6 @@ class ResourceServer:
         """RFC 6750 3 and RFC 9728 5.1: where the metadata is, which scopes would do, what failed."""
         if self.fixed:
             return _HttpError(status, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
-        from urllib.parse import urlsplit
         where = urlsplit(self.resource)
         fields = [f'error="{error}"'] * bool(error) + [
             f'resource_metadata="{where.scheme}://{where.netloc}{_WELL_KNOWN}{where.path.rstrip("/")}"']
@@ -4109,15 +4110,17 @@ class Client(_Peer):
         _background(self._tasks, tell())
 
     def _received(self, message):
-        """Every message from the server comes through here (parsed, or JSON text)."""
+        """Every message from the server comes through here (parsed, or JSON text); a
+        response's id is returned (what its transport waits for)."""
         try:
-            message = decode(message) if isinstance(message, bytes) else message
+            message = decode(message) if isinstance(message, (bytes, str)) else message
             kind = classify(message)
-        except McpError:
+        except McpError:    # one bad message is skipped, never the whole stream
             _log.warning("ignoring a malformed message from the server")
-            return
+            return None
         if kind == "response":
             self._settle(message)
+            return message["id"]
         elif kind == "request":     # kept by its id: the server may cancel it
             task = self._asked[message["id"]] = _background(self._tasks, self._answer(message))
             task.add_done_callback(lambda _: self._asked.get(message["id"]) is task
@@ -4516,6 +4519,26 @@ class _HttpResponse:
             self._trace(b"".join(pieces))   # the head with its body: one record
         return b"".join(pieces)
 
+    async def events(self, client, closed):
+        """The SSE events of this response, each traced; one past the client's max_message_bytes
+        fails the request it answers. A stream that breaks (reset, bad framing) just ends."""
+        parser = _SseParser(client.max_message)
+        try:
+            async for chunk in self.chunks():
+                for event in parser.feed(chunk):
+                    if "too_big" in event:
+                        client._too_big(None, *event["too_big"])
+                        continue
+                    if client.trace:
+                        client.trace.event("in", event)
+                    yield event
+        except Exception as e:
+            _log.debug("an SSE stream ended: %r", e)
+        finally:
+            self.close()
+            if client.trace:
+                client.trace.note("in", closed)
+
     def close(self):
         self._trace()
         self.writer.close()
@@ -4535,49 +4558,58 @@ def _size(text, base):
 async def _http(url, method, headers, body=b"", trace=None, hops=5):
     """One HTTP/1.1 request on a new connection; a 307 or 308 is followed, `hops` times
     at most, with the same method and body (RFC 9110 15.4.8)."""
-    from urllib.parse import urlsplit
     parts = urlsplit(url)
     tls = parts.scheme == "https"
-    ssl_context = None
-    if tls:
-        import ssl
-        ssl_context = ssl.create_default_context()
-    port = parts.port or (443 if tls else 80)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    host = parts.netloc.rpartition("@")[2]
     if trace:   # before connecting, so a refused connection still shows what was tried
         trace.http("out", f"{method} {target}", headers, body)
+    if tls:
+        import ssl
     reader, writer = await asyncio.wait_for(asyncio.open_connection(
-        parts.hostname, port, ssl=ssl_context, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
-    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
+        parts.hostname, parts.port or (443 if tls else 80), ssl=tls and ssl.create_default_context(),
+        limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     if body or method == "POST":
         lines.append(f"Content-Length: {len(body)}")
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
     try:
-        while True:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REPLY_TIMEOUT)
-            status_line, *header_lines = head.decode("latin-1").split("\r\n")
-            version, _, rest = status_line.partition(" ")
-            if not (version.startswith("HTTP/1.") and rest[:3].isdigit()):
-                raise ConnectionError(f"not an HTTP response: {status_line[:40]!r}")
-            status = int(rest[:3])
-            if status >= 200:
-                break       # 1xx (100 Continue, 103 Early Hints) come before the real one
+        status, reason, response_headers = await _response_head(reader)
     except BaseException:   # cancelled too: the connection goes with the request
         writer.close()
         raise
-    response_headers = {k.strip().lower(): v.strip()
-                        for k, colon, v in (line.partition(":") for line in header_lines) if colon}
     if status in (307, 308) and hops and (location := response_headers.get("location")):
-        from urllib.parse import urljoin
         target = urlsplit(urljoin(url, location))
         if target.scheme == "https" or target.scheme == parts.scheme:     # never down to plain http
             writer.close()
             if target[:2] != parts[:2]:     # another origin: our credentials stay with theirs
                 headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
             return await _http(target.geturl(), method, headers, body, trace, hops - 1)
-    return _HttpResponse(status, response_headers, reader, writer, trace, rest)
+    return _HttpResponse(status, response_headers, reader, writer, trace, reason)
+
+
+async def _response_head(reader):
+    """The status, its line's rest and the headers of a response (1xx ones skipped: 100
+    Continue and 103 Early Hints come before the real one)."""
+    while True:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REPLY_TIMEOUT)
+        status_line, *lines = head.decode("latin-1").split("\r\n")
+        version, _, rest = status_line.partition(" ")
+        if not (version.startswith("HTTP/1.") and rest[:3].isdigit()):
+            raise ConnectionError(f"not an HTTP response: {status_line[:40]!r}")
+        if int(rest[:3]) >= 200:
+            return int(rest[:3]), rest, {k.strip().lower(): v.strip()
+                                         for k, colon, v in (line.partition(":") for line in lines) if colon}
+
+
+def _http_error(status, body, url):
+    """An HTTP error answer as the McpError it means: the JSON-RPC error it carries, if any."""
+    if status == 401:
+        return McpError(CONNECTION_CLOSED, "HTTP 401: the server wants a valid --token (or --auth)")
+    with contextlib.suppress(Exception):
+        detail = json.loads(body)["error"]
+        return McpError(detail["code"], detail["message"], detail.get("data"))
+    return McpError(CONNECTION_CLOSED, f"HTTP {status} from {url}")
 
 
 class _SseParser:
@@ -4659,16 +4691,6 @@ class _SseParser:
                 self.event[field.decode()] = value.decode("utf-8", "replace")
 
 
-def _sse_message(data):
-    """An SSE event's data as a message; None (logged) when it is not JSON: one bad
-    event is skipped, as a bad line on stdio is, never the whole stream."""
-    try:
-        return decode(data)
-    except McpError:
-        _log.warning("ignoring an SSE event that is not JSON")
-        return None
-
-
 _SSE_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
 
@@ -4714,17 +4736,6 @@ class _StreamableHttp(_Transport):
             self.client._fail(message["id"], e if isinstance(e, McpError)
                               else McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}"))
 
-    def _route_headers(self, message, headers):
-        """2026-07-28: what a request is, in headers, so that it is routed unread."""
-        headers["Mcp-Method"] = method = message["method"]
-        params = message.get("params") or {}
-        if type(name := params.get(_NAME_KEY.get(method))) is str:
-            headers["Mcp-Name"] = _header_value(name)
-        marks = self.client._param_headers.get(name, ()) if method == "tools/call" and type(name) is str \
-            else ()
-        for header, text, _ in _param_texts(params, marks):
-            headers["Mcp-Param-" + header] = _header_value(text)
-
     def drop(self, id_):
         """2026-07-28: a request is abandoned by closing its connection."""
         task = self._streams.pop(id_, None)
@@ -4732,22 +4743,20 @@ class _StreamableHttp(_Transport):
 
     async def _post(self, message, is_request, again=True, tries=0):
         headers = {**self._headers(), "Content-Type": "application/json"}
-        if self.client.modern and is_request:
-            self._route_headers(message, headers)
-        sent_with = self.session_id
-        try:
-            response = await _http(self.url, "POST", headers, encode(message), self.client.trace)
-        except OSError as e:
-            raise McpError(CONNECTION_CLOSED, f"cannot reach {self.url}: {e}") from None
-        status = response.status
+        if self.client.modern and is_request:   # 2026-07-28: what it is, so that it is routed unread
+            tool = (message.get("params") or {}).get("name") if message["method"] == "tools/call" else None
+            marks = self.client._param_headers.get(tool, ()) if type(tool) is str else ()
+            headers.update((k, _header_value(_text(v))) for k, v in _routing(message, marks).items())
+        sent_with, id_ = self.session_id, message.get("id") if is_request else None
+        response = await self._request("POST", headers, encode(message))
         if message.get("method") == "initialize":
             # 2025-11-25 transports (the version we ask for): 400, 404 or 405 means "try
             # legacy SSE"; anything else (auth, size, rate limits) is a real answer.
-            if status in (400, 404, 405):
+            if response.status in (400, 404, 405):
                 response.close()
                 raise _Fallback
             self.session_id = response.headers.get("mcp-session-id")
-        if status == 404 and sent_with and again and not _REINITIALIZING.get():
+        if response.status == 404 and sent_with and again and not _REINITIALIZING.get():
             # transports: a 404 for our session means it is gone: start over, then resend,
             # once. Several requests may hear it at once; one of them initializes again
             # (a 404 while doing so is an error: waiting on ourselves would never end).
@@ -4758,31 +4767,24 @@ class _StreamableHttp(_Transport):
             return await self._post(message, is_request, again=False)
         if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
             return await self._post(message, is_request, again, tries + 1)
-        if status >= 300:     # a redirect not followed too: nothing will answer
-            body = await response.body(READ_CHUNK)
-            response.close()
-            error = McpError(CONNECTION_CLOSED, f"HTTP {status} from {self.url}")
-            try:
-                detail = json.loads(body)["error"]
-                error = McpError(detail["code"], detail["message"], detail.get("data"))
-            except Exception:   # no JSON-RPC error in the body: the status says it all
-                _log.debug("HTTP %s from %s without a JSON-RPC error", status, self.url)
-            if status == 401:
-                error = McpError(CONNECTION_CLOSED, "HTTP 401: the server wants a valid --token (or --auth)")
-            raise error
-        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind == "text/event-stream":
-            return self._track(message.get("id") if is_request else None,
-                               self._events(response, message.get("id") if is_request else None))
+        if response.status >= 300:     # a redirect not followed too: nothing will answer
+            raise _http_error(response.status, await response.body(READ_CHUNK), self.url)
+        if response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream":
+            return self._track(id_, self._events(response, id_))
         try:
             body = await response.body(self.client.max_message)
         except McpError:    # too big: what it answers fails now
-            return self.client._too_big(message.get("id") if is_request else None)
+            return self.client._too_big(id_)
         response.writer.close()
-        if body.strip():
-            data = decode(body)
-            for item in data if type(data) is list else [data]:
-                self.client._received(item)
+        data = decode(body) if body.strip() else []
+        for item in data if type(data) is list else [data]:
+            self.client._received(item)
+
+    async def _request(self, method, headers, body=b""):
+        try:
+            return await _http(self.url, method, headers, body, self.client.trace)
+        except OSError as e:
+            raise McpError(CONNECTION_CLOSED, f"cannot reach {self.url}: {e}") from None
 
     async def _reinitialize(self):
         self.session_id = None
@@ -4802,60 +4804,49 @@ class _StreamableHttp(_Transport):
         Last-Event-ID after the server's `retry` delay, while the request is still awaited.
         `forever` (no `response`): the GET stream, opened here and again whenever the server
         ends it, from the last event seen (2025-11-25 transports: polling)."""
-        answered, retry, last_id, pause, signed = request_id is None and not forever, 1.0, None, 0.0, 0
-        while True:
-            if response is None:
-                headers = self._headers("text/event-stream")
-                if last_id is not None:
-                    headers["Last-Event-ID"] = last_id
-                with contextlib.suppress(OSError):
-                    response = await _http(self.url, "GET", headers, trace=self.client.trace)
-                if forever and last_id is not None and response is not None and response.status in (400, 409):
-                    response.close()    # that stream is not kept: a fresh one
-                    response = last_id = None
-                    continue
-                if response is not None and await _signed_in(self.client, self.url, response,
-                                                             headers.get("Authorization"), signed):
-                    response, signed = None, signed + 1     # it ended with its token: signed in again
-                    continue
-                if response is None or response.status != 200:
-                    break
-            parser, seen, signed = _SseParser(self.client.max_message), last_id, 0
-            try:
-                async for chunk in response.chunks():
-                    for event in parser.feed(chunk):
-                        if "too_big" in event:
-                            self.client._too_big(None, *event["too_big"])
-                            continue
-                        self._trace("event", "in", event)
-                        last_id = event.get("id", last_id)
-                        if event.get("retry", "").isdigit():     # within reason: no busy loop
-                            retry = min(max(int(event["retry"]) / 1000, 0.1), 60.0)
-                        if not event.get("data"):
-                            continue    # priming event: no data
-                        if event["event"] == "message":
-                            if (message := _sse_message(event["data"])) is None:
-                                continue
-                            answered |= type(message) is dict and message.get("id") == request_id \
-                                and "method" not in message and not forever
-                            self.client._received(message)
-            except Exception as e:  # reset, malformed framing, oversized event: the stream is over
-                _log.debug("a response stream ended: %r", e)
-            finally:
-                response.close()
-                self._trace("note", "in", "(the SSE stream closed)")
+        last, retry, pause = None, 1.0, 0.0
+        while response or (response := await self._resume(last, forever)):
+            seen = last
+            answered, last, retry = await self._read(response, request_id, last, retry)
             response = None
-            if answered or self._closing or not forever and request_id not in self.client._pending:
-                return      # timed out or cancelled: nobody waits for the rest
-            if (last_id is None or self.client.modern) and not forever:
+            if answered and not forever or self._closing or \
+                    not forever and request_id not in self.client._pending:
+                return      # answered, or timed out or cancelled: nobody waits for the rest
+            if not forever and (last is None or self.client.modern):
                 break       # 2026-07-28 has no resumption: the request is lost
             # a GET stream that ends with nothing new: waited for longer each time
-            pause = retry if last_id != seen else min(max(pause, retry) * 2, 60.0)
+            pause = retry if last != seen else min(max(pause, retry) * 2, 60.0)
             await asyncio.sleep(pause)
-        if response is not None:    # a GET refused
-            response.close()
         if not forever:     # gone, and cannot be resumed: the caller hears it now, not at its timeout
             self.client._fail(request_id, McpError(CONNECTION_CLOSED, "The response stream ended"))
+
+    async def _read(self, response, request_id, last, retry):
+        """One SSE response read to its end: (whether it carried our answer, the last event id,
+        the retry delay, within reason: no busy loop)."""
+        answered = request_id is None
+        async for event in response.events(self.client, "(the SSE stream closed)"):
+            last = event.get("id", last)
+            if event.get("retry", "").isdigit():
+                retry = min(max(int(event["retry"]) / 1000, 0.1), 60.0)
+            if event.get("data") and event["event"] == "message":     # not a priming event
+                answered |= self.client._received(event["data"]) == request_id
+        return answered, last, retry
+
+    async def _resume(self, last, forever, signed=0):
+        """A GET for a stream: from after `last` if given; None if refused. The GET stream starts
+        afresh when the server kept not what it missed, and signs in again when its token ended."""
+        headers = {**self._headers("text/event-stream"), **({} if last is None else {"Last-Event-ID": last})}
+        with contextlib.suppress(McpError):
+            response = await self._request("GET", headers)
+            if forever and last is not None and response.status in (400, 409):
+                response.close()
+                return await self._resume(None, forever)
+            if await _signed_in(self.client, self.url, response, headers.get("Authorization"), signed):
+                return await self._resume(last, forever, signed + 1)
+            if response.status == 200:
+                return response
+            response.close()
+        return None
 
     async def initialized(self):
         """Open the GET stream for messages the server starts (405 = none)."""
@@ -4868,8 +4859,7 @@ class _StreamableHttp(_Transport):
             task.cancel()
         if self.session_id:     # tell the server we are done with the session
             try:
-                response = await asyncio.wait_for(
-                    _http(self.url, "DELETE", self._headers(), trace=self.client.trace), 5)
+                response = await asyncio.wait_for(self._request("DELETE", self._headers()), 5)
                 response.close()
             except Exception as e:  # the server may be gone already: the session is over anyway
                 _log.debug("DELETE of the session failed: %r", e)
@@ -4903,32 +4893,19 @@ class _LegacySse(_Transport):
             raise McpError(CONNECTION_CLOSED, f"{self.url} sent no endpoint event") from None
 
     async def _read(self, response, found):
-        from urllib.parse import urljoin, urlsplit
-        parser = _SseParser(self.client.max_message)
+        closed = "(the SSE stream closed: the session ends with it)"
         try:
-            async for chunk in response.chunks():
-                for event in parser.feed(chunk):
-                    if "too_big" in event:
-                        self.client._too_big(None, *event["too_big"])
-                        continue
-                    self._trace("event", "in", event)
-                    if "data" not in event:
-                        continue
-                    if event["event"] == "endpoint" and not found.done():
-                        endpoint = urljoin(self.url, event.get("data", ""))
-                        a, b = urlsplit(endpoint), urlsplit(self.url)
-                        if (a.scheme, a.netloc) != (b.scheme, b.netloc):
-                            found.set_exception(McpError(
+            async with contextlib.aclosing(response.events(self.client, closed)) as events:
+                async for event in events:
+                    if "data" in event and event["event"] == "endpoint" and not found.done():
+                        endpoint = urljoin(self.url, event["data"])
+                        if urlsplit(endpoint)[:2] != urlsplit(self.url)[:2]:
+                            return found.set_exception(McpError(
                                 CONNECTION_CLOSED, "the server named an endpoint on another origin"))
-                            return
                         found.set_result(endpoint)
-                    elif event["event"] == "message" and (message := _sse_message(event["data"])) is not None:
-                        self.client._received(message)
-        except Exception as e:  # reset, malformed framing, oversized event: the stream is over
-            _log.debug("the SSE stream ended: %r", e)
+                    elif "data" in event and event["event"] == "message":
+                        self.client._received(event["data"])
         finally:
-            response.close()
-            self._trace("note", "in", "(the SSE stream closed: the session ends with it)")
             if not found.done():
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
@@ -5213,7 +5190,6 @@ class OAuth:
     async def _protected_resource(self, url, hinted):
         """RFC 9728: the resource's metadata from the challenge's URL, else the well-known URIs,
         path-suffixed first (spec "Protected Resource Metadata Discovery Requirements")."""
-        from urllib.parse import urlsplit
         parts = urlsplit(_secure(url, "MCP server"))
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
         well_known = f"{origin}/.well-known/oauth-protected-resource"
@@ -5237,7 +5213,6 @@ class OAuth:
     async def _authorization_code(self, server, entry, resource, scope):
         """The browser's part: PKCE S256 (RFC 7636), `state`, a loopback redirect (RFC 8252
         §7.3), `iss` checked (RFC 9207). The form for the token request."""
-        from urllib.parse import urlencode
         import hashlib
         import hmac
         import secrets
@@ -5367,7 +5342,6 @@ def _open_browser(url):
 
 
 def _query(url):
-    from urllib.parse import parse_qsl, urlsplit
     return dict(parse_qsl(urlsplit(url.strip()).query))
 
 
