@@ -297,6 +297,11 @@ def _encode_safely(message):
             encode(_error(message.get("id"), INTERNAL_ERROR, "Internal error"))
 
 
+def _encode_all(messages):
+    """Messages as one JSON array: a batch's answers (JSON-RPC SHOULD send them together)."""
+    return b"[" + b",".join(filter(None, map(_encode_safely, messages))) + b"]"
+
+
 def _is_id(value):
     return type(value) is str or type(value) is int   # bool is an int; 1 and "1" differ
 
@@ -2361,8 +2366,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     go = threading.Event()              # the reader thread (if any) waits here to read on
 
     def send(message, related=None):   # a list: a batch's answers, one line (JSON-RPC SHOULD)
-        data = b"[" + b",".join(filter(None, map(_encode_safely, message))) + b"]" \
-            if type(message) is list else message and _encode_safely(message)
+        data = _encode_all(message) if type(message) is list else message and _encode_safely(message)
         if data is None or session.closed:
             return
         if trace:
@@ -2663,56 +2667,22 @@ class _Stream:
         return _KEEPALIVE
 
 
-class _Replay:
-    """What the resumable streams of a server keep, MAX_REPLAY_BYTES together: past it, the stream
-    written least recently loses its oldest events first (a resume from before them gets 400)."""
-
-    def __init__(self):
-        self.streams, self.size = {}, 0     # in the order they were last written
-
-    def add(self, stream, event):
-        if stream.closed:   # what a closed stream still writes out is never replayed
-            return
-        if stream.log is None:
-            stream.log, stream.replay = deque(), self
-        stream.log.append((stream.seq, event))
-        stream.logged += len(event)
-        self.size += len(event)
-        self.streams.pop(stream, None)
-        self.streams[stream] = stream
-        while stream.logged > REPLAY_BYTES:
-            self._drop(stream)
-        while self.size > MAX_REPLAY_BYTES:
-            self._drop(next(iter(self.streams)))
-
-    def _drop(self, stream):
-        size = len(stream.log.popleft()[1])
-        stream.logged -= size
-        self.size -= size
-        if not stream.log:
-            del self.streams[stream]
-
-    def forget(self, stream):
-        self.size -= stream.logged
-        self.streams.pop(stream, None)
-        stream.log, stream.logged = None, 0
-
-
 _KEEPALIVE, _PART = object(), object()
 _FINISHED = {"finished": True}   # put on a POST's stream when its frame's work is over
 
 
 class _HttpSession:
-    """A Session plus the HTTP streams its messages travel on."""
+    """A Session plus the HTTP streams its messages travel on. One without an id serves a
+    single POST (2026-07-28, --stateless) and ends with it, as does a failed initialize's."""
 
-    def __init__(self, server, sid, legacy, stateless_version=None):
+    def __init__(self, server, sid, legacy=False, version=None):
         self.sid, self.legacy = sid, legacy
         self.posts = set()      # the _Streams answering POSTs that are still open
         self.standalone = None  # the GET stream: legacy /sse, or GET /mcp
         self.kept = {}          # number -> a POST's SSE stream its client may resume
         self.streams = 0        # resumable streams numbered so far
         self.last_active = _now()
-        self.session = Session(server, self.send, stateless_version)
+        self.session = Session(server, self.send, version)
 
     def number(self, stream):
         """Make `stream` resumable: its events get ids, and a priming event from 2025-11-25."""
@@ -2727,35 +2697,6 @@ class _HttpSession:
         if len(self.kept) > KEPT_STREAMS:   # the oldest answered one goes first; never one in use
             kept = [s for s in self.kept.values() if not s.attached]
             self.kept.pop(next((s for s in kept if s.ended), kept[0]).number).close()
-
-    async def resume(self, last):
-        """The stream a Last-Event-ID names (2025-03-26 transports: resumability), and what
-        it sent after that id; 400 when it is over, or lost some of it. A stream still
-        open is one its client lost before we noticed: it leaves that connection."""
-        number, _, seq = last.partition("-")
-        if not (len(last) < 40 and last.isascii() and number.isdigit() and seq.isdigit()):
-            raise _HttpError(400, "Malformed Last-Event-ID")
-        streams = [self.standalone, *self.kept.values(), *self.posts]
-        stream = next((s for s in streams if s and s.number == int(number) > 0 and not s.closed), None)
-        if stream is None:
-            raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
-        # A refused resume leaves the stream as it was: it is checked before it is taken over
-        if int(seq) > stream.seq:
-            raise _HttpError(400, f"Last-Event-ID {last}: no such event was sent")
-        if stream.since(int(seq)) is None:
-            raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
-        stream.part()
-        for tick in range(200):
-            if not stream.attached:
-                break
-            if tick == 100 and stream.abort:    # stuck writing to a client that is gone
-                stream.abort()
-            await asyncio.sleep(0.01)
-        else:
-            raise _HttpError(409, "That stream is open, and does not let go")
-        if (events := stream.since(int(seq))) is None:  # lost while it let go: kept, to be tried again
-            raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
-        return stream, events
 
     def send(self, message, related):
         """What no POST's answer carries goes on the GET stream (legacy: everything)."""
@@ -2836,6 +2777,7 @@ class _Exchange:
         self.peer = (writer.get_extra_info("peername") or ("?",))[0]
         self.recheck = math.inf     # when `auth` is to be checked again (`authorized`)
         self.watcher = None     # reads on while an answer is pending: done when the client left
+        self.frame = bytes      # an SSE answer's framing: `_chunk`, or none (it ends at close)
 
     def left(self):
         """Whether the client is gone while its answer is pending: reset, closed, or sending
@@ -2921,162 +2863,97 @@ class _Exchange:
         return self.fields({"id": f"{stream.number}-{stream.seq}", "retry": SSE_RETRY, "data": ""}) \
             if stream.primes else b""
 
-    def open_sse(self):
-        """The head of a long-lived SSE response: it ends when the connection does."""
-        self.write(200, self.cors + [("Content-Type", "text/event-stream"),
-                                     ("Cache-Control", "no-cache, no-transform"),
-                                     ("X-Accel-Buffering", "no")], None, close=True)
+    def start_sse(self, headers, chunked=False):
+        """The head of an SSE response: a POST's answer on HTTP/1.1 goes in chunks; a GET's
+        stream (and any on HTTP/1.0) ends when the connection does."""
+        self.frame = _chunk if chunked else bytes
+        headers = headers + [("Content-Type", "text/event-stream"), ("X-Accel-Buffering", "no"),
+                             ("Cache-Control", "no-cache, no-transform")]
+        headers += [("Transfer-Encoding", "chunked")] * chunked
+        self.write(200, headers, None, close=not chunked)
 
-    async def hold(self, stream, first, closed):
-        """Write `first` and what `stream` carries until the client leaves; a resumable
-        stream then stays, to be resumed, unless its POST's answer was sent."""
-        writer, deadline, trace = self.writer, self.deadline, self.http.trace
-        # Nothing more is read from this connection: EOF means the client left.
-        watcher = asyncio.ensure_future(self.reader.read(1))
-        watcher.add_done_callback(
-            lambda w: w.cancelled() or stream.part() if stream.number else stream.close())
+    async def hold(self, stream, first, note=None):
+        """Write `first`, then what `stream` carries, until its answer is sent (_FINISHED), it
+        parts (_PART: resumed elsewhere) or the client leaves (None): which is returned. A
+        resumable stream stays, to be resumed, unless its answer was sent. `note` ends the trace."""
+        writer, deadline, frame, message = self.writer, self.deadline, self.frame, None
+        self.left()     # nothing more is read here: whatever comes means the client left
+        self.watcher.add_done_callback(
+            lambda w: w.cancelled() or (stream.part() if stream.number else stream.close()))
         stream.attached, stream.parting = True, False
         try:
-            await self.send(first)
+            if first:
+                await self.send(frame(first))
 
             def direct(message):
                 if message is _FINISHED or writer.is_closing() or self.recheck <= _now() \
                         or writer.transport.get_write_buffer_size() > WRITE_BUFFER:
                     return False    # a slow reader, a token to check again: the task below
-                writer.write(self.event(message, stream))
+                writer.write(frame(self.event(message, stream)))
                 deadline.set(KEEPALIVE_INTERVAL, stream.poke)   # not quiet: no keepalive due
                 return True
             stream.direct, stream.abort = direct, writer.transport.abort
-            while not stream.ended:     # a POST's stream ends with its answer
-                deadline.set(min(KEEPALIVE_INTERVAL, self.recheck - _now()), stream.poke)
-                message = await stream.get()
-                if message is None or message is _FINISHED or message is _PART:
-                    break
-                if not await self.authorized():     # the token is over: so is this connection
-                    if message is not _KEEPALIVE:   # and what it took waits for a resume
-                        stream.items.insert(0, message)
-                        stream.sizes.insert(0, 0)
-                    break
-                await self.send(b": keepalive\n\n" if message is _KEEPALIVE else self.event(message, stream))
+            while (message := await self._next(stream)) not in (None, _FINISHED, _PART):
+                await self.send(frame(b": keepalive\n\n" if message is _KEEPALIVE
+                                      else self.event(message, stream)))
         except ConnectionError:
             writer.transport.abort()
         finally:
             stream.direct = stream.abort = None
             stream.attached = False
-            watcher.cancel()
             if not stream.number or stream.ended:
                 stream.close()
                 stream.items.clear()
                 stream.sizes.clear()
-            if trace:
-                trace.note("out", closed)
+            if note and self.http.trace:
+                self.http.trace.note("out", note)
+        return None if self.watcher.done() else message
 
-
-_MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-                  MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
-
-
-def _mismatch(request, body, server):
-    """2026-07-28: the routing headers must say what the body says; why not as (code, message)."""
-    if type(body) is not dict:
-        return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
-                                 else "Invalid request")
-    params = body.get("params") if type(body.get("params")) is dict else {}
-    meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
-    if not (version := request.header("mcp-protocol-version")):
-        return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
-    if type(meta.get(_VERSION_KEY)) is str and version != meta[_VERSION_KEY]:
-        return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
-    name = params.get("name") if body.get("method") == "tools/call" else None
-    tool = server.tools.get(name) if type(name) is str else None
-    for header, value in _routing(body, tool.param_headers if tool else ()).items():
-        sent = request.header(header.lower(), None)
-        got = None if sent is None else _header_text(sent)
-        if got != _text(value) and not (type(value) is int and got and _INTEGER.fullmatch(got)
-                                        and int(got) == value):    # integers compare as numbers
-            return HEADER_MISMATCH, f"{header} header does not match the body"
-    return None
-
-
-_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")    # what int() takes, in ASCII digits only
-# 2026-07-28 HTTP: the Mcp-Name header repeats this param of these methods
-_NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-def _header_text(value):
-    """A Mcp-* header's value: text, or =?base64?...?= for what a header cannot carry
-    (None if neither: raw bytes beyond ASCII, or broken base64)."""
-    if not value.isascii():
+    async def _next(self, stream):
+        """What `stream` gives next, once its token is known to be good; None if it is not
+        (what it took waits, for a client that resumes)."""
+        self.deadline.set(min(KEEPALIVE_INTERVAL, self.recheck - _now()), stream.poke)
+        message = await stream.get()
+        if message is None or message is _FINISHED or message is _PART or await self.authorized():
+            return message
+        if message is not _KEEPALIVE:   # what it took waits, for a client that resumes
+            stream.items.insert(0, message)
+            stream.sizes.insert(0, 0)
         return None
-    if value.startswith("=?base64?") and value.endswith("?="):
+
+
+class _SseEndpoint:
+    """The legacy HTTP+SSE endpoint (2024-11-05), as the capture shows it: GET /sse opens
+    the session's stream, whose first event names where to POST (/messages?sessionId=...);
+    every answer comes on the stream, each POST is answered 202 at once."""
+
+    async def _sse_get(self, x):
+        self._make_room()
+        import secrets
+        sid = secrets.token_hex(16)
+        entry = self.sessions[sid] = self._own(_HttpSession(self.server, sid, legacy=True), x)
+        entry.standalone = _Stream()
+        x.start_sse(x.cors)
+        # The endpoint is a fixed relative path, never built from the Host header.
+        endpoint = x.fields({"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"})
         try:
-            return base64.b64decode(value[9:-2], validate=True).decode()
-        except ValueError:
-            return None
-    return value
+            await x.hold(entry.standalone, endpoint, "(the GET /sse stream closed: the session ends with it)")
+        finally:    # the stream was the session: it ends with it
+            self.sessions.pop(sid, None)
+            entry.close(cancel=False)
+        return False
 
-
-def _header_value(text):
-    """A value as an Mcp-* header carries it: itself if plain printable ASCII with no
-    space at either end, else ``=?base64?...?=`` (its UTF-8)."""
-    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
-        return text
-    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
-
-
-def _header_params(schema, path=()):
-    """The (argument path, header name) pairs a tool's inputSchema marks with
-    x-mcp-header; None if a mark is invalid: not a token, on what is not a string,
-    integer or boolean, or a name used twice (in any case)."""
-    found = []
-    properties = schema.get("properties") if type(schema) is dict else None
-    for key, prop in properties.items() if type(properties) is dict else ():
-        if type(prop) is dict and "x-mcp-header" in prop:
-            name = prop["x-mcp-header"]
-            if type(name) is not str or not _TOKEN.fullmatch(name) or \
-                    prop.get("type") not in ("string", "integer", "boolean"):
-                return None
-            found.append(((*path, key), name))
-        if (inner := _header_params(prop, (*path, key))) is None:
-            return None
-        found += inner
-    return found if len({name.lower() for _, name in found}) == len(found) else None
-
-
-def _routing(message, marks):
-    """2026-07-28 HTTP: what a request's routing headers say of it, so that it is routed unread
-    (the client sends them, the server checks them): Mcp-Method, Mcp-Name, and an Mcp-Param-*
-    for each argument present that its tool marks (`_header_params`), as header -> value."""
-    method, params = message.get("method"), message.get("params")
-    params = params if type(params) is dict else {}
-    found = {"Mcp-Method": method} if "id" in message and type(method) is str else {}
-    if type(method) is str and type(name := params.get(_NAME_KEY.get(method))) is str:
-        found["Mcp-Name"] = name
-    for path, header in marks:
-        value = params.get("arguments")
-        for key in path:
-            value = value.get(key) if type(value) is dict else None
-        if value is not None:
-            found["Mcp-Param-" + header] = value
-    return found
-
-
-def _text(value):
-    """An argument as its Mcp-Param-* header's text says it (before base64)."""
-    return value if type(value) is str else json.dumps(value)
-
-
-def _parsed_body(x):
-    """A POST's body parsed, as a frame for Session.receive; 400 if it is not JSON."""
-    try:
-        body = _request_from(x.request.body)
-    except McpError as e:
-        raise _HttpError(400, e.message, e.code) from None
-    x.request.body = b""    # traced already; a stream may stay open for hours: it keeps none of it
-    if x.auth:
-        x.http.auth.step_up(x.auth, body, x.http.server)
-    # A JSON string is no message; handed on parsed, it must not be decoded a second time.
-    return McpError(INVALID_REQUEST, "Invalid request") if type(body) is str else body
+    def _sse_post(self, x):
+        ids = [value for key, _, value in (p.partition("=") for p in x.request.query.split("&"))
+               if key in ("sessionId", "session_id")]
+        # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
+        if len(ids) != 1 or not (len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii() and ids[0].isalnum()):
+            raise _HttpError(400, "Missing or malformed sessionId")
+        entry = self._find(x, ids[0], legacy=True)
+        message = _parsed_body(x)
+        x.write(202, x.cors, b"")     # first: the answer goes to the stream
+        entry.session.receive(message)
+        return True
 
 
 class _McpEndpoint:
@@ -3084,8 +2961,7 @@ class _McpEndpoint:
 
     async def _mcp_post(self, x):
         body = _parsed_body(x)
-        batch = type(body) is list
-        message = body if type(body) is dict else {}
+        message, batch = body if type(body) is dict else {}, type(body) is list
         # 2026-07-28 (its header, or its _meta claim) stands alone: a session of one request.
         modern = x.request.header("mcp-protocol-version") in MODERN_VERSIONS or _modern(message.get("params"))
         listen = modern and message.get("method") == "subscriptions/listen"
@@ -3094,28 +2970,26 @@ class _McpEndpoint:
         initialize = not modern and message.get("method") == "initialize" and "id" in message
         if (entry := self._entry_for(x, body, modern, initialize)) is None:
             return True
-        frame = _chunk if x.request.version == "HTTP/1.1" else bytes   # 1.0: ends at close
         stream = _Stream(json_only=self.json_response and not listen or batch)
         if entry.sid in self.sessions and not stream.json_only:
             entry.number(stream)
-        stream.abort = x.writer.transport.abort
+        stream.abort, stream.attached = x.writer.transport.abort, True
         entry.posts.add(stream)
-        stream.attached = True
         try:
             entry.last_active = _now()
             taken = entry.session.receive(body, lambda: stream.put(_FINISHED), stream.put)
             if not taken:   # None: a batch refused whole, answered with one error
                 return self._no_request(x, stream, taken is not None and batch)
             headers = list(x.cors)
-            if initialize and not self.stateless and "result" in stream.items[0]:
+            if initialize and entry.sid and entry.sid not in self.sessions and "result" in stream.items[0]:
                 self.sessions[entry.sid] = entry    # a session exists once initialize succeeded
                 headers.append(("Mcp-Session-Id", entry.sid))
-            return await self._answer(x, stream, headers, batch, frame, modern)
+            return await self._answer(x, stream, headers, batch, modern)
         finally:
-            self._after_post(entry, stream, modern, initialize)
+            self._after_post(entry, stream, modern)
 
-    def _after_post(self, entry, stream, modern, initialize):
-        """A POST is over: a refused or failed opening request leaves nothing behind."""
+    def _after_post(self, entry, stream, modern):
+        """A POST is over: a one-request session, or a failed initialize's, goes with it."""
         entry.posts.discard(stream)
         stream.attached = False
         if stream.opened and not stream.closed:
@@ -3126,36 +3000,32 @@ class _McpEndpoint:
         else:
             stream.close()      # a client that left: what its requests still say is dropped
         entry.last_active = _now()
-        if self.stateless or modern or initialize and entry.sid not in self.sessions:
+        if entry.sid not in self.sessions:
             entry.close(cancel=modern)  # 2026-07-28: a client that leaves cancels
             self.stateless_entries.discard(entry)
 
     def _entry_for(self, x, body, modern, initialize):
         """The session a POST speaks to: its own for a 2026-07-28 request (None if its
-        headers do not match it: answered 400), a new one for initialize (or for every
-        POST, stateless), else the one its Mcp-Session-Id names."""
+        headers do not match it: answered 400) and for every POST --stateless, a new one
+        for initialize, else the one its Mcp-Session-Id names (a second initialize too)."""
         version = x.request.header("mcp-protocol-version", "2025-03-26")   # absent: 2025-03-26
-        if modern:
-            if (mismatch := _mismatch(x.request, body, self.server)):
-                id_ = body.get("id") if type(body) is dict else None
-                x.write(400, x.cors + [("Content-Type", "application/json")],
-                        encode(_error(id_ if _is_id(id_) else None, *mismatch)))
-                return None
-            version = MODERN_VERSIONS[0]
-        elif version not in PROTOCOL_VERSIONS:
+        if modern and (mismatch := _mismatch(x.request, body, self.server)):
+            id_ = body.get("id") if type(body) is dict else None
+            x.write(400, x.cors + [("Content-Type", "application/json")],
+                    encode(_error(id_ if _is_id(id_) else None, *mismatch)))
+            return None
+        if not modern and version not in PROTOCOL_VERSIONS:
             raise _HttpError(400, "Unsupported MCP-Protocol-Version")
-        elif not (self.stateless or initialize):
-            return self._lookup(x)
-        elif not self.stateless:
-            if x.request.header("mcp-session-id"):
-                raise _HttpError(400, "Invalid request: initialize must come without a session",
-                                 INVALID_REQUEST)
-            self._make_room()
-            import secrets
-            entry = _HttpSession(self.server, secrets.token_urlsafe(24), False)
         if modern or self.stateless:
-            entry = _HttpSession(self.server, None, False, None if initialize else version)
+            entry = _HttpSession(self.server, None, version=MODERN_VERSIONS[0] if modern else
+                                 None if initialize else version)
             self.stateless_entries.add(entry)
+        elif initialize and not x.request.header("mcp-session-id"):
+            import secrets
+            self._make_room()
+            entry = _HttpSession(self.server, secrets.token_urlsafe(24))
+        else:
+            return self._lookup(x)
         return self._own(entry, x)
 
     def _no_request(self, x, stream, batch):
@@ -3166,13 +3036,13 @@ class _McpEndpoint:
             return True
         status = 409 if not batch and errors[0]["error"]["message"] == _ID_IN_USE else 400
         x.write(status, x.cors + [("Content-Type", "application/json")],
-                b"[" + b",".join(map(encode, errors)) + b"]" if batch else encode(errors[0]))
+                _encode_all(errors) if batch else encode(errors[0]))
         return True
 
-    async def _answer(self, x, stream, headers, batch, frame, modern=False):
-        """Write the responses to a POST: one JSON body if nothing came before
-        the result, else an SSE stream of everything related, result last."""
-        responses, sse, quiet = [], False, 0.0
+    async def _answer(self, x, stream, headers, batch, modern):
+        """Write the responses to a POST: one JSON body if nothing came before the result,
+        else an SSE stream of everything related, result last (`_sse`)."""
+        responses, quiet = [], 0.0
         # 2026-07-28: a closed stream is a cancel, so it is looked for each second. A
         # resumable stream turns SSE after a second, primed, so that a client can resume it.
         step = min(KEEPALIVE_INTERVAL, 1.0) if modern or stream.primes else KEEPALIVE_INTERVAL
@@ -3181,61 +3051,48 @@ class _McpEndpoint:
             message = await stream.get()
             if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
                 break
-            if message is _PART:    # ctx.close_sse_stream(): the rest goes to a GET that resumes
-                sse = sse or self._start_sse(x, headers, frame, stream)
-                break
             if message is _KEEPALIVE:
                 if x.left() or not await x.authorized():    # its slot is freed (the work goes
                     return False        # on; a 2026-07-28 listen ends with its session)
                 quiet += step
-                due = quiet >= KEEPALIVE_INTERVAL
-                if stream.json_only or not (due or stream.primes and not sse):
-                    continue
-                sse = sse or self._start_sse(x, headers, frame, stream)
-                if due:
-                    quiet = 0.0
-                    await x.send(frame(b": keepalive\n\n"))
-            elif sse or "method" in message:    # something before the result: a stream
-                sse = sse or self._start_sse(x, headers, frame, stream)
-                if (event := x.event(message, stream)):
-                    await x.send(frame(event))
+                if not stream.json_only and (stream.primes or quiet >= KEEPALIVE_INTERVAL):
+                    due = quiet >= KEEPALIVE_INTERVAL
+                    return await self._sse(x, stream, headers, b": keepalive\n\n" * due)
+            elif message is _PART or "method" in message:      # something before the result
+                return await self._sse(x, stream, headers, message)
             else:
                 responses.append(message)
-        if not sse and not responses and not stream.json_only:
+        x.deadline.clear()
+        if not responses and not stream.json_only:
             # Every request was cancelled: no response (cancellation), yet a POST that
             # carried requests is answered with a stream (transports): an empty one.
-            sse = self._start_sse(x, headers, frame)
-        x.deadline.clear()
-        return await self._end_answer(x, headers, batch, frame, modern, responses, sse, message is _PART)
-
-    async def _end_answer(self, x, headers, batch, frame, modern, responses, sse, parted=False):
-        if sse:
-            await x.send(frame(b""))     # chunked: the last chunk
-            if self.trace:
-                self.trace.note("out", "(the server ends the SSE stream: the client resumes it with GET)"
-                                if parted else "(the SSE stream ends: every answer was sent)")
-        elif responses:
-            body = b"[" + b",".join(map(_encode_safely, responses)) + b"]" if batch \
-                else _encode_safely(responses[0])
-            # 2026-07-28 says an error's HTTP status too: 400, or 404 for an unknown method.
-            code = modern and responses[0].get("error", {}).get("code")
-            x.write(_MODERN_STATUS.get(code, 200), headers + [("Content-Type", "application/json")], body)
-        else:
+            return await self._sse(x, stream, headers, None)
+        if not responses:
             x.write(202, headers, b"")
+            return True
+        # 2026-07-28 says an error's HTTP status too: 400, or 404 for an unknown method.
+        code = modern and responses[0].get("error", {}).get("code")
+        x.write(_MODERN_STATUS.get(code, 200), headers + [("Content-Type", "application/json")],
+                _encode_all(responses) if batch else _encode_safely(responses[0]))
         return True
 
-    @staticmethod
-    def _start_sse(x, headers, frame, stream=None):
-        headers = headers + [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                             ("X-Accel-Buffering", "no")]
-        if frame is _chunk:
-            x.write(200, headers + [("Transfer-Encoding", "chunked")], None)
-        else:               # HTTP/1.0: the stream ends when the connection closes
-            x.write(200, headers, None, close=True)
-        if stream is not None and stream.number:
-            stream.opened = True
-            if stream.primes:
-                x.writer.write(frame(x.prime(stream)))
+    async def _sse(self, x, stream, headers, first):
+        """The answer as an SSE stream: a priming event (2025-11-25), `first` (what came before
+        the result, or a keepalive), then the rest (`hold`); `first` _PART ends it at once
+        (ctx.close_sse_stream(): the client resumes it), None leaves it empty (all cancelled)."""
+        x.start_sse(headers, chunked=x.request.version == "HTTP/1.1")
+        stream.opened = bool(stream.number) and first is not None
+        prime = x.prime(stream) if stream.opened else b""
+        if first is None or first is _PART:
+            await x.send(x.frame(prime) if prime else b"")
+        else:
+            first = await x.hold(stream, prime + (first if type(first) is bytes else x.event(first, stream)))
+            if first is None:
+                return False    # the client left (or its token ended): its connection ends
+        await x.send(x.frame(b""))     # chunked: the last chunk
+        if self.trace:
+            self.trace.note("out", "(the server ends the SSE stream: the client resumes it with GET)"
+                            if first is _PART else "(the SSE stream ends: every answer was sent)")
         return True
 
     async def _mcp_get(self, x):
@@ -3243,21 +3100,17 @@ class _McpEndpoint:
             raise _HttpError(406, "Accept must list text/event-stream")
         entry = self._lookup(x)
         if (last := x.request.header("last-event-id")):
-            stream, events = await entry.resume(last)
-            x.open_sse()
-            if self.trace:
-                self.trace.note("out", f"(the stream resumes after {last}; events sent again: {len(events)})")
-            first = b"".join(events)
-        else:   # the session's own stream; one that lost its connection goes on
-            if (stream := entry.standalone) is not None and stream.attached:
-                raise _HttpError(409, "A stream is already open for this session")
-            if stream is None or stream.closed:
-                stream = entry.number(_Stream())
-            entry.standalone = stream
-            x.open_sse()
-            first = x.prime(stream)
+            stream, events = await _resume(entry, last)
+        elif (stream := entry.standalone) is not None and stream.attached:
+            raise _HttpError(409, "A stream is already open for this session")
+        elif stream is None or stream.closed:   # the session's own (one that lost its connection goes on)
+            stream = entry.standalone = entry.number(_Stream())
+        x.start_sse(x.cors)
+        if last and self.trace:
+            self.trace.note("out", f"(the stream resumes after {last}; events sent again: {len(events)})")
         try:
-            await x.hold(stream, first, "(the GET /mcp stream closed)")
+            await x.hold(stream, b"".join(events) if last else x.prime(stream),
+                         "(the GET /mcp stream closed)")
         finally:
             if stream.closed:
                 entry.kept.pop(stream.number, None)
@@ -3283,54 +3136,34 @@ class _McpEndpoint:
         return sse_ok if sse_needed is None else json_ok and (sse_ok or not sse_needed)
 
     def _lookup(self, x):
-        sid = x.request.header("mcp-session-id")
-        if not sid:
+        if not (sid := x.request.header("mcp-session-id")):
             raise _HttpError(400, "Missing Mcp-Session-Id header")
-        entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
-        # another user's session is as unknown as none (SECURITY.md R7): its existence is not told
-        if entry is None or entry.legacy or x.auth and entry.session.principal != _principal(x):
-            raise _HttpError(404, "Session not found")
-        entry.session.auth = x.auth
-        return entry
+        return self._find(x, sid, legacy=False)
 
 
-class _SseEndpoint:
-    """The legacy HTTP+SSE endpoint (2024-11-05): GET /sse opens the session's
-    stream, whose first event names where to POST (/messages?sessionId=...)."""
-
-    async def _sse_get(self, x):
-        self._make_room()
-        import secrets
-        sid = secrets.token_hex(16)
-        entry = self.sessions[sid] = self._own(_HttpSession(self.server, sid, True), x)
-        entry.standalone = _Stream()
-        x.open_sse()
-        # The endpoint is a fixed relative path, never built from the Host header.
-        endpoint = x.fields({"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"})
-        try:
-            await x.hold(entry.standalone, endpoint, "(the GET /sse stream closed: the session ends with it)")
-        finally:    # the stream was the session: it ends with it
-            self.sessions.pop(sid, None)
-            entry.close(cancel=False)
-        return False
-
-    def _sse_post(self, x):
-        ids = [value for key, _, value in (p.partition("=") for p in x.request.query.split("&"))
-               if key in ("sessionId", "session_id")]
-        # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
-        if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii() and ids[0].isalnum()):
-            raise _HttpError(400, "Missing or malformed sessionId")
-        entry = self.sessions.get(ids[0])
-        if entry is None or not entry.legacy or x.auth and entry.session.principal != _principal(x):
-            raise _HttpError(404, "Session not found")
-        entry.session.auth = x.auth
-        message = _parsed_body(x)
-        x.write(202, x.cors, b"")     # first: the answer goes to the stream
-        entry.session.receive(message)
-        return True
+def _parsed_body(x):
+    """A POST's body parsed, as a frame for Session.receive; 400 if it is not JSON."""
+    try:
+        body = _request_from(x.request.body)
+    except McpError as e:
+        raise _HttpError(400, e.message, e.code) from None
+    x.request.body = b""    # traced already; a stream may stay open for hours: it keeps none of it
+    if x.auth:
+        x.http.auth.step_up(x.auth, body, x.http.server)
+    # A JSON string is no message; handed on parsed, it must not be decoded a second time.
+    return McpError(INVALID_REQUEST, "Invalid request") if type(body) is str else body
 
 
-class HttpServer(_McpEndpoint, _SseEndpoint):
+# (method, path) -> its endpoint's handler; a path -> what a 405 there says it takes
+_ROUTES = {("POST", "/mcp"): "_mcp_post", ("GET", "/mcp"): "_mcp_get", ("DELETE", "/mcp"): "_mcp_delete",
+           ("GET", "/sse"): "_sse_get", ("POST", "/messages"): "_sse_post"}
+_ALLOWED = {"/mcp": ("GET, POST, DELETE", "/mcp takes POST, GET and DELETE"),
+            "/sse": ("GET", "/sse takes GET, the legacy SSE stream (which names where to POST); "
+                            "Streamable HTTP takes POSTs at /mcp"),
+            "/messages": ("POST", "/messages takes the POSTs of a legacy SSE session")}
+
+
+class HttpServer(_SseEndpoint, _McpEndpoint):
     """The HTTP front door: connections, parsing, limits, Host/Origin/token checks and routing
     to the two endpoints (mixins, kept apart so each protocol reads on its own); the protocol
     is the Session's. Created by `serve_http` / `start_http`; `port` is the bound port."""
@@ -3503,56 +3336,56 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
                                   f"{request.query}", request.headers, request.body)
 
     async def _route(self, x):
-        """Serve one request. Returns False when the connection must close."""
+        """Serve one request (`_ROUTES`). Returns False when the connection must close."""
         if self.closing:
             raise _HttpError(503, "Server shutting down")
-        self._check_peer(x.request)
-        path, method = x.request.path, x.request.method
-        if method == "OPTIONS" and x.cors and path in ("/mcp", "/sse", "/messages"):
-            self._no_body(x.request)                # else its body would be read as a request
-            asked = (h.strip() for h in x.request.header("access-control-request-headers").split(","))
-            params = "".join(f", {h}" for h in asked
-                             if h[:10].lower() == "mcp-param-" and _TOKEN.fullmatch(h))
-            x.write(204, x.cors + [                 # browsers send no Authorization here
-                ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
-                ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
-                                                 "MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
-                                                 + params),    # 2026-07-28: and a tool's Mcp-Param-*
-                ("Access-Control-Max-Age", "600")], b"")
-            return True
+        request, path = x.request, x.request.path
+        self._check_peer(request)
+        if request.method == "OPTIONS" and x.cors and path in _ALLOWED:
+            return self._preflight(x)
         if self.auth and path.startswith(_WELL_KNOWN):   # public: no token needed (RFC 9728 3)
-            self._no_body(x.request)
+            self._no_body(request)
             return self.auth.publish(x, self.server)
-        if path not in ("/mcp", "/sse", "/messages"):  # no token needed to hear that (e.g. no
-            raise _HttpError(404, "Not found")         # authorization server lives here)
-        x.auth = self.auth and await self.auth.check(x.request)     # before any body is read
+        if path not in _ALLOWED:    # no token needed to hear that (no authorization server lives here)
+            raise _HttpError(404, "Not found")
+        x.auth = self.auth and await self.auth.check(request)     # before any body is read
         x.recheck = _recheck(x.auth) if x.auth else math.inf
-        if path == "/mcp":
-            if method == "POST":
-                await self._read_body(x)
-                return await self._mcp_post(x)
-            if x.request.header("mcp-protocol-version") in MODERN_VERSIONS:    # no streams but POSTs'
-                raise _HttpError(405, "2026-07-28 has no GET or DELETE: each request is a POST",
-                                 headers=[("Allow", "POST")])
-            # 2025-06-18 transports: 400 on an unsupported MCP-Protocol-Version; absent = 2025-03-26.
-            if x.request.header("mcp-protocol-version", "2025-03-26") not in PROTOCOL_VERSIONS:
-                raise _HttpError(400, "Unsupported MCP-Protocol-Version")
-            if method in ("GET", "DELETE") and not self.stateless:
-                self._no_body(x.request)
-                return await self._mcp_get(x) if method == "GET" else self._mcp_delete(x)
-            raise _HttpError(405, "/mcp takes POST" + ("" if self.stateless else ", GET and DELETE"),
-                             headers=[("Allow", "POST" if self.stateless else "GET, POST, DELETE")])
-        if path == "/sse":
-            if method != "GET":     # VS Code probes with POST first: 405 sends it to GET
-                raise _HttpError(405, "/sse takes GET, the legacy SSE stream (which names where to POST); "
-                                      "Streamable HTTP takes POSTs at /mcp", headers=[("Allow", "GET")])
-            self._no_body(x.request)
-            return await self._sse_get(x)
-        if method != "POST":
-            raise _HttpError(405, "/messages takes the POSTs of a legacy SSE session",
-                             headers=[("Allow", "POST")])
-        await self._read_body(x)
-        return self._sse_post(x)
+        handler, version = _ROUTES.get((request.method, path)), request.header("mcp-protocol-version")
+        post_only = path == "/mcp" and (self.stateless or version in MODERN_VERSIONS)
+        if handler is None or post_only and request.method != "POST":
+            allow, what = ("POST", "/mcp takes POST only: 2026-07-28 requests and --stateless have no "
+                                   "session to stream or end") if post_only else _ALLOWED[path]
+            raise _HttpError(405, what, headers=[("Allow", allow)])
+        if request.method == "POST":
+            await self._read_body(x)
+        elif path == "/mcp" and (version or "2025-03-26") not in PROTOCOL_VERSIONS:
+            raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # 2025-06-18 transports
+        else:
+            self._no_body(request)
+        answer = getattr(self, handler)(x)
+        return answer if type(answer) is bool else await answer
+
+    def _preflight(self, x):
+        """A browser asks (CORS) whether it may: which methods, and which headers."""
+        self._no_body(x.request)                # else its body would be read as a request
+        asked = (h.strip() for h in x.request.header("access-control-request-headers").split(","))
+        params = "".join(f", {h}" for h in asked if h[:10].lower() == "mcp-param-" and _TOKEN.fullmatch(h))
+        x.write(204, x.cors + [                 # browsers send no Authorization here
+            ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
+            ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+                                             "MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+                                             + params),    # 2026-07-28: and a tool's Mcp-Param-*
+            ("Access-Control-Max-Age", "600")], b"")
+        return True
+
+    def _find(self, x, sid, legacy):
+        """The session `sid` names, of this kind and this user: another user's is as unknown
+        as none (SECURITY.md R7: its existence is not told)."""
+        entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
+        if entry is None or entry.legacy != legacy or x.auth and entry.session.principal != _principal(x):
+            raise _HttpError(404, "Session not found")
+        entry.session.auth = x.auth
+        return entry
 
     def _check_peer(self, request):
         # Host first: under DNS rebinding the Origin looks fine; only Host betrays it.
@@ -3625,6 +3458,174 @@ async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options)
         await asyncio.Event().wait()
     finally:
         await http.close(SHUTDOWN_GRACE if grace is None else grace)
+
+##############################################################################
+# Extension: resumable streams (2025-03-26+; skip on a first reading)
+##############################################################################
+
+
+class _Replay:
+    """What the resumable streams of a server keep, MAX_REPLAY_BYTES together: past it, the stream
+    written least recently loses its oldest events first (a resume from before them gets 400)."""
+
+    def __init__(self):
+        self.streams, self.size = {}, 0     # in the order they were last written
+
+    def add(self, stream, event):
+        if stream.closed:   # what a closed stream still writes out is never replayed
+            return
+        if stream.log is None:
+            stream.log, stream.replay = deque(), self
+        stream.log.append((stream.seq, event))
+        stream.logged += len(event)
+        self.size += len(event)
+        self.streams.pop(stream, None)
+        self.streams[stream] = stream
+        while stream.logged > REPLAY_BYTES:
+            self._drop(stream)
+        while self.size > MAX_REPLAY_BYTES:
+            self._drop(next(iter(self.streams)))
+
+    def _drop(self, stream):
+        size = len(stream.log.popleft()[1])
+        stream.logged -= size
+        self.size -= size
+        if not stream.log:
+            del self.streams[stream]
+
+    def forget(self, stream):
+        self.size -= stream.logged
+        self.streams.pop(stream, None)
+        stream.log, stream.logged = None, 0
+
+
+async def _resume(entry, last):
+    """The stream a Last-Event-ID names (2025-03-26 transports: resumability), and what it
+    sent after that id; 400 when it is over, or lost some of it, and nothing changes then. A
+    stream still open is one its client lost before we noticed: it leaves that connection."""
+    number, _, seq = last.partition("-")
+    if not (len(last) < 40 and last.isascii() and number.isdigit() and seq.isdigit()):
+        raise _HttpError(400, "Malformed Last-Event-ID")
+    streams = [entry.standalone, *entry.kept.values(), *entry.posts]
+    stream = next((s for s in streams if s and s.number == int(number) > 0 and not s.closed), None)
+    if stream is None:
+        raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
+    if int(seq) > stream.seq:
+        raise _HttpError(400, f"Last-Event-ID {last}: no such event was sent")
+    if stream.since(int(seq)) is None:
+        raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
+    stream.part()
+    for tick in range(200):
+        if not stream.attached:
+            break
+        if tick == 100 and stream.abort:    # stuck writing to a client that is gone
+            stream.abort()
+        await asyncio.sleep(0.01)
+    else:
+        raise _HttpError(409, "That stream is open, and does not let go")
+    if (events := stream.since(int(seq))) is None:  # lost while it let go: kept, to be tried again
+        raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
+    return stream, events
+
+
+##############################################################################
+# Extension: 2026-07-28 over HTTP, the routing headers (skip on a first reading)
+##############################################################################
+
+
+_MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
+                  MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
+
+
+def _mismatch(request, body, server):
+    """2026-07-28: the routing headers must say what the body says; why not as (code, message)."""
+    if type(body) is not dict:
+        return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
+                                 else "Invalid request")
+    params = body.get("params") if type(body.get("params")) is dict else {}
+    meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
+    if not (version := request.header("mcp-protocol-version")):
+        return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
+    if type(meta.get(_VERSION_KEY)) is str and version != meta[_VERSION_KEY]:
+        return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
+    name = params.get("name") if body.get("method") == "tools/call" else None
+    tool = server.tools.get(name) if type(name) is str else None
+    for header, value in _routing(body, tool.param_headers if tool else ()).items():
+        sent = request.header(header.lower(), None)
+        got = None if sent is None else _header_text(sent)
+        if got != _text(value) and not (type(value) is int and got and _INTEGER.fullmatch(got)
+                                        and int(got) == value):    # integers compare as numbers
+            return HEADER_MISMATCH, f"{header} header does not match the body"
+    return None
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")    # what int() takes, in ASCII digits only
+# 2026-07-28 HTTP: the Mcp-Name header repeats this param of these methods
+_NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def _header_text(value):
+    """A Mcp-* header's value: text, or =?base64?...?= for what a header cannot carry
+    (None if neither: raw bytes beyond ASCII, or broken base64)."""
+    if not value.isascii():
+        return None
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode()
+        except ValueError:
+            return None
+    return value
+
+
+def _header_value(text):
+    """A value as an Mcp-* header carries it: itself if plain printable ASCII with no
+    space at either end, else ``=?base64?...?=`` (its UTF-8)."""
+    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
+        return text
+    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
+
+def _header_params(schema, path=()):
+    """The (argument path, header name) pairs a tool's inputSchema marks with
+    x-mcp-header; None if a mark is invalid: not a token, on what is not a string,
+    integer or boolean, or a name used twice (in any case)."""
+    found = []
+    properties = schema.get("properties") if type(schema) is dict else None
+    for key, prop in properties.items() if type(properties) is dict else ():
+        if type(prop) is dict and "x-mcp-header" in prop:
+            name = prop["x-mcp-header"]
+            if type(name) is not str or not _TOKEN.fullmatch(name) or \
+                    prop.get("type") not in ("string", "integer", "boolean"):
+                return None
+            found.append(((*path, key), name))
+        if (inner := _header_params(prop, (*path, key))) is None:
+            return None
+        found += inner
+    return found if len({name.lower() for _, name in found}) == len(found) else None
+
+
+def _routing(message, marks):
+    """2026-07-28 HTTP: what a request's routing headers say of it, so that it is routed unread
+    (the client sends them, the server checks them): Mcp-Method, Mcp-Name, and an Mcp-Param-*
+    for each argument present that its tool marks (`_header_params`), as header -> value."""
+    method, params = message.get("method"), message.get("params")
+    params = params if type(params) is dict else {}
+    found = {"Mcp-Method": method} if "id" in message and type(method) is str else {}
+    if type(method) is str and type(name := params.get(_NAME_KEY.get(method))) is str:
+        found["Mcp-Name"] = name
+    for path, header in marks:
+        value = params.get("arguments")
+        for key in path:
+            value = value.get(key) if type(value) is dict else None
+        if value is not None:
+            found["Mcp-Param-" + header] = value
+    return found
+
+
+def _text(value):
+    """An argument as its Mcp-Param-* header's text says it (before base64)."""
+    return value if type(value) is str else json.dumps(value)
+
 
 ##############################################################################
 # Authorization: the resource server (MCP 2025-06-18+ basic/authorization; PROTOCOL.md 8)

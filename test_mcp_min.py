@@ -3759,7 +3759,7 @@ class HttpSessionTest(HttpTestCase):
     async def test_reinitialize_refused(self):
         sid = await self.client.initialize()
         response = await self.client.post(rpc(5, "initialize", init_params()), sid)
-        self.assertJsonRpcError(response, 400, INVALID_REQUEST)
+        self.assertJsonRpcError(response, 200, INVALID_REQUEST, 5)  # the session says no, as on stdio and /sse
         response = await self.client.post([rpc(5, "initialize", init_params("2025-03-26"))],
                                           version="2025-03-26")
         self.assertJsonRpcError(response, 400, INVALID_REQUEST)
@@ -5428,6 +5428,7 @@ class SameAnswersTest(HttpTestCase):
             ([[rpc("i1", "initialize", init_params(self.VERSION)), rpc("i2", "ping")]],
              [("i1", INVALID_REQUEST), ("i2", "ok")]),       # MCP 2025-03-26: never in a batch
             ([[rpc("d", "ping"), rpc("d", "ping")]], [("d", INVALID_REQUEST), ("d", "ok")]),
+            ([rpc("again", "initialize", init_params(self.VERSION))], [("again", INVALID_REQUEST)]),
             ([call("r", "wait"), call("r", "count")], [("r", INVALID_REQUEST), ("r", "ok")]),
         ]
 
