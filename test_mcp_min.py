@@ -32,6 +32,7 @@ import pathlib
 import py_compile
 import queue
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -6173,6 +6174,287 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         client.request = request
         with self.assertRaisesRegex(McpError, "repeated a cursor"):
             await asyncio.wait_for(client.list_tools(), TIMEOUT)
+
+
+_BIG_ANSWERS = """\
+from mcp_min import Server, Context
+server = Server('big')
+
+@server.tool()
+async def big(ctx: Context, n: int, stream: bool = False) -> str:
+    if stream:      # a log message first: the answer then goes as an SSE stream
+        ctx.log('info', 'a big answer comes')
+    return 'x' * n
+"""
+
+# _BIG_ANSWERS' tool, its answers written as the TypeScript SDK writes them: the id last.
+_ID_LAST = """\
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if 'id' not in message:
+        continue
+    if message['method'] == 'initialize':
+        result = {'protocolVersion': message['params']['protocolVersion'], 'capabilities': {'tools': {}},
+                  'serverInfo': {'name': 'id-last', 'version': '1'}}
+    else:
+        result = {'content': [{'type': 'text', 'text': 'x' * message['params']['arguments']['n']}]}
+    print(json.dumps({'result': result, 'jsonrpc': '2.0', 'id': message['id']}), flush=True)
+"""
+
+
+class ClientBigAnswerTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 30: the client's limit on one message from a server is its own (MAX_MESSAGE_BYTES,
+    Client(max_message_bytes=)); big answers arrive on every transport, and one past the limit
+    fails its call at once while the session goes on."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.path, cls.id_last = os.path.join(cls.tmp, "big.py"), os.path.join(cls.tmp, "id_last.py")
+        for path, source in ((cls.path, _BIG_ANSWERS), (cls.id_last, _ID_LAST)):
+            with open(path, "w") as f:
+                f.write(source)
+        cls.json, cls.sse = side_by_side(lambda *args: ServerProcess(cls.path, *args),
+                                         ("--json-response",), ())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.json.close()
+        cls.sse.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    async def asyncSetUp(self):
+        asyncio.get_running_loop().slow_callback_duration = 5     # big answers are decoded here
+
+    def transports(self):
+        """(name, target, stream, era): the tool's answer goes as JSON unless `stream`."""
+        mcp, sse = f"http://127.0.0.1:{self.json.port}/mcp", f"http://127.0.0.1:{self.sse.port}"
+        return [("stdio", [*SERVE, "serve", "--stdio", self.path], False, "auto"),
+                ("HTTP JSON", mcp, False, "auto"), ("HTTP JSON", mcp, False, "handshake"),
+                ("HTTP SSE", sse + "/mcp", True, "auto"), ("HTTP SSE", sse + "/mcp", True, "handshake"),
+                ("legacy SSE", sse + "/sse", True, "handshake")]
+
+    def client(self, target, era, logs, **options):
+        return mcp_min.Client(target, timeout=TIMEOUT, era=era, on_log=logs.append, env=_clean_env(),
+                              inherit_env=False, **options)
+
+    async def test_a_9_mib_answer_arrives_within_a_second_on_every_transport(self):
+        # Regression (issue 30): reading SSE was quadratic; this answer took 7 s on /mcp, 10 s on /sse.
+        seconds = {}
+        for name, target, stream, era in self.transports():
+            if era == "handshake" and name != "legacy SSE":
+                continue    # the default era (2026-07-28 with these servers) is enough here
+            logs = []
+            async with self.client(target, era, logs) as client:
+                await client.call_tool("big", {"n": 1, "stream": stream})   # connected, tools listed
+                best = float("inf")
+                for _ in range(3):      # the best of three: other work on the machine can only add
+                    started = time.perf_counter()
+                    result = await client.call_tool("big", {"n": 9 << 20, "stream": stream})
+                    best = min(best, time.perf_counter() - started)
+                    self.assertEqual(len(result["content"][0]["text"]), 9 << 20, name)
+                    if best < 1.0:
+                        break
+            seconds[name] = round(best, 3)
+            self.assertEqual(bool(logs), stream, name)      # SSE: the log message came first
+        self.assertLess(max(seconds.values()), 1.0, f"seconds per 9 MiB answer: {seconds}")
+
+    async def test_an_answer_past_the_limit_fails_its_call_at_once_and_the_session_goes_on(self):
+        # ... its id read where the server wrote it, even last (the TypeScript SDK's order)
+        id_last = ("stdio, id last", [*PYTHON, self.id_last], False, "handshake")
+
+        async def past_the_limit(name, target, stream, era):
+            async with self.client(target, era, [], max_message_bytes=1 << 20) as client:
+                started = time.perf_counter()
+                with self.assertRaises(McpError, msg=(name, era)) as caught:
+                    await client.call_tool("big", {"n": 2 << 20, "stream": stream})
+                self.assertLess(time.perf_counter() - started, 1.0, (name, era))   # not at its timeout
+                self.assertEqual(caught.exception.code, INTERNAL_ERROR, (name, era))
+                self.assertIn(f"over {1 << 20} bytes", caught.exception.message)
+                self.assertIn("Client(max_message_bytes=...)", caught.exception.message)
+                result = await client.call_tool("big", {"n": 1000, "stream": stream})
+                self.assertEqual(result["content"][0]["text"], "x" * 1000, (name, era))
+        await asyncio.gather(*(past_the_limit(*transport) for transport in [*self.transports(), id_last]))
+
+    def test_sse_reading_is_linear_in_the_event_size(self):
+        # Regression (issue 30): each 64 KiB piece re-split the whole buffer: 14 MiB took 8.4 s.
+        # 4 times the size costs under 6 times the CPU (it was 16 times: quadratic).
+        def event(size):    # one event of `size` bytes of data, as read: in READ_CHUNK pieces
+            data = b"data: " + b"x" * size + b"\n\n"
+            return size, [data[i:i + mcp_min.READ_CHUNK] for i in range(0, len(data), mcp_min.READ_CHUNK)]
+
+        def cost(size, pieces):     # CPU seconds to parse it
+            parser, events, started = mcp_min._SseParser(), [], time.thread_time()
+            for piece in pieces:
+                events += parser.feed(piece)
+            spent = time.thread_time() - started
+            self.assertEqual([len(e["data"]) for e in events], [size])
+            return spent
+        events = event(7 << 19), event(14 << 20)    # 3.5 MiB, 14 MiB
+        # the least of four each, taken in turns: a pause or a busy neighbour can only add
+        small, large = map(min, zip(*[[cost(*e) for e in events] for _ in range(4)]))
+        self.assertLess(large, 6 * small, f"CPU seconds: 3.5 MiB {small:.3f}, 14 MiB {large:.3f}")
+
+
+def _live_processes(group):
+    """PIDs of the processes of process group `group` still running: a zombie (dead, not yet
+    reaped: PID 1 in a container may never reap an orphan) counts as gone."""
+    live = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/stat") as f:
+                state, _, pgrp = f.read().rpartition(")")[2].split()[:3]
+            if int(pgrp) == group and state not in "ZX":
+                live.append(int(pid))
+    return live
+
+
+def _kill(pid):
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid):
+    """Whether process `pid` runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in "ZX"
+    except FileNotFoundError:
+        return False
+
+
+# A stdio server that asks for what the client never said it takes: a form or a URL
+# elicitation (the tool's `mode`), as an input request (2026-07-28) or a request of its own,
+# whose answer it returns as the tool's text (the handshake era).
+_ASKING = """\
+import json, sys
+def send(message):
+    print(json.dumps({'jsonrpc': '2.0', **message}), flush=True)
+def ask(mode):
+    if mode == 'url':
+        return {'mode': 'url', 'message': 'Sign in', 'url': 'https://example.com/in', 'elicitationId': 'e1'}
+    return {'message': 'Name?', 'requestedSchema': {'properties': {'name': {'type': 'string'}}}}
+handshake = False
+for line in sys.stdin:
+    message = json.loads(line)
+    method, id_, params = message.get('method'), message.get('id'), message.get('params') or {}
+    info = {'capabilities': {'tools': {}}, 'serverInfo': {'name': 'asking', 'version': '1'}}
+    if method == 'server/discover':
+        send({'id': id_, 'result': {'supportedVersions': ['2026-07-28'], **info}})
+    elif method == 'initialize':
+        handshake = True
+        send({'id': id_, 'result': {'protocolVersion': params['protocolVersion'], **info}})
+    elif method == 'tools/call' and handshake:
+        send({'id': 'ask-1', 'method': 'elicitation/create', 'params': ask(params['arguments'].get('mode'))})
+        answer = json.loads(sys.stdin.readline())
+        send({'id': id_, 'result': {'content': [{'type': 'text', 'text': json.dumps(answer)}]}})
+    elif method == 'tools/call':
+        asked = {'ask': {'method': 'elicitation/create', 'params': ask(params['arguments'].get('mode'))}}
+        send({'id': id_, 'result': {'resultType': 'input_required', 'inputRequests': asked}})
+    elif id_ is not None:
+        send({'id': id_, 'result': {'tools': []} if method == 'tools/list' else {}})
+"""
+
+
+@unittest.skipUnless(os.path.exists("/proc/self/stat"), "reads processes from /proc")
+class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 30: a stdio server runs in a process group of its own, which close() ends whole
+    (npx, uvx and shell wrappers start the server as a grandchild); and what this client has
+    no handler for, it declines in its own name."""
+
+    async def check_wrapped(self, pidfile, grandchild, with_block):
+        """A server started by `sh`, which first starts `grandchild` (it outlives EOF, and writes
+        its PID in `pidfile`), ended by close() or by the end of `async with` (`with_block`):
+        nothing of its process group runs after. How long the ending took."""
+        shell = f"{grandchild} & echo $! > {shlex.quote(pidfile)}; exec {SERVE_CMD} serve --stdio"
+        client = mcp_min.Client(["sh", "-c", shell], timeout=TIMEOUT, env=_clean_env(), inherit_env=False)
+
+        async def running():
+            with open(pidfile) as f:
+                pid = int(f.read())
+            self.addCleanup(_kill, pid)
+            server = client._transport.process
+            self.assertTrue(_running(pid))
+            self.assertEqual(os.getpgid(pid), server.pid)   # the server leads the group: both in it
+            result = await client.call_tool("getUser", {"name": "Jane"})
+            self.assertEqual(result["structuredContent"]["name"], "Jane")
+            return pid, server, time.monotonic()
+        if with_block:
+            async with client:
+                pid, server, started = await running()
+        else:
+            await client.connect()
+            pid, server, started = await running()
+            await client.close()
+        took = time.monotonic() - started
+        self.assertIsNotNone(server.returncode)
+        self.assertFalse(_running(pid), "the grandchild still runs")
+        self.assertEqual(_live_processes(server.pid), [])
+        return took
+
+    async def test_a_wrapped_server_leaves_no_process_behind(self):
+        # Regression (issue 30): the server's grandchild (npx -> sh -> node) outlived close(), reparented.
+        step = 0.2
+        with mock.patch.object(mcp_min, "KILL_STEP", step), tempfile.TemporaryDirectory() as tmp:
+            # one ignores SIGTERM too (SIGKILL ends it); one ends on SIGTERM, at the end of `async with`
+            took = await asyncio.gather(
+                self.check_wrapped(os.path.join(tmp, "1"), "(trap '' TERM; exec sleep 300)", False),
+                self.check_wrapped(os.path.join(tmp, "2"), "sleep 300", True))
+        self.assertLess(max(took), 3 * step + 2.0, took)    # EOF, SIGTERM, SIGKILL: a KILL_STEP each
+
+    async def asking(self, path, era, mode="form", **handlers):
+        """What the asking server's tool answers this client, or the McpError it raises."""
+        async with mcp_min.Client([*PYTHON, path], era=era, timeout=TIMEOUT, **handlers) as client:
+            try:
+                return json.loads((await client.call_tool("ask", {"mode": mode}))["content"][0]["text"])
+            except McpError as e:
+                return e
+
+    async def test_what_the_client_has_no_handler_for_it_declines_in_its_own_name(self):
+        # Regression (issue 30): it read "-32601 Method not found", as if the server had said it.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "asking.py")
+            with open(path, "w") as f:
+                f.write(_ASKING)
+            cli = await asyncio.create_subprocess_exec(     # stdin no terminal: no form to fill in
+                *PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {shlex.quote(path)}", "tools/call", "ask",
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+            url = lambda p: {"action": "decline"}      # noqa: E731
+            form, url_only, form_only, handshake, (_, cli_stderr) = await asyncio.gather(
+                self.asking(path, "2026-07-28"), self.asking(path, "2026-07-28", elicit_url=url),
+                self.asking(path, "2026-07-28", "url", elicitation=url), self.asking(path, "handshake"),
+                asyncio.wait_for(cli.communicate(), TIMEOUT))
+        declined = "This client declined the server's {}: it has no handler for it (Client({}=...))"
+        self.assertIsInstance(form, McpError)     # 2026-07-28: raised here, as the call's error
+        self.assertEqual((form.code, form.message), (METHOD_NOT_FOUND, declined.format(
+            "form elicitation", "elicitation")))
+        self.assertEqual((url_only.code, url_only.message), (INVALID_PARAMS, declined.format(
+            "form elicitation", "elicitation")))
+        self.assertEqual((form_only.code, form_only.message), (INVALID_PARAMS, declined.format(
+            "URL elicitation", "elicit_url")))
+        # the handshake era: the server's request gets an error answer, and its tool goes on
+        self.assertEqual(handshake, {"jsonrpc": "2.0", "id": "ask-1", "error": {
+            "code": METHOD_NOT_FOUND, "message": declined.format("form elicitation", "elicitation")}})
+        self.assertEqual(cli.returncode, 1)
+        self.assertIn("error -32602: This client declined the server's form elicitation", cli_stderr.decode())
+
+    def test_the_cli_fills_in_a_form_on_a_terminal(self):
+        params = {"message": "Who?", "requestedSchema": {"type": "object", "properties": {
+            "name": {"type": "string"}, "age": {"type": "integer"}, "note": {"type": "string"}}}}
+        terminal = mock.Mock(isatty=lambda: True)
+        with contextlib.redirect_stderr(io.StringIO()) as shown, mock.patch.object(sys, "stdin", terminal):
+            with mock.patch("builtins.input", side_effect=["007", "42", ""]):
+                typed = mcp_min._show_url(params)
+            with mock.patch("builtins.input", side_effect=["", "", ""]):
+                nothing = mcp_min._show_url(params)
+        self.assertEqual(typed, {"action": "accept", "content": {"name": "007", "age": 42}})  # text as typed
+        self.assertEqual(nothing, {"action": "decline"})
+        self.assertIn("the server asks: Who?", shown.getvalue())
+        with contextlib.redirect_stderr(io.StringIO()), mock.patch("builtins.input") as asked, \
+                mock.patch.object(sys, "stdin", mock.Mock(isatty=lambda: False)):
+            self.assertEqual(mcp_min._show_url(params), {"action": "decline"})  # no terminal: no asking
+        asked.assert_not_called()
 
 
 class SyncClientTest(unittest.TestCase):
