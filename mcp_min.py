@@ -3930,8 +3930,7 @@ class Client(_Peer):
         self._asked = {}            # id of a request of the server's -> the task answering it
 
     async def __aenter__(self):
-        await self.connect()
-        return self
+        return self if self._transport else await self.connect()
 
     async def __aexit__(self, *exc):
         await self.close()
@@ -5050,6 +5049,8 @@ def _client_main(args, name, arguments, raw):
         result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
+        if "client declined" in e.message and not sys.stdin.isatty():
+            print("mcp_min: on a terminal, the CLI asks you for the form's fields", file=sys.stderr)
         asked = e.data.get("elicitations") if type(e.data) is dict else None
         for params in asked if e.code == URL_ELICITATION_REQUIRED and type(asked) is list else ():
             type(params) is dict and _show_url(params, ask=False)
