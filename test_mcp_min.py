@@ -2831,12 +2831,12 @@ class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
             serving = self.serve()
             self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
                        note("notifications/initialized"),
-                       call(1, "ask_model", {"prompt": "Hi?"}), rpc(2, "ping"), rpc(3, "ping"))
+                       call(1, "ask_model", {"prompt": "Hi?"}), rpc(2, "ping"))    # the queue is full
             self.assertEqual((await self.read())["id"], 0)
             request = await self.read()
             self.assertEqual(request["method"], "sampling/createMessage")
             self.write({"jsonrpc": "2.0", "id": request["id"], "result": {
-                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}})
+                "role": "assistant", "content": {"type": "text", "text": "Hello."}, "model": "m"}}, rpc(3, "ping"))
             answers = {}
             while len(answers) < 3:
                 message = await self.read()
