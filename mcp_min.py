@@ -2810,6 +2810,7 @@ class _Exchange:
         self.peer = (writer.get_extra_info("peername") or ("?",))[0]
         self.recheck = math.inf     # when `auth` is to be checked again (`authorized`)
         self.watcher = None     # reads on while an answer is pending: done when the client left
+        self.host = None        # the Host header last found good
         self.frame = bytes      # an SSE answer's framing: `_chunk`, or none (it ends at close)
 
     def left(self):
@@ -2874,14 +2875,14 @@ class _Exchange:
         """A message as an SSE event; on a resumable stream with its id, kept to be replayed."""
         if (data := _encode_safely(message)) is None:
             return b""
-        fields, event = {"event": "message", "data": message}, b"event: message\ndata: " + data + b"\n\n"
+        event = b"event: message\ndata: " + data + b"\n\n"
         if stream is not None and stream.number:
             stream.seq += 1
-            fields = {"id": f"{stream.number}-{stream.seq}", **fields}
             event = b"id: %d-%d\n%s" % (stream.number, stream.seq, event)
             self.http.replay.add(stream, event)
         if self.http.trace:
-            self.http.trace.event("out", fields)
+            numbered = {"id": f"{stream.number}-{stream.seq}"} if stream and stream.number else {}
+            self.http.trace.event("out", {**numbered, "event": "message", "data": message})
         return event
 
     def fields(self, fields):
@@ -2909,7 +2910,7 @@ class _Exchange:
         """Write `first`, then what `stream` carries, until its answer is sent (_FINISHED), it
         parts (_PART: resumed elsewhere) or the client leaves (None): which is returned. A
         resumable stream stays, to be resumed, unless its answer was sent. `note` ends the trace."""
-        writer, deadline, frame, message = self.writer, self.deadline, self.frame, None
+        writer, frame, message = self.writer, self.frame, None
         self.left()     # nothing more is read here: whatever comes means the client left
         self.watcher.add_done_callback(
             lambda w: w.cancelled() or (stream.part() if stream.number else stream.close()))
@@ -2919,12 +2920,11 @@ class _Exchange:
                 await self.send(frame(first))
 
             def direct(message):
-                if message is _FINISHED or writer.is_closing() or self.recheck <= _now() \
+                if message is _FINISHED or writer.is_closing() or self.auth and self.recheck <= _now() \
                         or writer.transport.get_write_buffer_size() > WRITE_BUFFER:
                     return False    # a slow reader, a token to check again: the task below
-                writer.write(frame(self.event(message, stream)))
-                deadline.set(KEEPALIVE_INTERVAL, stream.poke)   # not quiet: no keepalive due
-                return True
+                writer.write(frame(self.event(message, stream)))    # (a keepalive may still be due:
+                return True                                     # moving the timer costs more)
             stream.direct, stream.abort = direct, writer.transport.abort
             while (message := await self._next(stream)) not in (None, _FINISHED, _PART):
                 await self.send(frame(b": keepalive\n\n" if message is _KEEPALIVE
@@ -3301,10 +3301,10 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             kept_alive = False
             while await self._next_request(x, kept_alive):
                 kept_alive = True
-                if x.request.method != "POST":      # a POST is traced with its body
+                if self.trace and x.request.method != "POST":      # a POST is traced with its body
                     self._trace(x.request)
-                x.cors = self._cors(x.request)
-                if not await self._route(x) or x.request.header("connection").lower() == "close" \
+                x.cors = self._cors(x.request) if self.allow_origins else []
+                if not await self._route(x) or x.request.headers.get("connection", "").lower() == "close" \
                         or x.request.version == "HTTP/1.0" or self.closing:
                     return
                 if x.watcher is not None:   # it read past the request: what it read is not kept
@@ -3312,7 +3312,8 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
                     if watched.done():
                         return
                     watched.cancel()
-                await x.send(b"")   # a client that reads no answers is cut off
+                if writer.is_closing() or writer.transport.get_write_buffer_size() > WRITE_BUFFER:
+                    await x.send(b"")   # a client that reads no answers is cut off
         except _HttpError as e:
             if x.request is not None:
                 self._trace(x.request)
@@ -3373,7 +3374,7 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         if self.closing:
             raise _HttpError(503, "Server shutting down")
         request, path = x.request, x.request.path
-        self._check_peer(request)
+        x.host = self._check_peer(request, x.host)    # a kept-alive connection's Host: checked once
         if request.method == "OPTIONS" and x.cors and path in _ALLOWED:
             return self._preflight(x)
         if self.auth and path.startswith(_WELL_KNOWN):   # public: no token needed (RFC 9728 3)
@@ -3420,21 +3421,23 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         entry.session.auth = x.auth
         return entry
 
-    def _check_peer(self, request):
+    def _check_peer(self, request, known=None):
+        """The request's Host (if it is not `known`, found good before) and Origin checked; its Host."""
         # Host first: under DNS rebinding the Origin looks fine; only Host betrays it.
-        host = request.header("host")
+        host = request.headers.get("host")
         if not host and request.version == "HTTP/1.1":
             raise _HttpError(400, "Missing Host header")
-        if host:    # on every bind: an empty allowlist means localhost only (fail closed)
+        if host and host != known:  # on every bind: an empty allowlist means localhost only (fail closed)
             name = _host_name(host)
             if name is None or name not in _LOOPBACK and name not in self.allow_hosts \
                     and host.lower() not in self.allow_hosts:
                 raise _HttpError(403, "Host not allowed")
-        origin = request.header("origin")
+        origin = request.headers.get("origin")
         if origin and origin not in self.allow_origins:
             scheme, sep, rest = origin.partition("://")
             if scheme not in ("http", "https") or not sep or "/" in rest or _host_name(rest) not in _LOOPBACK:
                 raise _HttpError(403, "Origin not allowed")
+        return host
 
     def _cors(self, request):
         origin = request.header("origin")
@@ -3449,26 +3452,26 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             raise _HttpError(400, "Unexpected request body")
 
     async def _read_body(self, x):
-        request = x.request
-        if request.header("transfer-encoding"):
+        request, headers = x.request, x.request.headers
+        if "transfer-encoding" in headers:
             # Chunked bodies are not needed by MCP clients; CL+TE is a smuggling attempt.
-            raise _HttpError(400 if request.header("content-length") or request.version == "HTTP/1.0"
+            raise _HttpError(400 if headers.get("content-length") or request.version == "HTTP/1.0"
                              else 411, "Send the body with Content-Length")
-        length = request.header("content-length")
-        if not length:
+        if not (length := headers.get("content-length")):
             raise _HttpError(411, "Content-Length required")
         if not (length.isascii() and length.isdigit()) or len(length) > 12:
             raise _HttpError(400, "Bad Content-Length")
         if int(length) > MAX_BODY_BYTES:
             raise _HttpError(413)
-        if _media_types(request.header("content-type")) != {"application/json"}:
+        if _media_types(headers.get("content-type", "")) != {"application/json"}:
             raise _HttpError(415, "Content-Type must be application/json")
-        if request.header("expect").lower() == "100-continue" and request.version == "HTTP/1.1":
+        if headers.get("expect", "").lower() == "100-continue" and request.version == "HTTP/1.1":
             x.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
         x.deadline.set(BODY_TIMEOUT, lambda: self._trace(request) or x.timeout())
         request.body = await x.reader.readexactly(int(length))
         x.deadline.clear()
-        self._trace(request)
+        if self.trace:
+            self._trace(request)
 
 
 def _chunk(data):
