@@ -1298,7 +1298,7 @@ class Context:
         self.progress_token = token if type(token) in (str, int, float) else None
         self._last_progress = None
 
-    _rounds = None  # 2026-07-28 (`_resume`): [answers so far, `once`'s, asks, new answers, asks made]
+    _rounds = None  # a 2026-07-28 request that may ask: its `_Rounds`
 
     @property
     def client_capabilities(self):
@@ -1377,7 +1377,7 @@ class Context:
         """``fn(*args)`` (sync or async), run once per request however many rounds it
         takes (see above); later rounds get the value it returned. The value travels
         in requestState, which the client can read: JSON, and nothing secret."""
-        kept = self._round()[1] if self._rounds else {}
+        kept = self._rounds.kept if self._rounds else {}
         if key not in kept:
             value = fn(*args)
             kept[key] = await value if asyncio.iscoroutine(value) else value
@@ -1402,39 +1402,7 @@ class Context:
             return answer
         if not self._rounds:    # only tools/call, prompts/get and resources/read may ask
             raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
-        answers, _, asks, fresh, count = rounds = self._round()
-        rounds[4] = count = count + 1
-        key = str(key or f"{capability}-{count}")
-        if key not in answers and key in fresh:
-            if (problem := _answer_problem(method, params, fresh[key])):
-                raise _Refused(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
-                                               f"({method}): {problem}")
-            answers[key] = fresh[key]
-        if key in answers:
-            return answers[key]
-        asks[key] = {"method": method, "params": params}
-        await asyncio.sleep(0)  # asks made beside this one (asyncio.gather) join the round
-        raise _InputRequired
-
-    def _resume(self, params, method):
-        """A 2026-07-28 request that may ask (MRTR). Called again, it brings the answers of
-        earlier rounds and what `once` kept sealed in requestState, the new answers in
-        inputResponses (answers sent with no requestState are taken as new ones)."""
-        self._origin = params, method
-        if "requestState" not in params and "inputResponses" not in params:
-            self._rounds = True     # a first round: made when first needed (cheaper per call)
-            return
-        state, fresh = params.get("requestState"), params.get("inputResponses", {})
-        if type(fresh) is not dict or not isinstance(state, (str, type(None))):
-            raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
-                                           "requestState a string")
-        self._rounds = [*(({}, {}) if state is None else _unseal(self.session, *self._origin, state)),
-                        {}, fresh, 0]
-
-    def _round(self):
-        if self._rounds is True:
-            self._rounds = [{}, {}, {}, {}, 0]
-        return self._rounds
+        return await self._rounds.ask(capability, method, params, key)
 
     def run(self, coroutine):
         """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
@@ -1452,11 +1420,6 @@ class UrlElicitationRequired(_Refused):
 
     def __init__(self, elicitations, message="This request needs you to visit a URL first."):
         super().__init__(URL_ELICITATION_REQUIRED, message, {"elicitations": list(elicitations)})
-
-
-class _InputRequired(BaseException):
-    """A 2026-07-28 round ends: the handler asked what the client must answer. A
-    BaseException, so that a handler's ``except Exception`` lets it through."""
 
 
 def _answer_problem(method, params, answer):
@@ -1479,40 +1442,6 @@ def _answer_problem(method, params, answer):
     if type(roots) is not list or not all(type(r) is dict and type(r.get("uri")) is str for r in roots):
         return "roots must be a list of objects with a uri"
     return None
-
-
-def _binding(session, params, method, data):
-    """The seal on a requestState's `data`, binding it to this request (its method, and its params
-    less the rounds' own) and this user: made with the server's key, the client cannot alter it."""
-    import hashlib
-    import hmac
-    request = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
-    text = json.dumps([method, request, session.principal], sort_keys=True).encode()
-    return base64.urlsafe_b64encode(hmac.new(session.server.state_key, text + data, hashlib.sha256).digest())
-
-
-def _seal(session, params, method, rounds):
-    """A round's requestState: the answers so far and what `once` kept, until STATE_TTL."""
-    data = base64.urlsafe_b64encode(encode([int(time.time() + STATE_TTL), *rounds[:2]]))
-    return (data + b"." + _binding(session, params, method, data)).decode()
-
-
-def _unseal(session, params, method, state):
-    import hmac
-    data, _, sent = state.encode(errors="replace").partition(b".")
-    if not hmac.compare_digest(sent, _binding(session, params, method, data)):
-        raise McpError(INVALID_PARAMS, "Invalid params: requestState is not this server's for "
-                                       "this request (altered, or from another server or user)")
-    try:    # sealed with our key, yet perhaps not of the shape we seal (another version's)
-        expires, answers, kept = decode(base64.urlsafe_b64decode(data))
-        if type(expires) not in (int, float) or type(answers) is not dict or type(kept) is not dict:
-            raise ValueError
-    except (ValueError, TypeError, McpError):
-        raise McpError(INVALID_PARAMS, "Invalid params: requestState is malformed") from None
-    if time.time() > expires:
-        raise McpError(INVALID_PARAMS, "Invalid params: requestState has expired: call again "
-                                       "without it to start over")
-    return answers, kept
 
 
 class _Done:
@@ -1701,47 +1630,33 @@ class Session(_Peer):
 
     def _handle(self, message, kind, done):
         """Act on one classified message; a bug in here is -32603 on every transport, not the end."""
+        method, params, id_ = message.get("method"), message.get("params", {}), message.get("id")
         try:
-            self._act(message, kind, done)
-        except Exception:
-            _log.exception("failed to handle a %s", kind)
-            if kind == "request" and message["id"] not in self.running:
-                self._answer(_error(message["id"], INTERNAL_ERROR, "Internal error"), message["id"])
-                done and done()
-
-    def _act(self, message, kind, done):
-        if kind == "response":
-            self._settle(message)
-            return done and done()
-        method = message["method"]
-        params = message.get("params", {})
-        if kind == "notification":
-            handler = _NOTIFICATIONS.get(method)
-            if handler and (type(params) is dict or params is None):   # some clients send null
-                try:
+            if kind == "response":
+                self._settle(message)
+            elif kind == "notification":
+                handler = _NOTIFICATIONS.get(method)
+                if handler and (type(params) is dict or params is None):   # some clients send null
                     handler(self, params or {})
-                except Exception:
-                    _log.exception("notification %r failed", method)
-            return done and done()
-        id_ = message["id"]
-        problem = self._refusal(method, params, _modern(params) or self.protocol_version in MODERN_VERSIONS)
-        if problem:
-            return self._over(_error(id_, *problem), id_, done)
-        if method == "initialize":
-            # Answered inline, so every later message sees the negotiated state.
-            try:
-                self._answer(_result(id_, self._initialize(params)), id_)
-            except McpError as e:
-                self._answer(_error(id_, e.code, e.message, e.data), id_)
-            return done and done()
-        # Run at once, in a context of its own as a task would: most requests never wait,
-        # and then cost neither a task nor a turn of the loop (a tenth of a call's work).
-        coro, context = self._serve(id_, _METHODS[method][0], params, done), contextvars.copy_context()
-        try:
-            waiting = context.run(coro.send, None)
-        except StopIteration:
-            return None
-        self.running[id_] = context.run(self.loop.create_task, _Started(coro, waiting))
+            elif (problem := self._refusal(method, params, _modern(params)
+                                           or self.protocol_version in MODERN_VERSIONS)):
+                return self._over(_error(id_, *problem), id_, done)
+            else:   # run at once, in a context of its own as a task would: most requests never
+                # wait, and then cost neither a task nor a turn of the loop (a tenth of a call's work)
+                coro = self._serve(id_, _METHODS[method][0], params, done)
+                context = contextvars.copy_context()
+                try:
+                    waiting = context.run(coro.send, None)
+                except StopIteration:
+                    return None
+                self.running[id_] = context.run(self.loop.create_task, _Started(coro, waiting))
+                return None
+        except Exception:
+            _log.exception("failed to handle a %s %r", kind, method)
+            if kind == "request" and id_ not in self.running:
+                self._over(_error(id_, INTERNAL_ERROR, "Internal error"), id_, done)
+                return None
+        return done and done()
 
     def _refusal(self, method, params, modern):
         """Why a request cannot run, as (code, message[, data]), or None. A modern
@@ -1759,15 +1674,13 @@ class Session(_Peer):
                     "supported": list(MODERN_VERSIONS), "requested": version}
             if method in _HANDSHAKE_ONLY:
                 return METHOD_NOT_FOUND, f"Method not found: {method} is not in {version}"
-        elif method == "initialize":
-            return None
         entry = _METHODS.get(method)
         if entry is None or entry[1] and not self.server.offers(entry[1]) \
                 or method in _MODERN_ONLY and not modern:
             return METHOD_NOT_FOUND, "Method not found"
-        if not (self.initialized or modern) and method != "ping":
+        if not (self.initialized or modern) and method not in ("ping", "initialize"):
             return INVALID_PARAMS, "Session not initialized: send initialize first"
-        if self.loop is None:   # no event loop to run it on (a synchronous caller)
+        if self.loop is None and method != "initialize":  # a synchronous caller: nothing to run it on
             return INTERNAL_ERROR, "No event loop is running"
         return None
 
@@ -1775,20 +1688,18 @@ class Session(_Peer):
         response = None
         if id_ not in self._cancelled:     # else cancelled before it started: no answer
             context = Context(self, id_, params.get("_meta"))
-            started = self._started[id_] = [self.loop.time(), handler, params, done]
-            if self not in _watched:
+            started = self._started[id_] = [self.loop and self.loop.time(), handler, params, done]
+            if self not in _watched and self.loop:
                 _watch(self)
             try:
                 if context.version and handler in _ROUNDS:
-                    context._resume(params, handler.__name__)
+                    context._rounds = _Rounds(self, params, handler.__name__)
                 try:
                     result = await handler(self, params, context)
                     response = _result(id_, self._modern_result(result, handler) if context.version
                                        else result)
                 except _InputRequired:      # the client is to answer, and call again
-                    rounds = context._rounds
-                    response = _result(id_, {"resultType": "input_required", "inputRequests": rounds[2],
-                                             "requestState": _seal(self, *context._origin, rounds)})
+                    response = _result(id_, context._rounds.result())
             except McpError as e:
                 response = _error(id_, e.code, e.message, e.data)
             except asyncio.CancelledError:
@@ -1992,25 +1903,6 @@ class Session(_Peer):
             for id_ in list(self.running) + list(self.waiting):
                 self.cancel(id_)
 
-    def _initialize(self, params):
-        if self.initialized:
-            raise McpError(INVALID_REQUEST, "Invalid request: already initialized")
-        version, caps, info = (params.get(k) for k in ("protocolVersion", "capabilities", "clientInfo"))
-        if type(version) is not str or type(caps) is not dict or type(info) is not dict:
-            raise McpError(INVALID_PARAMS, "Invalid params: initialize needs protocolVersion, "
-                                           "capabilities and clientInfo")
-        # Echo a version we speak; otherwise offer our newest (lifecycle: never fail here).
-        self.protocol_version = version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        # Kept for the session's life: only what is used, and small (4 MB of {} cost 96 MiB).
-        self.client_capabilities = {k: _small(caps[k]) for k in _CLIENT_CAPABILITIES if k in caps}
-        self.client_info = {k: v[:256] for k, v in info.items() if k in _CLIENT_INFO and type(v) is str}
-        self.initialized = True
-        result = {"protocolVersion": self.protocol_version, "capabilities": self.server.capabilities(),
-                  "serverInfo": self.server.info}
-        if self.server.instructions:
-            result["instructions"] = self.server.instructions
-        return result
-
 
 class _Started(abc.Coroutine):
     """A coroutine already run up to its first wait (`waiting`: what it yielded), for a Task
@@ -2091,6 +1983,7 @@ def _small(value, limit=4096):
 
 
 _running_loop = asyncio._get_running_loop   # the running loop, or None (no RuntimeError)
+_now = time.monotonic
 
 ##############################################################################
 # Method handlers: what each request does
@@ -2146,12 +2039,37 @@ async def _ping(session, params, ctx):
     return {}
 
 
+async def _initialize(session, params, ctx):
+    """The handshake (lifecycle): answered before anything else runs (it never waits), so
+    that every later message sees what was agreed."""
+    if session.initialized:
+        raise McpError(INVALID_REQUEST, "Invalid request: already initialized")
+    version, caps, info = (params.get(k) for k in ("protocolVersion", "capabilities", "clientInfo"))
+    if type(version) is not str or type(caps) is not dict or type(info) is not dict:
+        raise McpError(INVALID_PARAMS, "Invalid params: initialize needs protocolVersion, "
+                                       "capabilities and clientInfo")
+    # Echo a version we speak; otherwise offer our newest (lifecycle: never fail here).
+    session.protocol_version = version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+    # Kept for the session's life: only what is used, and small (4 MB of {} cost 96 MiB).
+    session.client_capabilities = {k: _small(caps[k]) for k in _CLIENT_CAPABILITIES if k in caps}
+    session.client_info = {k: v[:256] for k, v in info.items() if k in _CLIENT_INFO and type(v) is str}
+    session.initialized = True
+    return _introduce(session.server, protocolVersion=session.protocol_version,
+                      serverInfo=session.server.info)
+
+
 async def _discover(session, params, ctx):
-    """2026-07-28 server/discover: what this server is, before anything else."""
-    result = {"supportedVersions": [*MODERN_VERSIONS, *PROTOCOL_VERSIONS[::-1]],
-              "capabilities": session.server.capabilities()}
-    if session.server.instructions:
-        result["instructions"] = session.server.instructions
+    """2026-07-28 server/discover: what this server is, before anything else (who it is comes
+    in every 2026-07-28 result's _meta)."""
+    return _introduce(session.server, supportedVersions=[*MODERN_VERSIONS, *PROTOCOL_VERSIONS[::-1]])
+
+
+def _introduce(server, **first):
+    """What initialize and server/discover say of the server: `first`, then its capabilities and
+    instructions."""
+    result = {**first, "capabilities": server.capabilities()}
+    if server.instructions:
+        result["instructions"] = server.instructions
     return result
 
 
@@ -2305,6 +2223,7 @@ def _on_cancelled(session, params):
 
 # method -> (handler, server capability it needs)
 _METHODS = {
+    "initialize": (_initialize, None),
     "ping": (_ping, None),
     "server/discover": (_discover, None),
     "tools/list": (_lister("tools/list"), "tools"),
@@ -2754,8 +2673,6 @@ class _HttpSession:
         self.posts.clear()
         self.kept.clear()
 
-
-_now = time.monotonic
 
 
 class _Deadline:
@@ -3494,6 +3411,87 @@ async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options)
         await asyncio.Event().wait()
     finally:
         await http.close(SHUTDOWN_GRACE if grace is None else grace)
+
+##############################################################################
+# Extension: 2026-07-28 multi round-trip requests (skip on a first reading)
+##############################################################################
+
+
+class _Rounds:
+    """A 2026-07-28 request that may ask for input (tools/call, prompts/get, resources/read):
+    it asks by answering, input_required, and the client calls again with the answers. Its
+    handler runs again each round; what earlier rounds answered and what `once` kept come back
+    sealed in requestState (`seal`), the new answers in inputResponses (answers sent with no
+    requestState are taken as new ones)."""
+
+    def __init__(self, session, params, method):
+        self.session, self.params, self.method = session, params, method
+        self.answers, self.kept, self.asks, self.count = {}, {}, {}, 0
+        state, self.fresh = params.get("requestState"), params.get("inputResponses", {})
+        if type(self.fresh) is not dict or not isinstance(state, (str, type(None))):
+            raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
+                                           "requestState a string")
+        if state is not None:
+            self.answers, self.kept = self.unseal(state)
+
+    async def ask(self, capability, method, params, key):
+        """The answer to this ask if the client gave it; else it joins this round's asks, which
+        end the round (`_InputRequired`). Asks are told apart by `key`, by default their order."""
+        self.count += 1
+        key = str(key or f"{capability}-{self.count}")
+        if key not in self.answers and key in self.fresh:
+            if (problem := _answer_problem(method, params, self.fresh[key])):
+                raise _Refused(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
+                                               f"({method}): {problem}")
+            self.answers[key] = self.fresh[key]
+        if key in self.answers:
+            return self.answers[key]
+        self.asks[key] = {"method": method, "params": params}
+        await asyncio.sleep(0)  # asks made beside this one (asyncio.gather) join the round
+        raise _InputRequired
+
+    def result(self):
+        """The round's end: what the client is to answer, and what it sends back with them."""
+        return {"resultType": "input_required", "inputRequests": self.asks, "requestState": self.seal()}
+
+    def binding(self, data):
+        """The seal on a requestState's `data`, binding it to this request (its method, and its
+        params less the rounds' own) and this user: made with the server's key, no client can alter it."""
+        import hashlib
+        import hmac
+        request = {k: v for k, v in self.params.items()
+                   if k not in ("_meta", "inputResponses", "requestState")}
+        text = json.dumps([self.method, request, self.session.principal], sort_keys=True).encode()
+        key = self.session.server.state_key
+        return base64.urlsafe_b64encode(hmac.new(key, text + data, hashlib.sha256).digest())
+
+    def seal(self):
+        """A round's requestState: the answers so far and what `once` kept, until STATE_TTL."""
+        data = base64.urlsafe_b64encode(encode([int(time.time() + STATE_TTL), self.answers, self.kept]))
+        return (data + b"." + self.binding(data)).decode()
+
+    def unseal(self, state):
+        import hmac
+        data, _, sent = state.encode(errors="replace").partition(b".")
+        if not hmac.compare_digest(sent, self.binding(data)):
+            raise McpError(INVALID_PARAMS, "Invalid params: requestState is not this server's for "
+                                           "this request (altered, or from another server or user)")
+        try:    # sealed with our key, yet perhaps not of the shape we seal (another version's)
+            expires, answers, kept = decode(base64.urlsafe_b64decode(data))
+            if type(expires) not in (int, float) or type(answers) is not dict or type(kept) is not dict:
+                raise ValueError
+        except (ValueError, TypeError, McpError):
+            raise McpError(INVALID_PARAMS, "Invalid params: requestState is malformed") from None
+        if time.time() > expires:
+            raise McpError(INVALID_PARAMS, "Invalid params: requestState has expired: call again "
+                                           "without it to start over")
+        return answers, kept
+
+
+class _InputRequired(BaseException):
+    """A 2026-07-28 round ends: the handler asked what the client must answer. A
+    BaseException, so that a handler's ``except Exception`` lets it through."""
+
 
 ##############################################################################
 # Extension: resumable streams (2025-03-26+; skip on a first reading)

@@ -1928,7 +1928,8 @@ class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
         params = {"name": "order", "arguments": {"item": "tea"}}
         for shape in ("x", [1, {}], [str(time.time() + 60), {}, {}], [time.time() + 60, [], {}], {}):
             data = base64.urlsafe_b64encode(json.dumps(shape).encode())
-            state = (data + b"." + mcp_min._binding(self.wire.session, params, "_call_tool", data)).decode()
+            seal = mcp_min._Rounds(self.wire.session, params, "_call_tool").binding(data)
+            state = (data + b"." + seal).decode()
             with self.assertNoLogs("mcp_min", "ERROR"):
                 error = (await self.call(30, "order", {"item": "tea"}, requestState=state,
                                          inputResponses={}))["error"]
