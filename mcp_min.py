@@ -1595,21 +1595,25 @@ class Session(_Peer):
         get in (requests beyond are then refused)."""
         return len(self.waiting) < MAX_IN_FLIGHT or bool(self._pending)
 
+    def _admit(self, message, batched):
+        """What a message is (`classify`), or McpError: a request may not reuse a live id (nor
+        one of its batch's: `batched`), and initialize and 2026-07-28 requests come alone."""
+        if type(message) is McpError:
+            raise message
+        if (kind := classify(message)) == "request":
+            id_ = message["id"]
+            if batched is not None and (message["method"] == "initialize" or _modern(message.get("params"))):
+                raise McpError(INVALID_REQUEST, "Invalid request: initialize and 2026-07-28 "
+                                                "requests may not be batched")
+            if id_ in self.running or id_ in self.waiting or batched and id_ in batched:
+                raise McpError(INVALID_REQUEST, _ID_IN_USE)     # two answers would cross
+            if batched is not None:
+                batched.add(id_)
+        return kind
+
     def _take(self, message, done, reply, batched):
         try:
-            if type(message) is McpError:
-                raise message
-            kind = classify(message)
-            if kind == "request":
-                id_ = message["id"]
-                if batched is not None and (message["method"] == "initialize"
-                                            or _modern(message.get("params"))):
-                    raise McpError(INVALID_REQUEST, "Invalid request: initialize and 2026-07-28 "
-                                                    "requests may not be batched")
-                if id_ in self.running or id_ in self.waiting or batched and id_ in batched:
-                    raise McpError(INVALID_REQUEST, _ID_IN_USE)     # two answers would cross
-                if batched is not None:
-                    batched.add(id_)
+            kind = self._admit(message, batched)
         except McpError as e:
             # Only a request's id is the client's own: never echo the id of a broken reply.
             id_ = message.get("id") if type(message) is dict and not self._broken_reply(message) else None
@@ -1618,6 +1622,7 @@ class Session(_Peer):
         if kind != "request":
             self._handle(message, kind, done)
             return 0
+        id_ = message["id"]
         if reply is not None:
             self.replies[id_] = reply
         if len(self.running) < MAX_IN_FLIGHT and not self.waiting:
@@ -3216,21 +3221,8 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             if self.connections > MAX_CONNECTIONS:
                 raise _HttpError(503, "Too many connections")
             kept_alive = False
-            while await self._next_request(x, kept_alive):
+            while await self._next_request(x, kept_alive) and await self._respond(x):
                 kept_alive = True
-                if self.trace and x.request.method != "POST":      # a POST is traced with its body
-                    self._trace(x.request)
-                x.cors = self._cors(x.request) if self.allow_origins else []
-                if not await self._route(x) or x.request.headers.get("connection", "").lower() == "close" \
-                        or x.request.version == "HTTP/1.0" or self.closing:
-                    return
-                if x.watcher is not None:   # it read past the request: what it read is not kept
-                    watched, x.watcher = x.watcher, None
-                    if watched.done():
-                        return
-                    watched.cancel()
-                if writer.is_closing() or writer.transport.get_write_buffer_size() > WRITE_BUFFER:
-                    await x.send(b"")   # a client that reads no answers is cut off
         except _HttpError as e:
             if x.request is not None:
                 self._trace(x.request)
@@ -3252,6 +3244,23 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
                 writer.close()
             except Exception:
                 writer.transport.abort()
+
+    async def _respond(self, x):
+        """Serve the request read: True if the connection may carry the next."""
+        if self.trace and x.request.method != "POST":      # a POST is traced with its body
+            self._trace(x.request)
+        x.cors = self._cors(x.request) if self.allow_origins else []
+        if not await self._route(x) or x.request.headers.get("connection", "").lower() == "close" \
+                or x.request.version == "HTTP/1.0" or self.closing:
+            return False
+        if x.watcher is not None:   # it read past the request: what it read is not kept
+            watched, x.watcher = x.watcher, None
+            if watched.done():
+                return False
+            watched.cancel()
+        if x.writer.is_closing() or x.writer.transport.get_write_buffer_size() > WRITE_BUFFER:
+            await x.send(b"")   # a client that reads no answers is cut off
+        return True
 
     async def _next_request(self, x, kept_alive):
         """Read the next request's head into `x.request`; False at EOF."""
@@ -3301,20 +3310,25 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             raise _HttpError(404, "Not found")
         x.auth = self.auth and await self.auth.check(request)     # before any body is read
         x.recheck = _recheck(x.auth) if x.auth else math.inf
-        handler, version = _ROUTES.get((request.method, path)), request.header("mcp-protocol-version")
-        post_only = path == "/mcp" and (self.stateless or version in MODERN_VERSIONS)
-        if handler is None or post_only and request.method != "POST":
-            allow, what = ("POST", "/mcp takes POST only: 2026-07-28 requests and --stateless have no "
-                                   "session to stream or end") if post_only else _ALLOWED[path]
-            raise _HttpError(405, what, headers=[("Allow", allow)])
+        handler = self._handler(request)
         if request.method == "POST":
             await self._read_body(x)
-        elif path == "/mcp" and (version or "2025-03-26") not in PROTOCOL_VERSIONS:
-            raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # 2025-06-18 transports
         else:
             self._no_body(request)
         answer = getattr(self, handler)(x)
         return answer if type(answer) is bool else await answer
+
+    def _handler(self, request):
+        """The endpoint's handler for a request's method and path (`_ROUTES`), or 405 or 400."""
+        path, version = request.path, request.header("mcp-protocol-version")
+        post_only = path == "/mcp" and (self.stateless or version in MODERN_VERSIONS)
+        if (handler := _ROUTES.get((request.method, path))) is None or post_only and request.method != "POST":
+            allow, what = ("POST", "/mcp takes POST only: 2026-07-28 requests and --stateless have no "
+                                   "session to stream or end") if post_only else _ALLOWED[path]
+            raise _HttpError(405, what, headers=[("Allow", allow)])
+        if path == "/mcp" and request.method != "POST" and (version or "2025-03-26") not in PROTOCOL_VERSIONS:
+            raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # 2025-06-18 transports
+        return handler
 
     def _preflight(self, x):
         """A browser asks (CORS) whether it may: which methods, and which headers."""
@@ -3860,18 +3874,14 @@ class ResourceServer:
         if type(claims) is not dict or claims.get("active") is False:
             return None
         aud, iss, scope, client = (claims.get(k) for k in ("aud", "iss", "scope", "client_id"))
-        auds = [a.rstrip("/") for a in (aud if type(aud) is list else [aud]) if type(a) is str]
+        auds = [a.rstrip("/") for a in _strings(aud if type(aud) is list else [aud])]
         if not self.fixed and self.resource.rstrip("/") not in auds:
             return None     # MCP: never a token issued for another resource (RFC 8707, no passthrough)
-        # RFC 7662 2.2: exp and nbf are numbers (a malformed one is refused too); not before nbf
-        times = {k: claims[k] for k in ("exp", "nbf") if claims.get(k) is not None}
-        if any(type(t) not in (int, float) for t in times.values()) \
-                or times.get("exp", math.inf) <= time.time() or times.get("nbf", 0) > time.time():
+        if not _timely(claims):
             return None
         if iss is not None and self.authorization_servers and iss not in self.authorization_servers:
             return None     # issued by a server we do not take tokens from
-        scopes = frozenset(scope.split() if type(scope) is str else
-                           (s for s in scope if type(s) is str) if type(scope) is list else ())
+        scopes = frozenset(scope.split() if type(scope) is str else _strings(scope))
         client, subject = client if type(client) is str else None, claims.get("sub")
         if not (subject or client):
             return None     # nobody to bind a session to: no user shares another's session
@@ -3885,6 +3895,19 @@ class ResourceServer:
             name = params.get("name") if type(params) is dict else None
             if type(name) is str and (tool := server.tools.get(name)) and not tool.scopes <= auth.scopes:
                 raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes | tool.scopes)
+
+
+def _strings(value):
+    """The strings in `value` if it is a list (a list of anything else names nothing)."""
+    return [v for v in value if type(v) is str] if type(value) is list else []
+
+
+def _timely(claims):
+    """RFC 7662 2.2: now is before exp and not before nbf (numbers, if given: a malformed one
+    is no good either)."""
+    times = {k: claims[k] for k in ("exp", "nbf") if claims.get(k) is not None}
+    return all(type(t) in (int, float) for t in times.values()) \
+        and times.get("nbf", 0) <= time.time() < times.get("exp", math.inf)
 
 
 def _recheck(auth):
