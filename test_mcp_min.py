@@ -1999,145 +1999,6 @@ class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue((await self.wire.response(3))["result"]["isError"])
 
 
-class LooseEndsTest(unittest.IsolatedAsyncioTestCase):
-    """Issue 13's smaller items: sampling with tools, roots changes, the client's cancel."""
-
-    async def test_sampling_with_tools_needs_sampling_tools(self):
-        server, _ = make_server()
-
-        @server.tool()
-        async def plan(ctx: Context) -> str:
-            reply = await ctx.sample("Plan it", 50, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
-            return reply["content"]["text"]
-        wire = Wire(server)
-        await wire.initialize(capabilities={"sampling": {}})
-        refused = (await wire.request(call(1, "plan")))["result"]
-        self.assertTrue(refused["isError"])
-        self.assertIn("sampling.tools", refused["content"][0]["text"])
-        error = (await wire.request(modern(2, "tools/call", {"name": "plan"}, {"sampling": {}})))["error"]
-        self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
-                                                          {"requiredCapabilities": {"sampling": {"tools": {}}}}))
-        wire = Wire(server)
-        await wire.initialize(capabilities={"sampling": {"tools": {}}})
-        wire.feed(call(3, "plan"))
-        ask = await wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
-        self.assertEqual(ask["params"]["tools"][0]["name"], "t")
-        wire.feed({"jsonrpc": "2.0", "id": ask["id"], "result": {
-            "role": "assistant", "model": "m", "content": {"type": "text", "text": "done"}}})
-        self.assertEqual(tool_text(await wire.response(3)), "done")
-        seen = []   # and our Client says its sampling takes tools when told so
-        model = lambda p: seen.append(p["tools"]) or {"role": "assistant", "model": "m",  # noqa: E731
-                                                      "content": {"type": "text", "text": "planned"}}
-        async with mcp_min.Client(server, era="handshake", sampling=model, sampling_tools=True) as client:
-            self.assertEqual((await client.call_tool("plan"))["content"][0]["text"], "planned")
-        self.assertEqual(seen[0][0]["name"], "t")
-
-    async def test_url_elicitation_in_both_eras(self):
-        server, _ = make_server()
-
-        @server.tool()
-        async def pay(ctx: Context, form: bool = False) -> str:
-            if form:
-                return (await ctx.elicit("Card?", {"card": {"type": "string"}}))["action"]
-            answer = await ctx.elicit_url("Pay at the bank", "https://bank.example/pay?o=1", "e-1")
-            ctx.elicitation_complete("e-1")
-            return answer["action"]
-
-        @server.tool()
-        async def gated() -> str:
-            raise mcp_min.UrlElicitationRequired([{"mode": "url", "elicitationId": "e-2", "message": "Sign in",
-                                                   "url": "https://id.example/"}])
-        shown, done = [], asyncio.Event()
-        http = await start_http(server, "127.0.0.1", 0)     # and over real sockets
-        self.addAsyncCleanup(http.close)
-        for era, target in (("handshake", server), ("2026-07-28", server),
-                            ("handshake", f"http://127.0.0.1:{http.port}/mcp")):
-            async with mcp_min.Client(target, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
-                                      on_notification=lambda m, p: m.endswith("complete") and done.set()) as client:
-                self.assertEqual(client.capabilities(), {"elicitation": {"url": {}}})
-                result = await client.call_tool("pay")
-                self.assertEqual(result["content"][0]["text"], "accept")
-                self.assertEqual((shown[-1]["mode"], shown[-1]["url"]), ("url", "https://bank.example/pay?o=1"))
-                if era == "handshake":      # form mode was not declared
-                    self.assertIn("elicitation.form", (await client.call_tool("pay", {"form": True}))[
-                        "content"][0]["text"])
-                else:
-                    with self.assertRaises(McpError) as caught:
-                        await client.call_tool("pay", {"form": True})
-                    self.assertEqual(caught.exception.data, {"requiredCapabilities": {"elicitation": {"form": {}}}})
-                with self.assertRaises(McpError) as caught:
-                    await client.call_tool("gated")
-                self.assertEqual(caught.exception.code, mcp_min.URL_ELICITATION_REQUIRED)
-                self.assertEqual(caught.exception.data["elicitations"][0]["elicitationId"], "e-2")
-        self.assertEqual([p.get("elicitationId") for p in shown], ["e-1", None, "e-1"])  # 2026-07-28: no ids
-        await asyncio.wait_for(done.wait(), TIMEOUT)
-        async with mcp_min.Client(server, era="handshake", elicitation=lambda p: {"action": "decline"}) as client:
-            refused = await client.call_tool("pay")
-            self.assertTrue(refused["isError"])
-            self.assertIn("elicitation.url", refused["content"][0]["text"])
-
-    def test_the_cli_shows_a_url_whole_and_asks_before_saying_yes(self):
-        err = io.StringIO()
-        with mock.patch.object(sys, "stderr", err), mock.patch.object(sys, "stdin", io.StringIO("y\n")):
-            answer = mcp_min._show_url({"message": "Pay\x1b[2K", "url": "https://evil.example/\rhttps://bank/"})
-        self.assertEqual(answer, {"action": "decline"})     # not a terminal: nobody said yes
-        self.assertIn("Pay?[2K", err.getvalue())
-        self.assertIn("https://evil.example/?https://bank/", err.getvalue())
-        args = types.SimpleNamespace(auth="machine", client_id="svc", client_secret="s", issuer=None, timeout=5)
-        with self.assertRaisesRegex(ValueError, "--issuer"):    # a secret goes to one server only
-            mcp_min._cli_auth(args)
-        args.issuer = "https://as.example"
-        self.assertEqual(mcp_min._cli_auth(args).issuer, "https://as.example")
-
-    async def test_roots_changes_reach_the_server_author(self):
-        server, _ = make_server()
-        changed = []
-        server.on_roots_changed = changed.append
-        wire = Wire(server)
-        await wire.initialize(capabilities={"roots": {"listChanged": True}})
-        wire.feed(note("notifications/roots/list_changed"))
-        await wire.request(rpc(1, "ping"))      # a barrier: the notification came first
-        self.assertEqual(changed, [wire.session])
-
-    async def test_env_adds_to_ours_unless_told(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "env.json")
-            script = f"import json, os; json.dump([os.environ.get(k) for k in ('PATH', 'EXTRA')], open({out!r}, 'w'))"
-            for inherit, path in ((True, os.environ.get("PATH")), (False, None)):
-                client = mcp_min.Client([*PYTHON, "-c", script], env={"EXTRA": "x"}, inherit_env=inherit)
-                transport = mcp_min._StdioClient(client.target, client)
-                await transport.start()
-                await asyncio.wait_for(transport.process.wait(), TIMEOUT)
-                await transport.close()
-                with open(out) as f:
-                    self.assertEqual(json.load(f), [path, "x"], inherit)
-
-    async def test_the_client_stops_answering_what_the_server_cancels(self):
-        server, _ = make_server()
-        stopped = asyncio.Event()
-
-        @server.tool()
-        async def impatient(ctx: Context) -> str:
-            try:
-                await ctx.session.request("elicitation/create", {"message": "?", "requestedSchema": {
-                    "type": "object", "properties": {}}}, ctx.request_id, timeout=0.2)
-            except McpError as e:
-                return f"gave up: {e.code}"
-
-        async def slow_user(params):
-            try:
-                await asyncio.sleep(TIMEOUT)
-            finally:
-                stopped.set()
-        async with mcp_min.Client(server, era="handshake", elicitation=slow_user) as client:
-            result = await client.call_tool("impatient")
-            self.assertEqual(result["content"][0]["text"], f"gave up: {mcp_min.REQUEST_TIMEOUT}")
-            await asyncio.wait_for(stopped.wait(), TIMEOUT)     # notifications/cancelled stopped it
-            self.assertEqual(client._asked, {})
-            await client.subscribe("config://app")
-            self.assertEqual(await client.unsubscribe("config://app"), {})
-
-
 class ListenTest(unittest.IsolatedAsyncioTestCase):
     """2026-07-28 subscriptions/listen: change notifications on a request's own stream."""
 
@@ -2285,6 +2146,90 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
         # A request-shaped message keeps its id (SECURITY 38).
         self.assertEqual((await self.wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
                          ["error"]["code"], INVALID_REQUEST)
+
+    async def test_sampling_with_tools_needs_sampling_tools(self):
+        server, _ = make_server()
+
+        @server.tool()
+        async def plan(ctx: Context) -> str:
+            reply = await ctx.sample("Plan it", 50, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
+            return reply["content"]["text"]
+        wire = Wire(server)
+        await wire.initialize(capabilities={"sampling": {}})
+        refused = (await wire.request(call(1, "plan")))["result"]
+        self.assertTrue(refused["isError"])
+        self.assertIn("sampling.tools", refused["content"][0]["text"])
+        error = (await wire.request(modern(2, "tools/call", {"name": "plan"}, {"sampling": {}})))["error"]
+        self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
+                                                          {"requiredCapabilities": {"sampling": {"tools": {}}}}))
+        wire = Wire(server)
+        await wire.initialize(capabilities={"sampling": {"tools": {}}})
+        wire.feed(call(3, "plan"))
+        ask = await wire.wait_for(lambda m: m.get("method") == "sampling/createMessage")
+        self.assertEqual(ask["params"]["tools"][0]["name"], "t")
+        wire.feed({"jsonrpc": "2.0", "id": ask["id"], "result": {
+            "role": "assistant", "model": "m", "content": {"type": "text", "text": "done"}}})
+        self.assertEqual(tool_text(await wire.response(3)), "done")
+        seen = []   # and our Client says its sampling takes tools when told so
+        model = lambda p: seen.append(p["tools"]) or {"role": "assistant", "model": "m",  # noqa: E731
+                                                      "content": {"type": "text", "text": "planned"}}
+        async with mcp_min.Client(server, era="handshake", sampling=model, sampling_tools=True) as client:
+            self.assertEqual((await client.call_tool("plan"))["content"][0]["text"], "planned")
+        self.assertEqual(seen[0][0]["name"], "t")
+
+    async def test_url_elicitation_in_both_eras(self):
+        server, _ = make_server()
+
+        @server.tool()
+        async def pay(ctx: Context, form: bool = False) -> str:
+            if form:
+                return (await ctx.elicit("Card?", {"card": {"type": "string"}}))["action"]
+            answer = await ctx.elicit_url("Pay at the bank", "https://bank.example/pay?o=1", "e-1")
+            ctx.elicitation_complete("e-1")
+            return answer["action"]
+
+        @server.tool()
+        async def gated() -> str:
+            raise mcp_min.UrlElicitationRequired([{"mode": "url", "elicitationId": "e-2", "message": "Sign in",
+                                                   "url": "https://id.example/"}])
+        shown, done = [], asyncio.Event()
+        http = await start_http(server, "127.0.0.1", 0)     # and over real sockets
+        self.addAsyncCleanup(http.close)
+        for era, target in (("handshake", server), ("2026-07-28", server),
+                            ("handshake", f"http://127.0.0.1:{http.port}/mcp")):
+            async with mcp_min.Client(target, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
+                                      on_notification=lambda m, p: m.endswith("complete") and done.set()) as client:
+                self.assertEqual(client.capabilities(), {"elicitation": {"url": {}}})
+                result = await client.call_tool("pay")
+                self.assertEqual(result["content"][0]["text"], "accept")
+                self.assertEqual((shown[-1]["mode"], shown[-1]["url"]), ("url", "https://bank.example/pay?o=1"))
+                if era == "handshake":      # form mode was not declared
+                    self.assertIn("elicitation.form", (await client.call_tool("pay", {"form": True}))[
+                        "content"][0]["text"])
+                else:
+                    with self.assertRaises(McpError) as caught:
+                        await client.call_tool("pay", {"form": True})
+                    self.assertEqual(caught.exception.data, {"requiredCapabilities": {"elicitation": {"form": {}}}})
+                with self.assertRaises(McpError) as caught:
+                    await client.call_tool("gated")
+                self.assertEqual(caught.exception.code, mcp_min.URL_ELICITATION_REQUIRED)
+                self.assertEqual(caught.exception.data["elicitations"][0]["elicitationId"], "e-2")
+        self.assertEqual([p.get("elicitationId") for p in shown], ["e-1", None, "e-1"])  # 2026-07-28: no ids
+        await asyncio.wait_for(done.wait(), TIMEOUT)
+        async with mcp_min.Client(server, era="handshake", elicitation=lambda p: {"action": "decline"}) as client:
+            refused = await client.call_tool("pay")
+            self.assertTrue(refused["isError"])
+            self.assertIn("elicitation.url", refused["content"][0]["text"])
+
+    async def test_roots_changes_reach_the_server_author(self):
+        server, _ = make_server()
+        changed = []
+        server.on_roots_changed = changed.append
+        wire = Wire(server)
+        await wire.initialize(capabilities={"roots": {"listChanged": True}})
+        wire.feed(note("notifications/roots/list_changed"))
+        await wire.request(rpc(1, "ping"))      # a barrier: the notification came first
+        self.assertEqual(changed, [wire.session])
 
 
 class SessionResourcesPromptsTest(unittest.IsolatedAsyncioTestCase):
@@ -6176,6 +6121,44 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         with self.assertRaisesRegex(McpError, "repeated a cursor"):
             await asyncio.wait_for(client.list_tools(), TIMEOUT)
 
+    async def test_env_adds_to_ours_unless_told(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "env.json")
+            script = f"import json, os; json.dump([os.environ.get(k) for k in ('PATH', 'EXTRA')], open({out!r}, 'w'))"
+            for inherit, path in ((True, os.environ.get("PATH")), (False, None)):
+                client = mcp_min.Client([*PYTHON, "-c", script], env={"EXTRA": "x"}, inherit_env=inherit)
+                transport = mcp_min._StdioClient(client.target, client)
+                await transport.start()
+                await asyncio.wait_for(transport.process.wait(), TIMEOUT)
+                await transport.close()
+                with open(out) as f:
+                    self.assertEqual(json.load(f), [path, "x"], inherit)
+
+    async def test_the_client_stops_answering_what_the_server_cancels(self):
+        server, _ = make_server()
+        stopped = asyncio.Event()
+
+        @server.tool()
+        async def impatient(ctx: Context) -> str:
+            try:
+                await ctx.session.request("elicitation/create", {"message": "?", "requestedSchema": {
+                    "type": "object", "properties": {}}}, ctx.request_id, timeout=0.2)
+            except McpError as e:
+                return f"gave up: {e.code}"
+
+        async def slow_user(params):
+            try:
+                await asyncio.sleep(TIMEOUT)
+            finally:
+                stopped.set()
+        async with mcp_min.Client(server, era="handshake", elicitation=slow_user) as client:
+            result = await client.call_tool("impatient")
+            self.assertEqual(result["content"][0]["text"], f"gave up: {mcp_min.REQUEST_TIMEOUT}")
+            await asyncio.wait_for(stopped.wait(), TIMEOUT)     # notifications/cancelled stopped it
+            self.assertEqual(client._asked, {})
+            await client.subscribe("config://app")
+            self.assertEqual(await client.unsubscribe("config://app"), {})
+
 
 _BIG_ANSWERS = """\
 from mcp_min import Server, Context
@@ -6863,6 +6846,19 @@ class ClientCliTests(unittest.TestCase):
             done = self.run_cli(f"{PYTHON_CMD} {MCP_MIN} serve '; touch {marker}'", "ping")
             self.assertFalse(os.path.exists(marker))
             self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
+
+    def test_the_cli_shows_a_url_whole_and_asks_before_saying_yes(self):
+        err = io.StringIO()
+        with mock.patch.object(sys, "stderr", err), mock.patch.object(sys, "stdin", io.StringIO("y\n")):
+            answer = mcp_min._show_url({"message": "Pay\x1b[2K", "url": "https://evil.example/\rhttps://bank/"})
+        self.assertEqual(answer, {"action": "decline"})     # not a terminal: nobody said yes
+        self.assertIn("Pay?[2K", err.getvalue())
+        self.assertIn("https://evil.example/?https://bank/", err.getvalue())
+        args = types.SimpleNamespace(auth="machine", client_id="svc", client_secret="s", issuer=None, timeout=5)
+        with self.assertRaisesRegex(ValueError, "--issuer"):    # a secret goes to one server only
+            mcp_min._cli_auth(args)
+        args.issuer = "https://as.example"
+        self.assertEqual(mcp_min._cli_auth(args).issuer, "https://as.example")
 
 
 class _OAuthWorld:
