@@ -65,6 +65,26 @@ process, which is how a server's own tests can call its tools:
 Run it: ``python mcp_min.py serve --stdio`` (the built-in user-store demo),
 ``python mcp_min.py serve --port 8080`` (HTTP: legacy SSE at /sse and
 Streamable HTTP at /mcp), ``python mcp_min.py client URL tools/list``.
+
+Reading guide. The file follows the capture this project began from, a client
+over legacy HTTP+SSE: GET /sse -> the `endpoint` event -> initialize ->
+initialized -> tools/list -> tools/call -> the stream closes. Read, in order:
+
+1. Constants, errors and JSON-RPC framing: what travels, and what is refused.
+2. Schemas from type hints, and the registry: how ``@server.tool()`` turns a
+   function into a tool with an inputSchema (`Server`, `Tool`).
+3. The session: each frame goes in at `Session.receive`; initialize, then each
+   request runs its method handler (`_METHODS`: tools/list, tools/call ...).
+4. stdio: lines in, lines out (`serve_stdio`).
+5. HTTP: the front door (`HttpServer`: parsing, limits, Host and Origin), then the
+   legacy SSE endpoint (`_SseEndpoint`: the capture itself), then Streamable
+   HTTP (`_McpEndpoint`: a POST per message, the answer as JSON or a stream).
+6. The client: the same conversation from the other end (`Client`).
+
+Skip on a first reading (each is a banner marked "Extension"): the JSON Schema
+validator; the 2026-07-28 multi round-trip requests and routing headers;
+resumable streams; OAuth on both sides; tracing (--trace); and, last, the
+command line and the demo.
 """
 
 # SPDX-License-Identifier: MIT  (c) the mcp_min authors; see LICENSE.
