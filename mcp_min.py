@@ -4158,9 +4158,7 @@ class Client(_Peer):
             self._settle(message)
             return message["id"]
         elif kind == "request":     # kept by its id: the server may cancel it
-            task = self._asked[message["id"]] = _background(self._tasks, self._answer(message))
-            task.add_done_callback(lambda _: self._asked.get(message["id"]) is task
-                                   and self._asked.pop(message["id"]))
+            _background(self._tasks, self._answer(message), self._asked, message["id"])
         else:
             params, method = message.get("params") or {}, message["method"]
             if method == "notifications/cancelled" and type(params) is dict \
@@ -4315,11 +4313,15 @@ _ANSWERS = {("sampling/createMessage", False): ("sampling request", "sampling"),
 _ERAS = {}  # server (URL, command) -> the era it spoke: a handshake-era server is not probed again
 
 
-def _background(tasks, coroutine):
-    """Run `coroutine` as a task held in `tasks` until it ends (the loop holds tasks weakly)."""
+def _background(tasks, coroutine, index=None, key=None):
+    """Run `coroutine` as a task held in `tasks` until it ends (the loop holds tasks weakly),
+    and in ``index[key]`` if given, until it ends or another task takes that place."""
     task = asyncio.ensure_future(coroutine)
     tasks.add(task)
     task.add_done_callback(tasks.discard)
+    if index is not None:
+        index[key] = task
+        task.add_done_callback(lambda _: index.get(key) is task and index.pop(key))
     return task
 
 
@@ -4387,6 +4389,28 @@ class _Transport:
     def _trace(self, kind, *args):
         if self.client.trace:
             getattr(self.client.trace, kind)(*args)
+
+    async def _request(self, method, url, headers, body=b"", sign_in=True):
+        """HTTP: one exchange with `url`, our token in its header (never in the URL). After a 401,
+        or a 403 insufficient_scope, an `OAuth` signs in and it goes again (_AUTH_TRIES times at
+        most); else the answer stays as it came."""
+        auth = self.client.auth
+        for tries in range(_AUTH_TRIES + 1):
+            token = auth.token(self.url) if auth else self.client.token
+            bearer = f"Bearer {token}" if token else None
+            try:
+                response = await _http(url, method, {**headers, "Authorization": bearer} if bearer else headers,
+                                       body, self.client.trace)
+            except OSError as e:
+                raise McpError(CONNECTION_CLOSED, f"cannot reach {url}: {e}") from None
+            challenge, status = response.headers.get("www-authenticate", ""), response.status
+            if not (auth and sign_in) or tries == _AUTH_TRIES or status != 401 and not (
+                    status == 403 and "insufficient_scope" in challenge):
+                break
+            response.close()
+            if not await auth.challenged(self.url, status, challenge, bearer):
+                break
+        return response
 
 
 class _InMemory(_Transport):
@@ -4741,33 +4765,25 @@ class _StreamableHttp(_Transport):
         self.url, self.client = url, client
         self.session_id = self._get_stream = None
         self._tasks = set()
-        self._streams = {}      # request id -> the task reading its SSE answer
+        self._streams = {}      # request id -> the task carrying its answer (its POST, then its stream)
         self._closing = False
         self._reinitializing = asyncio.Lock()
 
     def _headers(self, accept="application/json, text/event-stream"):
         headers = {"Accept": accept, "Mcp-Session-Id": self.session_id,
-                   "MCP-Protocol-Version": self.client.protocol_version,
-                   "Authorization": _bearer(self.client, self.url)}
-        return {k: v for k, v in headers.items() if v}     # the token: never in the URL
+                   "MCP-Protocol-Version": self.client.protocol_version}
+        return {k: v for k, v in headers.items() if v}
 
     async def send(self, message):
-        is_request = "method" in message and "id" in message
-        if is_request and message["method"] != "initialize":
-            # The POST may stream for as long as the tool runs: don't hold the caller,
-            # who waits on its own future (with its own timeout).
-            return self._track(message["id"], self._post_request(message))
-        await self._post(message, is_request)
-
-    def _track(self, id_, coroutine):
-        """Run what carries request `id_`'s answer (its POST, then its stream) as a task
-        that `drop` can end."""
-        task = self._streams[id_] = _background(self._tasks, coroutine)
-        task.add_done_callback(lambda _: self._streams.get(id_) is task and self._streams.pop(id_))
+        if "id" not in message or message.get("method", "initialize") == "initialize":
+            return await self._post(message)
+        # A request's POST may stream for as long as the tool runs: the caller is not held (it
+        # waits on its own future, with its own timeout), and `drop` can end it.
+        _background(self._tasks, self._post_request(message), self._streams, message["id"])
 
     async def _post_request(self, message):
         try:
-            await self._post(message, True)
+            await self._post(message)
         except Exception as e:
             self.client._fail(message["id"], e if isinstance(e, McpError)
                               else McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}"))
@@ -4777,14 +4793,19 @@ class _StreamableHttp(_Transport):
         task = self._streams.pop(id_, None)
         return task is not None and task.cancel()
 
-    async def _post(self, message, is_request, again=True, tries=0):
+    def _routing(self, message):
+        """2026-07-28: a request's routing headers (`_routing`), with the arguments its tool marks."""
+        tool = message["params"].get("name") if message["method"] == "tools/call" else None
+        marks = self.client._param_headers.get(tool, ()) if type(tool) is str else ()
+        return {k: _header_value(_text(v)) for k, v in _routing(message, marks).items()}
+
+    async def _post(self, message, again=True):
+        id_ = message["id"] if "method" in message and "id" in message else None
         headers = {**self._headers(), "Content-Type": "application/json"}
-        if self.client.modern and is_request:   # 2026-07-28: what it is, so that it is routed unread
-            tool = (message.get("params") or {}).get("name") if message["method"] == "tools/call" else None
-            marks = self.client._param_headers.get(tool, ()) if type(tool) is str else ()
-            headers.update((k, _header_value(_text(v))) for k, v in _routing(message, marks).items())
-        sent_with, id_ = self.session_id, message.get("id") if is_request else None
-        response = await self._request("POST", headers, encode(message))
+        if self.client.modern and id_ is not None:  # 2026-07-28: what it is, so that it is routed unread
+            headers.update(self._routing(message))
+        sent_with = self.session_id
+        response = await self._request("POST", self.url, headers, encode(message))
         if message.get("method") == "initialize":
             # 2025-11-25 transports (the version we ask for): 400, 404 or 405 means "try
             # legacy SSE"; anything else (auth, size, rate limits) is a real answer.
@@ -4800,27 +4821,19 @@ class _StreamableHttp(_Transport):
             async with self._reinitializing:
                 if self.session_id == sent_with:
                     await self._reinitialize()
-            return await self._post(message, is_request, again=False)
-        if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
-            return await self._post(message, is_request, again, tries + 1)
+            return await self._post(message, again=False)
         if response.status >= 300:     # a redirect not followed too: nothing will answer
             raise _http_error(response.status, await response.body(READ_CHUNK), self.url)
         if response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream":
-            return self._track(id_, self._events(response, id_))
+            return _background(self._tasks, self._events(response, id_), self._streams, id_)
         try:
             body = await response.body(self.client.max_message)
         except McpError:    # too big: what it answers fails now
             return self.client._too_big(id_)
-        response.writer.close()
+        response.close()
         data = decode(body) if body.strip() else []
         for item in data if type(data) is list else [data]:
             self.client._received(item)
-
-    async def _request(self, method, headers, body=b""):
-        try:
-            return await _http(self.url, method, headers, body, self.client.trace)
-        except OSError as e:
-            raise McpError(CONNECTION_CLOSED, f"cannot reach {self.url}: {e}") from None
 
     async def _reinitialize(self):
         self.session_id = None
@@ -4868,17 +4881,15 @@ class _StreamableHttp(_Transport):
                 answered |= self.client._received(event["data"]) == request_id
         return answered, last, retry
 
-    async def _resume(self, last, forever, signed=0):
+    async def _resume(self, last, forever):
         """A GET for a stream: from after `last` if given; None if refused. The GET stream starts
-        afresh when the server kept not what it missed, and signs in again when its token ended."""
+        afresh when the server kept not what it missed."""
         headers = {**self._headers("text/event-stream"), **({} if last is None else {"Last-Event-ID": last})}
         with contextlib.suppress(McpError):
-            response = await self._request("GET", headers)
+            response = await self._request("GET", self.url, headers)
             if forever and last is not None and response.status in (400, 409):
                 response.close()
                 return await self._resume(None, forever)
-            if await _signed_in(self.client, self.url, response, headers.get("Authorization"), signed):
-                return await self._resume(last, forever, signed + 1)
             if response.status == 200:
                 return response
             response.close()
@@ -4895,7 +4906,8 @@ class _StreamableHttp(_Transport):
             task.cancel()
         if self.session_id:     # tell the server we are done with the session
             try:
-                response = await asyncio.wait_for(self._request("DELETE", self._headers()), 5)
+                response = await asyncio.wait_for(self._request("DELETE", self.url, self._headers(),
+                                                                sign_in=False), 5)
                 response.close()
             except Exception as e:  # the server may be gone already: the session is over anyway
                 _log.debug("DELETE of the session failed: %r", e)
@@ -4910,15 +4922,9 @@ class _LegacySse(_Transport):
         self.url, self.client = url, client
         self.endpoint = self._reader = self._response = None
 
-    def _auth(self):
-        return {"Authorization": bearer} if (bearer := _bearer(self.client, self.url)) else {}
-
-    async def start(self, tries=0):
-        headers = {"Accept": "text/event-stream", **self._auth()}
-        response = self._response = await _http(self.url, "GET", headers, trace=self.client.trace)
+    async def start(self):
+        response = self._response = await self._request("GET", self.url, {"Accept": "text/event-stream"})
         if response.status != 200:
-            if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
-                return await self.start(tries + 1)
             response.close()
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.url}")
         found = asyncio.get_running_loop().create_future()
@@ -4946,15 +4952,10 @@ class _LegacySse(_Transport):
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
 
-    async def send(self, message, tries=0):
-        headers = {"Content-Type": "application/json", **self._auth()}
-        try:
-            response = await _http(self.endpoint, "POST", headers, encode(message), self.client.trace)
-        except OSError as e:
-            raise McpError(CONNECTION_CLOSED, f"cannot reach {self.endpoint}: {e}") from None
+    async def send(self, message):
+        response = await self._request("POST", self.endpoint, {"Content-Type": "application/json"},
+                                       encode(message))
         await response.body(READ_CHUNK)
-        if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
-            return await self.send(message, tries + 1)
         response.close()
         if response.status >= 300:
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.endpoint}")
@@ -5117,23 +5118,6 @@ def _client_main(args, name, arguments, raw):
 
 _AUTH_TRIES = 2         # sign-ins for one request (a 401, then a 403 step-up); more could loop forever
 _CHALLENGE_PARAM = re.compile(r'([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
-
-
-def _bearer(client, url):
-    """The Authorization header for `url`: the auth object's token for that server, or the fixed one."""
-    token = client.auth.token(url) if client.auth else client.token
-    return token and f"Bearer {token}"
-
-
-async def _signed_in(client, url, response, sent, tries):
-    """After a 401 or 403 from `url`: True if we signed in (again) and may resend. False leaves
-    the answer as it came: no auth object, a 403 not about scope, or enough sign-ins already."""
-    challenge, status = response.headers.get("www-authenticate", ""), response.status
-    if not client.auth or tries >= _AUTH_TRIES or status != 401 and not (
-            status == 403 and "insufficient_scope" in challenge):
-        return False
-    response.close()
-    return await client.auth.challenged(url, response.status, challenge, sent)
 
 
 class OAuth:
