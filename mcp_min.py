@@ -4399,8 +4399,8 @@ class _Transport:
             token = auth.token(self.url) if auth else self.client.token
             bearer = f"Bearer {token}" if token else None
             try:
-                response = await _http(url, method, {**headers, "Authorization": bearer} if bearer else headers,
-                                       body, self.client.trace)
+                sent = {**headers, "Authorization": bearer} if bearer else headers
+                response = await _http(url, method, sent, body, self.client.trace)
             except OSError as e:
                 raise McpError(CONNECTION_CLOSED, f"cannot reach {url}: {e}") from None
             challenge, status = response.headers.get("www-authenticate", ""), response.status
