@@ -3993,23 +3993,19 @@ class Client(_Peer):
                     else list(target)
             for kind in kinds:
                 self._transport = kind(target, self)
-                try:
+                with contextlib.suppress(_Fallback):    # a 4xx to the probe: try legacy SSE (transports)
                     await self._transport.start()
-                    seen = _ERAS.get(repr(target)) if self.era == "auto" else None
-                    if self.era == "handshake" or kind is _LegacySse or seen == "handshake" \
-                            or not await self._discover():
+                    era = _ERAS.get(repr(target)) if self.era == "auto" else self.era
+                    if era == "handshake" or kind is _LegacySse or not await self._discover():
                         await self._initialize()
                     if self.era == "auto":
                         _ERAS[repr(target)] = "2026-07-28" if self.modern else "handshake"
-                    break
-                except _Fallback:   # a 4xx to the probe means "try legacy SSE" (transports)
-                    await self._transport.close()
-                    if kind is kinds[-1]:
-                        raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint") from None
+                    return self
+                await self._transport.close()
+            raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint")
         except BaseException:   # a failed connect leaves no child process or task behind
             await self.close()
             raise
-        return self
 
     @property
     def modern(self):
@@ -4157,23 +4153,28 @@ class Client(_Peer):
         if kind == "response":
             self._settle(message)
             return message["id"]
-        elif kind == "request":     # kept by its id: the server may cancel it
+        if kind == "request":     # kept by its id: the server may cancel it
             _background(self._tasks, self._answer(message), self._asked, message["id"])
         else:
-            params, method = message.get("params") or {}, message["method"]
-            if method == "notifications/cancelled" and type(params) is dict \
-                    and _is_id(params.get("requestId")) and params["requestId"] in self._asked:
-                return self._asked.pop(params["requestId"]).cancel()    # its handler stops: no answer
-            meta = params.get("_meta") if type(params) is dict and type(params.get("_meta")) is dict else {}
-            listen = meta.get(_MODERN + "subscriptionId")
-            if _is_id(listen) and self._listens.get(listen, {}).get(method):
-                self._call(self._listens[listen][method], params)
-            elif method == "notifications/progress" and params.get("progressToken") in self._progress:
-                self._call(self._progress[params["progressToken"]], params)
-            elif method == "notifications/message" and self.on_log:
-                self._call(self.on_log, params)
-            elif self.on_notification:
-                self._call(self.on_notification, method, params)
+            self._notified(message["method"], message.get("params") or {})
+        return None
+
+    def _notified(self, method, params):
+        """A notification from the server, to whoever waits for it; bad params never raise."""
+        fields = params if type(params) is dict else {}
+        meta = fields["_meta"] if type(fields.get("_meta")) is dict else {}
+        asked, token = fields.get("requestId"), fields.get("progressToken")
+        listen = meta.get(_MODERN + "subscriptionId")
+        if method == "notifications/cancelled" and _is_id(asked) and asked in self._asked:
+            self._asked.pop(asked).cancel()     # its handler stops: no answer
+        elif _is_id(listen) and self._listens.get(listen, {}).get(method):
+            self._call(self._listens[listen][method], params)
+        elif method == "notifications/progress" and _is_id(token) and token in self._progress:
+            self._call(self._progress[token], params)
+        elif method == "notifications/message" and self.on_log:
+            self._call(self.on_log, params)
+        elif self.on_notification:
+            self._call(self.on_notification, method, params)
 
     def _too_big(self, id_=None, head=b"", tail=b""):
         """A message from the server past `max_message_bytes` was skipped: the request it
@@ -4193,20 +4194,19 @@ class Client(_Peer):
             _log.exception("client callback failed")
 
     async def _handle(self, method, params):
-        """What we answer to the server's request (or input request): our handlers'."""
-        url = method == "elicitation/create" and params.get("mode") == "url"
-        handler = {"sampling/createMessage": self.sampling,
-                   "elicitation/create": self.elicit_url if url else self.elicitation}.get(method)
+        """What we answer to the server's request (or input request): our handler's (`_ANSWERS`)."""
         if method == "ping":
             return {}
-        if method == "roots/list" and self.roots is not None:
-            return {"roots": list(self.roots() if callable(self.roots) else self.roots)}
+        url = method == "elicitation/create" and params.get("mode") == "url"
+        what, option = _ANSWERS.get((method, url), (method, None))
+        handler = getattr(self, option) if option else None
         if handler is None:     # ours to refuse, not the server's: say so, and how to answer it
-            what, option = _ANSWERS.get((method, url), (method, None))
             other_mode = method == "elicitation/create" and self.capabilities().get("elicitation")
             raise McpError(INVALID_PARAMS if other_mode else METHOD_NOT_FOUND, f"This client declined the "
                            f"server's {what}: it has no handler for it"
                            + f" (Client({option}=...))" * bool(option))
+        if method == "roots/list":
+            return {"roots": list(handler() if callable(handler) else handler)}
         result = handler(params)
         return await result if asyncio.iscoroutine(result) else result
 
@@ -4305,7 +4305,7 @@ class Client(_Peer):
 # Where the id of a message too big to read is: near its start, or (the TypeScript SDK's order) at its end.
 _EDGE_ID = (re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")'),
             re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$'))
-# What a client has no handler for, as the refusal names it, and the option that gives one.
+# The server's requests a handler answers: (method, URL mode) -> what a refusal calls it, the Client option.
 _ANSWERS = {("sampling/createMessage", False): ("sampling request", "sampling"),
             ("elicitation/create", False): ("form elicitation", "elicitation"),
             ("elicitation/create", True): ("URL elicitation", "elicit_url"),
@@ -4623,11 +4623,8 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     if trace:   # before connecting, so a refused connection still shows what was tried
         trace.http("out", f"{method} {target}", headers, body)
-    if tls:
-        import ssl
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(
-        parts.hostname, parts.port or (443 if tls else 80), ssl=tls and ssl.create_default_context(),
-        limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(   # ssl=True: the default context
+        parts.hostname, parts.port or (443 if tls else 80), ssl=tls, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
     lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     if body or method == "POST":
@@ -4688,13 +4685,6 @@ class _SseParser:
         self.cut = False        # and so is the line now read: its middle is not kept
 
     def feed(self, data):
-        if not self.started:
-            data, self.line = bytes(self.line) + data, bytearray()
-            if len(data) < 3 and _BOM.startswith(data):
-                self.line += data
-                return []           # perhaps the start of a byte order mark
-            self.started = True
-            data = data[3:] if data.startswith(_BOM) else data
         if self.after_cr and data.startswith(b"\n"):
             data = data[1:]         # the LF of a CRLF split between two pieces
         self.after_cr = data.endswith(b"\r")
@@ -4706,11 +4696,10 @@ class _SseParser:
                 raw, self.line = bytes(self.line), bytearray()
             self._line(raw, events)
         self.line += rest
-        if self.cut:
-            del self.line[:-_EDGE]
-        elif self.size + len(self.line) > self.limit:
+        if not self.cut and self.size + len(self.line) > self.limit:
             self._too_big(self.line)
             self.cut = True
+        if self.cut:
             del self.line[:-_EDGE]
         return events
 
@@ -4722,6 +4711,8 @@ class _SseParser:
         self.data, self.size = [], 0
 
     def _line(self, raw, events):
+        if not self.started:    # the first line may start with a byte order mark
+            raw, self.started = raw.removeprefix(_BOM), True
         if self.cut:    # the end of a line too long: its last bytes
             self.cut, self.big[1] = False, raw[-_EDGE:]
             return
@@ -4738,15 +4729,13 @@ class _SseParser:
         elif not raw.startswith(b":"):
             field, _, value = raw.partition(b":")
             value = value[1:] if value.startswith(b" ") else value
-            if field == b"data":
-                if self.big:
-                    self.big[1] = value[-_EDGE:]
-                    return
+            if field == b"data" and not self.big:
                 self.data.append(value)
                 self.size += len(value) + 1
                 if self.size > self.limit:
                     self._too_big(value)
-                    self.big[1] = value[-_EDGE:]
+            if field == b"data" and self.big:   # of an event too big, only the last bytes are kept
+                self.big[1] = value[-_EDGE:]
             elif field in (b"event", b"id", b"retry"):
                 self.event[field.decode()] = value.decode("utf-8", "replace")
 
