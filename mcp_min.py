@@ -4465,18 +4465,16 @@ class _StdioClient(_Transport):
     async def _read(self):
         lines = _Lines(lambda head, tail: self.client._too_big(None, head, tail), self.client.max_message)
         try:
-            while (chunk := await self.process.stdout.read(READ_CHUNK)):
-                for line in lines.feed(chunk):
-                    self._line(line)
-            for line in lines.end():
-                self._line(line)
+            while True:
+                chunk = await self.process.stdout.read(READ_CHUNK)
+                for line in lines.feed(chunk) if chunk else lines.end():    # at EOF: a last line without \n
+                    if line.strip():
+                        self._trace("line", "in", "stdout", line)
+                        self.client._received(line)
+                if not chunk:
+                    return
         finally:
             self.client._closed("The server closed its output")
-
-    def _line(self, line):
-        if line.strip():
-            self._trace("line", "in", "stdout", line)
-            self.client._received(line)
 
     async def send(self, message):
         self._trace("message", "out", "stdin", message)
@@ -5166,17 +5164,11 @@ class OAuth:
             params = {k.lower(): a or b for k, a, b in _CHALLENGE_PARAM.findall(challenge)}
             if status == 403 and set(params.get("scope", "").split()) <= set(entry.get("scope", "").split()):
                 return False        # asked for and given already: signing in again would loop
-            resource, metadata = await self._protected_resource(url, params.get("resource_metadata"))
-            if type(servers := metadata.get("authorization_servers")) is not list or not servers:
-                raise _refused(f"the protected resource metadata of {url} names no authorization server")
-            server = await _server_metadata(issuer := servers[0])
-            if self.client_id and self.issuer not in (None, issuer):    # pre-registered: that server's
-                # only (2026-07-28 "Authorization Server Binding")
-                raise _refused(f"{url} now signs in at {issuer}, but the client id is {self.issuer}'s")
-            if (entry.get("issuer"), entry.get("resource")) != (issuer, resource):
+            resource, metadata, server = await self._protected_resource(url, params.get("resource_metadata"))
+            if (entry.get("issuer"), entry.get("resource")) != (server["issuer"], resource):
                 # first sign-in, or the server moved: a client id and tokens of one
                 # authorization server are never shown to another (SEP-2352)
-                entry = {"issuer": issuer, "resource": resource}
+                entry = {"issuer": server["issuer"], "resource": resource}
             entry["token_endpoint"] = server["token_endpoint"]
             if status == 401 and entry.get("refresh_token"):
                 with contextlib.suppress(McpError):     # refused or expired: sign in afresh
@@ -5200,7 +5192,11 @@ class OAuth:
 
     async def _protected_resource(self, url, hinted):
         """RFC 9728: the resource's metadata from the challenge's URL, else the well-known URIs,
-        path-suffixed first (spec "Protected Resource Metadata Discovery Requirements")."""
+        path-suffixed first (spec "Protected Resource Metadata Discovery Requirements"); then
+        its authorization server's: (the resource as published, unnormalized (RFC 8707), its
+        metadata, the authorization server's)."""
+        def host(u):    # 127.0.0.1, ::1 and localhost are one machine
+            return "loopback" if _is_loopback(u.hostname or "") else u.hostname, u.port
         parts = urlsplit(_secure(url, "MCP server"))
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
         well_known = f"{origin}/.well-known/oauth-protected-resource"
@@ -5209,17 +5205,20 @@ class OAuth:
             if status == 200 and metadata:
                 break
         else:   # 2025-03-26 servers publish none: the MCP server is its own authorization server
-            return url, {"authorization_servers": [origin]}
+            metadata = {"resource": url, "authorization_servers": [origin]}
         resource = metadata.get("resource")
         named = urlsplit(resource) if type(resource) is str else None
         # RFC 9728 §3.3, spec "Canonical Server URI": the metadata is about this server (its
         # URL or a parent path), else its tokens would be minted for someone else
-        def host(u):    # 127.0.0.1, ::1 and localhost are one machine
-            return "loopback" if _is_loopback(u.hostname or "") else u.hostname, u.port
         if not named or (named.scheme, host(named)) != (parts.scheme, host(parts)) \
                 or not (path + "/").startswith(named.path.rstrip("/") + "/"):
             raise _refused(f"the resource metadata at {where} is about {str(resource)[:200]!r}, not {url}")
-        return resource, metadata      # the resource as published, unnormalized (RFC 8707)
+        if type(servers := metadata.get("authorization_servers")) is not list or not servers:
+            raise _refused(f"the protected resource metadata of {url} names no authorization server")
+        if self.client_id and self.issuer not in (None, servers[0]):    # pre-registered: that server's
+            # only (2026-07-28 "Authorization Server Binding")
+            raise _refused(f"{url} now signs in at {servers[0]}, but the client id is {self.issuer}'s")
+        return resource, metadata, await _server_metadata(servers[0])
 
     async def _authorization_code(self, server, entry, resource, scope):
         """The browser's part: PKCE S256 (RFC 7636), `state`, a loopback redirect (RFC 8252
