@@ -3948,12 +3948,10 @@ class Client(_Peer):
         super().__init__()
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
-        self.target, self.token, self.timeout = target, token, timeout or REPLY_TIMEOUT
+        self.target, self.token, self.auth, self.timeout = target, token, auth, timeout or REPLY_TIMEOUT
         self.max_message = max_message_bytes
-        self.auth = auth            # an OAuth: signs in on a 401 (`token` is a fixed bearer token)
         self.client_info = {"name": name, "version": __version__}
-        self.era, self.log_level = era, None
-        self.requested_version = protocol_version
+        self.era, self.requested_version, self.log_level = era, protocol_version, None
         self.sampling, self.elicitation, self.roots = sampling, elicitation, roots
         self.elicit_url, self.sampling_tools = elicit_url, sampling_tools
         self.on_log, self.on_notification = on_log, on_notification
@@ -4225,10 +4223,10 @@ class Client(_Peer):
             except Exception:
                 _log.warning("could not answer the server's %s", method)
 
-    async def _all(self, method, params=None):
+    async def _all(self, method):
         items, cursor, seen = [], None, set()
         while True:
-            page = await self.request(method, dict(params or {}, **({"cursor": cursor} if cursor else {})))
+            page = await self.request(method, {"cursor": cursor} if cursor else None)
             items += page.get(_LISTS_OF[method]) or []
             cursor = page.get("nextCursor")
             if not cursor:
@@ -4374,7 +4372,8 @@ class SyncClient:
 class _Transport:
     """A client transport: coroutines `start`, `send` (McpError(CONNECTION_CLOSED) if it
     cannot), `initialized` (after the handshake) and `close`. What arrives goes to
-    ``client._received``; loss is told as to any `_Peer` (`_fail`, `_closed`)."""
+    ``client._received``; loss is told as to any `_Peer` (`_fail`, `_closed`). Over HTTP,
+    every exchange goes through `_request`."""
 
     async def start(self):
         pass
@@ -4534,33 +4533,33 @@ class _HttpResponse:
             trace.http("in", head, self.headers, body)
 
     async def chunks(self, trace=True):
-        """The body, piece by piece, as framed by the headers."""
+        """The body, piece by piece, as framed by the headers: chunked, sized, or to the connection's end."""
         if trace:
             self._trace()   # a stream's head before its events
         reader = self.reader
         if self.status in (204, 304):
             return
-        chunked = "chunked" in self.headers.get("transfer-encoding", "")
-        if not chunked and "content-length" not in self.headers:   # to the connection's end
+        if "chunked" in self.headers.get("transfer-encoding", ""):
+            while (size := _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)):
+                async for piece in self._pieces(size):
+                    yield piece
+                await reader.readexactly(2)     # the chunk's CRLF
+            await reader.readuntil(b"\r\n")     # the last chunk's (empty) trailer
+        elif "content-length" in self.headers:
+            async for piece in self._pieces(_size(self.headers["content-length"], 10)):
+                yield piece
+        else:
             while (data := await reader.read(READ_CHUNK)):
                 yield data
-            return
-        left = None if chunked else _size(self.headers["content-length"], 10)
-        while True:
-            if chunked:
-                left = _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
-                if left == 0:
-                    await reader.readuntil(b"\r\n")     # the last chunk's (empty) trailer
-                    return
-            while left:     # in pieces: the server picks the size, not our memory
-                piece = await reader.read(min(left, READ_CHUNK))
-                if not piece:
-                    raise ConnectionError("body cut short")
-                left -= len(piece)
-                yield piece
-            if not chunked:
-                return
-            await reader.readexactly(2)     # the chunk's CRLF
+
+    async def _pieces(self, left):
+        """`left` bytes, in pieces: the server picks the size, not our memory."""
+        while left:
+            piece = await self.reader.read(min(left, READ_CHUNK))
+            if not piece:
+                raise ConnectionError("body cut short")
+            left -= len(piece)
+            yield piece
 
     async def body(self, limit):
         """The whole body; McpError past `limit` bytes."""
@@ -4751,9 +4750,8 @@ class _StreamableHttp(_Transport):
     def __init__(self, url, client):
         self.url, self.client = url, client
         self.session_id = self._get_stream = None
-        self._tasks = set()
+        self._tasks, self._closing = set(), False
         self._streams = {}      # request id -> the task carrying its answer (its POST, then its stream)
-        self._closing = False
         self._reinitializing = asyncio.Lock()
 
     def _headers(self, accept="application/json, text/event-stream"):
