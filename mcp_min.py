@@ -4390,9 +4390,9 @@ class _Transport:
             getattr(self.client.trace, kind)(*args)
 
     async def _request(self, method, url, headers, body=b"", sign_in=True):
-        """HTTP: one exchange with `url`, our token in its header (never in the URL). After a 401,
-        or a 403 insufficient_scope, an `OAuth` signs in and it goes again (_AUTH_TRIES times at
-        most); else the answer stays as it came."""
+        """HTTP: one exchange with `url` (McpError if it cannot be reached), our token in its header,
+        never in the URL. After a 401, or a 403 insufficient_scope, an `OAuth` signs in and it goes
+        again (_AUTH_TRIES times at most); else the answer stays as it came."""
         auth = self.client.auth
         for tries in range(_AUTH_TRIES + 1):
             token = auth.token(self.url) if auth else self.client.token
@@ -4760,7 +4760,7 @@ class _StreamableHttp(_Transport):
         return {k: v for k, v in headers.items() if v}
 
     async def send(self, message):
-        if "id" not in message or message.get("method", "initialize") == "initialize":
+        if "method" not in message or "id" not in message or message["method"] == "initialize":
             return await self._post(message)
         # A request's POST may stream for as long as the tool runs: the caller is not held (it
         # waits on its own future, with its own timeout), and `drop` can end it.
