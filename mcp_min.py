@@ -3989,12 +3989,10 @@ class Client(_Peer):
         super().__init__()
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
-        self.target, self.token, self.timeout = target, token, timeout or REPLY_TIMEOUT
+        self.target, self.token, self.auth, self.timeout = target, token, auth, timeout or REPLY_TIMEOUT
         self.max_message = max_message_bytes
-        self.auth = auth            # an OAuth: signs in on a 401 (`token` is a fixed bearer token)
         self.client_info = {"name": name, "version": __version__}
-        self.era, self.log_level = era, None
-        self.requested_version = protocol_version
+        self.era, self.requested_version, self.log_level = era, protocol_version, None
         self.sampling, self.elicitation, self.roots = sampling, elicitation, roots
         self.elicit_url, self.sampling_tools = elicit_url, sampling_tools
         self.on_log, self.on_notification = on_log, on_notification
@@ -4034,23 +4032,19 @@ class Client(_Peer):
                     else list(target)
             for kind in kinds:
                 self._transport = kind(target, self)
-                try:
+                with contextlib.suppress(_Fallback):    # a 4xx to the probe: try legacy SSE (transports)
                     await self._transport.start()
-                    seen = _ERAS.get(repr(target)) if self.era == "auto" else None
-                    if self.era == "handshake" or kind is _LegacySse or seen == "handshake" \
-                            or not await self._discover():
+                    era = _ERAS.get(repr(target)) if self.era == "auto" else self.era
+                    if era == "handshake" or kind is _LegacySse or not await self._discover():
                         await self._initialize()
                     if self.era == "auto":
                         _ERAS[repr(target)] = "2026-07-28" if self.modern else "handshake"
-                    break
-                except _Fallback:   # a 4xx to the probe means "try legacy SSE" (transports)
-                    await self._transport.close()
-                    if kind is kinds[-1]:
-                        raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint") from None
+                    return self
+                await self._transport.close()
+            raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint")
         except BaseException:   # a failed connect leaves no child process or task behind
             await self.close()
             raise
-        return self
 
     @property
     def modern(self):
@@ -4198,25 +4192,28 @@ class Client(_Peer):
         if kind == "response":
             self._settle(message)
             return message["id"]
-        elif kind == "request":     # kept by its id: the server may cancel it
-            task = self._asked[message["id"]] = _background(self._tasks, self._answer(message))
-            task.add_done_callback(lambda _: self._asked.get(message["id"]) is task
-                                   and self._asked.pop(message["id"]))
+        if kind == "request":     # kept by its id: the server may cancel it
+            _background(self._tasks, self._answer(message), self._asked, message["id"])
         else:
-            params, method = message.get("params") or {}, message["method"]
-            if method == "notifications/cancelled" and type(params) is dict \
-                    and _is_id(params.get("requestId")) and params["requestId"] in self._asked:
-                return self._asked.pop(params["requestId"]).cancel()    # its handler stops: no answer
-            meta = params.get("_meta") if type(params) is dict and type(params.get("_meta")) is dict else {}
-            listen = meta.get(_MODERN + "subscriptionId")
-            if _is_id(listen) and self._listens.get(listen, {}).get(method):
-                self._call(self._listens[listen][method], params)
-            elif method == "notifications/progress" and params.get("progressToken") in self._progress:
-                self._call(self._progress[params["progressToken"]], params)
-            elif method == "notifications/message" and self.on_log:
-                self._call(self.on_log, params)
-            elif self.on_notification:
-                self._call(self.on_notification, method, params)
+            self._notified(message["method"], message.get("params") or {})
+        return None
+
+    def _notified(self, method, params):
+        """A notification from the server, to whoever waits for it; bad params never raise."""
+        fields = params if type(params) is dict else {}
+        meta = fields["_meta"] if type(fields.get("_meta")) is dict else {}
+        asked, token = fields.get("requestId"), fields.get("progressToken")
+        listen = meta.get(_MODERN + "subscriptionId")
+        if method == "notifications/cancelled" and _is_id(asked) and asked in self._asked:
+            self._asked.pop(asked).cancel()     # its handler stops: no answer
+        elif _is_id(listen) and self._listens.get(listen, {}).get(method):
+            self._call(self._listens[listen][method], params)
+        elif method == "notifications/progress" and _is_id(token) and token in self._progress:
+            self._call(self._progress[token], params)
+        elif method == "notifications/message" and self.on_log:
+            self._call(self.on_log, params)
+        elif self.on_notification:
+            self._call(self.on_notification, method, params)
 
     def _too_big(self, id_=None, head=b"", tail=b""):
         """A message from the server past `max_message_bytes` was skipped: the request it
@@ -4236,20 +4233,19 @@ class Client(_Peer):
             _log.exception("client callback failed")
 
     async def _handle(self, method, params):
-        """What we answer to the server's request (or input request): our handlers'."""
-        url = method == "elicitation/create" and params.get("mode") == "url"
-        handler = {"sampling/createMessage": self.sampling,
-                   "elicitation/create": self.elicit_url if url else self.elicitation}.get(method)
+        """What we answer to the server's request (or input request): our handler's (`_ANSWERS`)."""
         if method == "ping":
             return {}
-        if method == "roots/list" and self.roots is not None:
-            return {"roots": list(self.roots() if callable(self.roots) else self.roots)}
+        url = method == "elicitation/create" and params.get("mode") == "url"
+        what, option = _ANSWERS.get((method, url), (method, None))
+        handler = getattr(self, option) if option else None
         if handler is None:     # ours to refuse, not the server's: say so, and how to answer it
-            what, option = _ANSWERS.get((method, url), (method, None))
             other_mode = method == "elicitation/create" and self.capabilities().get("elicitation")
             raise McpError(INVALID_PARAMS if other_mode else METHOD_NOT_FOUND, f"This client declined the "
                            f"server's {what}: it has no handler for it"
                            + f" (Client({option}=...))" * bool(option))
+        if method == "roots/list":
+            return {"roots": list(handler() if callable(handler) else handler)}
         result = handler(params)
         return await result if asyncio.iscoroutine(result) else result
 
@@ -4268,10 +4264,10 @@ class Client(_Peer):
             except Exception:
                 _log.warning("could not answer the server's %s", method)
 
-    async def _all(self, method, params=None):
+    async def _all(self, method):
         items, cursor, seen = [], None, set()
         while True:
-            page = await self.request(method, dict(params or {}, **({"cursor": cursor} if cursor else {})))
+            page = await self.request(method, {"cursor": cursor} if cursor else None)
             items += page.get(_LISTS_OF[method]) or []
             cursor = page.get("nextCursor")
             if not cursor:
@@ -4348,7 +4344,7 @@ class Client(_Peer):
 # Where the id of a message too big to read is: near its start, or (the TypeScript SDK's order) at its end.
 _EDGE_ID = (re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")'),
             re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$'))
-# What a client has no handler for, as the refusal names it, and the option that gives one.
+# The server's requests a handler answers: (method, URL mode) -> what a refusal calls it, the Client option.
 _ANSWERS = {("sampling/createMessage", False): ("sampling request", "sampling"),
             ("elicitation/create", False): ("form elicitation", "elicitation"),
             ("elicitation/create", True): ("URL elicitation", "elicit_url"),
@@ -4356,11 +4352,15 @@ _ANSWERS = {("sampling/createMessage", False): ("sampling request", "sampling"),
 _ERAS = {}  # server (URL, command) -> the era it spoke: a handshake-era server is not probed again
 
 
-def _background(tasks, coroutine):
-    """Run `coroutine` as a task held in `tasks` until it ends (the loop holds tasks weakly)."""
+def _background(tasks, coroutine, index=None, key=None):
+    """Run `coroutine` as a task held in `tasks` until it ends (the loop holds tasks weakly),
+    and in ``index[key]`` if given, until it ends or another task takes that place."""
     task = asyncio.ensure_future(coroutine)
     tasks.add(task)
     task.add_done_callback(tasks.discard)
+    if index is not None:
+        index[key] = task
+        task.add_done_callback(lambda _: index.get(key) is task and index.pop(key))
     return task
 
 
@@ -4413,7 +4413,8 @@ class SyncClient:
 class _Transport:
     """A client transport: coroutines `start`, `send` (McpError(CONNECTION_CLOSED) if it
     cannot), `initialized` (after the handshake) and `close`. What arrives goes to
-    ``client._received``; loss is told as to any `_Peer` (`_fail`, `_closed`)."""
+    ``client._received``; loss is told as to any `_Peer` (`_fail`, `_closed`). Over HTTP,
+    every exchange goes through `_request`."""
 
     async def start(self):
         pass
@@ -4428,6 +4429,28 @@ class _Transport:
     def _trace(self, kind, *args):
         if self.client.trace:
             getattr(self.client.trace, kind)(*args)
+
+    async def _request(self, method, url, headers, body=b"", sign_in=True):
+        """HTTP: one exchange with `url` (McpError if it cannot be reached), our token in its header,
+        never in the URL. After a 401, or a 403 insufficient_scope, an `OAuth` signs in and it goes
+        again (_AUTH_TRIES times at most); else the answer stays as it came."""
+        auth = self.client.auth
+        for tries in range(_AUTH_TRIES + 1):
+            token = auth.token(self.url) if auth else self.client.token
+            bearer = f"Bearer {token}" if token else None
+            try:
+                sent = {**headers, "Authorization": bearer} if bearer else headers
+                response = await _http(url, method, sent, body, self.client.trace)
+            except OSError as e:
+                raise McpError(CONNECTION_CLOSED, f"cannot reach {url}: {e}") from None
+            challenge, status = response.headers.get("www-authenticate", ""), response.status
+            if not (auth and sign_in) or tries == _AUTH_TRIES or status != 401 and not (
+                    status == 403 and "insufficient_scope" in challenge):
+                break
+            response.close()
+            if not await auth.challenged(self.url, status, challenge, bearer):
+                break
+        return response
 
 
 class _InMemory(_Transport):
@@ -4482,18 +4505,16 @@ class _StdioClient(_Transport):
     async def _read(self):
         lines = _Lines(lambda head, tail: self.client._too_big(None, head, tail), self.client.max_message)
         try:
-            while (chunk := await self.process.stdout.read(READ_CHUNK)):
-                for line in lines.feed(chunk):
-                    self._line(line)
-            for line in lines.end():
-                self._line(line)
+            while True:
+                chunk = await self.process.stdout.read(READ_CHUNK)
+                for line in lines.feed(chunk) if chunk else lines.end():    # at EOF: a last line without \n
+                    if line.strip():
+                        self._trace("line", "in", "stdout", line)
+                        self.client._received(line)
+                if not chunk:
+                    return
         finally:
             self.client._closed("The server closed its output")
-
-    def _line(self, line):
-        if line.strip():
-            self._trace("line", "in", "stdout", line)
-            self.client._received(line)
 
     async def send(self, message):
         self._trace("message", "out", "stdin", message)
@@ -4553,33 +4574,33 @@ class _HttpResponse:
             trace.http("in", head, self.headers, body)
 
     async def chunks(self, trace=True):
-        """The body, piece by piece, as framed by the headers."""
+        """The body, piece by piece, as framed by the headers: chunked, sized, or to the connection's end."""
         if trace:
             self._trace()   # a stream's head before its events
         reader = self.reader
         if self.status in (204, 304):
             return
-        chunked = "chunked" in self.headers.get("transfer-encoding", "")
-        if not chunked and "content-length" not in self.headers:   # to the connection's end
+        if "chunked" in self.headers.get("transfer-encoding", ""):
+            while (size := _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)):
+                async for piece in self._pieces(size):
+                    yield piece
+                await reader.readexactly(2)     # the chunk's CRLF
+            await reader.readuntil(b"\r\n")     # the last chunk's (empty) trailer
+        elif "content-length" in self.headers:
+            async for piece in self._pieces(_size(self.headers["content-length"], 10)):
+                yield piece
+        else:
             while (data := await reader.read(READ_CHUNK)):
                 yield data
-            return
-        left = None if chunked else _size(self.headers["content-length"], 10)
-        while True:
-            if chunked:
-                left = _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
-                if left == 0:
-                    await reader.readuntil(b"\r\n")     # the last chunk's (empty) trailer
-                    return
-            while left:     # in pieces: the server picks the size, not our memory
-                piece = await reader.read(min(left, READ_CHUNK))
-                if not piece:
-                    raise ConnectionError("body cut short")
-                left -= len(piece)
-                yield piece
-            if not chunked:
-                return
-            await reader.readexactly(2)     # the chunk's CRLF
+
+    async def _pieces(self, left):
+        """`left` bytes, in pieces: the server picks the size, not our memory."""
+        while left:
+            piece = await self.reader.read(min(left, READ_CHUNK))
+            if not piece:
+                raise ConnectionError("body cut short")
+            left -= len(piece)
+            yield piece
 
     async def body(self, limit):
         """The whole body; McpError past `limit` bytes."""
@@ -4640,11 +4661,8 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     if trace:   # before connecting, so a refused connection still shows what was tried
         trace.http("out", f"{method} {target}", headers, body)
-    if tls:
-        import ssl
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(
-        parts.hostname, parts.port or (443 if tls else 80), ssl=tls and ssl.create_default_context(),
-        limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(   # ssl=True: the default context
+        parts.hostname, parts.port or (443 if tls else 80), ssl=tls, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
     lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     if body or method == "POST":
@@ -4705,13 +4723,6 @@ class _SseParser:
         self.cut = False        # and so is the line now read: its middle is not kept
 
     def feed(self, data):
-        if not self.started:
-            data, self.line = bytes(self.line) + data, bytearray()
-            if len(data) < 3 and _BOM.startswith(data):
-                self.line += data
-                return []           # perhaps the start of a byte order mark
-            self.started = True
-            data = data[3:] if data.startswith(_BOM) else data
         if self.after_cr and data.startswith(b"\n"):
             data = data[1:]         # the LF of a CRLF split between two pieces
         self.after_cr = data.endswith(b"\r")
@@ -4723,11 +4734,10 @@ class _SseParser:
                 raw, self.line = bytes(self.line), bytearray()
             self._line(raw, events)
         self.line += rest
-        if self.cut:
-            del self.line[:-_EDGE]
-        elif self.size + len(self.line) > self.limit:
+        if not self.cut and self.size + len(self.line) > self.limit:
             self._too_big(self.line)
             self.cut = True
+        if self.cut:
             del self.line[:-_EDGE]
         return events
 
@@ -4739,6 +4749,8 @@ class _SseParser:
         self.data, self.size = [], 0
 
     def _line(self, raw, events):
+        if not self.started:    # the first line may start with a byte order mark
+            raw, self.started = raw.removeprefix(_BOM), True
         if self.cut:    # the end of a line too long: its last bytes
             self.cut, self.big[1] = False, raw[-_EDGE:]
             return
@@ -4755,15 +4767,13 @@ class _SseParser:
         elif not raw.startswith(b":"):
             field, _, value = raw.partition(b":")
             value = value[1:] if value.startswith(b" ") else value
-            if field == b"data":
-                if self.big:
-                    self.big[1] = value[-_EDGE:]
-                    return
+            if field == b"data" and not self.big:
                 self.data.append(value)
                 self.size += len(value) + 1
                 if self.size > self.limit:
                     self._too_big(value)
-                    self.big[1] = value[-_EDGE:]
+            if field == b"data" and self.big:   # of an event too big, only the last bytes are kept
+                self.big[1] = value[-_EDGE:]
             elif field in (b"event", b"id", b"retry"):
                 self.event[field.decode()] = value.decode("utf-8", "replace")
 
@@ -4781,34 +4791,25 @@ class _StreamableHttp(_Transport):
     def __init__(self, url, client):
         self.url, self.client = url, client
         self.session_id = self._get_stream = None
-        self._tasks = set()
-        self._streams = {}      # request id -> the task reading its SSE answer
-        self._closing = False
+        self._tasks, self._closing = set(), False
+        self._streams = {}      # request id -> the task carrying its answer (its POST, then its stream)
         self._reinitializing = asyncio.Lock()
 
     def _headers(self, accept="application/json, text/event-stream"):
         headers = {"Accept": accept, "Mcp-Session-Id": self.session_id,
-                   "MCP-Protocol-Version": self.client.protocol_version,
-                   "Authorization": _bearer(self.client, self.url)}
-        return {k: v for k, v in headers.items() if v}     # the token: never in the URL
+                   "MCP-Protocol-Version": self.client.protocol_version}
+        return {k: v for k, v in headers.items() if v}
 
     async def send(self, message):
-        is_request = "method" in message and "id" in message
-        if is_request and message["method"] != "initialize":
-            # The POST may stream for as long as the tool runs: don't hold the caller,
-            # who waits on its own future (with its own timeout).
-            return self._track(message["id"], self._post_request(message))
-        await self._post(message, is_request)
-
-    def _track(self, id_, coroutine):
-        """Run what carries request `id_`'s answer (its POST, then its stream) as a task
-        that `drop` can end."""
-        task = self._streams[id_] = _background(self._tasks, coroutine)
-        task.add_done_callback(lambda _: self._streams.get(id_) is task and self._streams.pop(id_))
+        if "method" not in message or "id" not in message or message["method"] == "initialize":
+            return await self._post(message)
+        # A request's POST may stream for as long as the tool runs: the caller is not held (it
+        # waits on its own future, with its own timeout), and `drop` can end it.
+        _background(self._tasks, self._post_request(message), self._streams, message["id"])
 
     async def _post_request(self, message):
         try:
-            await self._post(message, True)
+            await self._post(message)
         except Exception as e:
             self.client._fail(message["id"], e if isinstance(e, McpError)
                               else McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}"))
@@ -4818,14 +4819,19 @@ class _StreamableHttp(_Transport):
         task = self._streams.pop(id_, None)
         return task is not None and task.cancel()
 
-    async def _post(self, message, is_request, again=True, tries=0):
+    def _routing(self, message):
+        """2026-07-28: a request's routing headers (`_routing`), with the arguments its tool marks."""
+        tool = message["params"].get("name") if message["method"] == "tools/call" else None
+        marks = self.client._param_headers.get(tool, ()) if type(tool) is str else ()
+        return {k: _header_value(_text(v)) for k, v in _routing(message, marks).items()}
+
+    async def _post(self, message, again=True):
+        id_ = message["id"] if "method" in message and "id" in message else None
         headers = {**self._headers(), "Content-Type": "application/json"}
-        if self.client.modern and is_request:   # 2026-07-28: what it is, so that it is routed unread
-            tool = (message.get("params") or {}).get("name") if message["method"] == "tools/call" else None
-            marks = self.client._param_headers.get(tool, ()) if type(tool) is str else ()
-            headers.update((k, _header_value(_text(v))) for k, v in _routing(message, marks).items())
-        sent_with, id_ = self.session_id, message.get("id") if is_request else None
-        response = await self._request("POST", headers, encode(message))
+        if self.client.modern and id_ is not None:  # 2026-07-28: what it is, so that it is routed unread
+            headers.update(self._routing(message))
+        sent_with = self.session_id
+        response = await self._request("POST", self.url, headers, encode(message))
         if message.get("method") == "initialize":
             # 2025-11-25 transports (the version we ask for): 400, 404 or 405 means "try
             # legacy SSE"; anything else (auth, size, rate limits) is a real answer.
@@ -4841,27 +4847,19 @@ class _StreamableHttp(_Transport):
             async with self._reinitializing:
                 if self.session_id == sent_with:
                     await self._reinitialize()
-            return await self._post(message, is_request, again=False)
-        if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
-            return await self._post(message, is_request, again, tries + 1)
+            return await self._post(message, again=False)
         if response.status >= 300:     # a redirect not followed too: nothing will answer
             raise _http_error(response.status, await response.body(READ_CHUNK), self.url)
         if response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream":
-            return self._track(id_, self._events(response, id_))
+            return _background(self._tasks, self._events(response, id_), self._streams, id_)
         try:
             body = await response.body(self.client.max_message)
         except McpError:    # too big: what it answers fails now
             return self.client._too_big(id_)
-        response.writer.close()
+        response.close()
         data = decode(body) if body.strip() else []
         for item in data if type(data) is list else [data]:
             self.client._received(item)
-
-    async def _request(self, method, headers, body=b""):
-        try:
-            return await _http(self.url, method, headers, body, self.client.trace)
-        except OSError as e:
-            raise McpError(CONNECTION_CLOSED, f"cannot reach {self.url}: {e}") from None
 
     async def _reinitialize(self):
         self.session_id = None
@@ -4909,17 +4907,15 @@ class _StreamableHttp(_Transport):
                 answered |= self.client._received(event["data"]) == request_id
         return answered, last, retry
 
-    async def _resume(self, last, forever, signed=0):
+    async def _resume(self, last, forever):
         """A GET for a stream: from after `last` if given; None if refused. The GET stream starts
-        afresh when the server kept not what it missed, and signs in again when its token ended."""
+        afresh when the server kept not what it missed."""
         headers = {**self._headers("text/event-stream"), **({} if last is None else {"Last-Event-ID": last})}
         with contextlib.suppress(McpError):
-            response = await self._request("GET", headers)
+            response = await self._request("GET", self.url, headers)
             if forever and last is not None and response.status in (400, 409):
                 response.close()
                 return await self._resume(None, forever)
-            if await _signed_in(self.client, self.url, response, headers.get("Authorization"), signed):
-                return await self._resume(last, forever, signed + 1)
             if response.status == 200:
                 return response
             response.close()
@@ -4936,7 +4932,8 @@ class _StreamableHttp(_Transport):
             task.cancel()
         if self.session_id:     # tell the server we are done with the session
             try:
-                response = await asyncio.wait_for(self._request("DELETE", self._headers()), 5)
+                response = await asyncio.wait_for(self._request("DELETE", self.url, self._headers(),
+                                                                sign_in=False), 5)
                 response.close()
             except Exception as e:  # the server may be gone already: the session is over anyway
                 _log.debug("DELETE of the session failed: %r", e)
@@ -4951,15 +4948,9 @@ class _LegacySse(_Transport):
         self.url, self.client = url, client
         self.endpoint = self._reader = self._response = None
 
-    def _auth(self):
-        return {"Authorization": bearer} if (bearer := _bearer(self.client, self.url)) else {}
-
-    async def start(self, tries=0):
-        headers = {"Accept": "text/event-stream", **self._auth()}
-        response = self._response = await _http(self.url, "GET", headers, trace=self.client.trace)
+    async def start(self):
+        response = self._response = await self._request("GET", self.url, {"Accept": "text/event-stream"})
         if response.status != 200:
-            if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
-                return await self.start(tries + 1)
             response.close()
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.url}")
         found = asyncio.get_running_loop().create_future()
@@ -4987,15 +4978,10 @@ class _LegacySse(_Transport):
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
 
-    async def send(self, message, tries=0):
-        headers = {"Content-Type": "application/json", **self._auth()}
-        try:
-            response = await _http(self.endpoint, "POST", headers, encode(message), self.client.trace)
-        except OSError as e:
-            raise McpError(CONNECTION_CLOSED, f"cannot reach {self.endpoint}: {e}") from None
+    async def send(self, message):
+        response = await self._request("POST", self.endpoint, {"Content-Type": "application/json"},
+                                       encode(message))
         await response.body(READ_CHUNK)
-        if await _signed_in(self.client, self.url, response, headers.get("Authorization"), tries):
-            return await self.send(message, tries + 1)
         response.close()
         if response.status >= 300:
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.endpoint}")
@@ -5160,23 +5146,6 @@ _AUTH_TRIES = 2         # sign-ins for one request (a 401, then a 403 step-up); 
 _CHALLENGE_PARAM = re.compile(r'([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 
 
-def _bearer(client, url):
-    """The Authorization header for `url`: the auth object's token for that server, or the fixed one."""
-    token = client.auth.token(url) if client.auth else client.token
-    return token and f"Bearer {token}"
-
-
-async def _signed_in(client, url, response, sent, tries):
-    """After a 401 or 403 from `url`: True if we signed in (again) and may resend. False leaves
-    the answer as it came: no auth object, a 403 not about scope, or enough sign-ins already."""
-    challenge, status = response.headers.get("www-authenticate", ""), response.status
-    if not client.auth or tries >= _AUTH_TRIES or status != 401 and not (
-            status == 403 and "insufficient_scope" in challenge):
-        return False
-    response.close()
-    return await client.auth.challenged(url, response.status, challenge, sent)
-
-
 class OAuth:
     """How `Client(url, auth=OAuth())` signs in when an HTTP server answers 401. Who we are, in
     the spec's order: `client_id` (`client_secret`) registered beforehand (at `issuer`, if given:
@@ -5234,17 +5203,11 @@ class OAuth:
             params = {k.lower(): a or b for k, a, b in _CHALLENGE_PARAM.findall(challenge)}
             if status == 403 and set(params.get("scope", "").split()) <= set(entry.get("scope", "").split()):
                 return False        # asked for and given already: signing in again would loop
-            resource, metadata = await self._protected_resource(url, params.get("resource_metadata"))
-            if type(servers := metadata.get("authorization_servers")) is not list or not servers:
-                raise _refused(f"the protected resource metadata of {url} names no authorization server")
-            server = await _server_metadata(issuer := servers[0])
-            if self.client_id and self.issuer not in (None, issuer):    # pre-registered: that server's
-                # only (2026-07-28 "Authorization Server Binding")
-                raise _refused(f"{url} now signs in at {issuer}, but the client id is {self.issuer}'s")
-            if (entry.get("issuer"), entry.get("resource")) != (issuer, resource):
+            resource, metadata, server = await self._protected_resource(url, params.get("resource_metadata"))
+            if (entry.get("issuer"), entry.get("resource")) != (server["issuer"], resource):
                 # first sign-in, or the server moved: a client id and tokens of one
                 # authorization server are never shown to another (SEP-2352)
-                entry = {"issuer": issuer, "resource": resource}
+                entry = {"issuer": server["issuer"], "resource": resource}
             entry["token_endpoint"] = server["token_endpoint"]
             if status == 401 and entry.get("refresh_token"):
                 with contextlib.suppress(McpError):     # refused or expired: sign in afresh
@@ -5268,7 +5231,11 @@ class OAuth:
 
     async def _protected_resource(self, url, hinted):
         """RFC 9728: the resource's metadata from the challenge's URL, else the well-known URIs,
-        path-suffixed first (spec "Protected Resource Metadata Discovery Requirements")."""
+        path-suffixed first (spec "Protected Resource Metadata Discovery Requirements"); then
+        its authorization server's: (the resource as published, unnormalized (RFC 8707), its
+        metadata, the authorization server's)."""
+        def host(u):    # 127.0.0.1, ::1 and localhost are one machine
+            return "loopback" if _is_loopback(u.hostname or "") else u.hostname, u.port
         parts = urlsplit(_secure(url, "MCP server"))
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
         well_known = f"{origin}/.well-known/oauth-protected-resource"
@@ -5277,17 +5244,20 @@ class OAuth:
             if status == 200 and metadata:
                 break
         else:   # 2025-03-26 servers publish none: the MCP server is its own authorization server
-            return url, {"authorization_servers": [origin]}
+            metadata = {"resource": url, "authorization_servers": [origin]}
         resource = metadata.get("resource")
         named = urlsplit(resource) if type(resource) is str else None
         # RFC 9728 §3.3, spec "Canonical Server URI": the metadata is about this server (its
         # URL or a parent path), else its tokens would be minted for someone else
-        def host(u):    # 127.0.0.1, ::1 and localhost are one machine
-            return "loopback" if _is_loopback(u.hostname or "") else u.hostname, u.port
         if not named or (named.scheme, host(named)) != (parts.scheme, host(parts)) \
                 or not (path + "/").startswith(named.path.rstrip("/") + "/"):
             raise _refused(f"the resource metadata at {where} is about {str(resource)[:200]!r}, not {url}")
-        return resource, metadata      # the resource as published, unnormalized (RFC 8707)
+        if type(servers := metadata.get("authorization_servers")) is not list or not servers:
+            raise _refused(f"the protected resource metadata of {url} names no authorization server")
+        if self.client_id and self.issuer not in (None, servers[0]):    # pre-registered: that server's
+            # only (2026-07-28 "Authorization Server Binding")
+            raise _refused(f"{url} now signs in at {servers[0]}, but the client id is {self.issuer}'s")
+        return resource, metadata, await _server_metadata(servers[0])
 
     async def _authorization_code(self, server, entry, resource, scope):
         """The browser's part: PKCE S256 (RFC 7636), `state`, a loopback redirect (RFC 8252

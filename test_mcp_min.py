@@ -6159,6 +6159,16 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             await client.subscribe("config://app")
             self.assertEqual(await client.unsubscribe("config://app"), {})
 
+    def test_a_notification_with_malformed_params_is_skipped_never_raised(self):
+        # Regression: a progressToken that is no id (a list), or params that are no object, raised
+        # in the reader and ended the connection ("The server closed its output") for every call.
+        seen = []
+        client = mcp_min.Client("unused", on_notification=lambda method, params: seen.append(method))
+        for params in ({"progressToken": [1]}, {"requestId": [1]}, [1], {"_meta": [1]}):
+            for method in ("notifications/progress", "notifications/cancelled"):
+                client._received({"jsonrpc": "2.0", "method": method, "params": params})
+        self.assertEqual(len(seen), 8)
+
 
 _BIG_ANSWERS = """\
 from mcp_min import Server, Context
