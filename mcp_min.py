@@ -5681,7 +5681,7 @@ def _cli_arguments(words):
     if len(words) == 1 and words[0].lstrip().startswith("{"):
         try:
             return json.loads(words[0]), {}
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise ValueError(f"the JSON object is not valid JSON: {e}") from None
     arguments, raw = {}, {}
     for word in words:
@@ -5692,7 +5692,7 @@ def _cli_arguments(words):
         try:
             arguments[key] = json.loads(value)
             json.dumps(arguments[key], allow_nan=False)     # NaN, 1e999: not JSON to send
-        except ValueError:
+        except (ValueError, RecursionError):
             arguments[key] = value
     return arguments, raw
 
