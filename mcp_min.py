@@ -3942,21 +3942,6 @@ def _principal(x):
     return encode([x.auth.subject, x.auth.client_id]).decode() if x.auth \
         else x.request.header("authorization")
 
-
-def _auth_options(args):
-    """serve's HttpServer options: auth= for --auth-server (introspection credentials, 'id:secret',
-    from --auth-client-file or $MCP_AUTH_CLIENT: never the command line), else token=."""
-    if not args.auth_server:
-        return {"token": _token(args)}
-    secret = os.environ.get("MCP_AUTH_CLIENT", "")
-    if args.auth_client_file:
-        with open(args.auth_client_file, encoding="utf-8") as f:
-            secret = f.read().strip()
-    client_id, _, client_secret = secret.partition(":")
-    return {"auth": ResourceServer(None, [args.auth_server], args.scope, args.resource,
-                                   client_id or None, client_secret or None)}
-
-
 ##############################################################################
 # Client: stdio, Streamable HTTP and legacy HTTP+SSE
 ##############################################################################
@@ -4992,146 +4977,6 @@ class _LegacySse(_Transport):
         if self._response:
             self._response.close()
 
-
-def _cli_arguments(words):
-    """``k=v`` pairs (values parsed as JSON when they are JSON) or one JSON object."""
-    if len(words) == 1 and words[0].lstrip().startswith("{"):
-        try:
-            arguments = json.loads(words[0])
-        except ValueError as e:
-            raise ValueError(f"the JSON object is not valid JSON: {e}") from None
-        if type(arguments) is not dict:
-            raise ValueError("the JSON arguments must be one object: '{\"k\": 1}'")
-        return arguments
-    arguments = {}
-    for word in words:
-        key, eq, value = word.partition("=")
-        if not eq or not key:
-            raise ValueError(f"expected key=value, got {word!r}")
-        try:
-            arguments[key] = json.loads(value)
-            json.dumps(arguments[key], allow_nan=False)     # NaN, 1e999: not JSON to send
-        except ValueError:
-            arguments[key] = value
-    return arguments
-
-
-# What the CLI's methods need after METHOD, for a usage error before anything is sent.
-_CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]", "resources/read": "URI",
-              "resources/subscribe": "URI", "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
-
-
-def _client_usage(args):
-    """The request the CLI will send, checked first: (name, arguments, raw "k=v" texts)."""
-    target, method, words = args.target, args.method, args.args
-    if not target.strip():
-        raise ValueError("TARGET is empty: give a URL or the command that starts a server")
-    if re.fullmatch(r"[\w.\-\[\]:]+:\d+(/\S*)?", target):        # 127.0.0.1:8080/mcp
-        raise ValueError(f"{target} is not a URL: write http://{target}")
-    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) \
-            and target.partition(":")[0].lower() not in ("http", "https"):
-        raise ValueError(f"{target}: only http:// and https:// URLs, or a command that starts a server")
-    if method in _CLI_NEEDS and not words:
-        raise ValueError(f"{method} needs {_CLI_NEEDS[method]}: client TARGET {method} {_CLI_NEEDS[method]}")
-    if method in ("tools/call", "prompts/get"):
-        raw = dict(w.partition("=")[::2] for w in words[1:] if "=" in w and not w.startswith("{"))
-        return words[0], _cli_arguments(words[1:]), raw
-    if method in _CLI_NEEDS or method in _LISTS_OF:
-        return (words[0] if words else None), None, None
-    return None, _cli_arguments(words) if words else None, None
-
-
-async def _client_run(args, name, arguments, raw):
-    version = args.protocol
-    client = Client(args.target, token=args.token, auth=_cli_auth(args), trace=args.trace,
-                    era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
-                    protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
-                    on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr),
-                    elicit_url=lambda p: asyncio.to_thread(_show_url, p), timeout=args.timeout,
-                    elicitation=(lambda p: asyncio.to_thread(_show_url, p)) if sys.stdin.isatty() else None)
-    method = args.method
-    async with client:
-        if method in _LISTS_OF:
-            return {_LISTS_OF[method]: await client._all(method)}
-        if method == "prompts/get":     # prompt arguments are strings, as typed
-            return await client.get_prompt(name, {k: raw.get(k, v if type(v) is str else json.dumps(v))
-                                                  for k, v in arguments.items()})
-        if method == "tools/call":
-            return await client.call_tool(name, await _typed(client, name, arguments, raw))
-        if method == "logging/setLevel":
-            return await client.set_log_level(name)
-        if method == "ping":
-            return await client.ping()
-        return await client.request(method, {"uri": name} if name else arguments)
-
-
-async def _typed(client, name, arguments, raw):
-    """A tool's k=v arguments, each as typed where the tool's schema wants a string (zip=10001,
-    or a Decimal's digits, exactly). The CLI's own tools/list, so marked in the trace."""
-    if not arguments:
-        return arguments
-    why = _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
-    try:
-        tools = await client._all("tools/list")
-    finally:
-        _TRACE_WHY.reset(why)
-    tool = next((t for t in tools if t["name"] == name), None)
-    if tool is None:
-        raise McpError(INVALID_PARAMS, f"The server has no tool named {name!r}")
-    props = tool.get("inputSchema", {}).get("properties", {})
-    for key, text in raw.items():
-        prop = props.get(key)
-        if type(prop) is dict and not validate(text, prop) and (
-                validate(arguments[key], prop) or "string" in (prop.get("type") or ())):
-            arguments[key] = text
-    return arguments
-
-
-def _show_url(params, ask=True):
-    """Elicitation at the CLI. URL mode: the whole URL (never fetched here; no control character
-    can hide part of it), and the user's consent; form mode: each field typed in (JSON where it
-    parses, a string field as typed; none typed: declined). A terminal asks, anything else declines."""
-    url, (message, where) = "url" in params, (
-        "".join(c if c.isprintable() else "?" for c in str(params.get(k))) for k in ("message", "url"))
-    print(f"the server asks you to visit a URL: {message}\n  {where}" if url else
-          f"the server asks: {message}", file=sys.stderr)
-    if not (ask and sys.stdin.isatty()):
-        return {"action": "decline"}
-    if url:
-        return {"action": "accept" if input("Will you open it? [y/N] ").strip().lower() == "y" else "decline"}
-    fields = (params.get("requestedSchema") or {}).get("properties") or {}
-    typed = {k: input(f"  {k}: ").strip() for k in fields}
-    content = {k: v if (fields[k] or {}).get("type") == "string" else _cli_arguments([f"v={v}"])["v"]
-               for k, v in typed.items() if v}
-    return {"action": "accept", "content": content} if content else {"action": "decline"}
-
-
-def _client_main(args, name, arguments, raw):
-    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        result = asyncio.run(_client_run(args, name, arguments, raw))
-    except McpError as e:
-        print(f"error {e.code}: {e.message}", file=sys.stderr)
-        if "client declined" in e.message and not sys.stdin.isatty():
-            print("mcp_min: on a terminal, the CLI asks you for the form's fields", file=sys.stderr)
-        asked = e.data.get("elicitations") if type(e.data) is dict else None
-        for params in asked if e.code == URL_ELICITATION_REQUIRED and type(asked) is list else ():
-            type(params) is dict and _show_url(params, ask=False)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
-        _log.debug("client failed", exc_info=True)
-        what = (f"{e.strerror}: {e.filename}" if e.filename else e.strerror) \
-            if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
-        print(f"mcp_min: {what}", file=sys.stderr)
-        return 1
-    print(json.dumps(result, indent=2, ensure_ascii=False))
-    if isinstance(result, dict) and result.get("isError"):
-        print("the tool reported an error", file=sys.stderr)
-        return 1
-    return 0
-
 ##############################################################################
 # Authorization: the client's side (OAuth 2.1, spec basic/authorization)
 ##############################################################################
@@ -5394,19 +5239,6 @@ def _query(url):
     return dict(parse_qsl(urlsplit(url.strip()).query))
 
 
-def _cli_auth(args):
-    """--auth [browser|paste|machine], --client-id, --client-secret: an OAuth, or None. A person
-    signs in within the request that met the 401: it gets 5 minutes, whatever --timeout says."""
-    if not (args.auth or args.client_id):
-        return None
-    if args.client_id and args.client_secret and not args.issuer:
-        raise ValueError("--client-secret needs --issuer: the authorization server it may be sent to")
-    args.timeout = args.timeout if args.auth == "machine" else max(args.timeout, 300)
-    return OAuth(client_id=args.client_id, client_secret=args.client_secret, issuer=args.issuer,
-                 headless=args.auth == "paste",
-                 grant="client_credentials" if args.auth == "machine" else "authorization_code")
-
-
 ##############################################################################
 # Seeing the wire: --trace
 ##############################################################################
@@ -5425,9 +5257,7 @@ class _Trace:
     ASKED = 1024        # request ids remembered so that a response can name its method
 
     def __init__(self, target, side="server"):
-        self.start = time.monotonic()
-        self.side = side
-        self.jsonl = target != "-"
+        self.start, self.side, self.jsonl = time.monotonic(), side, target != "-"
         self.file = open(target, "a", encoding="utf-8", errors="backslashreplace") \
             if self.jsonl else sys.stderr
         self.lock = threading.Lock()
@@ -5439,15 +5269,14 @@ class _Trace:
             headers = {k: ("Bearer ***" if k.lower() == "authorization" else v) for k, v in headers.items()
                        if k.lower() in self.SHOWN_HEADERS or k[:10].lower() == "mcp-param-"}
         with self.lock:
-            t = time.monotonic() - self.start
-            record = {"t": round(t, 6), "dir": arrow, "channel": channel, "head": head}
+            record = {"t": round(time.monotonic() - self.start, 6), "dir": arrow, "channel": channel,
+                      "head": head}
             if message is not None:
                 record.update(self._about(arrow, message))
             if (why := _TRACE_WHY.get()) and record.get("kind") == "request":
                 record["why"] = why
             if self.jsonl:
-                for key, value in (("headers", headers), ("data", data),
-                                   ("message", None if message is None else _shorten(message, None))):
+                for key, value in ("headers", headers), ("data", data), ("message", _shorten(message, None)):
                     if value:
                         record[key] = value
                 text = json.dumps(record, ensure_ascii=False, default=str) + "\n"
@@ -5472,8 +5301,7 @@ class _Trace:
         if type(method) is str:
             method = method[:80]
             about = {"kind": "notification" if "id" not in message else "request", "method": method}
-            params = message.get("params")
-            params = params if type(params) is dict else {}
+            params = message.get("params") if type(message.get("params")) is dict else {}
             if (why := _what_for(message, params)):
                 about["why"] = why
             if "id" in message:
@@ -5481,8 +5309,7 @@ class _Trace:
                 if len(self.asked) >= self.ASKED:
                     del self.asked[next(iter(self.asked))]
                 key = arrow, repr(id_)
-                # Sessions share a trace and may reuse an id: a reply then names no method
-                # rather than perhaps the wrong one.
+                # Sessions share a trace and may reuse an id: a reply then names no method, not a wrong one.
                 self.asked[key] = None if self.asked.get(key, method) != method else method
                 if method in _NAMED and type(name := params.get("name", params.get("uri"))) is str:
                     about["name"] = name[:80]
@@ -5498,33 +5325,23 @@ class _Trace:
         self._emit(direction, channel, channel, message=message)
 
     def line(self, direction, channel, data):
-        try:
-            self._emit(direction, channel, channel, message=json.loads(data))
-        except (ValueError, RecursionError):
-            self._emit(direction, channel, f"{channel} (not JSON)", data=repr(bytes(data[:200])))
+        message, shown = _parsed(data, repr(bytes(data[:200])))
+        self._emit(direction, channel, f"{channel} (not JSON)" if shown else channel, None, message, shown)
 
     def http(self, direction, head, headers, body=None):
         head = _SECRET_QUERY.sub(r"\1***", head)     # a token sent in a URL is shown no more than in a header
-        message = data = None
-        if body:
-            try:
-                message = json.loads(body)
-            except (ValueError, RecursionError):
-                data = f"({len(body)} bytes, not JSON)"
         if any(k.lower() == "content-type" and v.startswith("text/event-stream")
                for k, v in (headers or {}).items()):
             head += "  (an SSE stream opens)"
-        self._emit(direction, "http", head, headers, message, data)
+        parsed = _parsed(body, f"({len(body)} bytes, not JSON)") if body else ()
+        self._emit(direction, "http", head, headers, *parsed)
 
     def event(self, direction, fields):
-        """An SSE event as it is on the wire: its id, event and retry fields, then its data."""
+        """An SSE event as it is on the wire: its id, event and retry fields, then its data (the
+        server's own events carry their message, not yet encoded)."""
         head = " ".join(f"{k}: {fields[k]}" for k in ("id", "event", "retry") if k in fields)
-        data, message = fields.get("data"), None
-        if not isinstance(data, str):           # the server's own message, not yet encoded
-            message, data = data, None
-        elif data:
-            with contextlib.suppress(ValueError, RecursionError):
-                message, data = json.loads(data), None
+        data = fields.get("data")
+        message, data = _parsed(data, data) if isinstance(data, str) else (data, None)
         self._emit(direction, "sse", head or "(no fields)", message=message, data=data)
 
     def note(self, direction, text):
@@ -5535,6 +5352,14 @@ _SECRET_QUERY = re.compile(r"(?i)([?&][^=&#\s]*(?:token|secret|key|password|code
 _NAMED = ("tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe")
 # Set around a request the CLI makes for itself, so that the trace says why it was sent.
 _TRACE_WHY = contextvars.ContextVar("mcp_min_trace_why", default=None)
+
+
+def _parsed(text, otherwise):
+    """(the JSON in `text`, None), or (None, `otherwise`) if it holds none."""
+    try:
+        return json.loads(text), None
+    except (ValueError, RecursionError):
+        return None, otherwise
 
 
 def _capture_text(record, headers, data, message):
@@ -5571,19 +5396,16 @@ def _outcome(error, result):
     return "ok, isError" if type(result) is dict and result.get("isError") is True else "ok"
 
 
+# A summary's words after the record's kind, in order: (field, how it is shown).
+_WORDS = (("id", "#{}"), ("answers", "({})"), ("method", "{}"), ("name", "{}"), ("outcome", "{}"))
+
+
 def _summary(about):
     """A record's JSON-RPC fields as words: ``request #2 tools/call getUsers``."""
-    kind = about["kind"]
-    if kind == "batch":
+    if about["kind"] == "batch":
         return f"batch of {about['count']}: " + "; ".join(_summary(a) for a in about["items"])
-    if kind == "response":
-        answers = f" ({about['answers']})" if "answers" in about else ""
-        return f"response #{about['id']}{answers} {about['outcome']}"
-    if kind == "request":
-        name = f" {about['name']}" if "name" in about else ""
-        why = f"  [{about['why']}]" if "why" in about else ""
-        return f"request #{about['id']} {about['method']}{name}{why}"
-    return f"{kind} {about.get('method', '')}".rstrip() + (f"  [{about['why']}]" if "why" in about else "")
+    words = [about["kind"], *(shown.format(about[key]) for key, shown in _WORDS if key in about)]
+    return " ".join(words) + (f"  [{about['why']}]" if "why" in about else "")
 
 
 def _shorten(value, limit=300, depth=0):
@@ -5719,8 +5541,8 @@ def _serve(server, args, stdout=1):
 
     import signal
     # Signals left as they came (ignored, or an application's own) are left alone.
-    signals = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if s is not None
-               and signal.getsignal(s) in (signal.default_int_handler, signal.SIG_DFL)]
+    signals = [s for s in (signal.SIGINT, signal.SIGTERM)
+               if signal.getsignal(s) in (signal.default_int_handler, signal.SIG_DFL)]
 
     async def main():
         from concurrent.futures import ThreadPoolExecutor
@@ -5773,19 +5595,27 @@ def _serve(server, args, stdout=1):
         return 1
 
 
-def _token(args):
-    """The HTTP token: from --token-file, --token (with a warning) or $MCP_TOKEN."""
-    if args.token_file:
-        with open(args.token_file, encoding="utf-8") as f:
-            token = f.read().strip(" \t\r\n")
+def _auth_options(args):
+    """serve's HttpServer options: auth= for --auth-server (introspection credentials, 'id:secret',
+    from --auth-client-file or $MCP_AUTH_CLIENT: never the command line), else token= (from
+    --token-file, $MCP_TOKEN, or --token with a warning; never empty, which would turn it off)."""
+    path = args.auth_client_file if args.auth_server else args.token_file
+    if path:
+        with open(path, encoding="utf-8") as f:
+            secret = f.read().strip()
     else:
-        token = os.environ.get("MCP_TOKEN") if args.token is None else args.token
-    if token is not None and not token.strip(" \t"):
+        secret = os.environ.get("MCP_AUTH_CLIENT" if args.auth_server else "MCP_TOKEN") \
+            if args.token is None else args.token
+    if args.auth_server:
+        client_id, _, client_secret = (secret or "").partition(":")
+        return {"auth": ResourceServer(None, [args.auth_server], args.scope, args.resource,
+                                       client_id or None, client_secret or None)}
+    if secret is not None and not secret.strip(" \t"):
         raise ValueError("the token is empty, which would turn authentication off")
     if args.token is not None:
         _log.warning("--token is visible to every local user (ps, /proc/PID/cmdline); "
                      "pass it in $MCP_TOKEN or --token-file")
-    return token
+    return {"token": secret}
 
 
 def _load_server(target):
@@ -5831,6 +5661,155 @@ def _load_error(e):
     if not frames:      # our own word (no such file, no such name), or importlib's
         return str(e) if type(e) is ValueError else f"{type(e).__name__}: {e}"
     return f"{type(e).__name__} at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}: {e}"
+
+
+# What the CLI's methods need after METHOD, for a usage error before anything is sent.
+_CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]", "resources/read": "URI",
+              "resources/subscribe": "URI", "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
+
+
+def _client_usage(args):
+    """The request the CLI will send, checked first: (name, arguments, raw "k=v" texts)."""
+    target, method, words = args.target, args.method, args.args
+    if not target.strip():
+        raise ValueError("TARGET is empty: give a URL or the command that starts a server")
+    if re.fullmatch(r"[\w.\-\[\]:]+:\d+(/\S*)?", target):        # 127.0.0.1:8080/mcp
+        raise ValueError(f"{target} is not a URL: write http://{target}")
+    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) \
+            and target.partition(":")[0].lower() not in ("http", "https"):
+        raise ValueError(f"{target}: only http:// and https:// URLs, or a command that starts a server")
+    if method in _CLI_NEEDS and not words:
+        raise ValueError(f"{method} needs {_CLI_NEEDS[method]}: client TARGET {method} {_CLI_NEEDS[method]}")
+    if method in ("tools/call", "prompts/get"):
+        return (words[0], *_cli_arguments(words[1:]))
+    if method in _CLI_NEEDS or method in _LISTS_OF:
+        return (words[0] if words else None), None, None
+    return None, _cli_arguments(words)[0] if words else None, None
+
+
+def _cli_arguments(words):
+    """``k=v`` pairs (values parsed as JSON when they are JSON) or one JSON object: (arguments, raw)."""
+    if len(words) == 1 and words[0].lstrip().startswith("{"):
+        try:
+            return json.loads(words[0]), {}
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"the JSON object is not valid JSON: {e}") from None
+    arguments, raw = {}, {}
+    for word in words:
+        key, eq, value = word.partition("=")
+        if not eq or not key:
+            raise ValueError(f"expected key=value, got {word!r}")
+        raw[key] = value
+        try:
+            arguments[key] = json.loads(value)
+            json.dumps(arguments[key], allow_nan=False)     # NaN, 1e999: not JSON to send
+        except (ValueError, RecursionError):
+            arguments[key] = value
+    return arguments, raw
+
+
+def _client_main(args, name, arguments, raw):
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        result = asyncio.run(_client_run(args, name, arguments, raw))
+    except McpError as e:
+        print(f"error {e.code}: {e.message}", file=sys.stderr)
+        if "client declined" in e.message and not sys.stdin.isatty():
+            print("mcp_min: on a terminal, the CLI asks you for the form's fields", file=sys.stderr)
+        asked = e.data.get("elicitations") if type(e.data) is dict else None
+        for params in asked if e.code == URL_ELICITATION_REQUIRED and type(asked) is list else ():
+            type(params) is dict and _show_url(params, ask=False)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
+        _log.debug("client failed", exc_info=True)
+        what = (f"{e.strerror}: {e.filename}" if e.filename else e.strerror) \
+            if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
+        print(f"mcp_min: {what}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    if isinstance(result, dict) and result.get("isError"):
+        print("the tool reported an error", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _client_run(args, name, arguments, raw):
+    version, show = args.protocol, functools.partial(asyncio.to_thread, _show_url)
+    client = Client(args.target, token=args.token, auth=_cli_auth(args), trace=args.trace,
+                    era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
+                    protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
+                    on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr),
+                    elicit_url=show, elicitation=show if sys.stdin.isatty() else None, timeout=args.timeout)
+    method = args.method
+    async with client:
+        if method in _LISTS_OF:
+            return {_LISTS_OF[method]: await client._all(method)}
+        if method == "prompts/get":     # prompt arguments are strings, as typed
+            return await client.get_prompt(name, {k: raw.get(k, v if type(v) is str else json.dumps(v))
+                                                  for k, v in arguments.items()})
+        if method == "tools/call":
+            return await client.call_tool(name, await _typed(client, name, arguments, raw))
+        if method == "logging/setLevel":
+            return await client.set_log_level(name)
+        if method == "ping":
+            return await client.ping()
+        return await client.request(method, {"uri": name} if name else arguments)
+
+
+async def _typed(client, name, arguments, raw):
+    """A tool's k=v arguments, each as typed where the tool's schema wants a string (zip=10001,
+    or a Decimal's digits, exactly). The CLI's own tools/list, so marked in the trace."""
+    if not arguments:
+        return arguments
+    why = _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
+    try:
+        tools = await client._all("tools/list")
+    finally:
+        _TRACE_WHY.reset(why)
+    tool = next((t for t in tools if t["name"] == name), None)
+    if tool is None:
+        raise McpError(INVALID_PARAMS, f"The server has no tool named {name!r}")
+    props = tool.get("inputSchema", {}).get("properties", {})
+    for key, text in raw.items():
+        prop = props.get(key)
+        if type(prop) is dict and not validate(text, prop) and (
+                validate(arguments[key], prop) or "string" in (prop.get("type") or ())):
+            arguments[key] = text
+    return arguments
+
+
+def _show_url(params, ask=True):
+    """Elicitation at the CLI. URL mode: the whole URL (never fetched here; no control character
+    can hide part of it), and the user's consent; form mode: each field typed in (JSON where it
+    parses, a string field as typed; none typed: declined). A terminal asks, anything else declines."""
+    url, (message, where) = "url" in params, (
+        "".join(c if c.isprintable() else "?" for c in str(params.get(k))) for k in ("message", "url"))
+    print(f"the server asks you to visit a URL: {message}\n  {where}" if url else
+          f"the server asks: {message}", file=sys.stderr)
+    if not (ask and sys.stdin.isatty()):
+        return {"action": "decline"}
+    if url:
+        return {"action": "accept" if input("Will you open it? [y/N] ").strip().lower() == "y" else "decline"}
+    fields = (params.get("requestedSchema") or {}).get("properties") or {}
+    typed = {k: input(f"  {k}: ").strip() for k in fields}
+    content = {k: v if (fields[k] or {}).get("type") == "string" else _cli_arguments([f"v={v}"])[0]["v"]
+               for k, v in typed.items() if v}
+    return {"action": "accept", "content": content} if content else {"action": "decline"}
+
+
+def _cli_auth(args):
+    """--auth [browser|paste|machine], --client-id, --client-secret: an OAuth, or None. A person
+    signs in within the request that met the 401: it gets 5 minutes, whatever --timeout says."""
+    if not (args.auth or args.client_id):
+        return None
+    if args.client_id and args.client_secret and not args.issuer:
+        raise ValueError("--client-secret needs --issuer: the authorization server it may be sent to")
+    args.timeout = args.timeout if args.auth == "machine" else max(args.timeout, 300)
+    return OAuth(client_id=args.client_id, client_secret=args.client_secret, issuer=args.issuer,
+                 headless=args.auth == "paste",
+                 grant="client_credentials" if args.auth == "machine" else "authorization_code")
 
 
 def demo_server():
@@ -5938,7 +5917,6 @@ examples:
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
     p = _argument_parser(prog="mcp_min", description=_MAIN_HELP)
     p.add_argument("--version", action="version", version=f"mcp_min {__version__}")
     commands = p.add_subparsers(dest="command", required=True, metavar="{serve,client}")
@@ -5971,7 +5949,7 @@ def main(argv=None):
     client.add_argument("--timeout", type=_seconds, default=REPLY_TIMEOUT, metavar="SECONDS",
                         help=f"how long to wait for each answer (default {REPLY_TIMEOUT:g})")
     _common_options(client, "WARNING")
-    args = p.parse_args(_bare_trace(argv))
+    args = p.parse_args(_bare_trace(sys.argv[1:] if argv is None else argv))
     if args.command == "serve":
         # stdio: stdout is the protocol's from here on, before TARGET's imports can print.
         stdout = _private_stdout() if args.port is None else 1
