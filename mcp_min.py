@@ -380,10 +380,9 @@ def _b64(data):
 
 
 def _contents(uri, value, mime_type=None):
-    item = {"uri": uri, **({"mimeType": mime_type} if mime_type else {})}
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {**item, "blob": _b64(bytes(value))}
-    return {**item, "text": str(value)}
+    blob = isinstance(value, (bytes, bytearray, memoryview))
+    return {"uri": uri, **({"mimeType": mime_type} if mime_type else {}),
+            **({"blob": _b64(bytes(value))} if blob else {"text": str(value)})}
 
 ##############################################################################
 # Schemas from type hints, and a small JSON Schema validator
@@ -391,10 +390,9 @@ def _contents(uri, value, mime_type=None):
 
 
 def _hint(tp, depth=0):
-    """A type hint as data: its JSON Schema, and the loader that turns JSON the schema
-    accepted into what the hint asks for (a date, a dataclass ...), or None where the JSON
-    already is that. Built at registration, so a hint with no JSON form (a custom class,
-    Callable) is a TypeError then, not when a client calls.
+    """A type hint as data: its JSON Schema, and the loader that turns JSON the schema accepted into
+    what the hint asks for (a date, a dataclass ...), or None where the JSON already is that. Built
+    at registration: a hint with no JSON form (a custom class, Callable) is a TypeError then.
 
     >>> _hint(list[int])[0]
     {'type': 'array', 'items': {'type': 'integer'}}
@@ -402,48 +400,39 @@ def _hint(tp, depth=0):
     if depth > 20:      # deeper (a recursive dataclass): no schema, and the loader built when used
         return {}, lambda value: _convert(value, tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Annotated:
-        return _annotated(args, depth)
-    if origin in _MARKERS or hasattr(tp, "__supertype__"):  # NotRequired[T]; NewType("Id", int)
-        return _hint(args[0] if origin else tp.__supertype__, depth + 1)
+    if origin in _ORIGINS:      # Annotated[T, ...], Literal[...], a union, NotRequired[T] ...
+        return _ORIGINS[origin](args, depth + 1)
+    if hasattr(tp, "__supertype__"):    # NewType("Id", int)
+        return _hint(tp.__supertype__, depth + 1)
     if tp in _SIMPLE_TYPES:
         return {"type": _SIMPLE_TYPES[tp]}, _SIMPLE_LOADS.get(tp)
     if tp is typing.Any or tp is object or isinstance(tp, typing.TypeVar):
         return {}, None
-    if origin is typing.Literal:
-        return _literal(args), None
-    if _is_union(tp):
-        return _union([(a, *_hint(a, depth + 1)) for a in args])
     return (origin is None and isinstance(tp, type) and _class_hint(tp, depth)) \
         or _container_hint(tp, origin, args, depth)
 
 
-def _is_union(tp):
-    return typing.get_origin(tp) is typing.Union or type(tp).__name__ == "UnionType"   # X | Y
-
-
-def _literal(args):
+def _literal(args, depth=0):
     schema = {"enum": list(args)}
     kinds = {_SIMPLE_TYPES.get(type(a)) for a in args}
     if len(kinds) == 1 and None not in kinds:   # one JSON type: say which
         schema["type"] = kinds.pop()
-    return schema
+    return schema, None
 
 
 def _annotated(args, depth):
     """Annotated[str, "what it is"], or Annotated[T, {more schema keywords}]."""
-    schema, load = _hint(args[0], depth + 1)
-    schema = dict(schema)
+    schema, load = _hint(args[0], depth)
     for extra in args[1:]:
-        schema.update({"description": extra} if isinstance(extra, str) else
-                      extra if isinstance(extra, dict) else {})
+        schema = {**schema, **({"description": extra} if isinstance(extra, str) else
+                               extra if isinstance(extra, dict) else {})}
     return schema, load
 
 
 def _class_hint(tp, depth):
     """An Enum, a type that travels as a string, a record, a str or int subclass; or None."""
     if issubclass(tp, enum.Enum):
-        return _literal([m.value for m in tp]), tp
+        return _literal([m.value for m in tp])[0], tp
     if (as_string := _string_type(tp)):
         return dict(as_string[0]), functools.partial(as_string[1], tp)
     if issubclass(tp, tuple) and hasattr(tp, "_fields"):      # a NamedTuple
@@ -491,12 +480,12 @@ def _load(load, value):
     return value if load is None or value is None else load(value)
 
 
-def _union(options):
+def _union(args, depth):
     """anyOf the options; the loader uses the first that validates and loads."""
-    any_of = {"anyOf": [schema for _, schema, _ in options]}
-    if not any(load for _, _, load in options):
+    options = [_hint(a, depth) for a in args]
+    any_of = {"anyOf": [schema for schema, _ in options]}
+    if not any(load for _, load in options):
         return any_of, None
-    options = [(schema, load) for option, schema, load in options if option is not type(None)]
     checks = {}     # compiled when first needed: recursive hints register fast
 
     def first_that_loads(value):
@@ -517,9 +506,8 @@ def _record(tp, depth):
     """A dataclass or TypedDict: an object of fields, arriving as the dataclass or a dict."""
     hints, required, make, takes = _fields(tp)
     fields = {k: _hint(v, depth + 1) for k, v in hints.items()}
-    schema = {"type": "object", "properties": {k: schema for k, (schema, _) in fields.items()}}
-    if required:
-        schema["required"] = [k for k in hints if k in required]
+    schema = {"type": "object", "properties": {k: schema for k, (schema, _) in fields.items()},
+              **({"required": required} if required else {})}
     doc = _first_paragraph(tp.__doc__)
     if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
         schema["description"] = doc
@@ -539,14 +527,17 @@ def _fields(tp):
     hints = typing.get_type_hints(tp, include_extras=True)
     if _is_dataclass(tp):
         import dataclasses
+        import inspect
         fields, missing = dataclasses.fields(tp), dataclasses.MISSING
-        required = {f.name for f in fields if f.init and f.default is missing
-                    and f.default_factory is missing}
-        return {f.name: hints.get(f.name, typing.Any) for f in fields}, required, tp, _init_names(tp)
+        required = [f.name for f in fields if f.init and f.default is missing
+                    and f.default_factory is missing]
+        params = inspect.signature(tp).parameters.values()
+        takes = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in params)
+        return {f.name: hints.get(f.name, typing.Any) for f in fields}, required, tp, takes
     # A TypedDict. String annotations (from __future__) hide Required/NotRequired from __required_keys__.
     marked = {k: typing.get_origin(h) for k, h in hints.items()}
-    required = {k for k in hints if _REQUIRED and marked[k] is _REQUIRED
-                or k in tp.__required_keys__ and not (_NOT_REQUIRED and marked[k] is _NOT_REQUIRED)}
+    required = [k for k in hints if _REQUIRED and marked[k] is _REQUIRED
+                or k in tp.__required_keys__ and not (_NOT_REQUIRED and marked[k] is _NOT_REQUIRED)]
     return hints, required, dict, None
 
 
@@ -555,14 +546,16 @@ def _convert(value, tp):
     return _load(_hint(tp)[1], value)
 
 
-# None stands for its type in hints (list[None]).
 _SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null",
-                 None: "null"}
+                 None: "null"}      # list[None]'s argument is None, not NoneType
 # JSON's 2.0 is a valid integer, and 2 a valid number: each arrives as the hint's type.
 _SIMPLE_LOADS = {int: lambda v: int(v) if type(v) is float else v,
                  float: lambda v: float(v) if type(v) is int else v}
 _REQUIRED, _NOT_REQUIRED = getattr(typing, "Required", None), getattr(typing, "NotRequired", None)
 _MARKERS = tuple(filter(None, (_REQUIRED, _NOT_REQUIRED, getattr(typing, "ReadOnly", None))))
+_UNIONS = (typing.Union, type(int | str))     # Optional[X], X | Y
+_ORIGINS = {typing.Annotated: _annotated, typing.Literal: _literal, **dict.fromkeys(_UNIONS, _union),
+            **dict.fromkeys(_MARKERS, lambda args, depth: _hint(args[0], depth))}
 
 
 def _hint_name(tp):
@@ -736,15 +729,14 @@ def _members(schema, root, depth):
 
     def check(value, path):
         if type(value) is dict:
-            where = f"{path}." if path else ""
             for name in names:
                 if name not in value:
-                    return f"{where}{name}: required property is missing"
+                    return f"{path + '.' if path else ''}{name}: required property is missing"
             for name, item in value.items() if props or extra is not True else ():
                 sub = props.get(name, extra)
                 if sub is False:
-                    return f"{where}{name}: unexpected property"
-                if sub is not True and (problem := sub(item, f"{where}{name}")):
+                    return f"{path + '.' if path else ''}{name}: unexpected property"
+                if sub is not True and (problem := sub(item, f"{path}.{name}" if path else name)):
                     return problem
         elif type(value) is list:
             for i, item in enumerate(value):
@@ -786,25 +778,14 @@ _KEYWORDS = {
 }
 
 
-@functools.lru_cache(maxsize=256)
-def _init_names(tp):
-    """The keywords a class's constructor takes (None: any, it has **kwargs)."""
-    import inspect
-    params = inspect.signature(tp).parameters.values()
-    return None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in params)
-
-
 def _is_dataclass(obj):
     # What dataclasses.is_dataclass checks, without importing it for servers that use none.
     return hasattr(obj, "__dataclass_fields__")
 
 
-_SCALARS = frozenset((str, int, float, bool, type(None)))
-
-
 def _to_json(value):
     """A tool's return value as plain JSON data (dataclasses, enums, tuples, dates ...)."""
-    if type(value) in _SCALARS:
+    if type(value) in _SIMPLE_TYPES:
         return value
     if type(value) is dict:
         return {str(k): _to_json(v) for k, v in value.items()}
@@ -831,7 +812,7 @@ def _to_json(value):
 class _Handler:
     """A registered function, with what its signature says about calling it."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, description=None):
         import inspect  # imported here: the cost is paid only when registering
         self.fn, self.is_async, self.empty = fn, inspect.iscoroutinefunction(fn), inspect.Parameter.empty
         try:
@@ -851,7 +832,7 @@ class _Handler:
                 self.var_keyword = True
             elif p.kind is not p.VAR_POSITIONAL:
                 self.params.append((p.name, hint, p.default))
-        self.description = _first_paragraph(fn.__doc__)
+        self.description = description or _first_paragraph(fn.__doc__)
         built = {name: self.hint(name, hint) for name, hint, _ in self.params}
         self.schemas = {name: schema for name, (schema, _) in built.items()}
         self.loads = {name: load for name, (_, load) in built.items() if load}  # where JSON is not the value
@@ -907,7 +888,7 @@ _BAD_VALUE = (ValueError, TypeError, ArithmeticError, RecursionError)
 def _strip(hint):
     while typing.get_origin(hint) is typing.Annotated:
         hint = typing.get_args(hint)[0]
-    if _is_union(hint):
+    if typing.get_origin(hint) in _UNIONS:
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(options) == 1:
             return _strip(options[0])
@@ -923,12 +904,11 @@ class Tool(_Handler):
 
     def __init__(self, fn, name=None, description=None, title=None, annotations=None,
                  input_schema=None, output_schema=None, meta=None, icons=None, timeout=None, scopes=()):
-        super().__init__(fn)
+        super().__init__(fn, description)
         self.name, self.timeout = name or fn.__name__, timeout
         self.scopes = frozenset(scopes.split() if isinstance(scopes, str) else scopes)
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):    # 2025-11-25 server/tools
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
-        self.description = description or self.description
         # A schema of the author's is copied: what is advertised stays what is checked.
         self.input_schema = json.loads(json.dumps(input_schema)) if input_schema else self.input_schema()
         self.check_input = _checker(self.input_schema)
@@ -941,7 +921,8 @@ class Tool(_Handler):
         if output_schema:
             output_schema = json.loads(json.dumps(output_schema))
         elif "return" in self.hints and not _mentions_content(returns := self.hints["return"]) \
-                and _strip(returns) not in (str, typing.Any, type(None), typing.NoReturn, _NEVER):
+                and _strip(returns) not in (str, typing.Any, type(None), typing.NoReturn,
+                                            getattr(typing, "Never", None)):
             output_schema = self.hint("return", returns)[0]
             if output_schema and output_schema.get("type") != "object":
                 output_schema = {"type": "object", "properties": {"result": output_schema},
@@ -974,7 +955,6 @@ class Tool(_Handler):
         return {"content": [text(body)], "structuredContent": structured}
 
 
-_NEVER = getattr(typing, "Never", typing.NoReturn)
 def _mentions_content(hint):
     return hint is Content or any(_mentions_content(a) for a in typing.get_args(hint))
 
@@ -990,12 +970,11 @@ class Resource(_Handler):
 
     def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
                  annotations=None, meta=None, icons=None, size=None):
-        super().__init__(fn)
-        self.uri = uri
+        super().__init__(fn, description)
+        self.uri, self.mime_type = uri, mime_type
         self.template = _UriTemplate(uri) if "{" in uri else None
-        self.mime_type = mime_type
         self.definition = {"uriTemplate" if self.template else "uri": uri, **{k: v for k, v in (
-            ("name", name or fn.__name__), ("title", title), ("description", description or self.description),
+            ("name", name or fn.__name__), ("title", title), ("description", self.description),
             ("mimeType", mime_type), ("annotations", annotations), ("icons", icons), ("_meta", meta),
             ("size", size)) if v is not None}}
 
@@ -1004,10 +983,10 @@ class Resource(_Handler):
             return [value]
         if isinstance(value, list) and all(isinstance(v, dict) and "uri" in v for v in value):
             return value
-        if not isinstance(value, (str, bytes, bytearray, memoryview)):
-            value = json.dumps(_to_json(value), ensure_ascii=False)
-            return [_contents(uri, value, self.mime_type or "application/json")]
-        return [_contents(uri, value, self.mime_type)]
+        if isinstance(value, (str, bytes, bytearray, memoryview)):
+            return [_contents(uri, value, self.mime_type)]
+        value = json.dumps(_to_json(value), ensure_ascii=False)
+        return [_contents(uri, value, self.mime_type or "application/json")]
 
 
 class _UriTemplate:
@@ -1051,7 +1030,7 @@ class Prompt(_Handler):
     "content"} dicts, or a list of them. Options: `name`, `description`, `title`, `meta`, `icons`."""
 
     def __init__(self, fn, name=None, description=None, title=None, meta=None, icons=None):
-        super().__init__(fn)
+        super().__init__(fn, description)
         self.name = name or fn.__name__
         arguments = []
         for pname, _, default in self.params:
@@ -1059,7 +1038,7 @@ class Prompt(_Handler):
             arguments.append({"name": pname, **({"description": about} if about else {}),
                               "required": default is self.empty})
         self.definition = {"name": self.name, **{k: v for k, v in (
-            ("title", title), ("description", description or self.description),
+            ("title", title), ("description", self.description),
             ("arguments", arguments), ("icons", icons), ("_meta", meta)) if v}}
 
     def messages(self, value):
