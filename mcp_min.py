@@ -599,8 +599,6 @@ def _first_paragraph(doc):
     return " ".join((doc or "").strip().split("\n\n")[0].split()) or None
 
 
-_JSON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-               "null": (type(None),), "array": (list,), "object": (dict,)}
 _JSON_NAMES = {**_SIMPLE_TYPES, list: "array", dict: "object"}
 
 
@@ -654,15 +652,14 @@ def _ref(schema, root, depth):
     key = ref, depth + 1
 
     def check(value, path):     # compiled when first met (a schema may refer to itself), once
-        compiled = root.get(key) or root.setdefault(key, _checker(target, root, depth + 1))
-        return compiled(value, path)
+        return (root.get(key) or root.setdefault(key, _checker(target, root, depth + 1)))(value, path)
     return check
 
 
 def _type(schema, root, depth):
     kinds = schema["type"]
     kinds = [kinds] if type(kinds) is str else [str(k) for k in kinds] if type(kinds) is list else []
-    exact = {t for kind in kinds for t in _JSON_TYPES.get(kind, ())}
+    exact = {t for t, kind in _JSON_NAMES.items() if kind in kinds or kind == "integer" and "number" in kinds}
     whole, said = "integer" in kinds, " or ".join(kinds)     # 2.0 is an integer too
 
     def check(value, path):
@@ -686,32 +683,28 @@ def _const(schema, root, depth):
 
 
 def _same(a, b):
-    return type(a) is type(b) and a == b or type(a) in (int, float) and type(b) in (int, float) and a == b
+    return type(a) is type(b) and a == b or type(a) in _NUMBERS and type(b) in _NUMBERS and a == b
 
 
-def _bound(key):
-    """The maker of a bound keyword's check (`_BOUNDS`: what it measures, and when past it)."""
-    kinds, past = _BOUNDS[key]
+def _bounds(schema, root, depth):
+    """minLength ... exclusiveMaximum (`_BOUNDS`), each a number, checked in the schema's order."""
+    bounds = [(key, bound, *_BOUNDS[key]) for key, bound in schema.items()
+              if key in _BOUNDS and type(bound) in _NUMBERS]
 
-    def make(schema, root, depth):
-        bound = schema[key]
-
-        def check(value, path):
+    def check(value, path):
+        for key, bound, kinds, past in bounds:
             if type(value) in kinds and past(value if kinds is _NUMBERS else len(value), bound):
                 return f"{path or 'arguments'}: {key} is {bound}"
-            return None
-        return check if type(bound) in _NUMBERS else None
-    return make
+        return None
+    return check if bounds else None
 
 
 _NUMBERS = (int, float)
-# A bound keyword: what it measures (a string's length, an array's, a number), and when past it.
-_BOUNDS = {
-    "minLength": ((str,), lambda n, bound: n < bound), "maxLength": ((str,), lambda n, bound: n > bound),
-    "minItems": ((list,), lambda n, bound: n < bound), "maxItems": ((list,), lambda n, bound: n > bound),
-    "minimum": (_NUMBERS, lambda n, bound: n < bound), "maximum": (_NUMBERS, lambda n, bound: n > bound),
-    "exclusiveMinimum": (_NUMBERS, lambda n, bound: n <= bound),
-    "exclusiveMaximum": (_NUMBERS, lambda n, bound: n >= bound),
+_BOUNDS = {     # keyword: (the JSON types it measures: a string's length, an array's, a number; when past it)
+    "minLength": ((str,), lambda n, b: n < b), "maxLength": ((str,), lambda n, b: n > b),
+    "minItems": ((list,), lambda n, b: n < b), "maxItems": ((list,), lambda n, b: n > b),
+    "minimum": (_NUMBERS, lambda n, b: n < b), "maximum": (_NUMBERS, lambda n, b: n > b),
+    "exclusiveMinimum": (_NUMBERS, lambda n, b: n <= b), "exclusiveMaximum": (_NUMBERS, lambda n, b: n >= b),
 }
 
 
@@ -772,7 +765,7 @@ def _some_of(key, most):
 
 # JSON Schema keywords, each with the maker of its check; keywords checked together share one.
 _KEYWORDS = {
-    "$ref": _ref, "type": _type, "enum": _enum, "const": _const, **{key: _bound(key) for key in _BOUNDS},
+    "$ref": _ref, "type": _type, "enum": _enum, "const": _const, **dict.fromkeys(_BOUNDS, _bounds),
     **dict.fromkeys(("properties", "required", "additionalProperties", "prefixItems", "items"), _members),
     "allOf": _some_of("allOf", None), "anyOf": _some_of("anyOf", float("inf")), "oneOf": _some_of("oneOf", 1),
 }
@@ -950,7 +943,7 @@ class Tool(_Handler):
         structured = {"result": data} if self.wrap or type(data) is not dict else data
         if (problem := self.check_output(structured, "")):
             _log.error("tool %s returned a value that does not match its outputSchema: %s",
-                      self.name, problem)
+                       self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
         return {"content": [text(body)], "structuredContent": structured}
 
@@ -1124,11 +1117,9 @@ class Server:
             raise TypeError('@server.completion needs a prompt name or URI template and an '
                             'argument name: @server.completion("greet", "name")')
 
-        def register(fn):
-            kind = "ref/resource" if "://" in ref else "ref/prompt"
-            self.completions[kind, ref, argument] = _Handler(fn)
-            return fn
-        return register
+        def add(fn, _):
+            self.completions["ref/resource" if "://" in ref else "ref/prompt", ref, argument] = _Handler(fn)
+        return _decorator(None, add)
 
     def offers(self, capability):
         """Whether the server declares `capability` (without building the dict)."""
