@@ -446,8 +446,7 @@ def _class_hint(tp, depth):
 
 
 def _container_hint(tp, origin, args, depth):
-    """A JSON object for a mapping hint (dict[K, V], OrderedDict ...), an array for another
-    collection (list[T], deque, Sequence, tuple[int, str] ...)."""
+    """An object for a mapping hint (dict[K, V] ...), an array for another collection (list[T], deque ...)."""
     cls = origin or tp
     if not isinstance(cls, type) or issubclass(cls, (str, bytes, bytearray, memoryview)) \
             or not (issubclass(cls, abc.Collection) or cls is abc.Iterable):
@@ -709,9 +708,8 @@ _BOUNDS = {     # keyword: (the JSON types it measures: a string's length, an ar
 
 
 def _members(schema, root, depth):
-    """An object's properties (with required and additionalProperties, for the rest), or an
-    array's prefixItems (with items, for the rest): each member checked by its own schema, or
-    the rest's; False: none may be there."""
+    """properties, required, additionalProperties (an object's members), or prefixItems and items
+    (an array's): each member checked by its own schema, else the rest's (False: none may be there)."""
     def compiled(sub):
         return sub if sub is True or sub is False else _checker(sub, root, depth + 1)
     props, prefix, names = schema.get("properties"), schema.get("prefixItems"), schema.get("required")
@@ -743,8 +741,7 @@ def _members(schema, root, depth):
 
 
 def _some_of(key, most):
-    """anyOf (`most` inf) or oneOf (1): how many of the subschemas the value may match;
-    allOf (None): it matches each."""
+    """anyOf (`most` inf) or oneOf (1): how many subschemas the value may match; allOf (None): all."""
     def make(schema, root, depth):
         if type(subs := schema[key]) is not list:      # a malformed keyword is ignored, as everywhere
             return None
@@ -862,8 +859,7 @@ class _Handler:
             kwargs[self.context_param] = context
         if self.is_async:
             return await self.fn(**kwargs)
-        # Sync code runs off the loop so a slow tool never stalls other requests.
-        return await asyncio.to_thread(self.fn, **kwargs)
+        return await asyncio.to_thread(self.fn, **kwargs)     # off the loop: a slow tool stalls no other
 
     def convert(self, name, value):
         try:
@@ -1025,11 +1021,9 @@ class Prompt(_Handler):
     def __init__(self, fn, name=None, description=None, title=None, meta=None, icons=None):
         super().__init__(fn, description)
         self.name = name or fn.__name__
-        arguments = []
-        for pname, _, default in self.params:
-            about = self.schemas[pname].get("description")
-            arguments.append({"name": pname, **({"description": about} if about else {}),
-                              "required": default is self.empty})
+        arguments = [{"name": pname, **({"description": self.schemas[pname]["description"]}
+                                        if self.schemas[pname].get("description") else {}),
+                      "required": default is self.empty} for pname, _, default in self.params]
         self.definition = {"name": self.name, **{k: v for k, v in (
             ("title", title), ("description", self.description),
             ("arguments", arguments), ("icons", icons), ("_meta", meta)) if v}}
@@ -1160,8 +1154,7 @@ def _decorator(name, add):
     def register(fn):
         add(fn, None if fn is name else name)
         return fn
-    # Bare @server.tool passes the function where the name would be.
-    return register(name) if callable(name) else register
+    return register(name) if callable(name) else register   # bare @server.tool: the function is the name
 
 ##############################################################################
 # The session: one client's conversation, whatever carries it
