@@ -506,7 +506,7 @@ def _record(tp, depth):
     hints, required, make, takes = _fields(tp)
     fields = {k: _hint(v, depth + 1) for k, v in hints.items()}
     schema = {"type": "object", "properties": {k: schema for k, (schema, _) in fields.items()},
-              **({"required": required} if required else {})}
+              **({"required": list(required)} if required else {})}
     doc = _first_paragraph(tp.__doc__)
     if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
         schema["description"] = doc
@@ -520,6 +520,7 @@ def _record(tp, depth):
     return schema, load
 
 
+@functools.lru_cache(maxsize=256)     # a recursive record past depth 20 is built again for each value
 def _fields(tp):
     """A record's field hints, the fields it requires, what makes one from keywords, and which
     keywords that takes (None: any; others, as extra keys and init=False fields, are ignored)."""
