@@ -400,10 +400,9 @@ def _b64(data):
 
 
 def _contents(uri, value, mime_type=None):
-    item = {"uri": uri, **({"mimeType": mime_type} if mime_type else {})}
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {**item, "blob": _b64(bytes(value))}
-    return {**item, "text": str(value)}
+    blob = isinstance(value, (bytes, bytearray, memoryview))
+    return {"uri": uri, **({"mimeType": mime_type} if mime_type else {}),
+            **({"blob": _b64(bytes(value))} if blob else {"text": str(value)})}
 
 ##############################################################################
 # Schemas from type hints, and a small JSON Schema validator
@@ -411,10 +410,9 @@ def _contents(uri, value, mime_type=None):
 
 
 def _hint(tp, depth=0):
-    """A type hint as data: its JSON Schema, and the loader that turns JSON the schema
-    accepted into what the hint asks for (a date, a dataclass ...), or None where the JSON
-    already is that. Built at registration, so a hint with no JSON form (a custom class,
-    Callable) is a TypeError then, not when a client calls.
+    """A type hint as data: its JSON Schema, and the loader that turns JSON the schema accepted into
+    what the hint asks for (a date, a dataclass ...), or None where the JSON already is that. Built
+    at registration: a hint with no JSON form (a custom class, Callable) is a TypeError then.
 
     >>> _hint(list[int])[0]
     {'type': 'array', 'items': {'type': 'integer'}}
@@ -422,49 +420,39 @@ def _hint(tp, depth=0):
     if depth > 20:      # deeper (a recursive dataclass): no schema, and the loader built when used
         return {}, lambda value: _convert(value, tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Annotated:
-        return _annotated(args, depth)
-    if origin in _MARKERS or hasattr(tp, "__supertype__"):  # NotRequired[T]; NewType("Id", int)
-        return _hint(args[0] if origin else tp.__supertype__, depth + 1)
-    if tp is None or tp in _SIMPLE_TYPES:
-        tp = type(None) if tp is None else tp
+    if origin in _ORIGINS:      # Annotated[T, ...], Literal[...], a union, NotRequired[T] ...
+        return _ORIGINS[origin](args, depth + 1)
+    if hasattr(tp, "__supertype__"):    # NewType("Id", int)
+        return _hint(tp.__supertype__, depth + 1)
+    if tp in _SIMPLE_TYPES:
         return {"type": _SIMPLE_TYPES[tp]}, _SIMPLE_LOADS.get(tp)
     if tp is typing.Any or tp is object or isinstance(tp, typing.TypeVar):
         return {}, None
-    if origin is typing.Literal:
-        return _literal(args), None
-    if _is_union(tp):
-        return _union([(a, *_hint(a, depth + 1)) for a in args])
     return (origin is None and isinstance(tp, type) and _class_hint(tp, depth)) \
         or _container_hint(tp, origin, args, depth)
 
 
-def _is_union(tp):
-    return typing.get_origin(tp) is typing.Union or type(tp).__name__ == "UnionType"   # X | Y
-
-
-def _literal(args):
+def _literal(args, depth=0):
     schema = {"enum": list(args)}
     kinds = {_SIMPLE_TYPES.get(type(a)) for a in args}
     if len(kinds) == 1 and None not in kinds:   # one JSON type: say which
         schema["type"] = kinds.pop()
-    return schema
+    return schema, None
 
 
 def _annotated(args, depth):
     """Annotated[str, "what it is"], or Annotated[T, {more schema keywords}]."""
-    schema, load = _hint(args[0], depth + 1)
-    schema = dict(schema)
+    schema, load = _hint(args[0], depth)
     for extra in args[1:]:
-        schema.update({"description": extra} if isinstance(extra, str) else
-                      extra if isinstance(extra, dict) else {})
+        schema = {**schema, **({"description": extra} if isinstance(extra, str) else
+                               extra if isinstance(extra, dict) else {})}
     return schema, load
 
 
 def _class_hint(tp, depth):
     """An Enum, a type that travels as a string, a record, a str or int subclass; or None."""
     if issubclass(tp, enum.Enum):
-        return _hint(typing.Literal[tuple(m.value for m in tp)], depth + 1)[0], tp
+        return _literal([m.value for m in tp])[0], tp
     if (as_string := _string_type(tp)):
         return dict(as_string[0]), functools.partial(as_string[1], tp)
     if issubclass(tp, tuple) and hasattr(tp, "_fields"):      # a NamedTuple
@@ -478,27 +466,25 @@ def _class_hint(tp, depth):
 
 
 def _container_hint(tp, origin, args, depth):
-    """A JSON array or object for a collection hint (list[T], deque, Sequence, dict[K, V] ...)."""
-    kind = _container(origin or tp)
-    if kind == "array" and origin is tuple and args and args[-1] is not Ellipsis:    # tuple[int, str]
-        return _tuple_hint(args, depth, lambda *items: items)
-    if not kind:
+    """An object for a mapping hint (dict[K, V] ...), an array for another collection (list[T], deque ...)."""
+    cls = origin or tp
+    if not isinstance(cls, type) or issubclass(cls, (str, bytes, bytearray, memoryview)) \
+            or not (issubclass(cls, abc.Collection) or cls is abc.Iterable):
         raise TypeError(f"unsupported type hint {_hint_name(tp)}")
-    inner = args[0] if kind == "array" and args else args[1] if len(args) == 2 else typing.Any
-    item, load = _hint(inner, depth + 1)
-    schema = {"type": kind}
-    if item:
-        schema["items" if kind == "array" else "additionalProperties"] = item
-    return schema, _collection_loader(kind, origin or tp, load)
-
-
-def _collection_loader(kind, cls, load):
-    if kind == "object":
-        return load and (lambda value: {k: _load(load, v) for k, v in value.items()}
-                         if type(value) is dict else value)
-    make = _array_of(cls)
-    return None if make is list and load is None else \
-        (lambda value: make(_load(load, v) for v in value) if type(value) is list else value)
+    if issubclass(cls, abc.Mapping):
+        item, load = _hint(args[1] if len(args) == 2 else typing.Any, depth + 1)
+        schema = {"type": "object", **({"additionalProperties": item} if item else {})}
+        return schema, load and (lambda value: {k: _load(load, v) for k, v in value.items()}
+                                 if type(value) is dict else value)
+    if cls is tuple and args and args[-1] is not Ellipsis:    # tuple[int, str]
+        return _tuple_hint(args, depth, lambda *items: items)
+    item, load = _hint(args[0] if args else typing.Any, depth + 1)
+    schema, make = {"type": "array", **({"items": item} if item else {})}, cls
+    if getattr(cls, "__abstractmethods__", None):     # Sequence, Set ...: a list, frozenset or set
+        make = list if not issubclass(cls, abc.Set) else set if issubclass(cls, abc.MutableSet) else frozenset
+    if make is list and load is None:
+        return schema, None
+    return schema, lambda value: make(_load(load, v) for v in value) if type(value) is list else value
 
 
 def _tuple_hint(args, depth, make):
@@ -513,19 +499,18 @@ def _load(load, value):
     return value if load is None or value is None else load(value)
 
 
-def _union(options):
+def _union(args, depth):
     """anyOf the options; the loader uses the first that validates and loads."""
-    any_of = {"anyOf": [schema for _, schema, _ in options]}
-    if not any(load for _, _, load in options):
+    options = [_hint(a, depth) for a in args]
+    any_of = {"anyOf": [schema for schema, _ in options]}
+    if not any(load for _, load in options):
         return any_of, None
-    options = [(schema, load) for option, schema, load in options if option is not type(None)]
     checks = {}     # compiled when first needed: recursive hints register fast
 
     def first_that_loads(value):
         failed = None
         for i, (schema, load) in enumerate(options):
-            fits = checks.get(i) or checks.setdefault(i, _checker(schema))
-            if fits(value, "") is None:
+            if (checks.get(i) or checks.setdefault(i, _checker(schema)))(value, "") is None:
                 try:
                     return _load(load, value)
                 except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
@@ -538,36 +523,42 @@ def _union(options):
 
 def _record(tp, depth):
     """A dataclass or TypedDict: an object of fields, arriving as the dataclass or a dict."""
-    hints, required, make = (_dataclass_fields if _is_dataclass(tp) else _typeddict_fields)(tp)
+    hints, required, make, takes = _fields(tp)
     fields = {k: _hint(v, depth + 1) for k, v in hints.items()}
-    schema = {"type": "object", "properties": {k: schema for k, (schema, _) in fields.items()}}
-    if required:
-        schema["required"] = [k for k in hints if k in required]
+    schema = {"type": "object", "properties": {k: schema for k, (schema, _) in fields.items()},
+              **({"required": list(required)} if required else {})}
     doc = _first_paragraph(tp.__doc__)
     if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
         schema["description"] = doc
     loads = {k: load for k, (_, load) in fields.items() if load}
-    return schema, lambda value: make({k: _load(loads.get(k), v) for k, v in value.items()}) \
-        if type(value) is dict else value   # unchecked (a prompt's text): left to the function
+
+    def load(value):    # unchecked (a prompt's text): left to the function
+        if type(value) is not dict:
+            return value
+        value = {k: _load(loads.get(k), v) for k, v in value.items()}
+        return make(**{k: v for k, v in value.items() if takes is None or k in takes})
+    return schema, load
 
 
-def _dataclass_fields(tp):
-    import dataclasses
-    hints, fields = typing.get_type_hints(tp, include_extras=True), dataclasses.fields(tp)
-    required = {f.name for f in fields if f.init and f.default is dataclasses.MISSING
-                and f.default_factory is dataclasses.MISSING}
-    takes = _init_names(tp)     # others (extra keys, init=False fields) are ignored
-    return ({f.name: hints.get(f.name, typing.Any) for f in fields}, required,
-            lambda kwargs: tp(**{k: v for k, v in kwargs.items() if takes is None or k in takes}))
-
-
-def _typeddict_fields(tp):
+@functools.lru_cache(maxsize=256)     # a recursive record past depth 20 is built again for each value
+def _fields(tp):
+    """A record's field hints, the fields it requires, what makes one from keywords, and which
+    keywords that takes (None: any; others, as extra keys and init=False fields, are ignored)."""
     hints = typing.get_type_hints(tp, include_extras=True)
-    # String annotations (from __future__) hide Required/NotRequired from __required_keys__.
+    if _is_dataclass(tp):
+        import dataclasses
+        import inspect
+        fields, missing = dataclasses.fields(tp), dataclasses.MISSING
+        required = [f.name for f in fields if f.init and f.default is missing
+                    and f.default_factory is missing]
+        params = inspect.signature(tp).parameters.values()
+        takes = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in params)
+        return {f.name: hints.get(f.name, typing.Any) for f in fields}, required, tp, takes
+    # A TypedDict. String annotations (from __future__) hide Required/NotRequired from __required_keys__.
     marked = {k: typing.get_origin(h) for k, h in hints.items()}
-    required = {k for k in hints if _REQUIRED and marked[k] is _REQUIRED
-                or k in tp.__required_keys__ and not (_NOT_REQUIRED and marked[k] is _NOT_REQUIRED)}
-    return hints, required, dict
+    required = [k for k in hints if _REQUIRED and marked[k] is _REQUIRED
+                or k in tp.__required_keys__ and not (_NOT_REQUIRED and marked[k] is _NOT_REQUIRED)]
+    return hints, required, dict, None
 
 
 def _convert(value, tp):
@@ -575,22 +566,16 @@ def _convert(value, tp):
     return _load(_hint(tp)[1], value)
 
 
-_SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+_SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null",
+                 None: "null"}      # list[None]'s argument is None, not NoneType
 # JSON's 2.0 is a valid integer, and 2 a valid number: each arrives as the hint's type.
 _SIMPLE_LOADS = {int: lambda v: int(v) if type(v) is float else v,
                  float: lambda v: float(v) if type(v) is int else v}
 _REQUIRED, _NOT_REQUIRED = getattr(typing, "Required", None), getattr(typing, "NotRequired", None)
 _MARKERS = tuple(filter(None, (_REQUIRED, _NOT_REQUIRED, getattr(typing, "ReadOnly", None))))
-
-
-def _container(cls):
-    """JSON "array" or "object" for a container class (list, deque, Sequence, OrderedDict ...)."""
-    if isinstance(cls, type) and not issubclass(cls, (str, bytes, bytearray, memoryview)):
-        if issubclass(cls, abc.Mapping):
-            return "object"
-        if issubclass(cls, abc.Collection) or cls is abc.Iterable:
-            return "array"
-    return None
+_UNIONS = (typing.Union, type(int | str))     # Optional[X], X | Y
+_ORIGINS = {typing.Annotated: _annotated, typing.Literal: _literal, **dict.fromkeys(_UNIONS, _union),
+            **dict.fromkeys(_MARKERS, lambda args, depth: _hint(args[0], depth))}
 
 
 def _hint_name(tp):
@@ -605,17 +590,16 @@ def _from_iso(tp, value):
 # Standard-library types that travel as JSON strings: (schema, from JSON given the hint's
 # class, to JSON). Keyed by name, so that none of their modules is imported for the table.
 _STRING_TYPES = {
-    "datetime.datetime": ({"type": "string", "format": "date-time"}, _from_iso, lambda v: v.isoformat()),
-    "datetime.date": ({"type": "string", "format": "date"}, _from_iso, lambda v: v.isoformat()),
-    "datetime.time": ({"type": "string", "format": "time"}, _from_iso, lambda v: v.isoformat()),
+    **{f"datetime.{name}": ({"type": "string", "format": form}, _from_iso, lambda v: v.isoformat())
+       for name, form in (("datetime", "date-time"), ("date", "date"), ("time", "time"))},
     "uuid.UUID": ({"type": "string", "format": "uuid"}, lambda tp, v: tp(v), str),
     "pathlib.PurePath": ({"type": "string", "format": "path"}, lambda tp, v: tp(v), str),
     # A number or a string in (a float's shortest repr: 0.1 stays 0.1); a string out, exact.
     "decimal.Decimal": ({"type": ["number", "string"]}, lambda tp, v: _decimal(tp(str(v))), str),
-    "builtins.bytes": ({"type": "string", "contentEncoding": "base64"},
-                       lambda tp, v: tp(base64.b64decode(v, validate=True)), lambda v: _b64(v)),
+    **dict.fromkeys(("builtins.bytes", "builtins.bytearray"), (
+        {"type": "string", "contentEncoding": "base64"},
+        lambda tp, v: tp(base64.b64decode(v, validate=True)), lambda v: _b64(v))),
 }
-_STRING_TYPES["builtins.bytearray"] = _STRING_TYPES["builtins.bytes"]
 
 
 def _decimal(number):
@@ -635,16 +619,7 @@ def _first_paragraph(doc):
     return " ".join((doc or "").strip().split("\n\n")[0].split()) or None
 
 
-_JSON_TYPES = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
-_JSON_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
-
-
-def _type_ok(value, kind):
-    if kind == "integer":
-        return type(value) is int or type(value) is float and value.is_integer()
-    if kind == "number":
-        return type(value) in (int, float)
-    return type(value) is _JSON_TYPES.get(kind, object)
+_JSON_NAMES = {**_SIMPLE_TYPES, list: "array", dict: "object"}
 
 
 def validate(value, schema):
@@ -661,12 +636,13 @@ def validate(value, schema):
 
 def _checker(schema, root=None, depth=0):
     """`schema` compiled once into a function (value, path) -> the first problem, or None:
-    one small check for each keyword it has (the `_KEYWORDS` table), in its own order."""
+    one small check from each maker its keywords name in `_KEYWORDS`, in the schema's order.
+    `root` holds the $ref targets compiled so far, by (ref, depth), and under None the schema."""
     if depth > 64 or type(schema) is not dict:
         return _fine
-    root = _Root(schema) if root is None else root
-    return _all([check for key, arg in schema.items()
-                 if (make := _KEYWORDS.get(key)) and (check := make(arg, schema, root, depth))])
+    root = {None: schema} if root is None else root
+    makers = dict.fromkeys(_KEYWORDS[key] for key in schema if key in _KEYWORDS)
+    return _all([check for make in makers if (check := make(schema, root, depth))])
 
 
 def _all(checks):
@@ -686,118 +662,113 @@ def _fine(value, path):
     return None
 
 
-class _Root(dict):
-    """The schema being compiled, and its $ref targets compiled so far, by (ref, depth)."""
-
-    def __init__(self, schema):
-        super().__init__()
-        self.schema = schema
-
-
-def _subs(subs, root, depth):
-    return [_checker(sub, root, depth + 1) for sub in (subs if type(subs) is list else ())]
-
-
-def _ref(ref, schema, root, depth):
+def _ref(schema, root, depth):
+    ref = schema["$ref"]
     if not (type(ref) is str and ref.startswith("#/")):
         return None
-    target = root.schema
+    target = root[None]
     for part in ref[2:].split("/"):
         target = target.get(part, {}) if type(target) is dict else {}
     key = ref, depth + 1
 
     def check(value, path):     # compiled when first met (a schema may refer to itself), once
-        compiled = root.get(key) or root.setdefault(key, _checker(target, root, depth + 1))
-        return compiled(value, path)
+        return (root.get(key) or root.setdefault(key, _checker(target, root, depth + 1)))(value, path)
     return check
 
 
-def _type(kinds, schema, root, depth):
-    kinds = (kinds,) if type(kinds) is str else tuple(map(str, kinds)) if type(kinds) is list else ()
-    said = " or ".join(kinds)
-    if len(kinds) == 1 and kinds[0] in _JSON_TYPES:     # the usual case, on every call: be quick
-        exact = _JSON_TYPES[kinds[0]]
-        return lambda value, path: None if type(value) is exact else \
-            f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
+def _type(schema, root, depth):
+    kinds = schema["type"]
+    kinds = [kinds] if type(kinds) is str else [str(k) for k in kinds] if type(kinds) is list else []
+    exact = {t for t, kind in _JSON_NAMES.items() if kind in kinds or kind == "integer" and "number" in kinds}
+    whole, said = "integer" in kinds, " or ".join(kinds)     # 2.0 is an integer too
 
     def check(value, path):
-        return None if any(_type_ok(value, kind) for kind in kinds) else \
-            f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
+        if type(value) in exact or whole and type(value) is float and value.is_integer():
+            return None
+        return f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
     return check if kinds else None
 
 
-def _enum(options, schema, root, depth):
-    if type(options) is list:
+def _enum(schema, root, depth):
+    if type(options := schema["enum"]) is list:
         return lambda value, path: None if any(_same(value, e) for e in options) \
             else f"{path or 'arguments'}: must be one of {json.dumps(options)}"
     return None
 
 
-def _const(const, schema, root, depth):
+def _const(schema, root, depth):
+    const = schema["const"]
     return lambda value, path: None if _same(value, const) \
         else f"{path or 'arguments'}: must be {json.dumps(const)}"
 
 
-def _bound(key, measure, beyond):
-    def make(bound, schema, root, depth):
-        def check(value, path):
-            if (size := measure(value)) is not None and beyond(size, bound):
+def _same(a, b):
+    return type(a) is type(b) and a == b or type(a) in _NUMBERS and type(b) in _NUMBERS and a == b
+
+
+def _bounds(schema, root, depth):
+    """minLength ... exclusiveMaximum (`_BOUNDS`), each a number, checked in the schema's order."""
+    bounds = [(key, bound, *_BOUNDS[key]) for key, bound in schema.items()
+              if key in _BOUNDS and type(bound) in _NUMBERS]
+
+    def check(value, path):
+        for key, bound, kinds, past in bounds:
+            if type(value) in kinds and past(value if kinds is _NUMBERS else len(value), bound):
                 return f"{path or 'arguments'}: {key} is {bound}"
-            return None
-        return check if _number(bound) is not None else None
-    return make
+        return None
+    return check if bounds else None
 
 
-def _properties(props, schema, root, depth):
-    """properties, with required and additionalProperties beside it."""
-    props = {name: _checker(sub, root, depth + 1) for name, sub in props.items()} \
-        if type(props) is dict else {}
-    names = schema.get("required")
+_NUMBERS = (int, float)
+_BOUNDS = {     # keyword: (the JSON types it measures: a string's length, an array's, a number; when past it)
+    "minLength": ((str,), lambda n, b: n < b), "maxLength": ((str,), lambda n, b: n > b),
+    "minItems": ((list,), lambda n, b: n < b), "maxItems": ((list,), lambda n, b: n > b),
+    "minimum": (_NUMBERS, lambda n, b: n < b), "maximum": (_NUMBERS, lambda n, b: n > b),
+    "exclusiveMinimum": (_NUMBERS, lambda n, b: n <= b), "exclusiveMaximum": (_NUMBERS, lambda n, b: n >= b),
+}
+
+
+def _members(schema, root, depth):
+    """properties, required, additionalProperties (an object's members), or prefixItems and items
+    (an array's): each member checked by its own schema, else the rest's (False: none may be there)."""
+    def compiled(sub):
+        return sub if sub is True or sub is False else _checker(sub, root, depth + 1)
+    props, prefix, names = schema.get("properties"), schema.get("prefixItems"), schema.get("required")
+    props = {name: compiled(sub) for name, sub in props.items()} if type(props) is dict else {}
+    prefix = [compiled(sub) for sub in prefix] if type(prefix) is list else []
     names = [name for name in names if type(name) is str] if type(names) is list else []
-    extra = schema.get("additionalProperties", True)
-    extra_check = extra if extra is True or extra is False else _checker(extra, root, depth + 1)
+    extra, rest = compiled(schema.get("additionalProperties", True)), compiled(schema.get("items", True))
 
     def check(value, path):
-        if type(value) is not dict:
-            return None
-        for name in names:
-            if name not in value:
-                return f"{_join(path, name)}: required property is missing"
-        for name, item in value.items() if props or extra is not True else ():
-            sub = props.get(name, extra_check)
-            if sub is False:
-                return f"{_join(path, name)}: unexpected property"
-            if sub is not True and (problem := sub(item, _join(path, name))):
-                return problem
+        if type(value) is dict:
+            for name in names:
+                if name not in value:
+                    return f"{path + '.' if path else ''}{name}: required property is missing"
+            for name, item in value.items() if props or extra is not True else ():
+                sub = props.get(name, extra)
+                if sub is False:
+                    return f"{path + '.' if path else ''}{name}: unexpected property"
+                if sub is not True and (problem := sub(item, f"{path}.{name}" if path else name)):
+                    return problem
+        elif type(value) is list:
+            for i, item in enumerate(value):
+                sub = prefix[i] if i < len(prefix) else rest
+                if sub is False:
+                    return f"{path}[{i}]: unexpected item"
+                if sub is not True and (problem := sub(item, f"{path}[{i}]")):
+                    return problem
         return None
     return check
 
 
-def _items(prefix, schema, root, depth):
-    """prefixItems, with items beside it (for the rest)."""
-    prefix = [sub if sub is False else _checker(sub, root, depth + 1)
-              for sub in (prefix if type(prefix) is list else ())]
-    rest = schema.get("items")
-    rest = rest if rest is False else _checker(rest, root, depth + 1)
-
-    def check(value, path):
-        if type(value) is not list:
+def _some_of(key, most):
+    """anyOf (`most` inf) or oneOf (1): how many subschemas the value may match; allOf (None): all."""
+    def make(schema, root, depth):
+        if type(subs := schema[key]) is not list:      # a malformed keyword is ignored, as everywhere
             return None
-        for i, item in enumerate(value):
-            sub = prefix[i] if i < len(prefix) else rest
-            if sub is False:
-                return f"{path}[{i}]: unexpected item"
-            if (problem := sub(item, f"{path}[{i}]")):
-                return problem
-        return None
-    return check
-
-
-def _some_of(most):
-    def make(subs, schema, root, depth):
-        if type(subs) is not list:      # a malformed keyword is ignored, as everywhere
-            return None
-        checks = _subs(subs, root, depth)
+        checks = [_checker(sub, root, depth + 1) for sub in subs]
+        if most is None:        # allOf: the first problem
+            return _all(checks)
 
         def check(value, path):
             passed = sum(one(value, path) is None for one in checks)
@@ -810,64 +781,12 @@ def _some_of(most):
     return make
 
 
-def _number(value):
-    return value if type(value) in (int, float) else None
-
-
-def _length(kind):
-    return lambda v: len(v) if type(v) is kind else None
-
-
-# JSON Schema keywords, each with the maker of its check; a keyword checked with a
-# sibling (required and additionalProperties with properties, items with prefixItems)
-# makes none of its own.
+# JSON Schema keywords, each with the maker of its check; keywords checked together share one.
 _KEYWORDS = {
-    "$ref": _ref, "type": _type, "enum": _enum, "const": _const,
-    "minLength": _bound("minLength", _length(str), lambda m, b: m < b),
-    "maxLength": _bound("maxLength", _length(str), lambda m, b: m > b),
-    "minItems": _bound("minItems", _length(list), lambda m, b: m < b),
-    "maxItems": _bound("maxItems", _length(list), lambda m, b: m > b),
-    "minimum": _bound("minimum", _number, lambda m, b: m < b),
-    "maximum": _bound("maximum", _number, lambda m, b: m > b),
-    "exclusiveMinimum": _bound("exclusiveMinimum", _number, lambda m, b: m <= b),
-    "exclusiveMaximum": _bound("exclusiveMaximum", _number, lambda m, b: m >= b),
-    "properties": _properties,
-    "required": lambda names, schema, root, depth:
-        None if "properties" in schema else _properties({}, schema, root, depth),
-    "additionalProperties": lambda extra, schema, root, depth:
-        None if "properties" in schema or "required" in schema else _properties({}, schema, root, depth),
-    "prefixItems": _items,
-    "items": lambda rest, schema, root, depth:
-        None if "prefixItems" in schema else _items([], schema, root, depth),
-    "allOf": lambda subs, schema, root, depth: _all(_subs(subs, root, depth)),
-    "anyOf": _some_of(float("inf")), "oneOf": _some_of(1),
+    "$ref": _ref, "type": _type, "enum": _enum, "const": _const, **dict.fromkeys(_BOUNDS, _bounds),
+    **dict.fromkeys(("properties", "required", "additionalProperties", "prefixItems", "items"), _members),
+    "allOf": _some_of("allOf", None), "anyOf": _some_of("anyOf", float("inf")), "oneOf": _some_of("oneOf", 1),
 }
-
-
-def _join(path, name):
-    return f"{path}.{name}" if path else name
-
-
-def _same(a, b):
-    return type(a) is type(b) and a == b or _type_ok(a, "number") and _type_ok(b, "number") and a == b
-
-
-def _array_of(cls):
-    """What a JSON array arrives as for a container hint: the class itself, or for an
-    abstract one (Sequence, Set ...) the plain list, frozenset or set."""
-    if not getattr(cls, "__abstractmethods__", None):
-        return cls
-    if issubclass(cls, abc.Set):
-        return set if issubclass(cls, abc.MutableSet) else frozenset
-    return list
-
-
-@functools.lru_cache(maxsize=256)
-def _init_names(tp):
-    """The keywords a class's constructor takes (None: any, it has **kwargs)."""
-    import inspect
-    params = inspect.signature(tp).parameters.values()
-    return None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in params)
 
 
 def _is_dataclass(obj):
@@ -875,12 +794,9 @@ def _is_dataclass(obj):
     return hasattr(obj, "__dataclass_fields__")
 
 
-_SCALARS = frozenset((str, int, float, bool, type(None)))
-
-
 def _to_json(value):
     """A tool's return value as plain JSON data (dataclasses, enums, tuples, dates ...)."""
-    if type(value) in _SCALARS:
+    if type(value) in _SIMPLE_TYPES:
         return value
     if type(value) is dict:
         return {str(k): _to_json(v) for k, v in value.items()}
@@ -907,30 +823,27 @@ def _to_json(value):
 class _Handler:
     """A registered function, with what its signature says about calling it."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, description=None):
         import inspect  # imported here: the cost is paid only when registering
-        self.fn = fn
-        self.is_async = inspect.iscoroutinefunction(fn)
+        self.fn, self.is_async, self.empty = fn, inspect.iscoroutinefunction(fn), inspect.Parameter.empty
         try:
-            self.hints = hints = typing.get_type_hints(fn, include_extras=True)
+            self.hints = typing.get_type_hints(fn, include_extras=True)
         except Exception:       # unresolvable forward references: no hints, no schema
-            self.hints = hints = {}
-        self.context_param = None
-        self.params = []        # (name, hint, default or inspect.Parameter.empty)
-        self.var_keyword = False
+            self.hints = {}
+        self.context_param, self.var_keyword = None, False
+        self.params = []        # (name, hint, default or self.empty)
         for p in inspect.signature(fn).parameters.values():
             if p.kind is p.POSITIONAL_ONLY:
                 raise ValueError(f"{getattr(fn, '__name__', fn)!r}: parameter {p.name!r} is "
                                  "positional-only; arguments arrive by name")
-            hint = hints.get(p.name, typing.Any)
+            hint = self.hints.get(p.name, typing.Any)
             if _strip(hint) is Context:
                 self.context_param = p.name
             elif p.kind is p.VAR_KEYWORD:
                 self.var_keyword = True
-            elif p.kind not in (p.VAR_POSITIONAL,):
+            elif p.kind is not p.VAR_POSITIONAL:
                 self.params.append((p.name, hint, p.default))
-        self.empty = inspect.Parameter.empty
-        self.description = _first_paragraph(fn.__doc__)
+        self.description = description or _first_paragraph(fn.__doc__)
         built = {name: self.hint(name, hint) for name, hint, _ in self.params}
         self.schemas = {name: schema for name, (schema, _) in built.items()}
         self.loads = {name: load for name, (_, load) in built.items() if load}  # where JSON is not the value
@@ -947,19 +860,14 @@ class _Handler:
                             "date/time, UUID, Decimal, Path, bytes, or typing.Any") from None
 
     def input_schema(self):
-        props, required = {}, []
-        for name, hint, default in self.params:
-            prop = dict(self.schemas[name])
-            if default is self.empty:
-                required.append(name)
-            else:
+        props = {name: dict(self.schemas[name]) for name, _, _ in self.params}
+        for name, _, default in self.params:
+            if default is not self.empty:
                 with contextlib.suppress(TypeError, ValueError):    # no JSON form: no default shown
                     json.dumps(default := _to_json(default), allow_nan=False)
-                    prop["default"] = default
-            props[name] = prop
-        schema = {"type": "object", "properties": props}
-        if required:
-            schema["required"] = required
+                    props[name]["default"] = default
+        required = [name for name, _, default in self.params if default is self.empty]
+        schema = {"type": "object", "properties": props, **({"required": required} if required else {})}
         if not self.var_keyword:
             schema["additionalProperties"] = False
         return schema
@@ -972,8 +880,7 @@ class _Handler:
             kwargs[self.context_param] = context
         if self.is_async:
             return await self.fn(**kwargs)
-        # Sync code runs off the loop so a slow tool never stalls other requests.
-        return await asyncio.to_thread(self.fn, **kwargs)
+        return await asyncio.to_thread(self.fn, **kwargs)     # off the loop: a slow tool stalls no other
 
     def convert(self, name, value):
         try:
@@ -991,7 +898,7 @@ _BAD_VALUE = (ValueError, TypeError, ArithmeticError, RecursionError)
 def _strip(hint):
     while typing.get_origin(hint) is typing.Annotated:
         hint = typing.get_args(hint)[0]
-    if _is_union(hint):
+    if typing.get_origin(hint) in _UNIONS:
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(options) == 1:
             return _strip(options[0])
@@ -1007,26 +914,25 @@ class Tool(_Handler):
 
     def __init__(self, fn, name=None, description=None, title=None, annotations=None,
                  input_schema=None, output_schema=None, meta=None, icons=None, timeout=None, scopes=()):
-        super().__init__(fn)
+        super().__init__(fn, description)
         self.name, self.timeout = name or fn.__name__, timeout
         self.scopes = frozenset(scopes.split() if isinstance(scopes, str) else scopes)
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):    # 2025-11-25 server/tools
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
-        self.description = description or self.description
         # A schema of the author's is copied: what is advertised stays what is checked.
         self.input_schema = json.loads(json.dumps(input_schema)) if input_schema else self.input_schema()
         self.check_input = _checker(self.input_schema)
         # 2026-07-28 HTTP: the arguments marked x-mcp-header come in Mcp-Param-* headers too
-        self.param_headers = _header_params(self.input_schema)
-        if self.param_headers is None:
+        if (headers := _header_params(self.input_schema)) is None:
             _log.warning("tool %r: its x-mcp-header marks are invalid: 2026-07-28 HTTP clients "
                          "will leave it out", self.name)
-            self.param_headers = ()
-        returns = self.hints.get("return", None)
+        self.param_headers = headers or ()
         self.wrap = False       # structured output must be an object: others go under "result"
-        output_schema = json.loads(json.dumps(output_schema)) if output_schema else None
-        if output_schema is None and "return" in self.hints and not _mentions_content(returns) \
-                and _strip(returns) not in (str, typing.Any, type(None), typing.NoReturn, _NEVER):
+        if output_schema:
+            output_schema = json.loads(json.dumps(output_schema))
+        elif "return" in self.hints and not _mentions_content(returns := self.hints["return"]) \
+                and _strip(returns) not in (str, typing.Any, type(None), typing.NoReturn,
+                                            getattr(typing, "Never", None)):
             output_schema = self.hint("return", returns)[0]
             if output_schema and output_schema.get("type") != "object":
                 output_schema = {"type": "object", "properties": {"result": output_schema},
@@ -1054,12 +960,9 @@ class Tool(_Handler):
         structured = {"result": data} if self.wrap or type(data) is not dict else data
         if (problem := self.check_output(structured, "")):
             _log.error("tool %s returned a value that does not match its outputSchema: %s",
-                      self.name, problem)
+                       self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
         return {"content": [text(body)], "structuredContent": structured}
-
-
-_NEVER = getattr(typing, "Never", typing.NoReturn)
 
 
 def _mentions_content(hint):
@@ -1077,12 +980,11 @@ class Resource(_Handler):
 
     def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
                  annotations=None, meta=None, icons=None, size=None):
-        super().__init__(fn)
-        self.uri = uri
+        super().__init__(fn, description)
+        self.uri, self.mime_type = uri, mime_type
         self.template = _UriTemplate(uri) if "{" in uri else None
-        self.mime_type = mime_type
         self.definition = {"uriTemplate" if self.template else "uri": uri, **{k: v for k, v in (
-            ("name", name or fn.__name__), ("title", title), ("description", description or self.description),
+            ("name", name or fn.__name__), ("title", title), ("description", self.description),
             ("mimeType", mime_type), ("annotations", annotations), ("icons", icons), ("_meta", meta),
             ("size", size)) if v is not None}}
 
@@ -1091,10 +993,10 @@ class Resource(_Handler):
             return [value]
         if isinstance(value, list) and all(isinstance(v, dict) and "uri" in v for v in value):
             return value
-        if not isinstance(value, (str, bytes, bytearray, memoryview)):
-            value = json.dumps(_to_json(value), ensure_ascii=False)
-            return [_contents(uri, value, self.mime_type or "application/json")]
-        return [_contents(uri, value, self.mime_type)]
+        if isinstance(value, (str, bytes, bytearray, memoryview)):
+            return [_contents(uri, value, self.mime_type)]
+        value = json.dumps(_to_json(value), ensure_ascii=False)
+        return [_contents(uri, value, self.mime_type or "application/json")]
 
 
 class _UriTemplate:
@@ -1108,15 +1010,10 @@ class _UriTemplate:
     """
 
     def __init__(self, template):
-        self.parts = []         # alternating literal, variable name, literal, ...
-        rest = template
-        while "{" in rest:
-            literal, _, rest = rest.partition("{")
-            name, closed, rest = rest.partition("}")
-            if not closed or not name.isidentifier():
-                raise ValueError(f"bad URI template {template!r}: use {{name}} variables")
-            self.parts += [literal, name]
-        self.parts.append(rest)
+        self.parts = re.split(r"\{([^{}]*)\}", template)     # literal, variable name, literal ...
+        if any("{" in literal for literal in self.parts[::2]) \
+                or not all(name.isidentifier() for name in self.parts[1::2]):
+            raise ValueError(f"bad URI template {template!r}: use {{name}} variables")
 
     def match(self, uri):
         parts = self.parts
@@ -1124,21 +1021,17 @@ class _UriTemplate:
             return None
         pos, found = len(parts[0]), {}
         for i in range(1, len(parts), 2):
-            literal, last = parts[i + 1], i + 2 == len(parts)
-            if last:        # the final variable runs to the final literal
+            literal = parts[i + 1]
+            if i + 2 == len(parts):        # the final variable runs to the final literal
                 end = len(uri) - len(literal) if uri.endswith(literal) else -1
-            elif literal:
-                end = uri.find(literal, pos)
-            else:           # "{a}{b}": adjacent variables cannot be told apart
-                return None
-            if end <= pos:
-                return None
+            else:       # "{a}{b}": adjacent variables cannot be told apart
+                end = uri.find(literal, pos) if literal else -1
             value = unquote(uri[pos:end])
-            if value in (".", "..") or any(c in value for c in "/\\\x00") or value[1:2] == ":":
+            if end <= pos or value in (".", "..") or any(c in value for c in "/\\\x00") or value[1:2] == ":":
                 return None
             found[parts[i]] = value
             pos = end + len(literal)
-        return found if pos == len(uri) else None
+        return found
 
 
 class Prompt(_Handler):
@@ -1147,15 +1040,13 @@ class Prompt(_Handler):
     "content"} dicts, or a list of them. Options: `name`, `description`, `title`, `meta`, `icons`."""
 
     def __init__(self, fn, name=None, description=None, title=None, meta=None, icons=None):
-        super().__init__(fn)
+        super().__init__(fn, description)
         self.name = name or fn.__name__
-        arguments = []
-        for pname, _, default in self.params:
-            about = self.schemas[pname].get("description")
-            arguments.append({"name": pname, **({"description": about} if about else {}),
-                              "required": default is self.empty})
+        arguments = [{"name": pname, **({"description": self.schemas[pname]["description"]}
+                                        if self.schemas[pname].get("description") else {}),
+                      "required": default is self.empty} for pname, _, default in self.params]
         self.definition = {"name": self.name, **{k: v for k, v in (
-            ("title", title), ("description", description or self.description),
+            ("title", title), ("description", self.description),
             ("arguments", arguments), ("icons", icons), ("_meta", meta)) if v}}
 
     def messages(self, value):
@@ -1241,11 +1132,9 @@ class Server:
             raise TypeError('@server.completion needs a prompt name or URI template and an '
                             'argument name: @server.completion("greet", "name")')
 
-        def register(fn):
-            kind = "ref/resource" if "://" in ref else "ref/prompt"
-            self.completions[kind, ref, argument] = _Handler(fn)
-            return fn
-        return register
+        def add(fn, _):
+            self.completions["ref/resource" if "://" in ref else "ref/prompt", ref, argument] = _Handler(fn)
+        return _decorator(None, add)
 
     def offers(self, capability):
         """Whether the server declares `capability` (without building the dict)."""
@@ -1286,8 +1175,7 @@ def _decorator(name, add):
     def register(fn):
         add(fn, None if fn is name else name)
         return fn
-    # Bare @server.tool passes the function where the name would be.
-    return register(name) if callable(name) else register
+    return register(name) if callable(name) else register   # bare @server.tool: the function is the name
 
 ##############################################################################
 # The session: one client's conversation, whatever carries it
