@@ -137,8 +137,9 @@ __all__ = [
 _log = logging.getLogger("mcp_min")
 
 ##############################################################################
-# Constants: versions, error codes, limits
+# Core: constants: versions, error codes, limits
 ##############################################################################
+
 
 # Handshake-era revisions, oldest first. Compared by position, never as strings.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -223,7 +224,7 @@ KILL_STEP = 2.0                     # client: seconds a stdio server gets to exi
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 ##############################################################################
-# Errors
+# Core: errors
 ##############################################################################
 
 
@@ -240,7 +241,7 @@ class _DuplicateKey(ValueError):
     pass
 
 ##############################################################################
-# JSON-RPC framing: pure functions from bytes to messages and back
+# Core: JSON-RPC framing, pure functions from bytes to messages and back
 ##############################################################################
 
 
@@ -362,7 +363,7 @@ def _result(id_, result):
     return {"jsonrpc": "2.0", "id": id_, "result": result}
 
 ##############################################################################
-# Content: what tools return and prompts hold
+# Core: content, what tools return and prompts hold
 ##############################################################################
 
 
@@ -405,7 +406,7 @@ def _contents(uri, value, mime_type=None):
             **({"blob": _b64(bytes(value))} if blob else {"text": str(value)})}
 
 ##############################################################################
-# Schemas from type hints, and a small JSON Schema validator
+# Core: schemas from type hints
 ##############################################################################
 
 
@@ -619,176 +620,6 @@ def _first_paragraph(doc):
     return " ".join((doc or "").strip().split("\n\n")[0].split()) or None
 
 
-_JSON_NAMES = {**_SIMPLE_TYPES, list: "array", dict: "object"}
-
-
-def validate(value, schema):
-    """First reason `value` does not match `schema`, or None. A subset of JSON Schema 2020-12:
-    type, enum, const, properties, required, additionalProperties, items, prefixItems,
-    anyOf/oneOf/allOf, $ref to local $defs, min/max (length, items, value). Unknown keywords are
-    ignored. A tool keeps its schemas compiled (`_checker`); this compiles one for a single use.
-
-    >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
-    'a: expected integer, got string'
-    """
-    return _checker(schema)(value, "")
-
-
-def _checker(schema, root=None, depth=0):
-    """`schema` compiled once into a function (value, path) -> the first problem, or None:
-    one small check from each maker its keywords name in `_KEYWORDS`, in the schema's order.
-    `root` holds the $ref targets compiled so far, by (ref, depth), and under None the schema."""
-    if depth > 64 or type(schema) is not dict:
-        return _fine
-    root = {None: schema} if root is None else root
-    makers = dict.fromkeys(_KEYWORDS[key] for key in schema if key in _KEYWORDS)
-    return _all([check for make in makers if (check := make(schema, root, depth))])
-
-
-def _all(checks):
-    """Several checks as one: the first problem any of them finds."""
-    if len(checks) < 2:
-        return checks[0] if checks else _fine
-
-    def check(value, path):
-        for one in checks:
-            if (problem := one(value, path)):
-                return problem
-        return None
-    return check
-
-
-def _fine(value, path):
-    return None
-
-
-def _ref(schema, root, depth):
-    ref = schema["$ref"]
-    if not (type(ref) is str and ref.startswith("#/")):
-        return None
-    target = root[None]
-    for part in ref[2:].split("/"):
-        target = target.get(part, {}) if type(target) is dict else {}
-    key = ref, depth + 1
-
-    def check(value, path):     # compiled when first met (a schema may refer to itself), once
-        return (root.get(key) or root.setdefault(key, _checker(target, root, depth + 1)))(value, path)
-    return check
-
-
-def _type(schema, root, depth):
-    kinds = schema["type"]
-    kinds = [kinds] if type(kinds) is str else [str(k) for k in kinds] if type(kinds) is list else []
-    exact = {t for t, kind in _JSON_NAMES.items() if kind in kinds or kind == "integer" and "number" in kinds}
-    whole, said = "integer" in kinds, " or ".join(kinds)     # 2.0 is an integer too
-
-    def check(value, path):
-        if type(value) in exact or whole and type(value) is float and value.is_integer():
-            return None
-        return f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
-    return check if kinds else None
-
-
-def _enum(schema, root, depth):
-    if type(options := schema["enum"]) is list:
-        return lambda value, path: None if any(_same(value, e) for e in options) \
-            else f"{path or 'arguments'}: must be one of {json.dumps(options)}"
-    return None
-
-
-def _const(schema, root, depth):
-    const = schema["const"]
-    return lambda value, path: None if _same(value, const) \
-        else f"{path or 'arguments'}: must be {json.dumps(const)}"
-
-
-def _same(a, b):
-    return type(a) is type(b) and a == b or type(a) in _NUMBERS and type(b) in _NUMBERS and a == b
-
-
-def _bounds(schema, root, depth):
-    """minLength ... exclusiveMaximum (`_BOUNDS`), each a number, checked in the schema's order."""
-    bounds = [(key, bound, *_BOUNDS[key]) for key, bound in schema.items()
-              if key in _BOUNDS and type(bound) in _NUMBERS]
-
-    def check(value, path):
-        for key, bound, kinds, past in bounds:
-            if type(value) in kinds and past(value if kinds is _NUMBERS else len(value), bound):
-                return f"{path or 'arguments'}: {key} is {bound}"
-        return None
-    return check if bounds else None
-
-
-_NUMBERS = (int, float)
-_BOUNDS = {     # keyword: (the JSON types it measures: a string's length, an array's, a number; when past it)
-    "minLength": ((str,), lambda n, b: n < b), "maxLength": ((str,), lambda n, b: n > b),
-    "minItems": ((list,), lambda n, b: n < b), "maxItems": ((list,), lambda n, b: n > b),
-    "minimum": (_NUMBERS, lambda n, b: n < b), "maximum": (_NUMBERS, lambda n, b: n > b),
-    "exclusiveMinimum": (_NUMBERS, lambda n, b: n <= b), "exclusiveMaximum": (_NUMBERS, lambda n, b: n >= b),
-}
-
-
-def _members(schema, root, depth):
-    """properties, required, additionalProperties (an object's members), or prefixItems and items
-    (an array's): each member checked by its own schema, else the rest's (False: none may be there)."""
-    def compiled(sub):
-        return sub if sub is True or sub is False else _checker(sub, root, depth + 1)
-    props, prefix, names = schema.get("properties"), schema.get("prefixItems"), schema.get("required")
-    props = {name: compiled(sub) for name, sub in props.items()} if type(props) is dict else {}
-    prefix = [compiled(sub) for sub in prefix] if type(prefix) is list else []
-    names = [name for name in names if type(name) is str] if type(names) is list else []
-    extra, rest = compiled(schema.get("additionalProperties", True)), compiled(schema.get("items", True))
-
-    def check(value, path):
-        if type(value) is dict:
-            for name in names:
-                if name not in value:
-                    return f"{path + '.' if path else ''}{name}: required property is missing"
-            for name, item in value.items() if props or extra is not True else ():
-                sub = props.get(name, extra)
-                if sub is False:
-                    return f"{path + '.' if path else ''}{name}: unexpected property"
-                if sub is not True and (problem := sub(item, f"{path}.{name}" if path else name)):
-                    return problem
-        elif type(value) is list:
-            for i, item in enumerate(value):
-                sub = prefix[i] if i < len(prefix) else rest
-                if sub is False:
-                    return f"{path}[{i}]: unexpected item"
-                if sub is not True and (problem := sub(item, f"{path}[{i}]")):
-                    return problem
-        return None
-    return check
-
-
-def _some_of(key, most):
-    """anyOf (`most` inf) or oneOf (1): how many subschemas the value may match; allOf (None): all."""
-    def make(schema, root, depth):
-        if type(subs := schema[key]) is not list:      # a malformed keyword is ignored, as everywhere
-            return None
-        checks = [_checker(sub, root, depth + 1) for sub in subs]
-        if most is None:        # allOf: the first problem
-            return _all(checks)
-
-        def check(value, path):
-            passed = sum(one(value, path) is None for one in checks)
-            if not passed:
-                return f"{path or 'arguments'}: does not match any allowed form"
-            if passed > most:
-                return f"{path or 'arguments'}: matches more than one allowed form"
-            return None
-        return check
-    return make
-
-
-# JSON Schema keywords, each with the maker of its check; keywords checked together share one.
-_KEYWORDS = {
-    "$ref": _ref, "type": _type, "enum": _enum, "const": _const, **dict.fromkeys(_BOUNDS, _bounds),
-    **dict.fromkeys(("properties", "required", "additionalProperties", "prefixItems", "items"), _members),
-    "allOf": _some_of("allOf", None), "anyOf": _some_of("anyOf", float("inf")), "oneOf": _some_of("oneOf", 1),
-}
-
-
 def _is_dataclass(obj):
     # What dataclasses.is_dataclass checks, without importing it for servers that use none.
     return hasattr(obj, "__dataclass_fields__")
@@ -816,7 +647,7 @@ def _to_json(value):
     return value
 
 ##############################################################################
-# The server's registry: tools, resources, prompts
+# Core: the server's registry of tools, resources and prompts
 ##############################################################################
 
 
@@ -1178,7 +1009,7 @@ def _decorator(name, add):
     return register(name) if callable(name) else register   # bare @server.tool: the function is the name
 
 ##############################################################################
-# The session: one client's conversation, whatever carries it
+# Core: the session, one client's conversation whatever carries it
 ##############################################################################
 
 
@@ -1899,7 +1730,7 @@ _running_loop = asyncio._get_running_loop   # the running loop, or None (no Runt
 _now = time.monotonic
 
 ##############################################################################
-# Method handlers: what each request does
+# Core: method handlers, what each request does
 ##############################################################################
 
 
@@ -2164,7 +1995,7 @@ _NOTIFICATIONS = {"notifications/cancelled": _on_cancelled,
                       session.server.on_roots_changed and session.server.on_roots_changed(session)}
 
 ##############################################################################
-# stdio transport: one JSON message per line on stdin and stdout
+# Core: stdio, one JSON message per line on stdin and stdout
 ##############################################################################
 
 
@@ -2334,8 +2165,9 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     return 0
 
 ##############################################################################
-# HTTP: one asyncio server, legacy HTTP+SSE at /sse and Streamable HTTP at /mcp
+# Core: HTTP, legacy HTTP+SSE at /sse and Streamable HTTP at /mcp on one asyncio server
 ##############################################################################
+
 
 _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
             401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
@@ -3335,503 +3167,7 @@ async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options)
         await http.close(SHUTDOWN_GRACE if grace is None else grace)
 
 ##############################################################################
-# Extension: 2026-07-28 multi round-trip requests (skip on a first reading)
-##############################################################################
-
-
-class _Rounds:
-    """A 2026-07-28 request that may ask for input (tools/call, prompts/get, resources/read):
-    it asks by answering, input_required, and the client calls again with the answers. Its
-    handler runs again each round; what earlier rounds answered and what `once` kept come back
-    sealed in requestState (`seal`), the new answers in inputResponses (answers sent with no
-    requestState are taken as new ones)."""
-
-    def __init__(self, session, params, method):
-        self.session, self.params, self.method = session, params, method
-        self.answers, self.kept, self.asks, self.count = {}, {}, {}, 0
-        state, self.fresh = params.get("requestState"), params.get("inputResponses", {})
-        if type(self.fresh) is not dict or not isinstance(state, (str, type(None))):
-            raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
-                                           "requestState a string")
-        if state is not None:
-            self.answers, self.kept = self.unseal(state)
-
-    async def ask(self, capability, method, params, key):
-        """The answer to this ask if the client gave it; else it joins this round's asks, which
-        end the round (`_InputRequired`). Asks are told apart by `key`, by default their order."""
-        self.count += 1
-        key = str(key or f"{capability}-{self.count}")
-        if key not in self.answers and key in self.fresh:
-            if (problem := _answer_problem(method, params, self.fresh[key])):
-                raise _Refused(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
-                                               f"({method}): {problem}")
-            self.answers[key] = self.fresh[key]
-        if key in self.answers:
-            return self.answers[key]
-        self.asks[key] = {"method": method, "params": params}
-        await asyncio.sleep(0)  # asks made beside this one (asyncio.gather) join the round
-        raise _InputRequired
-
-    def result(self):
-        """The round's end: what the client is to answer, and what it sends back with them."""
-        return {"resultType": "input_required", "inputRequests": self.asks, "requestState": self.seal()}
-
-    def binding(self, data):
-        """The seal on a requestState's `data`, binding it to this request (its method, and its
-        params less the rounds' own) and this user: made with the server's key, no client can alter it."""
-        import hashlib
-        import hmac
-        request = {k: v for k, v in self.params.items()
-                   if k not in ("_meta", "inputResponses", "requestState")}
-        text = json.dumps([self.method, request, self.session.principal], sort_keys=True).encode()
-        key = self.session.server.state_key
-        return base64.urlsafe_b64encode(hmac.new(key, text + data, hashlib.sha256).digest())
-
-    def seal(self):
-        """A round's requestState: the answers so far and what `once` kept, until STATE_TTL."""
-        data = base64.urlsafe_b64encode(encode([int(time.time() + STATE_TTL), self.answers, self.kept]))
-        return (data + b"." + self.binding(data)).decode()
-
-    def unseal(self, state):
-        import hmac
-        data, _, sent = state.encode(errors="replace").partition(b".")
-        if not hmac.compare_digest(sent, self.binding(data)):
-            raise McpError(INVALID_PARAMS, "Invalid params: requestState is not this server's for "
-                                           "this request (altered, or from another server or user)")
-        try:    # sealed with our key, yet perhaps not of the shape we seal (another version's)
-            expires, answers, kept = decode(base64.urlsafe_b64decode(data))
-            if type(expires) not in (int, float) or type(answers) is not dict or type(kept) is not dict:
-                raise ValueError
-        except (ValueError, TypeError, McpError):
-            raise McpError(INVALID_PARAMS, "Invalid params: requestState is malformed") from None
-        if time.time() > expires:
-            raise McpError(INVALID_PARAMS, "Invalid params: requestState has expired: call again "
-                                           "without it to start over")
-        return answers, kept
-
-
-class _InputRequired(BaseException):
-    """A 2026-07-28 round ends: the handler asked what the client must answer. A
-    BaseException, so that a handler's ``except Exception`` lets it through."""
-
-
-##############################################################################
-# Extension: resumable streams (2025-03-26+; skip on a first reading)
-##############################################################################
-
-
-class _Replay:
-    """What the resumable streams of a server keep, MAX_REPLAY_BYTES together: past it, the stream
-    written least recently loses its oldest events first (a resume from before them gets 400)."""
-
-    def __init__(self):
-        self.streams, self.size = {}, 0     # in the order they were last written
-
-    def add(self, stream, event):
-        if stream.closed:   # what a closed stream still writes out is never replayed
-            return
-        if stream.log is None:
-            stream.log, stream.replay = deque(), self
-        stream.log.append((stream.seq, event))
-        stream.logged += len(event)
-        self.size += len(event)
-        self.streams.pop(stream, None)
-        self.streams[stream] = stream
-        while stream.logged > REPLAY_BYTES:
-            self._drop(stream)
-        while self.size > MAX_REPLAY_BYTES:
-            self._drop(next(iter(self.streams)))
-
-    def _drop(self, stream):
-        size = len(stream.log.popleft()[1])
-        stream.logged -= size
-        self.size -= size
-        if not stream.log:
-            del self.streams[stream]
-
-    def forget(self, stream):
-        self.size -= stream.logged
-        self.streams.pop(stream, None)
-        stream.log, stream.logged = None, 0
-
-
-async def _resume(entry, last):
-    """The stream a Last-Event-ID names (2025-03-26 transports: resumability), and what it
-    sent after that id; 400 when it is over, or lost some of it, and nothing changes then. A
-    stream still open is one its client lost before we noticed: it leaves that connection."""
-    number, _, seq = last.partition("-")
-    if not (len(last) < 40 and last.isascii() and number.isdigit() and seq.isdigit()):
-        raise _HttpError(400, "Malformed Last-Event-ID")
-    streams = [entry.standalone, *entry.kept.values(), *entry.posts]
-    stream = next((s for s in streams if s and s.number == int(number) > 0 and not s.closed), None)
-    if stream is None:
-        raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
-    if int(seq) > stream.seq:
-        raise _HttpError(400, f"Last-Event-ID {last}: no such event was sent")
-    if stream.since(int(seq)) is None:
-        raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
-    stream.part()
-    for tick in range(200):
-        if not stream.attached:
-            break
-        if tick == 100 and stream.abort:    # stuck writing to a client that is gone
-            stream.abort()
-        await asyncio.sleep(0.01)
-    else:
-        raise _HttpError(409, "That stream is open, and does not let go")
-    if (events := stream.since(int(seq))) is None:  # lost while it let go: kept, to be tried again
-        raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
-    return stream, events
-
-
-##############################################################################
-# Extension: 2026-07-28 over HTTP, the routing headers (skip on a first reading)
-##############################################################################
-
-
-_MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-                  MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
-
-
-def _mismatch(request, body, server):
-    """2026-07-28: the routing headers must say what the body says; why not as (code, message)."""
-    if type(body) is not dict:
-        return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
-                                 else "Invalid request")
-    params = body.get("params") if type(body.get("params")) is dict else {}
-    meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
-    if not (version := request.header("mcp-protocol-version")):
-        return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
-    if type(meta.get(_VERSION_KEY)) is str and version != meta[_VERSION_KEY]:
-        return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
-    name = params.get("name") if body.get("method") == "tools/call" else None
-    tool = server.tools.get(name) if type(name) is str else None
-    for header, value in _routing(body, tool.param_headers if tool else ()).items():
-        sent = request.header(header.lower(), None)
-        got = None if sent is None else _header_text(sent)
-        if got != _text(value) and not (type(value) is int and got and _INTEGER.fullmatch(got)
-                                        and int(got) == value):    # integers compare as numbers
-            return HEADER_MISMATCH, f"{header} header does not match the body"
-    return None
-
-
-_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")    # what int() takes, in ASCII digits only
-# 2026-07-28 HTTP: the Mcp-Name header repeats this param of these methods
-_NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-def _header_text(value):
-    """A Mcp-* header's value: text, or =?base64?...?= for what a header cannot carry
-    (None if neither: raw bytes beyond ASCII, or broken base64)."""
-    if not value.isascii():
-        return None
-    if value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode()
-        except ValueError:
-            return None
-    return value
-
-
-def _header_value(text):
-    """A value as an Mcp-* header carries it: itself if plain printable ASCII with no
-    space at either end, else ``=?base64?...?=`` (its UTF-8)."""
-    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
-        return text
-    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
-
-
-def _header_params(schema, path=()):
-    """The (argument path, header name) pairs a tool's inputSchema marks with
-    x-mcp-header; None if a mark is invalid: not a token, on what is not a string,
-    integer or boolean, or a name used twice (in any case)."""
-    found = []
-    properties = schema.get("properties") if type(schema) is dict else None
-    for key, prop in properties.items() if type(properties) is dict else ():
-        if type(prop) is dict and "x-mcp-header" in prop:
-            name = prop["x-mcp-header"]
-            if type(name) is not str or not _TOKEN.fullmatch(name) or \
-                    prop.get("type") not in ("string", "integer", "boolean"):
-                return None
-            found.append(((*path, key), name))
-        if (inner := _header_params(prop, (*path, key))) is None:
-            return None
-        found += inner
-    return found if len({name.lower() for _, name in found}) == len(found) else None
-
-
-def _routing(message, marks):
-    """2026-07-28 HTTP: what a request's routing headers say of it, so that it is routed unread
-    (the client sends them, the server checks them): Mcp-Method, Mcp-Name, and an Mcp-Param-*
-    for each argument present that its tool marks (`_header_params`), as header -> value."""
-    method, params = message.get("method"), message.get("params")
-    params = params if type(params) is dict else {}
-    found = {"Mcp-Method": method} if "id" in message and type(method) is str else {}
-    if type(method) is str and type(name := params.get(_NAME_KEY.get(method))) is str:
-        found["Mcp-Name"] = name
-    for path, header in marks:
-        value = params.get("arguments")
-        for key in path:
-            value = value.get(key) if type(value) is dict else None
-        if value is not None:
-            found["Mcp-Param-" + header] = value
-    return found
-
-
-def _text(value):
-    """An argument as its Mcp-Param-* header's text says it (before base64)."""
-    return value if type(value) is str else json.dumps(value)
-
-
-##############################################################################
-# Authorization: the resource server (MCP 2025-06-18+ basic/authorization; PROTOCOL.md 8)
-##############################################################################
-
-INTROSPECTION_TTL = 60.0    # seconds an introspection answer is reused: a revoked token works that long
-INTROSPECTION_CACHE = 1000  # answers kept at most, and refusals: past it the expired go, else the oldest
-_WELL_KNOWN = "/.well-known/oauth-protected-resource"
-_SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
-
-
-class AuthInfo(typing.NamedTuple):
-    """What a verified access token says, as a handler sees it: ``ctx.auth`` (None without auth)."""
-    subject: str
-    scopes: frozenset
-    client_id: typing.Optional[str]
-    claims: dict
-
-
-def _refused(text):
-    return McpError(CONNECTION_CLOSED, f"authorization: {text}")
-
-
-def _secure(url, what, error=_refused):
-    """`url` if https, or plain http to this machine only (OAuth 2.1 1.5): codes and tokens cross it."""
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if not (parts and parts.hostname and (parts.scheme == "https" or parts.scheme == "http"
-                                          and _is_loopback(parts.hostname))):
-        raise error(f"refusing the {what} {str(url)[:200]!r}: https only (plain http on loopback)")
-    return url
-
-
-async def _fetch_json(url, form=None, headers=(), as_json=False):
-    """GET, or POST a form (or JSON), to an OAuth endpoint, within REPLY_TIMEOUT: (status, JSON
-    object or {}). Never traced: access tokens, codes and secrets travel in these bodies."""
-    headers = {"Accept": "application/json", **dict(headers)}
-    if form is not None:
-        headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
-    body = b"" if form is None else encode(form) if as_json else urlencode(form).encode()
-    try:    # secrets never follow a redirect
-        response = await asyncio.wait_for(
-            _http(url, "GET" if form is None else "POST", headers, body, hops=0), REPLY_TIMEOUT)
-        data = await asyncio.wait_for(response.body(READ_CHUNK * 4), REPLY_TIMEOUT)
-        response.close()
-    except (OSError, asyncio.TimeoutError) as e:
-        raise _refused(f"cannot reach {url}: {e!r}") from None
-    with contextlib.suppress(ValueError, RecursionError):
-        if type(parsed := json.loads(data)) is dict:
-            return response.status, parsed
-    return response.status, {}
-
-
-def _basic(client_id, secret):
-    """RFC 6749 2.3.1: HTTP Basic, each half form-encoded first."""
-    pair = f"{quote_plus(client_id)}:{quote_plus(secret or '')}"
-    return "Basic " + base64.b64encode(pair.encode()).decode()
-
-
-async def _server_metadata(issuer):
-    """RFC 8414 §3.1, then OpenID Connect discovery, in the spec's order (2025-11-25
-    "Authorization Server Metadata Discovery"); the issuer must be the one asked for."""
-    parts = urlsplit(_secure(issuer, "authorization server"))
-    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-    for where in [f"{origin}/.well-known/oauth-authorization-server{path}",
-                  f"{origin}/.well-known/openid-configuration{path}"] \
-            + [f"{origin}{path}/.well-known/openid-configuration"] * bool(path):
-        status, metadata = await _fetch_json(where)
-        if status == 200 and metadata:
-            break
-    else:
-        raise _refused(f"no authorization server metadata for {issuer}")
-    if metadata.get("issuer") != issuer:    # RFC 8414 §3.3: else its endpoints could be anyone's
-        raise _refused(f"the metadata at {where} names issuer {str(metadata.get('issuer'))[:200]!r}, "
-                       f"not {issuer}")
-    for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
-        if key in metadata or key == "token_endpoint":
-            _secure(metadata.get(key), key.replace("_", " "))
-    return metadata
-
-
-class Introspection:
-    """A verifier asking the authorization server `issuer` whether a token is active (RFC 7662)
-    at the introspection_endpoint of its metadata; as `client_id` (HTTP Basic) if it wants. The
-    answers are kept a while (INTROSPECTION_TTL), refusals apart from the rest so that a flood of
-    bad tokens cannot push a user's good one out; requests that ask of one token share one look-up."""
-
-    def __init__(self, issuer, client_id=None, client_secret=None):
-        self.issuer = _secure(issuer, "authorization server", ValueError)
-        self.endpoint, self.good, self.bad, self.asking = None, {}, {}, {}
-        self.basic = {"Authorization": _basic(client_id, client_secret)} if client_id else {}
-
-    async def __call__(self, token):
-        import hashlib
-        key, now = hashlib.sha256(token.encode()).digest(), _now()    # the caches hold no token
-        if (hit := self.good.get(key) or self.bad.get(key)) and hit[0] > now:
-            return hit[1]
-        if key not in self.asking:
-            self.asking[key] = asyncio.ensure_future(self._ask(token, key))
-            self.asking[key].add_done_callback(lambda _: self.asking.pop(key, None))
-        return await asyncio.shield(self.asking[key])
-
-    async def _ask(self, token, key):
-        if not self.endpoint:
-            endpoint = (await _server_metadata(self.issuer)).get("introspection_endpoint")
-            self.endpoint = _secure(endpoint, "introspection endpoint")
-        status, claims = await _fetch_json(self.endpoint, {"token": token, "token_type_hint": "access_token"},
-                                           self.basic)
-        if status != 200:
-            raise _refused(f"the introspection endpoint answered {status}")
-        claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
-        exp, now = claims and claims.get("exp"), _now()     # never kept past the token's own end
-        ttl = min(INTROSPECTION_TTL, exp - time.time()) if type(exp) in (int, float) else INTROSPECTION_TTL
-        cache = self.good if claims else self.bad
-        if len(cache) >= INTROSPECTION_CACHE:
-            expired = [k for k, (until, _) in cache.items() if until <= now]
-            for old in expired or [next(iter(cache))]:
-                del cache[old]
-        cache[key] = (now + ttl, claims)
-        return claims
-
-
-def _fixed_token(token):
-    """Today's --token: one secret, compared in constant time (SECURITY.md R6)."""
-    import hmac
-    expected = token.strip(" \t").encode()
-
-    async def verify(given):
-        return {"sub": "token"} if hmac.compare_digest(given.encode(), expected) else None
-    verify.fixed = True     # no metadata, a bare "Bearer" challenge, no audience: as before OAuth
-    return verify
-
-
-class ResourceServer:
-    """Guards an HttpServer as an OAuth 2.1 resource server. `verify`: a function, sync (run in
-    a thread) or async, from an access token to its claims as RFC 7662 names them (sub, scope,
-    client_id, aud, exp) or None; default: `Introspection` at the first `authorization_servers`.
-    `scopes`: what every request needs; `resource`: this server's canonical URI, which a token's
-    `aud` must name (RFC 8707; default http://HOST:PORT/mcp, set when the HttpServer starts)."""
-
-    def __init__(self, verify=None, authorization_servers=(), scopes=(), resource=None,
-                 client_id=None, client_secret=None):
-        import inspect
-        self.authorization_servers = [_secure(s, "authorization server", ValueError)
-                                      for s in authorization_servers]
-        if not (verify or self.authorization_servers):
-            raise ValueError("a ResourceServer needs an authorization server, or a verify function")
-        self.verify = verify or Introspection(self.authorization_servers[0], client_id, client_secret)
-        self.is_async = inspect.iscoroutinefunction(getattr(self.verify, "__call__", None)) \
-            or inspect.iscoroutinefunction(self.verify)
-        self.fixed, self.scopes, self.resource = getattr(verify, "fixed", False), frozenset(scopes), resource
-
-    def publish(self, x, server):
-        """RFC 9728 2 metadata: who issues tokens for us, and the scopes our tools ask; at the root
-        well-known URI and the one suffixed with /mcp (3.1; MCP clients try both)."""
-        if self.fixed or x.request.path not in (_WELL_KNOWN, _WELL_KNOWN + "/mcp"):
-            raise _HttpError(404, "Not found")
-        if x.request.method != "GET":
-            raise _HttpError(405, headers=[("Allow", "GET")])
-        asked = set(self.scopes).union(*(t.scopes for t in server.tools.values()))
-        x.write(200, x.cors + [("Content-Type", "application/json")], encode({
-            "resource": self.resource, "authorization_servers": self.authorization_servers,
-            "scopes_supported": sorted(asked), "bearer_methods_supported": ["header"]}))
-        return True
-
-    def _refuse(self, status, error=None, scopes=None):
-        """RFC 6750 3 and RFC 9728 5.1: where the metadata is, which scopes would do, what failed."""
-        if self.fixed:
-            return _HttpError(status, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
-        where = urlsplit(self.resource)
-        fields = [f'error="{error}"'] * bool(error) + [
-            f'resource_metadata="{where.scheme}://{where.netloc}{_WELL_KNOWN}{where.path.rstrip("/")}"']
-        # only RFC 6749 3.3 scope characters reach the header (an introspected scope may hold any)
-        if scopes := sorted(s for s in (self.scopes if scopes is None else scopes) if _SCOPE.fullmatch(s)):
-            fields.append(f'scope="{" ".join(scopes)}"')
-        return _HttpError(status, "Insufficient scope" if status == 403 else "Unauthorized",
-                          headers=[("WWW-Authenticate", "Bearer " + ", ".join(fields))])
-
-    async def check(self, request):
-        """The AuthInfo of the request's bearer token, or _HttpError 401/403 (503: no verdict)."""
-        scheme, _, token = request.header("authorization").partition(" ")
-        token = token.strip(" \t")      # only HTTP's own whitespace: a Unicode strip() takes NBSP too
-        if scheme.lower() != "bearer" or not token:
-            raise self._refuse(401)     # RFC 6750 3.1: no error code when no token came
-        try:
-            claims = await (self.verify(token) if self.is_async else asyncio.to_thread(self.verify, token))
-        except Exception as e:      # the AS is down or confused: not the client's fault, no 401
-            # a verifier's own message might quote the token: only ours are logged whole
-            _log.warning("cannot verify an access token: %s",
-                         e if isinstance(e, (OSError, McpError)) else type(e).__name__)
-            raise _HttpError(503, "Cannot verify the access token now") from None
-        if (auth := self._auth_info(claims)) is None:     # inactive, expired, or not for us
-            raise self._refuse(401, "invalid_token")
-        if not self.scopes <= auth.scopes:
-            raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes)
-        return auth
-
-    def _auth_info(self, claims):
-        if type(claims) is not dict or claims.get("active") is False:
-            return None
-        aud, iss, scope, client = (claims.get(k) for k in ("aud", "iss", "scope", "client_id"))
-        auds = [a.rstrip("/") for a in _strings(aud if type(aud) is list else [aud])]
-        if not self.fixed and self.resource.rstrip("/") not in auds:
-            return None     # MCP: never a token issued for another resource (RFC 8707, no passthrough)
-        if not _timely(claims):
-            return None
-        if iss is not None and self.authorization_servers and iss not in self.authorization_servers:
-            return None     # issued by a server we do not take tokens from
-        scopes = frozenset(scope.split() if type(scope) is str else _strings(scope))
-        client, subject = client if type(client) is str else None, claims.get("sub")
-        if not (subject or client):
-            return None     # nobody to bind a session to: no user shares another's session
-        return AuthInfo(str(subject or client), scopes, client, claims)
-
-    def step_up(self, auth, body, server):
-        """403 insufficient_scope for a tools/call whose tool needs scopes the token lacks: the
-        client asks the user for more and calls again (step-up). Granted scopes stay asked."""
-        for message in body if type(body) is list else [body]:
-            params = type(message) is dict and message.get("method") == "tools/call" and message.get("params")
-            name = params.get("name") if type(params) is dict else None
-            if type(name) is str and (tool := server.tools.get(name)) and not tool.scopes <= auth.scopes:
-                raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes | tool.scopes)
-
-
-def _strings(value):
-    """The strings in `value` if it is a list (a list of anything else names nothing)."""
-    return [v for v in value if type(v) is str] if type(value) is list else []
-
-
-def _timely(claims):
-    """RFC 7662 2.2: now is before exp and not before nbf (numbers, if given: a malformed one
-    is no good either)."""
-    times = {k: claims[k] for k in ("exp", "nbf") if claims.get(k) is not None}
-    return all(type(t) in (int, float) for t in times.values()) \
-        and times.get("nbf", 0) <= time.time() < times.get("exp", math.inf)
-
-
-def _recheck(auth):
-    """When a verified token is to be checked again: at its exp, INTROSPECTION_TTL at the latest."""
-    exp = auth.claims.get("exp")
-    return _now() + min(INTROSPECTION_TTL, exp - time.time() if type(exp) in (int, float) else math.inf)
-
-
-def _principal(x):
-    """Who sends this request: its verified user and client, whose sessions are theirs alone (MCP
-    security best practices, "Session Hijacking"); without auth, its Authorization as it came."""
-    return encode([x.auth.subject, x.auth.client_id]).decode() if x.auth \
-        else x.request.header("authorization")
-
-##############################################################################
-# Client: stdio, Streamable HTTP and legacy HTTP+SSE
+# Core: the client, over stdio, Streamable HTTP and legacy HTTP+SSE
 ##############################################################################
 
 
@@ -4866,7 +4202,675 @@ class _LegacySse(_Transport):
             self._response.close()
 
 ##############################################################################
-# Authorization: the client's side (OAuth 2.1, spec basic/authorization)
+# Extension: a small JSON Schema validator (skip on a first reading)
+##############################################################################
+
+
+_JSON_NAMES = {**_SIMPLE_TYPES, list: "array", dict: "object"}
+
+
+def validate(value, schema):
+    """First reason `value` does not match `schema`, or None. A subset of JSON Schema 2020-12:
+    type, enum, const, properties, required, additionalProperties, items, prefixItems,
+    anyOf/oneOf/allOf, $ref to local $defs, min/max (length, items, value). Unknown keywords are
+    ignored. A tool keeps its schemas compiled (`_checker`); this compiles one for a single use.
+
+    >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
+    'a: expected integer, got string'
+    """
+    return _checker(schema)(value, "")
+
+
+def _checker(schema, root=None, depth=0):
+    """`schema` compiled once into a function (value, path) -> the first problem, or None:
+    one small check from each maker its keywords name in `_KEYWORDS`, in the schema's order.
+    `root` holds the $ref targets compiled so far, by (ref, depth), and under None the schema."""
+    if depth > 64 or type(schema) is not dict:
+        return _fine
+    root = {None: schema} if root is None else root
+    makers = dict.fromkeys(_KEYWORDS[key] for key in schema if key in _KEYWORDS)
+    return _all([check for make in makers if (check := make(schema, root, depth))])
+
+
+def _all(checks):
+    """Several checks as one: the first problem any of them finds."""
+    if len(checks) < 2:
+        return checks[0] if checks else _fine
+
+    def check(value, path):
+        for one in checks:
+            if (problem := one(value, path)):
+                return problem
+        return None
+    return check
+
+
+def _fine(value, path):
+    return None
+
+
+def _ref(schema, root, depth):
+    ref = schema["$ref"]
+    if not (type(ref) is str and ref.startswith("#/")):
+        return None
+    target = root[None]
+    for part in ref[2:].split("/"):
+        target = target.get(part, {}) if type(target) is dict else {}
+    key = ref, depth + 1
+
+    def check(value, path):     # compiled when first met (a schema may refer to itself), once
+        return (root.get(key) or root.setdefault(key, _checker(target, root, depth + 1)))(value, path)
+    return check
+
+
+def _type(schema, root, depth):
+    kinds = schema["type"]
+    kinds = [kinds] if type(kinds) is str else [str(k) for k in kinds] if type(kinds) is list else []
+    exact = {t for t, kind in _JSON_NAMES.items() if kind in kinds or kind == "integer" and "number" in kinds}
+    whole, said = "integer" in kinds, " or ".join(kinds)     # 2.0 is an integer too
+
+    def check(value, path):
+        if type(value) in exact or whole and type(value) is float and value.is_integer():
+            return None
+        return f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
+    return check if kinds else None
+
+
+def _enum(schema, root, depth):
+    if type(options := schema["enum"]) is list:
+        return lambda value, path: None if any(_same(value, e) for e in options) \
+            else f"{path or 'arguments'}: must be one of {json.dumps(options)}"
+    return None
+
+
+def _const(schema, root, depth):
+    const = schema["const"]
+    return lambda value, path: None if _same(value, const) \
+        else f"{path or 'arguments'}: must be {json.dumps(const)}"
+
+
+def _same(a, b):
+    return type(a) is type(b) and a == b or type(a) in _NUMBERS and type(b) in _NUMBERS and a == b
+
+
+def _bounds(schema, root, depth):
+    """minLength ... exclusiveMaximum (`_BOUNDS`), each a number, checked in the schema's order."""
+    bounds = [(key, bound, *_BOUNDS[key]) for key, bound in schema.items()
+              if key in _BOUNDS and type(bound) in _NUMBERS]
+
+    def check(value, path):
+        for key, bound, kinds, past in bounds:
+            if type(value) in kinds and past(value if kinds is _NUMBERS else len(value), bound):
+                return f"{path or 'arguments'}: {key} is {bound}"
+        return None
+    return check if bounds else None
+
+
+_NUMBERS = (int, float)
+_BOUNDS = {     # keyword: (the JSON types it measures: a string's length, an array's, a number; when past it)
+    "minLength": ((str,), lambda n, b: n < b), "maxLength": ((str,), lambda n, b: n > b),
+    "minItems": ((list,), lambda n, b: n < b), "maxItems": ((list,), lambda n, b: n > b),
+    "minimum": (_NUMBERS, lambda n, b: n < b), "maximum": (_NUMBERS, lambda n, b: n > b),
+    "exclusiveMinimum": (_NUMBERS, lambda n, b: n <= b), "exclusiveMaximum": (_NUMBERS, lambda n, b: n >= b),
+}
+
+
+def _members(schema, root, depth):
+    """properties, required, additionalProperties (an object's members), or prefixItems and items
+    (an array's): each member checked by its own schema, else the rest's (False: none may be there)."""
+    def compiled(sub):
+        return sub if sub is True or sub is False else _checker(sub, root, depth + 1)
+    props, prefix, names = schema.get("properties"), schema.get("prefixItems"), schema.get("required")
+    props = {name: compiled(sub) for name, sub in props.items()} if type(props) is dict else {}
+    prefix = [compiled(sub) for sub in prefix] if type(prefix) is list else []
+    names = [name for name in names if type(name) is str] if type(names) is list else []
+    extra, rest = compiled(schema.get("additionalProperties", True)), compiled(schema.get("items", True))
+
+    def check(value, path):
+        if type(value) is dict:
+            for name in names:
+                if name not in value:
+                    return f"{path + '.' if path else ''}{name}: required property is missing"
+            for name, item in value.items() if props or extra is not True else ():
+                sub = props.get(name, extra)
+                if sub is False:
+                    return f"{path + '.' if path else ''}{name}: unexpected property"
+                if sub is not True and (problem := sub(item, f"{path}.{name}" if path else name)):
+                    return problem
+        elif type(value) is list:
+            for i, item in enumerate(value):
+                sub = prefix[i] if i < len(prefix) else rest
+                if sub is False:
+                    return f"{path}[{i}]: unexpected item"
+                if sub is not True and (problem := sub(item, f"{path}[{i}]")):
+                    return problem
+        return None
+    return check
+
+
+def _some_of(key, most):
+    """anyOf (`most` inf) or oneOf (1): how many subschemas the value may match; allOf (None): all."""
+    def make(schema, root, depth):
+        if type(subs := schema[key]) is not list:      # a malformed keyword is ignored, as everywhere
+            return None
+        checks = [_checker(sub, root, depth + 1) for sub in subs]
+        if most is None:        # allOf: the first problem
+            return _all(checks)
+
+        def check(value, path):
+            passed = sum(one(value, path) is None for one in checks)
+            if not passed:
+                return f"{path or 'arguments'}: does not match any allowed form"
+            if passed > most:
+                return f"{path or 'arguments'}: matches more than one allowed form"
+            return None
+        return check
+    return make
+
+
+# JSON Schema keywords, each with the maker of its check; keywords checked together share one.
+_KEYWORDS = {
+    "$ref": _ref, "type": _type, "enum": _enum, "const": _const, **dict.fromkeys(_BOUNDS, _bounds),
+    **dict.fromkeys(("properties", "required", "additionalProperties", "prefixItems", "items"), _members),
+    "allOf": _some_of("allOf", None), "anyOf": _some_of("anyOf", float("inf")), "oneOf": _some_of("oneOf", 1),
+}
+
+##############################################################################
+# Extension: 2026-07-28 multi round-trip requests (skip on a first reading)
+##############################################################################
+
+
+class _Rounds:
+    """A 2026-07-28 request that may ask for input (tools/call, prompts/get, resources/read):
+    it asks by answering, input_required, and the client calls again with the answers. Its
+    handler runs again each round; what earlier rounds answered and what `once` kept come back
+    sealed in requestState (`seal`), the new answers in inputResponses (answers sent with no
+    requestState are taken as new ones)."""
+
+    def __init__(self, session, params, method):
+        self.session, self.params, self.method = session, params, method
+        self.answers, self.kept, self.asks, self.count = {}, {}, {}, 0
+        state, self.fresh = params.get("requestState"), params.get("inputResponses", {})
+        if type(self.fresh) is not dict or not isinstance(state, (str, type(None))):
+            raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
+                                           "requestState a string")
+        if state is not None:
+            self.answers, self.kept = self.unseal(state)
+
+    async def ask(self, capability, method, params, key):
+        """The answer to this ask if the client gave it; else it joins this round's asks, which
+        end the round (`_InputRequired`). Asks are told apart by `key`, by default their order."""
+        self.count += 1
+        key = str(key or f"{capability}-{self.count}")
+        if key not in self.answers and key in self.fresh:
+            if (problem := _answer_problem(method, params, self.fresh[key])):
+                raise _Refused(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
+                                               f"({method}): {problem}")
+            self.answers[key] = self.fresh[key]
+        if key in self.answers:
+            return self.answers[key]
+        self.asks[key] = {"method": method, "params": params}
+        await asyncio.sleep(0)  # asks made beside this one (asyncio.gather) join the round
+        raise _InputRequired
+
+    def result(self):
+        """The round's end: what the client is to answer, and what it sends back with them."""
+        return {"resultType": "input_required", "inputRequests": self.asks, "requestState": self.seal()}
+
+    def binding(self, data):
+        """The seal on a requestState's `data`, binding it to this request (its method, and its
+        params less the rounds' own) and this user: made with the server's key, no client can alter it."""
+        import hashlib
+        import hmac
+        request = {k: v for k, v in self.params.items()
+                   if k not in ("_meta", "inputResponses", "requestState")}
+        text = json.dumps([self.method, request, self.session.principal], sort_keys=True).encode()
+        key = self.session.server.state_key
+        return base64.urlsafe_b64encode(hmac.new(key, text + data, hashlib.sha256).digest())
+
+    def seal(self):
+        """A round's requestState: the answers so far and what `once` kept, until STATE_TTL."""
+        data = base64.urlsafe_b64encode(encode([int(time.time() + STATE_TTL), self.answers, self.kept]))
+        return (data + b"." + self.binding(data)).decode()
+
+    def unseal(self, state):
+        import hmac
+        data, _, sent = state.encode(errors="replace").partition(b".")
+        if not hmac.compare_digest(sent, self.binding(data)):
+            raise McpError(INVALID_PARAMS, "Invalid params: requestState is not this server's for "
+                                           "this request (altered, or from another server or user)")
+        try:    # sealed with our key, yet perhaps not of the shape we seal (another version's)
+            expires, answers, kept = decode(base64.urlsafe_b64decode(data))
+            if type(expires) not in (int, float) or type(answers) is not dict or type(kept) is not dict:
+                raise ValueError
+        except (ValueError, TypeError, McpError):
+            raise McpError(INVALID_PARAMS, "Invalid params: requestState is malformed") from None
+        if time.time() > expires:
+            raise McpError(INVALID_PARAMS, "Invalid params: requestState has expired: call again "
+                                           "without it to start over")
+        return answers, kept
+
+
+class _InputRequired(BaseException):
+    """A 2026-07-28 round ends: the handler asked what the client must answer. A
+    BaseException, so that a handler's ``except Exception`` lets it through."""
+
+##############################################################################
+# Extension: resumable streams, 2025-03-26 on (skip on a first reading)
+##############################################################################
+
+
+class _Replay:
+    """What the resumable streams of a server keep, MAX_REPLAY_BYTES together: past it, the stream
+    written least recently loses its oldest events first (a resume from before them gets 400)."""
+
+    def __init__(self):
+        self.streams, self.size = {}, 0     # in the order they were last written
+
+    def add(self, stream, event):
+        if stream.closed:   # what a closed stream still writes out is never replayed
+            return
+        if stream.log is None:
+            stream.log, stream.replay = deque(), self
+        stream.log.append((stream.seq, event))
+        stream.logged += len(event)
+        self.size += len(event)
+        self.streams.pop(stream, None)
+        self.streams[stream] = stream
+        while stream.logged > REPLAY_BYTES:
+            self._drop(stream)
+        while self.size > MAX_REPLAY_BYTES:
+            self._drop(next(iter(self.streams)))
+
+    def _drop(self, stream):
+        size = len(stream.log.popleft()[1])
+        stream.logged -= size
+        self.size -= size
+        if not stream.log:
+            del self.streams[stream]
+
+    def forget(self, stream):
+        self.size -= stream.logged
+        self.streams.pop(stream, None)
+        stream.log, stream.logged = None, 0
+
+
+async def _resume(entry, last):
+    """The stream a Last-Event-ID names (2025-03-26 transports: resumability), and what it
+    sent after that id; 400 when it is over, or lost some of it, and nothing changes then. A
+    stream still open is one its client lost before we noticed: it leaves that connection."""
+    number, _, seq = last.partition("-")
+    if not (len(last) < 40 and last.isascii() and number.isdigit() and seq.isdigit()):
+        raise _HttpError(400, "Malformed Last-Event-ID")
+    streams = [entry.standalone, *entry.kept.values(), *entry.posts]
+    stream = next((s for s in streams if s and s.number == int(number) > 0 and not s.closed), None)
+    if stream is None:
+        raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
+    if int(seq) > stream.seq:
+        raise _HttpError(400, f"Last-Event-ID {last}: no such event was sent")
+    if stream.since(int(seq)) is None:
+        raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
+    stream.part()
+    for tick in range(200):
+        if not stream.attached:
+            break
+        if tick == 100 and stream.abort:    # stuck writing to a client that is gone
+            stream.abort()
+        await asyncio.sleep(0.01)
+    else:
+        raise _HttpError(409, "That stream is open, and does not let go")
+    if (events := stream.since(int(seq))) is None:  # lost while it let go: kept, to be tried again
+        raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
+    return stream, events
+
+##############################################################################
+# Extension: the 2026-07-28 routing headers over HTTP (skip on a first reading)
+##############################################################################
+
+
+_MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
+                  MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
+
+
+def _mismatch(request, body, server):
+    """2026-07-28: the routing headers must say what the body says; why not as (code, message)."""
+    if type(body) is not dict:
+        return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
+                                 else "Invalid request")
+    params = body.get("params") if type(body.get("params")) is dict else {}
+    meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
+    if not (version := request.header("mcp-protocol-version")):
+        return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
+    if type(meta.get(_VERSION_KEY)) is str and version != meta[_VERSION_KEY]:
+        return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
+    name = params.get("name") if body.get("method") == "tools/call" else None
+    tool = server.tools.get(name) if type(name) is str else None
+    for header, value in _routing(body, tool.param_headers if tool else ()).items():
+        sent = request.header(header.lower(), None)
+        got = None if sent is None else _header_text(sent)
+        if got != _text(value) and not (type(value) is int and got and _INTEGER.fullmatch(got)
+                                        and int(got) == value):    # integers compare as numbers
+            return HEADER_MISMATCH, f"{header} header does not match the body"
+    return None
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")    # what int() takes, in ASCII digits only
+# 2026-07-28 HTTP: the Mcp-Name header repeats this param of these methods
+_NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def _header_text(value):
+    """A Mcp-* header's value: text, or =?base64?...?= for what a header cannot carry
+    (None if neither: raw bytes beyond ASCII, or broken base64)."""
+    if not value.isascii():
+        return None
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode()
+        except ValueError:
+            return None
+    return value
+
+
+def _header_value(text):
+    """A value as an Mcp-* header carries it: itself if plain printable ASCII with no
+    space at either end, else ``=?base64?...?=`` (its UTF-8)."""
+    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
+        return text
+    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
+
+def _header_params(schema, path=()):
+    """The (argument path, header name) pairs a tool's inputSchema marks with
+    x-mcp-header; None if a mark is invalid: not a token, on what is not a string,
+    integer or boolean, or a name used twice (in any case)."""
+    found = []
+    properties = schema.get("properties") if type(schema) is dict else None
+    for key, prop in properties.items() if type(properties) is dict else ():
+        if type(prop) is dict and "x-mcp-header" in prop:
+            name = prop["x-mcp-header"]
+            if type(name) is not str or not _TOKEN.fullmatch(name) or \
+                    prop.get("type") not in ("string", "integer", "boolean"):
+                return None
+            found.append(((*path, key), name))
+        if (inner := _header_params(prop, (*path, key))) is None:
+            return None
+        found += inner
+    return found if len({name.lower() for _, name in found}) == len(found) else None
+
+
+def _routing(message, marks):
+    """2026-07-28 HTTP: what a request's routing headers say of it, so that it is routed unread
+    (the client sends them, the server checks them): Mcp-Method, Mcp-Name, and an Mcp-Param-*
+    for each argument present that its tool marks (`_header_params`), as header -> value."""
+    method, params = message.get("method"), message.get("params")
+    params = params if type(params) is dict else {}
+    found = {"Mcp-Method": method} if "id" in message and type(method) is str else {}
+    if type(method) is str and type(name := params.get(_NAME_KEY.get(method))) is str:
+        found["Mcp-Name"] = name
+    for path, header in marks:
+        value = params.get("arguments")
+        for key in path:
+            value = value.get(key) if type(value) is dict else None
+        if value is not None:
+            found["Mcp-Param-" + header] = value
+    return found
+
+
+def _text(value):
+    """An argument as its Mcp-Param-* header's text says it (before base64)."""
+    return value if type(value) is str else json.dumps(value)
+
+##############################################################################
+# Extension: authorization, the resource server (OAuth 2.1; PROTOCOL.md 8; skip on a first reading)
+##############################################################################
+
+
+INTROSPECTION_TTL = 60.0    # seconds an introspection answer is reused: a revoked token works that long
+INTROSPECTION_CACHE = 1000  # answers kept at most, and refusals: past it the expired go, else the oldest
+_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+_SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+
+
+class AuthInfo(typing.NamedTuple):
+    """What a verified access token says, as a handler sees it: ``ctx.auth`` (None without auth)."""
+    subject: str
+    scopes: frozenset
+    client_id: typing.Optional[str]
+    claims: dict
+
+
+def _refused(text):
+    return McpError(CONNECTION_CLOSED, f"authorization: {text}")
+
+
+def _secure(url, what, error=_refused):
+    """`url` if https, or plain http to this machine only (OAuth 2.1 1.5): codes and tokens cross it."""
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if not (parts and parts.hostname and (parts.scheme == "https" or parts.scheme == "http"
+                                          and _is_loopback(parts.hostname))):
+        raise error(f"refusing the {what} {str(url)[:200]!r}: https only (plain http on loopback)")
+    return url
+
+
+async def _fetch_json(url, form=None, headers=(), as_json=False):
+    """GET, or POST a form (or JSON), to an OAuth endpoint, within REPLY_TIMEOUT: (status, JSON
+    object or {}). Never traced: access tokens, codes and secrets travel in these bodies."""
+    headers = {"Accept": "application/json", **dict(headers)}
+    if form is not None:
+        headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
+    body = b"" if form is None else encode(form) if as_json else urlencode(form).encode()
+    try:    # secrets never follow a redirect
+        response = await asyncio.wait_for(
+            _http(url, "GET" if form is None else "POST", headers, body, hops=0), REPLY_TIMEOUT)
+        data = await asyncio.wait_for(response.body(READ_CHUNK * 4), REPLY_TIMEOUT)
+        response.close()
+    except (OSError, asyncio.TimeoutError) as e:
+        raise _refused(f"cannot reach {url}: {e!r}") from None
+    with contextlib.suppress(ValueError, RecursionError):
+        if type(parsed := json.loads(data)) is dict:
+            return response.status, parsed
+    return response.status, {}
+
+
+def _basic(client_id, secret):
+    """RFC 6749 2.3.1: HTTP Basic, each half form-encoded first."""
+    pair = f"{quote_plus(client_id)}:{quote_plus(secret or '')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode()
+
+
+async def _server_metadata(issuer):
+    """RFC 8414 §3.1, then OpenID Connect discovery, in the spec's order (2025-11-25
+    "Authorization Server Metadata Discovery"); the issuer must be the one asked for."""
+    parts = urlsplit(_secure(issuer, "authorization server"))
+    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+    for where in [f"{origin}/.well-known/oauth-authorization-server{path}",
+                  f"{origin}/.well-known/openid-configuration{path}"] \
+            + [f"{origin}{path}/.well-known/openid-configuration"] * bool(path):
+        status, metadata = await _fetch_json(where)
+        if status == 200 and metadata:
+            break
+    else:
+        raise _refused(f"no authorization server metadata for {issuer}")
+    if metadata.get("issuer") != issuer:    # RFC 8414 §3.3: else its endpoints could be anyone's
+        raise _refused(f"the metadata at {where} names issuer {str(metadata.get('issuer'))[:200]!r}, "
+                       f"not {issuer}")
+    for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+        if key in metadata or key == "token_endpoint":
+            _secure(metadata.get(key), key.replace("_", " "))
+    return metadata
+
+
+class Introspection:
+    """A verifier asking the authorization server `issuer` whether a token is active (RFC 7662)
+    at the introspection_endpoint of its metadata; as `client_id` (HTTP Basic) if it wants. The
+    answers are kept a while (INTROSPECTION_TTL), refusals apart from the rest so that a flood of
+    bad tokens cannot push a user's good one out; requests that ask of one token share one look-up."""
+
+    def __init__(self, issuer, client_id=None, client_secret=None):
+        self.issuer = _secure(issuer, "authorization server", ValueError)
+        self.endpoint, self.good, self.bad, self.asking = None, {}, {}, {}
+        self.basic = {"Authorization": _basic(client_id, client_secret)} if client_id else {}
+
+    async def __call__(self, token):
+        import hashlib
+        key, now = hashlib.sha256(token.encode()).digest(), _now()    # the caches hold no token
+        if (hit := self.good.get(key) or self.bad.get(key)) and hit[0] > now:
+            return hit[1]
+        if key not in self.asking:
+            self.asking[key] = asyncio.ensure_future(self._ask(token, key))
+            self.asking[key].add_done_callback(lambda _: self.asking.pop(key, None))
+        return await asyncio.shield(self.asking[key])
+
+    async def _ask(self, token, key):
+        if not self.endpoint:
+            endpoint = (await _server_metadata(self.issuer)).get("introspection_endpoint")
+            self.endpoint = _secure(endpoint, "introspection endpoint")
+        status, claims = await _fetch_json(self.endpoint, {"token": token, "token_type_hint": "access_token"},
+                                           self.basic)
+        if status != 200:
+            raise _refused(f"the introspection endpoint answered {status}")
+        claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
+        exp, now = claims and claims.get("exp"), _now()     # never kept past the token's own end
+        ttl = min(INTROSPECTION_TTL, exp - time.time()) if type(exp) in (int, float) else INTROSPECTION_TTL
+        cache = self.good if claims else self.bad
+        if len(cache) >= INTROSPECTION_CACHE:
+            expired = [k for k, (until, _) in cache.items() if until <= now]
+            for old in expired or [next(iter(cache))]:
+                del cache[old]
+        cache[key] = (now + ttl, claims)
+        return claims
+
+
+def _fixed_token(token):
+    """Today's --token: one secret, compared in constant time (SECURITY.md R6)."""
+    import hmac
+    expected = token.strip(" \t").encode()
+
+    async def verify(given):
+        return {"sub": "token"} if hmac.compare_digest(given.encode(), expected) else None
+    verify.fixed = True     # no metadata, a bare "Bearer" challenge, no audience: as before OAuth
+    return verify
+
+
+class ResourceServer:
+    """Guards an HttpServer as an OAuth 2.1 resource server. `verify`: a function, sync (run in
+    a thread) or async, from an access token to its claims as RFC 7662 names them (sub, scope,
+    client_id, aud, exp) or None; default: `Introspection` at the first `authorization_servers`.
+    `scopes`: what every request needs; `resource`: this server's canonical URI, which a token's
+    `aud` must name (RFC 8707; default http://HOST:PORT/mcp, set when the HttpServer starts)."""
+
+    def __init__(self, verify=None, authorization_servers=(), scopes=(), resource=None,
+                 client_id=None, client_secret=None):
+        import inspect
+        self.authorization_servers = [_secure(s, "authorization server", ValueError)
+                                      for s in authorization_servers]
+        if not (verify or self.authorization_servers):
+            raise ValueError("a ResourceServer needs an authorization server, or a verify function")
+        self.verify = verify or Introspection(self.authorization_servers[0], client_id, client_secret)
+        self.is_async = inspect.iscoroutinefunction(getattr(self.verify, "__call__", None)) \
+            or inspect.iscoroutinefunction(self.verify)
+        self.fixed, self.scopes, self.resource = getattr(verify, "fixed", False), frozenset(scopes), resource
+
+    def publish(self, x, server):
+        """RFC 9728 2 metadata: who issues tokens for us, and the scopes our tools ask; at the root
+        well-known URI and the one suffixed with /mcp (3.1; MCP clients try both)."""
+        if self.fixed or x.request.path not in (_WELL_KNOWN, _WELL_KNOWN + "/mcp"):
+            raise _HttpError(404, "Not found")
+        if x.request.method != "GET":
+            raise _HttpError(405, headers=[("Allow", "GET")])
+        asked = set(self.scopes).union(*(t.scopes for t in server.tools.values()))
+        x.write(200, x.cors + [("Content-Type", "application/json")], encode({
+            "resource": self.resource, "authorization_servers": self.authorization_servers,
+            "scopes_supported": sorted(asked), "bearer_methods_supported": ["header"]}))
+        return True
+
+    def _refuse(self, status, error=None, scopes=None):
+        """RFC 6750 3 and RFC 9728 5.1: where the metadata is, which scopes would do, what failed."""
+        if self.fixed:
+            return _HttpError(status, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
+        where = urlsplit(self.resource)
+        fields = [f'error="{error}"'] * bool(error) + [
+            f'resource_metadata="{where.scheme}://{where.netloc}{_WELL_KNOWN}{where.path.rstrip("/")}"']
+        # only RFC 6749 3.3 scope characters reach the header (an introspected scope may hold any)
+        if scopes := sorted(s for s in (self.scopes if scopes is None else scopes) if _SCOPE.fullmatch(s)):
+            fields.append(f'scope="{" ".join(scopes)}"')
+        return _HttpError(status, "Insufficient scope" if status == 403 else "Unauthorized",
+                          headers=[("WWW-Authenticate", "Bearer " + ", ".join(fields))])
+
+    async def check(self, request):
+        """The AuthInfo of the request's bearer token, or _HttpError 401/403 (503: no verdict)."""
+        scheme, _, token = request.header("authorization").partition(" ")
+        token = token.strip(" \t")      # only HTTP's own whitespace: a Unicode strip() takes NBSP too
+        if scheme.lower() != "bearer" or not token:
+            raise self._refuse(401)     # RFC 6750 3.1: no error code when no token came
+        try:
+            claims = await (self.verify(token) if self.is_async else asyncio.to_thread(self.verify, token))
+        except Exception as e:      # the AS is down or confused: not the client's fault, no 401
+            # a verifier's own message might quote the token: only ours are logged whole
+            _log.warning("cannot verify an access token: %s",
+                         e if isinstance(e, (OSError, McpError)) else type(e).__name__)
+            raise _HttpError(503, "Cannot verify the access token now") from None
+        if (auth := self._auth_info(claims)) is None:     # inactive, expired, or not for us
+            raise self._refuse(401, "invalid_token")
+        if not self.scopes <= auth.scopes:
+            raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes)
+        return auth
+
+    def _auth_info(self, claims):
+        if type(claims) is not dict or claims.get("active") is False:
+            return None
+        aud, iss, scope, client = (claims.get(k) for k in ("aud", "iss", "scope", "client_id"))
+        auds = [a.rstrip("/") for a in _strings(aud if type(aud) is list else [aud])]
+        if not self.fixed and self.resource.rstrip("/") not in auds:
+            return None     # MCP: never a token issued for another resource (RFC 8707, no passthrough)
+        if not _timely(claims):
+            return None
+        if iss is not None and self.authorization_servers and iss not in self.authorization_servers:
+            return None     # issued by a server we do not take tokens from
+        scopes = frozenset(scope.split() if type(scope) is str else _strings(scope))
+        client, subject = client if type(client) is str else None, claims.get("sub")
+        if not (subject or client):
+            return None     # nobody to bind a session to: no user shares another's session
+        return AuthInfo(str(subject or client), scopes, client, claims)
+
+    def step_up(self, auth, body, server):
+        """403 insufficient_scope for a tools/call whose tool needs scopes the token lacks: the
+        client asks the user for more and calls again (step-up). Granted scopes stay asked."""
+        for message in body if type(body) is list else [body]:
+            params = type(message) is dict and message.get("method") == "tools/call" and message.get("params")
+            name = params.get("name") if type(params) is dict else None
+            if type(name) is str and (tool := server.tools.get(name)) and not tool.scopes <= auth.scopes:
+                raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes | tool.scopes)
+
+
+def _strings(value):
+    """The strings in `value` if it is a list (a list of anything else names nothing)."""
+    return [v for v in value if type(v) is str] if type(value) is list else []
+
+
+def _timely(claims):
+    """RFC 7662 2.2: now is before exp and not before nbf (numbers, if given: a malformed one
+    is no good either)."""
+    times = {k: claims[k] for k in ("exp", "nbf") if claims.get(k) is not None}
+    return all(type(t) in (int, float) for t in times.values()) \
+        and times.get("nbf", 0) <= time.time() < times.get("exp", math.inf)
+
+
+def _recheck(auth):
+    """When a verified token is to be checked again: at its exp, INTROSPECTION_TTL at the latest."""
+    exp = auth.claims.get("exp")
+    return _now() + min(INTROSPECTION_TTL, exp - time.time() if type(exp) in (int, float) else math.inf)
+
+
+def _principal(x):
+    """Who sends this request: its verified user and client, whose sessions are theirs alone (MCP
+    security best practices, "Session Hijacking"); without auth, its Authorization as it came."""
+    return encode([x.auth.subject, x.auth.client_id]).decode() if x.auth \
+        else x.request.header("authorization")
+
+##############################################################################
+# Extension: authorization, the client's side (OAuth 2.1; skip on a first reading)
 ##############################################################################
 # The spec's sequence, on a 401 from an MCP server: read the challenge (WWW-Authenticate);
 # fetch the protected resource's metadata (RFC 9728), which names the authorization server;
@@ -4874,6 +4878,7 @@ class _LegacySse(_Transport):
 # (pre-registered, a Client ID Metadata Document, or RFC 7591 registration); have the user
 # approve in a browser (authorization code + PKCE, a loopback redirect); trade the code for
 # tokens; resend. A 403 insufficient_scope asks again with more scope (step-up).
+
 
 _AUTH_TRIES = 2         # sign-ins for one request (a 401, then a 403 step-up); more could loop forever
 _CHALLENGE_PARAM = re.compile(r'([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
@@ -5126,9 +5131,8 @@ def _open_browser(url):
 def _query(url):
     return dict(parse_qsl(urlsplit(url.strip()).query))
 
-
 ##############################################################################
-# Seeing the wire: --trace
+# Extension: seeing the wire, --trace (skip on a first reading)
 ##############################################################################
 
 
@@ -5313,7 +5317,7 @@ def _shorten(value, limit=300, depth=0):
     return value
 
 ##############################################################################
-# Command line, and the built-in demo
+# Extension: the command line, and the built-in demo (skip on a first reading)
 ##############################################################################
 
 
