@@ -2617,6 +2617,9 @@ class _Exchange:
         return None
 
 
+_SESSION_IDS = re.compile(r"(?:^|&)(?:sessionId|session_id)=([^&]*)")
+
+
 class _SseEndpoint:
     """The legacy HTTP+SSE endpoint (2024-11-05), as the capture shows it: GET /sse opens
     the session's stream, whose first event names where to POST (/messages?sessionId=...);
@@ -2639,8 +2642,7 @@ class _SseEndpoint:
         return False
 
     def _sse_post(self, x):
-        ids = [value for key, _, value in (p.partition("=") for p in x.request.query.split("&"))
-               if key in ("sessionId", "session_id")]
+        ids = _SESSION_IDS.findall(x.request.query)
         # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
         if len(ids) != 1 or not (len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii() and ids[0].isalnum()):
             raise _HttpError(400, "Missing or malformed sessionId")
