@@ -318,6 +318,150 @@ class ModuleTest(unittest.TestCase):
         self.assertEqual(mcp_min.MAX_LINE_BYTES, 16 * 1024 * 1024)
 
 
+class TypingTest(unittest.TestCase):
+    """Issue 29: mcp_min.py copied into a typed project. The user's file (the README's server, a
+    progress call, a log, a resource, a prompt, the in-memory client, and one bug of the user's
+    own) gets exactly that bug under `mypy --strict` and pyright; the copied file none under mypy
+    (for this Python and for 3.10, the oldest supported), pyright and `ruff check`, each with its
+    defaults (no config file). The pinned tools are in .peers/typecheck ($TYPECHECK_HOME), where
+    .ci/typecheck-tools puts them; without them, the class is skipped."""
+
+    USER = '''\
+import asyncio
+
+from mcp_min import Client, Context, Server
+
+server = Server("weather")
+
+
+@server.tool()
+def forecast(city: str, days: int = 1) -> str:
+    """Tell the weather for a city."""
+    return f"{city}: sunny for {days} day(s)"
+
+
+@server.tool
+async def trip(cities: list[str], ctx: Context) -> list[str]:
+    """The forecast for each stop of a trip."""
+    await ctx.log("info", f"planning {len(cities)} stops")
+    forecasts = []
+    for done, city in enumerate(cities, 1):
+        forecasts.append(forecast(city))
+        await ctx.progress(done, len(cities), city)
+    return forecasts
+
+
+@server.resource("weather://{city}", mime_type="text/plain")
+def report(city: str) -> str:
+    """Today's report for a city."""
+    return forecast(city)
+
+
+@server.prompt()
+def packing(city: str, days: int = 3) -> str:
+    """Ask what to pack for a trip."""
+    return f"What should I pack for {days} days in {city}? {forecast(city, days)}"
+
+
+wrong: int = forecast("Oslo")  # the user's own bug: forecast returns a str
+
+
+async def main() -> None:
+    async with Client(server) as client:
+        print([tool["name"] for tool in await client.list_tools()])
+        result = await client.call_tool("trip", {"cities": ["Oslo", "Rome"]}, on_progress=print)
+        print(result["content"], result.get("isError", False))
+        print((await client.read_resource("weather://Oslo"))["contents"])
+        print((await client.get_prompt("packing", {"city": "Rome"}))["messages"])
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+'''
+    BUG_LINE = USER.splitlines().index('wrong: int = forecast("Oslo")  # the user\'s own bug: '
+                                       'forecast returns a str') + 1
+
+    @classmethod
+    def setUpClass(cls):
+        tools = os.environ.get("TYPECHECK_HOME") or os.path.join(HERE, ".peers", "typecheck")
+        mypy, ruff = os.path.join(tools, "bin", "mypy"), os.path.join(tools, "bin", "ruff")
+        pyright = os.path.join(tools, "node_modules", ".bin", "pyright")
+        if not all(map(os.path.exists, (mypy, ruff, pyright))) or not shutil.which("node"):
+            raise unittest.SkipTest(f"no mypy, pyright and ruff in {tools} (.ci/typecheck-tools)")
+        mypy_options = ("--cache-dir", os.devnull, "--config-file", "", "-O", "json")
+        runs = {"mypy --strict": [mypy, "--strict", *mypy_options, "weather.py"],
+                "mypy": [mypy, *mypy_options, "mcp_min.py"],
+                "mypy 3.10": [mypy, "--python-version", "3.10", *mypy_options, "mcp_min.py"],
+                "pyright": [pyright, "--outputjson", "weather.py", "mcp_min.py"],   # one run, both
+                "ruff": [ruff, "check", "--isolated", "--no-cache", "--output-format", "json",
+                         "mcp_min.py"],
+                "python": [*PYTHON, "weather.py"]}
+        env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(MCP_MIN, tmp)
+            with open(os.path.join(tmp, "weather.py"), "w", encoding="utf-8") as f:
+                f.write(cls.USER)
+            # All at once: pyright's 10-15 s is the whole wait.
+            procs = {name: subprocess.Popen(argv, cwd=tmp, env=env, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True)
+                     for name, argv in runs.items()}
+            try:
+                cls.out = {name: (*p.communicate(timeout=600), p.returncode) for name, p in procs.items()}
+            finally:
+                for p in procs.values():    # still running only after a timeout
+                    p.kill()
+                    p.wait()
+        cls.errors = {name: cls.parse(name, *cls.out[name]) for name in runs if name != "python"}
+
+    @staticmethod
+    def parse(tool, stdout, stderr, code):
+        """[(file, line, code, message)] of each error, in the tool's words. A tool that did
+        not get as far as checking (exit status 2 and up) is an error of its own."""
+        if code not in (0, 1):
+            return [("mcp_min.py", 0, "crash", f"{tool} exited {code}: {stderr[-2000:]}"),
+                    ("weather.py", 0, "crash", f"{tool} exited {code}: {stderr[-2000:]}")]
+        if tool.startswith("mypy"):
+            found = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+            return [(e["file"], e["line"], e["code"], e["message"]) for e in found
+                    if e["severity"] == "error"]
+        if tool == "pyright":
+            return [(os.path.basename(d["file"]), d["range"]["start"]["line"] + 1, d.get("rule"),
+                     d["message"].split("\n")[0])
+                    for d in json.loads(stdout)["generalDiagnostics"] if d["severity"] == "error"]
+        return [(os.path.basename(d["filename"]), d["location"]["row"], d["code"], d["message"])
+                for d in json.loads(stdout)]
+
+    def expect(self, tool, name, expected):
+        """`tool` found the errors `expected` ([(line, code)]) in the file `name`, no others."""
+        errors = [(line, code, message) for file, line, code, message in self.errors[tool] if file == name]
+        if [(line, code) for line, code, _ in errors] != expected:
+            self.fail(f"{tool}: {len(errors)} errors in {name}, expected {expected}:" + "".join(
+                f"\n  {name}:{line}: {code}: {message[:150]}" for line, code, message in errors[:20]))
+
+    def test_the_user_file_runs(self):
+        stdout, stderr, _ = self.out["python"]
+        self.assertIn("Oslo: sunny for 1 day(s)", stdout, stderr)
+
+    def test_the_users_bug_alone_under_mypy_strict(self):
+        self.expect("mypy --strict", "weather.py", [(self.BUG_LINE, "assignment")])
+
+    def test_the_users_bug_alone_under_pyright(self):
+        self.expect("pyright", "weather.py", [(self.BUG_LINE, "reportAssignmentType")])
+
+    def test_the_copied_file_is_clean_under_mypy(self):
+        self.expect("mypy", "mcp_min.py", [])
+
+    def test_the_copied_file_is_clean_under_mypy_for_python_3_10(self):
+        # What 3.10's typing lacks (typing.Self, NotRequired, ...) is an error there.
+        self.expect("mypy 3.10", "mcp_min.py", [])
+
+    def test_the_copied_file_is_clean_under_pyright(self):
+        self.expect("pyright", "mcp_min.py", [])
+
+    def test_the_copied_file_is_clean_under_ruff(self):
+        self.expect("ruff", "mcp_min.py", [])
+
+
 class DecodeTest(unittest.TestCase):
     """JSON-RPC framing: decode (SECURITY.md R20, E32-E38, E45)."""
 
