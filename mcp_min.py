@@ -91,7 +91,6 @@ command line and the demo.
 
 import asyncio
 import base64
-import collections.abc as abc
 import contextlib
 import contextvars
 import enum
@@ -106,11 +105,11 @@ import sys
 import threading
 import time
 import typing
-from collections import deque
+from collections import abc, deque
 from urllib.parse import parse_qsl, quote_plus, unquote, urlencode, urljoin, urlsplit
 
 __version__ = "0.1.0"
-__all__ = [
+__all__ = [  # noqa: RUF022 — grouped by use, on purpose
     # building a server, and calling one
     "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError", "UrlElicitationRequired",
     "text", "image", "audio", "resource_link", "embedded_resource", "Client", "SyncClient", "OAuth",
@@ -134,7 +133,13 @@ __all__ = [
     "__version__",
 ]
 
-_log = logging.getLogger("mcp_min")
+_logger = logging.getLogger("mcp_min")
+_Any = typing.Any
+_F = typing.TypeVar("_F", bound=typing.Callable[..., _Any])    # a handler, given back unchanged
+_T = typing.TypeVar("_T")
+_Json = dict[str, _Any]     # a JSON object as it travels
+_Answerer = typing.Callable[[_Json], _Any]  # answers what a server asks: a result, or an awaitable of one
+_Callback = typing.Callable[[_Json], object]
 
 ##############################################################################
 # Core: constants: versions, error codes, limits
@@ -313,7 +318,7 @@ def _encode_safely(message):
     try:
         return encode(message)
     except (TypeError, ValueError, RecursionError):
-        _log.error("a message is not JSON-serializable: %.200r", message)
+        _logger.error("a message is not JSON-serializable: %.200r", message)
         return None if "method" in message else \
             encode(_error(message.get("id"), INTERNAL_ERROR, "Internal error"))
 
@@ -367,7 +372,47 @@ def _result(id_, result):
 ##############################################################################
 
 
-class Content(dict):
+class _CallToolResult(typing.TypedDict):
+    content: list[_Json]
+
+
+class CallToolResult(_CallToolResult, total=False):
+    """What `Client.call_tool` returns: a tool's failure is ``isError``, not an exception."""
+    structuredContent: _Any
+    isError: bool
+    _meta: _Json
+
+
+class _ToolInfo(typing.TypedDict):
+    name: str
+    inputSchema: _Json
+
+
+class ToolInfo(_ToolInfo, total=False):
+    """A tool as `Client.list_tools` lists it."""
+    title: str
+    description: str
+    outputSchema: _Json
+    annotations: _Json
+    icons: list[_Json]
+    _meta: _Json
+
+
+class ReadResourceResult(typing.TypedDict):
+    """What `Client.read_resource` returns."""
+    contents: list[_Json]
+
+
+class _GetPromptResult(typing.TypedDict):
+    messages: list[_Json]
+
+
+class GetPromptResult(_GetPromptResult, total=False):
+    """What `Client.get_prompt` returns."""
+    description: str
+
+
+class Content(dict[str, _Any]):
     """A content block (a dict with a ``type``), marked so a tool's own dicts are never taken for one."""
 
 
@@ -434,7 +479,7 @@ def _hint(tp, depth=0):
 
 
 def _literal(args, depth=0):
-    schema = {"enum": list(args)}
+    schema: _Json = {"enum": list(args)}
     kinds = {_SIMPLE_TYPES.get(type(a)) for a in args}
     if len(kinds) == 1 and None not in kinds:   # one JSON type: say which
         schema["type"] = kinds.pop()
@@ -458,7 +503,7 @@ def _class_hint(tp, depth):
         return dict(as_string[0]), functools.partial(as_string[1], tp)
     if issubclass(tp, tuple) and hasattr(tp, "_fields"):      # a NamedTuple
         hints = typing.get_type_hints(tp)
-        return _tuple_hint([hints.get(f, typing.Any) for f in tp._fields], depth, tp)
+        return _tuple_hint([hints.get(f, typing.Any) for f in typing.cast(_Any, tp)._fields], depth, tp)
     if _is_dataclass(tp) or issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
         return _record(tp, depth)
     if (simple := next((_SIMPLE_TYPES[k] for k in tp.__mro__ if k in _SIMPLE_TYPES), None)):
@@ -480,7 +525,7 @@ def _container_hint(tp, origin, args, depth):
     if cls is tuple and args and args[-1] is not Ellipsis:    # tuple[int, str]
         return _tuple_hint(args, depth, lambda *items: items)
     item, load = _hint(args[0] if args else typing.Any, depth + 1)
-    schema, make = {"type": "array", **({"items": item} if item else {})}, cls
+    schema, make = {"type": "array", **({"items": item} if item else {})}, typing.cast(_Any, cls)
     if getattr(cls, "__abstractmethods__", None):     # Sequence, Set ...: a list, frozenset or set
         make = list if not issubclass(cls, abc.Set) else set if issubclass(cls, abc.MutableSet) else frozenset
     if make is list and load is None:
@@ -654,12 +699,12 @@ def _to_json(value):
 class _Handler:
     """A registered function, with what its signature says about calling it."""
 
-    def __init__(self, fn, description=None):
+    def __init__(self, fn: typing.Callable[..., _Any], description: str | None = None) -> None:
         import inspect  # imported here: the cost is paid only when registering
         self.fn, self.is_async, self.empty = fn, inspect.iscoroutinefunction(fn), inspect.Parameter.empty
         try:
             self.hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception:       # unresolvable forward references: no hints, no schema
+        except Exception:  # noqa: BLE001 — unresolvable forward references: no hints, no schema
             self.hints = {}
         self.context_param, self.var_keyword = None, False
         self.params = []        # (name, hint, default or self.empty)
@@ -690,8 +735,8 @@ class _Handler:
                             "JSON type (str, int, list[str], a TypedDict or dataclass ...), "
                             "date/time, UUID, Decimal, Path, bytes, or typing.Any") from None
 
-    def input_schema(self):
-        props = {name: dict(self.schemas[name]) for name, _, _ in self.params}
+    def _schema(self):
+        props: dict[str, _Json] = {name: dict(self.schemas[name]) for name, _, _ in self.params}
         for name, _, default in self.params:
             if default is not self.empty:
                 with contextlib.suppress(TypeError, ValueError):    # no JSON form: no default shown
@@ -751,11 +796,11 @@ class Tool(_Handler):
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):    # 2025-11-25 server/tools
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
         # A schema of the author's is copied: what is advertised stays what is checked.
-        self.input_schema = json.loads(json.dumps(input_schema)) if input_schema else self.input_schema()
+        self.input_schema = json.loads(json.dumps(input_schema)) if input_schema else self._schema()
         self.check_input = _checker(self.input_schema)
         # 2026-07-28 HTTP: the arguments marked x-mcp-header come in Mcp-Param-* headers too
         if (headers := _header_params(self.input_schema)) is None:
-            _log.warning("tool %r: its x-mcp-header marks are invalid: 2026-07-28 HTTP clients "
+            _logger.warning("tool %r: its x-mcp-header marks are invalid: 2026-07-28 HTTP clients "
                          "will leave it out", self.name)
         self.param_headers = headers or ()
         self.wrap = False       # structured output must be an object: others go under "result"
@@ -790,7 +835,7 @@ class Tool(_Handler):
         body = _text_encoder.encode(data)
         structured = {"result": data} if self.wrap or type(data) is not dict else data
         if (problem := self.check_output(structured, "")):
-            _log.error("tool %s returned a value that does not match its outputSchema: %s",
+            _logger.error("tool %s returned a value that does not match its outputSchema: %s",
                        self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
         return {"content": [text(body)], "structuredContent": structured}
@@ -891,18 +936,21 @@ class Server:
     """An MCP server: register tools, resources and prompts, then `run()`. Its capabilities
     follow from what is registered; a change while clients are connected sends them list_changed."""
 
-    def __init__(self, name, version="0.1.0", instructions=None, title=None, timeout=None,
-                 state_key=None, **info):
+    def __init__(self, name: str, version: str = "0.1.0", instructions: str | None = None,
+                 title: str | None = None, timeout: float | None = None,
+                 state_key: str | bytes | None = None, **info: _Any) -> None:
         self.info = {"name": name, "version": version, **({"title": title} if title else {}), **info}
         self.instructions = instructions
         self.timeout = timeout  # seconds any request may run (default TOOL_TIMEOUT)
         self.abandoned = 0      # sync tools' threads cancelled while running (they run on)
-        self.tools, self.resources, self.prompts = {}, {}, {}
-        self.completions = {}    # (ref kind, name or uri template, argument) -> function
-        self.on_roots_changed = None    # called with the Session whose client's roots changed
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.prompts: dict[str, Prompt] = {}
+        self.completions: dict[tuple[str, str, str], _Handler] = {}     # (ref kind, name or URI, argument)
+        self.on_roots_changed: typing.Callable[[Session], object] | None = None     # the Session told
         # 2026-07-28: how clients may cache lists, reads and discovery (ttlMs 0: stale at once).
         self.cache = {"ttlMs": 0, "cacheScope": "private"}
-        self.sessions = set()    # live sessions, for change notifications
+        self.sessions: set[Session] = set()     # live sessions, for change notifications
         self.meta = {"io.modelcontextprotocol/serverInfo": self.info}  # on 2026-07-28 results
         # Seals requestState (2026-07-28 multi round-trip requests): the processes that
         # share it (MCP_MIN_STATE_KEY) each continue what another began.
@@ -911,39 +959,50 @@ class Server:
         if len(self.state_key) < 16:
             raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
 
-    auth = None     # a ResourceServer guarding it over HTTP, unless given token= or auth=
+    auth: "ResourceServer | None" = None    # guards it over HTTP, unless given token= or auth=
 
     # Each decorator returns the function unchanged, so it can still be called (and tested).
-    def tool(self, name=None, **options):
+    @typing.overload
+    def tool(self, name: _F, /) -> _F: ...
+    @typing.overload
+    def tool(self, name: str | None = None, **options: _Any) -> typing.Callable[[_F], _F]: ...
+
+    def tool(self, name: _Any = None, **options: _Any) -> _Any:
         """Decorator: register a function as a tool (see `Tool` options); ``@server.tool`` too."""
         return _decorator(name, lambda fn, name: self.add_tool(fn, name, **options))
 
-    def add_tool(self, fn, name=None, **options):
+    def add_tool(self, fn: typing.Callable[..., _Any], name: str | None = None, **options: _Any) -> "Tool":
         return self._add("tools", Tool(fn, name, **options))
 
-    def remove_tool(self, name):
+    def remove_tool(self, name: str) -> None:
         self._remove("tools", name)
 
-    def resource(self, uri, **options):
+    def resource(self, uri: str, **options: _Any) -> typing.Callable[[_F], _F]:
         """Decorator: a resource at `uri`, or a template if it has {variables}."""
         if not isinstance(uri, str):
             raise TypeError('@server.resource needs the URI first: @server.resource("notes://today")')
         return _decorator(None, lambda fn, _: self.add_resource(fn, uri, **options))
 
-    def add_resource(self, fn, uri, **options):
+    def add_resource(self, fn: typing.Callable[..., _Any], uri: str, **options: _Any) -> "Resource":
         return self._add("resources", Resource(fn, uri, **options), uri)
 
-    def remove_resource(self, uri):
+    def remove_resource(self, uri: str) -> None:
         self._remove("resources", uri)
 
-    def prompt(self, name=None, **options):
+    @typing.overload
+    def prompt(self, name: _F, /) -> _F: ...
+    @typing.overload
+    def prompt(self, name: str | None = None, **options: _Any) -> typing.Callable[[_F], _F]: ...
+
+    def prompt(self, name: _Any = None, **options: _Any) -> _Any:
         """Decorator: register a function returning messages as a prompt; ``@server.prompt`` too."""
         return _decorator(name, lambda fn, name: self.add_prompt(fn, name, **options))
 
-    def add_prompt(self, fn, name=None, **options):
+    def add_prompt(self, fn: typing.Callable[..., _Any], name: str | None = None,
+                   **options: _Any) -> "Prompt":
         return self._add("prompts", Prompt(fn, name, **options))
 
-    def remove_prompt(self, name):
+    def remove_prompt(self, name: str) -> None:
         self._remove("prompts", name)
 
     def _add(self, kind, item, key=None):
@@ -955,7 +1014,7 @@ class Server:
         if getattr(self, kind).pop(key, None):
             self._changed(kind)
 
-    def completion(self, ref, argument):
+    def completion(self, ref: str, argument: str) -> typing.Callable[[_F], _F]:
         """Decorator: suggest values for `argument` of a prompt (by name) or a resource template
         (by its URI template). The function takes the partial value (and optionally the
         arguments already chosen, as a dict) and returns a list of strings."""
@@ -967,12 +1026,12 @@ class Server:
             self.completions["ref/resource" if "://" in ref else "ref/prompt", ref, argument] = _Handler(fn)
         return _decorator(None, add)
 
-    def offers(self, capability):
+    def offers(self, capability: str) -> bool:
         """Whether the server declares `capability` (without building the dict)."""
         return capability == "logging" or bool(getattr(self, capability))
 
-    def capabilities(self):
-        caps = {"logging": {}, "tools": {"listChanged": True},
+    def capabilities(self) -> _Json:
+        caps: _Json = {"logging": {}, "tools": {"listChanged": True},
                 "resources": {"subscribe": True, "listChanged": True},
                 "prompts": {"listChanged": True}, "completions": {}}
         return {k: v for k, v in caps.items() if self.offers(k)}
@@ -983,7 +1042,7 @@ class Server:
             session.publish(f"notifications/{kind}/list_changed", {},
                             lambda wanted: wanted.get(kind + "ListChanged"))
 
-    def resource_updated(self, uri):
+    def resource_updated(self, uri: str) -> None:
         """Tell subscribed clients that the resource at `uri` changed."""
         for session in list(self.sessions):
             if uri in session.subscriptions:
@@ -991,7 +1050,7 @@ class Server:
             session.publish("notifications/resources/updated", {"uri": uri},
                             lambda wanted: uri in wanted.get("resourceSubscriptions", ()))
 
-    def run(self, argv=None):
+    def run(self, argv: list[str] | None = None) -> int | None:
         """Serve over stdio, or HTTP with ``--port``: the same options as
         ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``)."""
         about = f"Serve the MCP server {self.info['name']!r} over stdio (the default) or HTTP (--port)."
@@ -999,7 +1058,7 @@ class Server:
         return _serve(self, args)
 
 
-def _decorator(name, add):
+def _decorator(name: _Any, add: typing.Callable[[_Any, _Any], object]) -> _Any:
     if not (name is None or isinstance(name, str) or callable(name)):
         raise TypeError(f"a name is a string, not {type(name).__name__}: @server.tool(\"name\")")
 
@@ -1025,7 +1084,7 @@ class Context:
     before an ask runs once per round: wrap what must happen only once (a payment, an id) in `once`.
     """
 
-    def __init__(self, session, request_id=None, meta=None):
+    def __init__(self, session: "Session", request_id: str | int | None = None, meta: _Any = None) -> None:
         self.session, self.request_id = session, request_id
         # the caller's verified token (AuthInfo: subject, scopes, client_id, claims) over HTTP with
         # auth, else None: this request's, which a later request of the same user cannot change
@@ -1035,16 +1094,16 @@ class Context:
         self.version = version if type(version) is str else None  # a 2026-07-28 request's own
         token = self.meta.get("progressToken")     # a string or a number, never a bool
         self.progress_token = token if type(token) in (str, int, float) else None
-        self._last_progress = None
+        self._last_progress: float | None = None
 
-    _rounds = None  # a 2026-07-28 request that may ask: its `_Rounds`
+    _rounds: "_Rounds | None" = None    # a 2026-07-28 request that may ask: its `_Rounds`
 
     @property
-    def client_capabilities(self):
+    def client_capabilities(self) -> _Json:
         """The session's; a 2026-07-28 request declares its own."""
         return self.meta[_CAPABILITIES_KEY] if self.version else self.session.client_capabilities
 
-    def log(self, level, data, logger=None):
+    def log(self, level: str, data: _Any, logger: str | None = None) -> typing.Awaitable[None]:
         """Send a notifications/message to the client if `level` passes its filter
         (2026-07-28: only if the request asked, with a logLevel in its _meta)."""
         if level not in LOG_LEVELS:
@@ -1055,7 +1114,7 @@ class Context:
             self.session.notify("notifications/message", params, self.request_id)
         return _DONE
 
-    def close_sse_stream(self):
+    def close_sse_stream(self) -> None:
         """Over HTTP, in a 2025-11-25 session: end the SSE response this request is answered
         on now. The client resumes it (GET with Last-Event-ID) after the `retry:` wait, and
         the rest comes there: a long call outlives proxies that cut long responses (SEP-1699)."""
@@ -1067,7 +1126,8 @@ class Context:
             else:
                 loop.call_soon_threadsafe(stream.part)
 
-    def progress(self, progress, total=None, message=None):
+    def progress(self, progress: float, total: float | None = None,
+                 message: str | None = None) -> typing.Awaitable[None]:
         """Report progress; sent only when the client asked (progressToken)."""
         if self.progress_token is None or (self._last_progress is not None
                                            and progress <= self._last_progress):
@@ -1078,7 +1138,8 @@ class Context:
         self.session.notify("notifications/progress", params, self.request_id)
         return _DONE
 
-    async def sample(self, messages, max_tokens=1000, key=None, **options):
+    async def sample(self, messages: str | list[_Json], max_tokens: int = 1000, key: str | None = None,
+                     **options: _Any) -> _Json:
         """Ask the client's model: sampling/createMessage. `messages` may be a string."""
         if isinstance(messages, str):
             messages = [{"role": "user", "content": text(messages)}]
@@ -1086,14 +1147,15 @@ class Context:
         params.update((_camel(k), v) for k, v in options.items())
         return await self._ask("sampling", "sampling/createMessage", params, key)
 
-    async def elicit(self, message, schema, key=None):
+    async def elicit(self, message: str, schema: _Json, key: str | None = None) -> _Json:
         """Ask the user for input (form mode): returns {"action", "content"?}."""
         if not isinstance(schema, dict) or "properties" not in schema:
             schema = {"type": "object", "properties": schema or {}}
         return await self._ask("elicitation", "elicitation/create",
                                {"message": message, "requestedSchema": schema}, key)
 
-    async def elicit_url(self, message, url, elicitation_id=None, key=None):
+    async def elicit_url(self, message: str, url: str, elicitation_id: str | None = None,
+                         key: str | None = None) -> _Json:
         """Send the user to `url` (URL mode, 2025-11-25: for what must not pass through the
         client, such as a password or a payment). Returns {"action"}: accept only means
         the user agreed to go. Tell the client when the interaction there is over with
@@ -1104,15 +1166,15 @@ class Context:
             params["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
         return await self._ask("elicitation", "elicitation/create", params, key)
 
-    def elicitation_complete(self, elicitation_id):
+    def elicitation_complete(self, elicitation_id: str) -> None:
         """notifications/elicitation/complete: the URL interaction `elicitation_id` is over."""
         self.session.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
 
-    async def list_roots(self, key=None):
+    async def list_roots(self, key: str | None = None) -> list[_Json]:
         """The client's roots (file:// URIs it lets the server look at)."""
         return (await self._ask("roots", "roots/list", {}, key)).get("roots", [])
 
-    async def once(self, key, fn, *args):
+    async def once(self, key: str, fn: typing.Callable[..., _Any], *args: _Any) -> _Any:
         """``fn(*args)`` (sync or async), run once per request however many rounds it
         takes (see above); later rounds get the value it returned. The value travels
         in requestState, which the client can read: JSON, and nothing secret."""
@@ -1127,7 +1189,7 @@ class Context:
         # 2025-11-25: tools, a URL, only to a client that said it takes them ({} is form alone)
         if (sub := "tools" if "tools" in params else "url" if params.get("mode") == "url" else
                 capability == "elicitation" and type(declared) is dict and declared and "form"):
-            need, what = {capability: {sub: {}}}, f"{capability}.{sub}"
+            need, what = {capability: {str(sub): {}}}, f"{capability}.{sub}"
             declared = declared.get(sub) if type(declared) is dict else None
         if declared is None:
             if self.version:
@@ -1143,8 +1205,9 @@ class Context:
             raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
         return await self._rounds.ask(capability, method, params, key)
 
-    def run(self, coroutine):
+    def run(self, coroutine: typing.Coroutine[_Any, _Any, _T]) -> _T:
         """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
+        assert self.session.loop, "a tool's thread runs beside a loop"
         return asyncio.run_coroutine_threadsafe(coroutine, self.session.loop).result()
 
 
@@ -1186,8 +1249,8 @@ def _answer_problem(method, params, answer):
 class _Done:
     """Lets ``ctx.log(...)`` be written with or without ``await``."""
 
-    def __await__(self):
-        return iter(())
+    def __await__(self) -> typing.Generator[None, None, None]:
+        yield from ()
 
 
 _DONE = _Done()
@@ -1204,10 +1267,13 @@ class _Peer:
     when the connection ends. A transport reports ``_fail(id, error)`` (a request it was to
     carry can get no answer) and ``_closed(reason)`` (the connection has ended)."""
 
-    def __init__(self):
-        self._pending = {}      # id of a request we sent -> future for its answer
+    def __init__(self) -> None:
+        self._pending: dict[_Any, asyncio.Future[_Any]] = {}    # id of a request we sent -> its answer
         self._ids = itertools.count(1)      # ids of the requests we send
-        self._gone = None       # why the connection ended, once it has
+        self._gone: str | None = None       # why the connection ended, once it has
+
+    def _abandon(self, id_, method, reason, related):
+        """Tell the other side a request of ours is abandoned (`reason`: timeout or cancelled)."""
 
     async def _exchange(self, id_, method, params, timeout, send, related=None):
         """Send request `id_` with ``await send(message)`` and wait for its result."""
@@ -1226,7 +1292,7 @@ class _Peer:
             return await future
         try:
             return await asyncio.wait_for(exchange(), timeout)
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
             self._abandon(id_, method, "timeout", related)
             raise McpError(REQUEST_TIMEOUT, f"{method}: no answer within {timeout} s") from None
         except asyncio.CancelledError:      # our caller gave up: so may the other side
@@ -1282,13 +1348,14 @@ class Session(_Peer):
         self.running = {}       # request id -> task serving it
         self.waiting = {}       # request id -> (message, done): taken in, waiting for a slot (FIFO)
         self.replies = {}       # request id -> the reply its frame came with (see `receive`)
-        self.on_ready = None    # called when `accepting` may have become true
+        self.on_ready: typing.Callable[[], None] | None = None  # called when `accepting` may be true
         self._cancelled = set()
         self._started = {}      # request id -> [loop time, handler, params, done] while it runs
         self._crossing = 0      # messages from tools' threads not yet sent by the loop
         self.dropped = 0        # ... and log or progress notifications dropped past MAX_QUEUED
         self._lock = threading.Lock()
-        self.closed, self.loop = False, None
+        self.closed = False
+        self.loop: _Any = None      # the event loop, from the first frame on
         self.ready = self.initialized   # the client sent notifications/initialized
         server.sessions.add(self)
 
@@ -1396,7 +1463,7 @@ class Session(_Peer):
                 self.running[id_] = context.run(self.loop.create_task, _Started(coro, waiting))
                 return None
         except Exception:
-            _log.exception("failed to handle a %s %r", kind, method)
+            _logger.exception("failed to handle a %s %r", kind, method)
             if kind == "request" and id_ not in self.running:
                 self._over(_error(id_, INTERNAL_ERROR, "Internal error"), id_, done)
                 return None
@@ -1408,8 +1475,8 @@ class Session(_Peer):
         if type(params) is not dict:
             return INVALID_PARAMS, "Invalid params: expected an object"
         if modern:
-            meta = params.get("_meta")
-            version = meta.get(_VERSION_KEY) if type(meta) is dict else None
+            meta = meta if type(meta := params.get("_meta")) is dict else {}
+            version = meta.get(_VERSION_KEY)
             if type(version) is not str or type(meta.get(_CAPABILITIES_KEY)) is not dict:
                 return INVALID_PARAMS, ("Invalid params: _meta needs io.modelcontextprotocol/"
                                         "protocolVersion and io.modelcontextprotocol/clientCapabilities")
@@ -1443,7 +1510,7 @@ class Session(_Peer):
                     response = _result(id_, self._modern_result(result, handler) if context.version
                                        else result)
                 except _InputRequired:      # the client is to answer, and call again
-                    response = _result(id_, context._rounds.result())
+                    response = _result(id_, typing.cast(_Rounds, context._rounds).result())
             except McpError as e:
                 response = _error(id_, e.code, e.message, e.data)
             except asyncio.CancelledError:
@@ -1453,10 +1520,10 @@ class Session(_Peer):
                     del self._started[id_]
                     self._finished(id_, None, done)
                     raise
-                _log.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
+                _logger.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
             except BaseException:   # SystemExit too (argparse in a handler): never the server's end
-                _log.exception("request %r (%s) failed", id_, handler.__name__)
+                _logger.exception("request %r (%s) failed", id_, handler.__name__)
                 response = _error(id_, INTERNAL_ERROR, "Internal error")
             if started[3] is _ENDED:        # it ignored its cancel, and its answer is given
                 return
@@ -1480,7 +1547,7 @@ class Session(_Peer):
             seconds = float("inf") if handler is _listen else next(t for t in limits if t is not None)
             if now - started < seconds or id_ in self._cancelled or id_ not in self.running:
                 continue
-            _log.warning("request %r (%s) ran past %g s: cancelled", id_, handler.__name__, seconds)
+            _logger.warning("request %r (%s) ran past %g s: cancelled", id_, handler.__name__, seconds)
             self._end(id_, _result(id_, _tool_error(
                 f"Tool '{params.get('name')}' did not finish within {seconds:g} s."))
                 if handler is _call_tool else _error(id_, INTERNAL_ERROR, "Request timed out"))
@@ -1598,7 +1665,7 @@ class Session(_Peer):
             self._crossing -= 1
             dropped, self.dropped = self.dropped, 0
         if dropped:
-            _log.warning("dropped %d log/progress notifications from tools: the client is "
+            _logger.warning("dropped %d log/progress notifications from tools: the client is "
                          "not reading", dropped)
         if not self.closed:
             self._answer(message, related)
@@ -1676,7 +1743,7 @@ class _Started(abc.Coroutine):
 
 
 _ENDED = object()       # the `done` of a request answered early (see Session._end)
-_watched = set()        # sessions with requests running, swept each second
+_watched: "set[Session]" = set()    # sessions with requests running, swept each second
 _watchdog = None        # the thread that has them swept
 _SWEEP_EVERY = 1.0      # seconds between the sweeps
 
@@ -1836,12 +1903,12 @@ async def _call_tool(session, params, ctx):
     except asyncio.CancelledError:
         if not tool.is_async:   # a thread cannot be stopped: it runs on, unheard
             session.server.abandoned += 1
-            _log.debug("tool %r was cancelled; its thread runs on (%d so far)", name,
+            _logger.debug("tool %r was cancelled; its thread runs on (%d so far)", name,
                        session.server.abandoned)
         raise
     except BaseException as e:  # SystemExit from a tool ends the call, not the server; a
         # RecursionError (a self-referential result) logs one line, not 100 KB of frames
-        _log.error("tool %r failed: %r", name, e, exc_info=None if type(e) is RecursionError else e)
+        _logger.error("tool %r failed: %r", name, e, exc_info=None if type(e) is RecursionError else e)
         return _tool_error(f"Tool '{name}' failed with an internal error.")
 
 
@@ -1912,15 +1979,15 @@ async def _complete(session, params, ctx):
         raise McpError(INVALID_PARAMS, "Invalid params: completion needs ref and argument")
     kind = ref.get("type")
     key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
-    registry = {"ref/prompt": session.server.prompts, "ref/resource": session.server.resources}
-    if type(key) is not str or key not in registry.get(kind, ()):
+    registry: _Json = {"ref/prompt": session.server.prompts, "ref/resource": session.server.resources}
+    if type(key) is not str or key not in registry.get(str(kind), ()):
         raise McpError(INVALID_PARAMS, "Invalid params: unknown prompt or resource template")
     handler = session.server.completions.get((kind, key, argument["name"]))
     values = []
     if handler is not None:
         context = params.get("context")
         context = context.get("arguments") if type(context) is dict else None
-        args = {handler.params[0][0]: str(argument.get("value", ""))} if handler.params else {}
+        args: _Json = {handler.params[0][0]: str(argument.get("value", ""))} if handler.params else {}
         if len(handler.params) > 1:
             args[handler.params[1][0]] = context if type(context) is dict else {}
         values = [str(v) for v in (await handler.call(args, ctx) or [])]
@@ -1938,7 +2005,7 @@ async def _listen(session, params, ctx):
             sum(len(s.listens) for s in sessions) >= MAX_LISTENS:
         raise McpError(INTERNAL_ERROR, f"Too many subscriptions/listen streams open: {MAX_LISTENS // 16} "
                                        f"a client at most, {MAX_LISTENS} in all (MAX_LISTENS)")
-    honoured = {key: True for key, kind in _LISTS if wanted.get(key) is True and server.offers(kind)}
+    honoured: _Json = {key: True for key, kind in _LISTS if wanted.get(key) is True and server.offers(kind)}
     uris = wanted.get("resourceSubscriptions")
     if type(uris) is list and server.offers("resources"):
         honoured["resourceSubscriptions"] = [u for u in uris if type(u) is str][:MAX_SUBSCRIPTIONS]
@@ -2191,7 +2258,7 @@ class _HttpError(Exception):
 
 
 class _Request:
-    __slots__ = ("method", "path", "query", "version", "headers", "body", "traced")
+    __slots__ = ("body", "headers", "method", "path", "query", "traced", "version")
 
     def header(self, name, default=""):
         return self.headers.get(name, default)
@@ -2207,7 +2274,7 @@ def _parse_head(head):
     parts, authority = line.split(" "), None
     if len(parts) == 3 and parts[1][:1] != "/" and parts[1][:8].lower().startswith(("http://", "https://")):
         rest = parts[1].partition("//")[2]      # absolute-form: the path (or query) after the authority
-        authority = re.match(r"[^/?]*", rest).group()
+        authority = re.split(r"[/?]", rest, maxsplit=1)[0]
         parts[1] = "/" + rest[len(authority):].lstrip("/")
     if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith("/") \
             or _BAD_TARGET.search(parts[1]):
@@ -2274,7 +2341,8 @@ class _Stream:
     # A resumable stream (a session's, 2025-03-26+) numbers its events "number-seq" and keeps
     # those it sent (`log`, REPLAY_BYTES) for a client that comes back with Last-Event-ID.
     number = seq = logged = 0
-    log = replay = None
+    log: "deque[tuple[int, bytes]] | None" = None
+    replay: "_Replay | None" = None
     primes = False      # 2025-11-25: it opens with a priming event (an id, retry, no data)
     opened = False      # a POST's stream: its SSE response began (the client has an id)
 
@@ -2315,7 +2383,7 @@ class _Stream:
         self.size = sum(self.sizes)
         if not self._full():
             return True
-        _log.warning("a client fell %d messages (%d bytes) behind on its stream: closed",
+        _logger.warning("a client fell %d messages (%d bytes) behind on its stream: closed",
                      len(self.items), self.size)
         self.overflowed = True
         self.items.clear()      # the memory goes now, not when the client does
@@ -2375,7 +2443,7 @@ class _HttpSession:
     def __init__(self, server, sid, legacy=False, version=None):
         self.sid, self.legacy = sid, legacy
         self.posts = set()      # the _Streams answering POSTs that are still open
-        self.standalone = None  # the GET stream: legacy /sse, or GET /mcp
+        self.standalone: _Stream | None = None  # the GET stream: legacy /sse, or GET /mcp
         self.kept = {}          # number -> a POST's SSE stream its client may resume
         self.streams = 0        # resumable streams numbered so far
         self.last_active = _now()
@@ -2427,14 +2495,16 @@ class _Deadline:
 
     def __init__(self):
         self.loop = asyncio.get_running_loop()
-        self.when = self.action = self.timer = None
+        self.when: float | None = None
+        self.action: _Any = None
+        self.timer: asyncio.TimerHandle | None = None
 
     def set(self, seconds, action):
-        self.when, self.action = self.loop.time() + seconds, action
-        if self.timer is None or self.timer.when() > self.when:
+        self.when, self.action = (when := self.loop.time() + seconds), action
+        if self.timer is None or self.timer.when() > when:
             if self.timer is not None:
                 self.timer.cancel()
-            self.timer = self.loop.call_at(self.when, self._fire)
+            self.timer = self.loop.call_at(when, self._fire)
 
     def clear(self):
         self.when = None
@@ -2468,10 +2538,12 @@ class _Exchange:
     def __init__(self, http, reader, writer):
         self.http, self.reader, self.writer = http, reader, writer
         self.deadline = _Deadline()
-        self.request, self.cors, self.auth = None, [], None    # auth: the AuthInfo of `request`
+        self.request: _Any = None   # the _Request being served
+        self.cors: list[tuple[str, str]] = []
+        self.auth: AuthInfo | None = None      # the AuthInfo of `request`
         self.peer = (writer.get_extra_info("peername") or ("?",))[0]
         self.recheck = math.inf     # when `auth` is to be checked again (`authorized`)
-        self.watcher = None     # reads on while an answer is pending: done when the client left
+        self.watcher: _Any = None   # reads on while an answer is pending: done when the client left
         self.host = None        # the Host header last found good
         self.frame = bytes      # an SSE answer's framing: `_chunk`, or none (it ends at close)
 
@@ -2494,7 +2566,7 @@ class _Exchange:
         self.recheck = _recheck(self.auth)
         return True
 
-    def write(self, status, headers=(), body=b"", close=False):
+    def write(self, status, headers=(), body: bytes | None = b"", close=False):
         """A response head, and `body` unless it is None (a stream follows)."""
         lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
         lines += [f"{k}: {v}" for k, v in headers]
@@ -2620,7 +2692,48 @@ class _Exchange:
 _SESSION_IDS = re.compile(r"(?:^|&)(?:sessionId|session_id)=([^&]*)")
 
 
-class _SseEndpoint:
+class _Endpoints:
+    """What the two endpoints share: the sessions, each its user's own, within MAX_SESSIONS."""
+    server: Server
+    sessions: "dict[str, _HttpSession]"     # session id -> _HttpSession (legacy and streamable)
+    stateless_entries: "set[_HttpSession]"  # the sessions of one POST each, being answered
+    stateless: bool
+    json_response: bool
+    trace: "_Trace | None"
+    auth: "ResourceServer | None"
+
+    def _own(self, entry, x):
+        """The user binds requestState and the session (see _lookup); ctx.auth is what they sent;
+        their listens count together (the OAuth subject; with a fixed token, the address)."""
+        session = entry.session
+        session.principal, session.auth = _principal(x), x.auth
+        session.owner = x.auth.subject if x.auth and not getattr(self.auth, "fixed", True) else x.peer
+        return entry
+
+    def _make_room(self):
+        """At MAX_SESSIONS, one client must not lock out the rest: the quiet session
+        idle longest ends, first those never past initialize, else one idle for
+        HANDSHAKE_IDLE (its client gets 404 and initializes again). Else 503."""
+        if len(self.sessions) < MAX_SESSIONS:
+            return
+        quiet = (entry for entry in self.sessions.values() if entry.quiet())
+        entry = min(quiet, key=lambda e: (e.session.ready, e.last_active), default=None)
+        if entry is None or entry.session.ready and entry.last_active > _now() - HANDSHAKE_IDLE:
+            raise _HttpError(503, "Too many sessions")
+        del self.sessions[entry.sid]
+        entry.close(cancel=True)
+
+    def _find(self, x, sid, legacy):
+        """The session `sid` names, of this kind and this user: another user's is as unknown
+        as none (SECURITY.md R7: its existence is not told)."""
+        entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
+        if entry is None or entry.legacy != legacy or x.auth and entry.session.principal != _principal(x):
+            raise _HttpError(404, "Session not found")
+        entry.session.auth = x.auth
+        return entry
+
+
+class _SseEndpoint(_Endpoints):
     """The legacy HTTP+SSE endpoint (2024-11-05), as the capture shows it: GET /sse opens
     the session's stream, whose first event names where to POST (/messages?sessionId=...);
     every answer comes on the stream, each POST is answered 202 at once."""
@@ -2653,7 +2766,7 @@ class _SseEndpoint:
         return True
 
 
-class _McpEndpoint:
+class _McpEndpoint(_Endpoints):
     """The Streamable HTTP endpoint (2025-03-26 and later): POST, GET and DELETE /mcp."""
 
     async def _mcp_post(self, x):
@@ -2795,7 +2908,7 @@ class _McpEndpoint:
     async def _mcp_get(self, x):
         if not self._accepts(x, None):
             raise _HttpError(406, "Accept must list text/event-stream")
-        entry = self._lookup(x)
+        entry, events = self._lookup(x), []
         if (last := x.request.header("last-event-id")):
             stream, events = await _resume(entry, last)
         elif (stream := entry.standalone) is not None and stream.attached:
@@ -2855,8 +2968,8 @@ def _parsed_body(x):
 _ROUTES = {("POST", "/mcp"): "_mcp_post", ("GET", "/mcp"): "_mcp_get", ("DELETE", "/mcp"): "_mcp_delete",
            ("GET", "/sse"): "_sse_get", ("POST", "/messages"): "_sse_post"}
 _ALLOWED = {"/mcp": ("GET, POST, DELETE", "/mcp takes POST, GET and DELETE"),
-            "/sse": ("GET", "/sse takes GET, the legacy SSE stream (which names where to POST); "
-                            "Streamable HTTP takes POSTs at /mcp"),
+            "/sse": ("GET", ("/sse takes GET, the legacy SSE stream (which names where to POST); "
+                             "Streamable HTTP takes POSTs at /mcp")),
             "/messages": ("POST", "/messages takes the POSTs of a legacy SSE session")}
 
 
@@ -2889,7 +3002,8 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         self.writers = {}       # open connections (writer -> its _Exchange), closed with the server
         self.stateless_entries = set()  # --stateless: the sessions of POSTs being answered
         self.replay = _Replay()         # what resumable streams sent, to be sent again
-        self._listener = self._reaper = None
+        self._listener: _Any = None
+        self._reaper: _Any = None
         self.closing = False
 
     async def start(self):
@@ -2935,27 +3049,6 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
                     del self.sessions[sid]
                     entry.close(cancel=True)
 
-    def _own(self, entry, x):
-        """The user binds requestState and the session (see _lookup); ctx.auth is what they sent;
-        their listens count together (the OAuth subject; with a fixed token, the address)."""
-        session = entry.session
-        session.principal, session.auth = _principal(x), x.auth
-        session.owner = x.auth.subject if x.auth and not self.auth.fixed else x.peer
-        return entry
-
-    def _make_room(self):
-        """At MAX_SESSIONS, one client must not lock out the rest: the quiet session
-        idle longest ends, first those never past initialize, else one idle for
-        HANDSHAKE_IDLE (its client gets 404 and initializes again). Else 503."""
-        if len(self.sessions) < MAX_SESSIONS:
-            return
-        quiet = (entry for entry in self.sessions.values() if entry.quiet())
-        entry = min(quiet, key=lambda e: (e.session.ready, e.last_active), default=None)
-        if entry is None or entry.session.ready and entry.last_active > _now() - HANDSHAKE_IDLE:
-            raise _HttpError(503, "Too many sessions")
-        del self.sessions[entry.sid]
-        entry.close(cancel=True)
-
     async def _connection(self, reader, writer):
         self.connections += 1
         x = self.writers[writer] = _Exchange(self, reader, writer)
@@ -2974,7 +3067,7 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass    # the client left, or the loop is shutting down: this connection just ends
         except Exception:   # never let one connection take the server down
-            _log.exception("HTTP connection failed")
+            _logger.exception("HTTP connection failed")
         finally:
             self.connections -= 1
             self.writers.pop(writer).deadline.cancel()
@@ -2984,7 +3077,7 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
                 if not writer.is_closing():
                     await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)   # a big answer too
                 writer.close()
-            except Exception:
+            except Exception:  # noqa: BLE001 — a writer that cannot close is cut off
                 writer.transport.abort()
 
     async def _respond(self, x):
@@ -3065,8 +3158,8 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         path, version = request.path, request.header("mcp-protocol-version")
         post_only = path == "/mcp" and (self.stateless or version in MODERN_VERSIONS)
         if (handler := _ROUTES.get((request.method, path))) is None or post_only and request.method != "POST":
-            allow, what = ("POST", "/mcp takes POST only: 2026-07-28 requests and --stateless have no "
-                                   "session to stream or end") if post_only else _ALLOWED[path]
+            allow, what = ("POST", ("/mcp takes POST only: 2026-07-28 requests and --stateless have no "
+                                    "session to stream or end")) if post_only else _ALLOWED[path]
             raise _HttpError(405, what, headers=[("Allow", allow)])
         if path == "/mcp" and request.method != "POST" and (version or "2025-03-26") not in PROTOCOL_VERSIONS:
             raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # 2025-06-18 transports
@@ -3084,15 +3177,6 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
                                              + params),    # 2026-07-28: and a tool's Mcp-Param-*
             ("Access-Control-Max-Age", "600")], b"")
         return True
-
-    def _find(self, x, sid, legacy):
-        """The session `sid` names, of this kind and this user: another user's is as unknown
-        as none (SECURITY.md R7: its existence is not told)."""
-        entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
-        if entry is None or entry.legacy != legacy or x.auth and entry.session.principal != _principal(x):
-            raise _HttpError(404, "Session not found")
-        entry.session.auth = x.auth
-        return entry
 
     def _check_peer(self, request, known=None):
         """The request's Host (if it is not `known`, found good before) and Origin checked; its Host."""
@@ -3160,9 +3244,9 @@ async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options)
     """Serve `server` over HTTP until cancelled (SIGTERM, Ctrl-C); what runs then
     gets `grace` seconds (SHUTDOWN_GRACE) to finish."""
     http = await start_http(server, host, port, **options)
-    _log.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)", host, http.port)
+    _logger.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)", host, http.port)
     if not _is_loopback(host) and not options.get("allow_hosts"):
-        _log.warning("only Host: localhost is accepted; name the hosts clients use with --allow-host")
+        _logger.warning("only Host: localhost is accepted; name the hosts clients use with --allow-host")
     try:
         await asyncio.Event().wait()
     finally:
@@ -3192,18 +3276,25 @@ class Client(_Peer):
     token; `auth` an `OAuth`, which signs in on a 401.
     """
 
-    def __init__(self, target, *, token=None, auth=None, timeout=None, name="mcp_min", era="auto",
-                 protocol_version=LATEST_PROTOCOL_VERSION, sampling=None, elicitation=None, roots=None,
-                 on_log=None, on_notification=None, trace=None, transport="auto", env=None,
-                 inherit_env=True, elicit_url=None, sampling_tools=False,
-                 max_message_bytes=MAX_MESSAGE_BYTES):
+    def __init__(self, target: "str | list[str] | Server", *, token: str | None = None,
+                 auth: "OAuth | None" = None, timeout: float | None = None, name: str = "mcp_min",
+                 era: str = "auto", protocol_version: str = LATEST_PROTOCOL_VERSION,
+                 sampling: "_Answerer | None" = None, elicitation: "_Answerer | None" = None,
+                 roots: list[_Json] | typing.Callable[[], list[_Json]] | None = None,
+                 on_log: typing.Callable[[_Json], object] | None = None,
+                 on_notification: typing.Callable[[str, _Json], object] | None = None,
+                 trace: "str | _Trace | None" = None, transport: str = "auto",
+                 env: dict[str, str] | None = None, inherit_env: bool = True,
+                 elicit_url: "_Answerer | None" = None, sampling_tools: bool = False,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         super().__init__()
         if era not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
         self.target, self.token, self.auth, self.timeout = target, token, auth, timeout or REPLY_TIMEOUT
         self.max_message = max_message_bytes
         self.client_info = {"name": name, "version": __version__}
-        self.era, self.requested_version, self.log_level = era, protocol_version, None
+        self.era, self.requested_version = era, protocol_version
+        self.log_level: str | None = None
         self.sampling, self.elicitation, self.roots = sampling, elicitation, roots
         self.elicit_url, self.sampling_tools = elicit_url, sampling_tools
         self.on_log, self.on_notification = on_log, on_notification
@@ -3211,54 +3302,60 @@ class Client(_Peer):
         # A stdio server's environment: ours plus `env` (only `env`, if not `inherit_env`)
         self.transport_kind, self.env, self.inherit_env = transport, env, inherit_env
         self.server_info = self.server_capabilities = self.protocol_version = self.instructions = None
-        self._transport, self._progress, self._tasks, self._listens = None, {}, set(), {}
-        self._param_headers = {}    # 2026-07-28 HTTP: tool -> [(argument path, header name)]
-        self._asked = {}            # id of a request of the server's -> the task answering it
+        self._transport: _Transport | None = None
+        self._progress: dict[_Any, _Callback] = {}     # progress token -> its request's callback
+        self._listens: dict[_Any, dict[str, _Any]] = {}    # listen id -> method -> callback
+        self._tasks: set[asyncio.Task[_Any]] = set()
+        self._param_headers: dict[str, _Any] = {}   # 2026-07-28 HTTP: tool -> [(argument path, header)]
+        self._asked: dict[_Any, asyncio.Task[_Any]] = {}   # a request of the server's -> its answering
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> "Client":  # noqa: PYI034 — typing.Self is 3.11's
         return self if self._transport else await self.connect()
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def capabilities(self):
-        modes = {mode: {} for mode, on in (("form", self.elicitation), ("url", self.elicit_url)) if on}
-        offered = (("sampling", {"tools": {}} if self.sampling_tools else {}, self.sampling),
-                   ("elicitation", modes, modes),
-                   ("roots", {}, self.roots is not None))  # roots: no listChanged, we announce none
+    def capabilities(self) -> _Json:
+        modes: _Json = {mode: {} for mode, on in (("form", self.elicitation), ("url", self.elicit_url))
+                        if on}
+        offered: tuple[tuple[str, _Json, object], ...] = (
+            ("sampling", {"tools": {}} if self.sampling_tools else {}, self.sampling),
+            ("elicitation", modes, modes),
+            ("roots", {}, self.roots is not None))  # roots: no listChanged, we announce none
         return {k: v for k, v, on in offered if on}
 
-    async def connect(self):
+    async def connect(self) -> "Client":
         self._gone = None
         target = self.target
+        kinds: list[type[_Transport]]
         try:
             if isinstance(target, Server):
                 kinds = [_InMemory]
             elif isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
-                kinds = {"auto": [_StreamableHttp, _LegacySse], "http": [_StreamableHttp]}.get(
-                    self.transport_kind, [_LegacySse])
+                kinds = [_StreamableHttp, _LegacySse] if self.transport_kind == "auto" else \
+                    [_StreamableHttp] if self.transport_kind == "http" else [_LegacySse]
             else:
                 import shlex
-                kinds, target = [_StdioClient], shlex.split(target) if isinstance(target, str) \
-                    else list(target)
+                kinds = [_StdioClient]
+                target = shlex.split(target) if isinstance(target, str) else list(target)
             for kind in kinds:
-                self._transport = kind(target, self)
+                self._transport = transport = kind(target, self)
                 with contextlib.suppress(_Fallback):    # a 4xx to the probe: try legacy SSE (transports)
-                    await self._transport.start()
+                    await transport.start()
                     era = _ERAS.get(repr(target)) if self.era == "auto" else self.era
                     if era == "handshake" or kind is _LegacySse or not await self._discover():
                         await self._initialize()
                     if self.era == "auto":
                         _ERAS[repr(target)] = "2026-07-28" if self.modern else "handshake"
                     return self
-                await self._transport.close()
+                await transport.close()
             raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint")
         except BaseException:   # a failed connect leaves no child process or task behind
             await self.close()
             raise
 
     @property
-    def modern(self):
+    def modern(self) -> bool:
         """Whether we speak 2026-07-28 with this server: no session, each request whole."""
         return self.protocol_version in MODERN_VERSIONS
 
@@ -3283,9 +3380,9 @@ class Client(_Peer):
                     continue
                 if self.era != "auto" or e.code == CONNECTION_CLOSED and self._gone:
                     raise
-                _log.debug("server/discover: %s; the handshake then", e.message)
+                _logger.debug("server/discover: %s; the handshake then", e.message)
                 return False
-            meta = result.get("_meta") if type(result.get("_meta")) is dict else {}
+            meta = meta if type(meta := result.get("_meta")) is dict else {}
             self.server_info = meta.get(_MODERN + "serverInfo") or result.get("serverInfo", {})
             self.server_capabilities = result.get("capabilities", {})
             self.instructions = result.get("instructions")
@@ -3304,15 +3401,17 @@ class Client(_Peer):
         self.server_capabilities = result.get("capabilities", {})
         self.instructions = result.get("instructions")
         await self.notify("notifications/initialized")
-        await self._transport.initialized()
+        if self._transport:
+            await self._transport.initialized()
 
-    async def close(self):
+    async def close(self) -> None:
         if self._transport:
             transport, self._transport = self._transport, None
             await transport.close()
         self._closed("Client closed")
 
-    async def request(self, method, params=None, timeout=None, on_progress=None):
+    async def request(self, method: str, params: _Json | None = None, timeout: float | None = None,
+                      on_progress: typing.Callable[[_Json], object] | None = None) -> _Any:
         """Send a request; return its result or raise McpError. On timeout the
         server is sent notifications/cancelled. In 2026-07-28 each request carries
         who we are in its _meta, and an input_required result is answered (by the
@@ -3326,16 +3425,17 @@ class Client(_Peer):
             if on_progress:
                 params["_meta"] = {**params.get("_meta", {}), "progressToken": id_}
                 self._progress[id_] = on_progress
-            why = round_ > 1 and _TRACE_WHY.set(f"round {round_} of {method} #{first}")
+            why = _TRACE_WHY.set(f"round {round_} of {method} #{first}") if round_ > 1 else None
             try:
                 result = await self._exchange(id_, method, params or None, timeout or self.timeout,
-                                              lambda message: self._transport.send(message))
+                                              self._send)
             finally:
                 self._progress.pop(id_, None)
-                why and _TRACE_WHY.reset(why)
+                if why:
+                    _TRACE_WHY.reset(why)
             if not self.modern or type(result) is not dict or result.get("resultType") != "input_required":
                 return result
-            asked = result.get("inputRequests") if type(result.get("inputRequests")) is dict else {}
+            asked = asks if type(asks := result.get("inputRequests")) is dict else {}
             params = {**params, "inputResponses": {key: await self._handle(ask.get("method"), ask.get(
                 "params") or {}) if type(ask) is dict else {} for key, ask in asked.items()}}
             params.pop("requestState", None)    # echoed byte for byte, and only if given
@@ -3353,7 +3453,9 @@ class Client(_Peer):
                 params["_meta"][_MODERN + "logLevel"] = self.log_level or "info"
         return params
 
-    async def listen(self, on_tools=None, on_prompts=None, on_resources=None, on_updated=None, uris=()):
+    async def listen(self, on_tools: "_Callback | None" = None, on_prompts: "_Callback | None" = None,
+                     on_resources: "_Callback | None" = None, on_updated: "_Callback | None" = None,
+                     uris: typing.Iterable[str] = ()) -> _Json:
         """2026-07-28: hear of changes, until the server ends the stream (this then returns) or
         this is cancelled. Each callback given is called with the params of its notification:
         the tool, prompt or resource list changed, or a resource of `uris` was updated."""
@@ -3363,20 +3465,25 @@ class Client(_Peer):
         lists = zip(_LISTS, (on_tools, on_prompts, on_resources))
         callbacks = {f"notifications/{kind}/list_changed": fn for (_, kind), fn in lists}
         callbacks["notifications/resources/updated"] = on_updated
-        wanted = {key: True for (key, kind), fn in zip(_LISTS, callbacks.values()) if fn}
+        wanted: _Json = {key: True for (key, kind), fn in zip(_LISTS, callbacks.values()) if fn}
         if on_updated:
             wanted["resourceSubscriptions"] = list(uris)
         id_ = next(self._ids)
         self._listens[id_] = callbacks
         try:
             return await self._exchange(id_, "subscriptions/listen", self._whole(
-                {"notifications": wanted}), None, lambda message: self._transport.send(message))
+                {"notifications": wanted}), None, self._send)
         finally:
             del self._listens[id_]
 
-    async def notify(self, method, params=None):
+    async def notify(self, method: str, params: _Json | None = None) -> None:
         message = {"jsonrpc": "2.0", "method": method, **({} if params is None else {"params": params})}
-        await asyncio.wait_for(self._transport.send(message), self.timeout)
+        await asyncio.wait_for(self._send(message), self.timeout)
+
+    async def _send(self, message: _Json) -> None:
+        if self._transport is None:
+            raise McpError(CONNECTION_CLOSED, self._gone or "Not connected")
+        await self._transport.send(message)
 
     def _abandon(self, id_, method, reason, related=None):
         """Tell the server a request is abandoned, in the background: never wait on it."""
@@ -3387,8 +3494,8 @@ class Client(_Peer):
         async def tell():
             try:
                 await self.notify("notifications/cancelled", {"requestId": id_, "reason": reason})
-            except Exception as e:  # the connection is going: the server will not run it anyway
-                _log.debug("could not cancel request %r: %s", id_, e)
+            except Exception as e:  # noqa: BLE001 — the connection is going: nothing will run it anyway
+                _logger.debug("could not cancel request %r: %s", id_, e)
         _background(self._tasks, tell())
 
     def _received(self, message):
@@ -3398,7 +3505,7 @@ class Client(_Peer):
             message = decode(message) if isinstance(message, (bytes, str)) else message
             kind = classify(message)
         except McpError:    # one bad message is skipped, never the whole stream
-            _log.warning("ignoring a malformed message from the server")
+            _logger.warning("ignoring a malformed message from the server")
             return None
         if kind == "response":
             self._settle(message)
@@ -3431,7 +3538,7 @@ class Client(_Peer):
         answers (`id_`, else the id read off its ends) fails now, naming the limit."""
         found = _EDGE_ID[0].match(head) or _EDGE_ID[1].search(tail)
         id_ = id_ if id_ is not None else found and json.loads(found.group(1))
-        _log.error("a message from the server over %d bytes was skipped", self.max_message)
+        _logger.error("a message from the server over %d bytes was skipped", self.max_message)
         self._fail(id_, McpError(INTERNAL_ERROR, f"The server's answer is over {self.max_message} bytes, "
                                  "this client's limit: raise it with Client(max_message_bytes=...)"))
 
@@ -3441,7 +3548,7 @@ class Client(_Peer):
             if asyncio.iscoroutine(result):
                 _background(self._tasks, result)
         except Exception:
-            _log.exception("client callback failed")
+            _logger.exception("client callback failed")
 
     async def _handle(self, method, params):
         """What we answer to the server's request (or input request): our handler's (`_ANSWERS`)."""
@@ -3456,7 +3563,7 @@ class Client(_Peer):
                            f"server's {what}: it has no handler for it"
                            + f" (Client({option}=...))" * bool(option))
         if method == "roots/list":
-            return {"roots": list(handler() if callable(handler) else handler)}
+            return {"roots": list(typing.cast(_Any, handler() if callable(handler) else handler))}
         result = handler(params)
         return await result if asyncio.iscoroutine(result) else result
 
@@ -3467,13 +3574,13 @@ class Client(_Peer):
         except McpError as e:
             reply = _error(message["id"], e.code, e.message, e.data)
         except Exception:
-            _log.exception("handler for %s failed", method)
+            _logger.exception("handler for %s failed", method)
             reply = _error(message["id"], INTERNAL_ERROR, "Internal error")
         if self._transport:
             try:
                 await self._transport.send(reply)
-            except Exception:
-                _log.warning("could not answer the server's %s", method)
+            except Exception:  # noqa: BLE001 — the answer is lost, not the client
+                _logger.warning("could not answer the server's %s", method)
 
     async def _all(self, method):
         items, cursor, seen = [], None, set()
@@ -3496,48 +3603,51 @@ class Client(_Peer):
         for tool in tools:
             named = type(tool) is dict and type(tool.get("name")) is str
             if (marks := _header_params(tool.get("inputSchema")) if named else None) is None:
-                _log.warning("a tool left out: no name, or invalid x-mcp-header marks: %.100r", tool)
+                _logger.warning("a tool left out: no name, or invalid x-mcp-header marks: %.100r", tool)
             else:
                 usable.append(tool)
                 self._param_headers[tool["name"]] = marks
         return usable
 
-    async def ping(self):
+    async def ping(self) -> _Json:
         """{} if the server answers (2026-07-28 has no ping: server/discover stands in)."""
         return await self.request("ping") if not self.modern else await self.request("server/discover") and {}
 
-    async def list_tools(self):
+    async def list_tools(self) -> list[ToolInfo]:
         return await self._all("tools/list")
 
-    async def call_tool(self, name, arguments=None, on_progress=None, timeout=None):
+    async def call_tool(self, name: str, arguments: _Json | None = None,
+                        on_progress: typing.Callable[[_Json], object] | None = None,
+                        timeout: float | None = None) -> CallToolResult:
         """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception."""
         if self.modern and isinstance(self._transport, _StreamableHttp) and not self._param_headers:
             await self.list_tools()     # which arguments go in Mcp-Param-* headers too
         return await self.request("tools/call", {"name": name, "arguments": arguments or {}},
                                   timeout=timeout, on_progress=on_progress)
 
-    async def list_resources(self):
+    async def list_resources(self) -> list[_Json]:
         return await self._all("resources/list")
 
-    async def list_resource_templates(self):
+    async def list_resource_templates(self) -> list[_Json]:
         return await self._all("resources/templates/list")
 
-    async def read_resource(self, uri):
+    async def read_resource(self, uri: str) -> ReadResourceResult:
         return await self.request("resources/read", {"uri": uri})
 
-    async def subscribe(self, uri):
+    async def subscribe(self, uri: str) -> _Json:
         return await self.request("resources/subscribe", {"uri": uri})
 
-    async def unsubscribe(self, uri):
+    async def unsubscribe(self, uri: str) -> _Json:
         return await self.request("resources/unsubscribe", {"uri": uri})
 
-    async def list_prompts(self):
+    async def list_prompts(self) -> list[_Json]:
         return await self._all("prompts/list")
 
-    async def get_prompt(self, name, arguments=None):
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
         return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
 
-    async def complete(self, ref, argument, value, context=None):
+    async def complete(self, ref: _Json, argument: str, value: str,
+                       context: dict[str, str] | None = None) -> _Json:
         """Completions for `argument`; `ref` is {"type": "ref/prompt", "name": ...}
         or {"type": "ref/resource", "uri": ...}."""
         params = {"ref": ref, "argument": {"name": argument, "value": value}}
@@ -3545,7 +3655,7 @@ class Client(_Peer):
             params["context"] = {"arguments": context}
         return (await self.request("completion/complete", params))["completion"]
 
-    async def set_log_level(self, level):
+    async def set_log_level(self, level: str) -> _Json:
         if self.modern:     # 2026-07-28: each request asks for the log messages it wants
             self.log_level = level
             return {}
@@ -3560,7 +3670,7 @@ _ANSWERS = {("sampling/createMessage", False): ("sampling request", "sampling"),
             ("elicitation/create", False): ("form elicitation", "elicitation"),
             ("elicitation/create", True): ("URL elicitation", "elicit_url"),
             ("roots/list", False): ("roots/list request", "roots")}
-_ERAS = {}  # server (URL, command) -> the era it spoke: a handshake-era server is not probed again
+_ERAS: dict[str, str] = {}  # server (URL, command) -> the era it spoke (a handshake-era one: not asked again)
 
 
 def _background(tasks, coroutine, index=None, key=None):
@@ -3626,11 +3736,21 @@ class _Transport:
     cannot), `initialized` (after the handshake) and `close`. What arrives goes to
     ``client._received``; loss is told as to any `_Peer` (`_fail`, `_closed`). Over HTTP,
     every exchange goes through `_request`."""
+    url = ""
 
-    async def start(self):
+    def __init__(self, target: _Any, client: "Client") -> None:
+        self.client = client
+
+    async def start(self) -> None:
         pass
 
-    async def initialized(self):
+    async def initialized(self) -> None:
+        pass
+
+    async def send(self, message: _Json) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
         pass
 
     def drop(self, id_):
@@ -3645,8 +3765,8 @@ class _Transport:
         """HTTP: one exchange with `url` (McpError if it cannot be reached), our token in its header,
         never in the URL. After a 401, or a 403 insufficient_scope, an `OAuth` signs in and it goes
         again (_AUTH_TRIES times at most); else the answer stays as it came."""
-        auth = self.client.auth
-        for tries in range(_AUTH_TRIES + 1):
+        auth, tries = self.client.auth, 0
+        while True:
             token = auth.token(self.url) if auth else self.client.token
             bearer = f"Bearer {token}" if token else None
             try:
@@ -3657,11 +3777,11 @@ class _Transport:
             challenge, status = response.headers.get("www-authenticate", ""), response.status
             if not (auth and sign_in) or tries == _AUTH_TRIES or status != 401 and not (
                     status == 403 and "insufficient_scope" in challenge):
-                break
+                return response
             response.close()
             if not await auth.challenged(self.url, status, challenge, bearer):
-                break
-        return response
+                return response
+            tries += 1
 
 
 class _InMemory(_Transport):
@@ -3694,14 +3814,15 @@ class _StdioClient(_Transport):
 
     def __init__(self, argv, client):
         self.argv, self.client = argv, client
-        self.process = self._reader = None
+        self.process: _Any = None
+        self._reader: asyncio.Future[None] | None = None
 
     async def start(self):
         if not self.argv:
             raise ValueError("the command that starts the server is empty")
         # In a process group of its own, so that close() ends what it started too (npx, uvx
         # and shell wrappers run the server as a grandchild), and Ctrl-C here is ours alone.
-        group = {"start_new_session": True} if os.name == "posix" else {"creationflags": 0x200}
+        group: _Json = {"start_new_session": True} if os.name == "posix" else {"creationflags": 0x200}
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, **group,
@@ -3744,8 +3865,8 @@ class _StdioClient(_Transport):
             return
         try:
             process.stdin.close()
-        except Exception as e:  # already broken: the steps below still end the process
-            _log.debug("closing the server's stdin: %s", e)
+        except Exception as e:  # noqa: BLE001 — already broken: the steps below still end the process
+            _logger.debug("closing the server's stdin: %s", e)
         for signum in (None, signal.SIGTERM, getattr(signal, "SIGKILL", None)):
             try:
                 if signum and os.name == "posix":
@@ -3841,8 +3962,8 @@ class _HttpResponse:
                     if client.trace:
                         client.trace.event("in", event)
                     yield event
-        except Exception as e:
-            _log.debug("an SSE stream ended: %r", e)
+        except Exception as e:  # noqa: BLE001 — reset, bad framing, a stream cut short: it ends
+            _logger.debug("an SSE stream ended: %r", e)
         finally:
             self.close()
             if client.trace:
@@ -3930,7 +4051,7 @@ class _SseParser:
     def __init__(self, limit=MAX_MESSAGE_BYTES):
         self.limit, self.line, self.started, self.after_cr = limit, bytearray(), False, False
         self.event, self.data, self.size = {}, [], 0
-        self.big = None         # the event is too big: [head, tail] of its data, kept alone
+        self.big: list[bytes] | None = None     # the event is too big: [head, tail] of its data alone
         self.cut = False        # and so is the line now read: its middle is not kept
 
     def feed(self, data):
@@ -3962,7 +4083,7 @@ class _SseParser:
     def _line(self, raw, events):
         if not self.started:    # the first line may start with a byte order mark
             raw, self.started = raw.removeprefix(_BOM), True
-        if self.cut:    # the end of a line too long: its last bytes
+        if self.cut and self.big:   # the end of a line too long: its last bytes
             self.cut, self.big[1] = False, raw[-_EDGE:]
             return
         if not raw:
@@ -4021,7 +4142,7 @@ class _StreamableHttp(_Transport):
     async def _post_request(self, message):
         try:
             await self._post(message)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 — any failure fails its request, never the task
             self.client._fail(message["id"], e if isinstance(e, McpError)
                               else McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}"))
 
@@ -4075,7 +4196,7 @@ class _StreamableHttp(_Transport):
     async def _reinitialize(self):
         self.session_id = None
         version, self.client.protocol_version = self.client.protocol_version, None
-        _log.info("session expired: initializing again")
+        _logger.info("session expired: initializing again")
         inside = _REINITIALIZING.set(True)      # seen by the tasks it starts, too
         try:
             await self.client._initialize()
@@ -4146,8 +4267,8 @@ class _StreamableHttp(_Transport):
                 response = await asyncio.wait_for(self._request("DELETE", self.url, self._headers(),
                                                                 sign_in=False), 5)
                 response.close()
-            except Exception as e:  # the server may be gone already: the session is over anyway
-                _log.debug("DELETE of the session failed: %r", e)
+            except Exception as e:  # noqa: BLE001 — the server may be gone: the session is over anyway
+                _logger.debug("DELETE of the session failed: %r", e)
             self.session_id = None
 
 
@@ -4168,7 +4289,7 @@ class _LegacySse(_Transport):
         self._reader = asyncio.ensure_future(self._read(response, found))
         try:
             self.endpoint = await asyncio.wait_for(found, CONNECT_TIMEOUT)
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
             raise McpError(CONNECTION_CLOSED, f"{self.url} sent no endpoint event") from None
 
     async def _read(self, response, found):
@@ -4208,7 +4329,7 @@ class _LegacySse(_Transport):
 ##############################################################################
 
 
-_JSON_NAMES = {**_SIMPLE_TYPES, list: "array", dict: "object"}
+_JSON_NAMES: dict[_Any, str] = {**_SIMPLE_TYPES, list: "array", dict: "object"}
 
 
 def validate(value, schema):
@@ -4539,8 +4660,8 @@ def _mismatch(request, body, server):
     if type(body) is not dict:
         return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
                                  else "Invalid request")
-    params = body.get("params") if type(body.get("params")) is dict else {}
-    meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
+    params = params if type(params := body.get("params")) is dict else {}
+    meta = meta if type(meta := params.get("_meta")) is dict else {}
     if not (version := request.header("mcp-protocol-version")):
         return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
     if type(meta.get(_VERSION_KEY)) is str and version != meta[_VERSION_KEY]:
@@ -4638,7 +4759,7 @@ class AuthInfo(typing.NamedTuple):
     """What a verified access token says, as a handler sees it: ``ctx.auth`` (None without auth)."""
     subject: str
     scopes: frozenset
-    client_id: typing.Optional[str]
+    client_id: str | None
     claims: dict
 
 
@@ -4667,7 +4788,7 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
             _http(url, "GET" if form is None else "POST", headers, body, hops=0), REPLY_TIMEOUT)
         data = await asyncio.wait_for(response.body(READ_CHUNK * 4), REPLY_TIMEOUT)
         response.close()
-    except (OSError, asyncio.TimeoutError) as e:
+    except (OSError, asyncio.TimeoutError) as e:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
         raise _refused(f"cannot reach {url}: {e!r}") from None
     with contextlib.suppress(ValueError, RecursionError):
         if type(parsed := json.loads(data)) is dict:
@@ -4734,7 +4855,8 @@ class Introspection:
             raise _refused(f"the introspection endpoint answered {status}")
         claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
         exp, now = claims and claims.get("exp"), _now()     # never kept past the token's own end
-        ttl = min(INTROSPECTION_TTL, exp - time.time()) if type(exp) in (int, float) else INTROSPECTION_TTL
+        ttl = min(INTROSPECTION_TTL, exp - time.time()) if isinstance(exp, (int, float)) \
+            else INTROSPECTION_TTL
         cache = self.good if claims else self.bad
         if len(cache) >= INTROSPECTION_CACHE:
             expired = [k for k, (until, _) in cache.items() if until <= now]
@@ -4751,8 +4873,8 @@ def _fixed_token(token):
 
     async def verify(given):
         return {"sub": "token"} if hmac.compare_digest(given.encode(), expected) else None
-    verify.fixed = True     # no metadata, a bare "Bearer" challenge, no audience: as before OAuth
-    return verify
+    verify.fixed = True     # type: ignore[attr-defined]  # no metadata, a bare "Bearer" challenge,
+    return verify           # no audience: as before OAuth
 
 
 class ResourceServer:
@@ -4770,9 +4892,10 @@ class ResourceServer:
         if not (verify or self.authorization_servers):
             raise ValueError("a ResourceServer needs an authorization server, or a verify function")
         self.verify = verify or Introspection(self.authorization_servers[0], client_id, client_secret)
-        self.is_async = inspect.iscoroutinefunction(getattr(self.verify, "__call__", None)) \
-            or inspect.iscoroutinefunction(self.verify)
-        self.fixed, self.scopes, self.resource = getattr(verify, "fixed", False), frozenset(scopes), resource
+        self.is_async = inspect.iscoroutinefunction(self.verify) or \
+            inspect.iscoroutinefunction(type(self.verify).__call__)     # an object's async __call__
+        self.fixed, self.scopes = getattr(verify, "fixed", False), frozenset(scopes)
+        self.resource: str = resource or ""     # "": the HttpServer names it when it starts
 
     def publish(self, x, server):
         """RFC 9728 2 metadata: who issues tokens for us, and the scopes our tools ask; at the root
@@ -4808,9 +4931,9 @@ class ResourceServer:
             raise self._refuse(401)     # RFC 6750 3.1: no error code when no token came
         try:
             claims = await (self.verify(token) if self.is_async else asyncio.to_thread(self.verify, token))
-        except Exception as e:      # the AS is down or confused: not the client's fault, no 401
+        except Exception as e:  # noqa: BLE001 — the AS is down or confused: not the client's fault, no 401
             # a verifier's own message might quote the token: only ours are logged whole
-            _log.warning("cannot verify an access token: %s",
+            _logger.warning("cannot verify an access token: %s",
                          e if isinstance(e, (OSError, McpError)) else type(e).__name__)
             raise _HttpError(503, "Cannot verify the access token now") from None
         if (auth := self._auth_info(claims)) is None:     # inactive, expired, or not for us
@@ -4916,19 +5039,24 @@ class OAuth:
         self.store = os.path.join(config, "mcp_min", "tokens.json") if store == "default" else store
         self._entries, self._lock = None, asyncio.Lock()
 
-    def token(self, url):
+    def token(self, url: str) -> str | None:
         """The access token for the server at `url` (and for no other URL), or None."""
+        return self._all().get(url, {}).get("access_token")
+
+    def _all(self):
+        """What `store` keeps: a server's URL -> its sign-in (read once)."""
         if self._entries is None:
             self._entries = {}
             with contextlib.suppress(OSError, ValueError, TypeError), open(self.store or "", "rb") as f:
                 self._entries = dict(json.load(f))
-        return self._entries.get(url, {}).get("access_token")
+        return self._entries
 
     def _save(self):
         if self.store:
             os.makedirs(os.path.dirname(self.store), 0o700, exist_ok=True)
+            new = self.store + ".new"
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(new := self.store + ".new")
+                os.unlink(new)
             # 0600 from its creation on: never readable by others, not even for a moment
             with os.fdopen(os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
                 json.dump(self._entries, f)
@@ -4939,7 +5067,7 @@ class OAuth:
         async with self._lock:     # requests that hear it together share one sign-in
             if ((token := self.token(url)) and f"Bearer {token}") != sent:
                 return True         # another request signed in while this one waited
-            entry = self._entries.get(url, {})
+            entry = self._all().get(url, {})
             params = {k.lower(): a or b for k, a, b in _CHALLENGE_PARAM.findall(challenge)}
             if status == 403 and set(params.get("scope", "").split()) <= set(entry.get("scope", "").split()):
                 return False        # asked for and given already: signing in again would loop
@@ -4979,6 +5107,7 @@ class OAuth:
         parts = urlsplit(_secure(url, "MCP server"))
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
         well_known = f"{origin}/.well-known/oauth-protected-resource"
+        where = hinted or well_known
         for where in dict.fromkeys(filter(None, (hinted, path and well_known + path, well_known))):
             status, metadata = await _fetch_json(_secure(where, "resource metadata URL"))
             if status == 200 and metadata:
@@ -5027,7 +5156,7 @@ class OAuth:
                 if asyncio.iscoroutine(opened := (self.browser or _open_browser)(url)):
                     await opened
                 answer = await asyncio.wait_for(answered, 300)    # 5 minutes for a person
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
             raise _refused("nobody signed in within 5 minutes") from None
         finally:
             listener.close()
@@ -5092,9 +5221,9 @@ class OAuth:
         # RFC 6749 §6: a refresh that brings no new refresh token leaves the old one good
         entry.update(access_token=answer["access_token"],
                      refresh_token=answer.get("refresh_token") or form.get("refresh_token"))
-        self._entries[url] = entry
+        self._all()[url] = entry
         self._save()
-        _log.info("signed in to %s at %s", url, entry["issuer"])
+        _logger.info("signed in to %s at %s", url, entry["issuer"])
         return True
 
 
@@ -5116,8 +5245,8 @@ async def _loopback_redirect(state):
             writer.write(b"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close"
                          b"\r\n\r\n%s" % (b"200 OK" if ours else b"404 Not Found", len(text), text))
             await writer.drain()
-        except Exception as e:    # a stray or broken connection: not our answer
-            _log.debug("the redirect listener dropped a connection: %r", e)
+        except Exception as e:  # noqa: BLE001 — a stray or broken connection: not our answer
+            _logger.debug("the redirect listener dropped a connection: %r", e)
         finally:
             writer.close()
     listener = await asyncio.start_server(serve, "127.0.0.1", 0)
@@ -5152,8 +5281,8 @@ class _Trace:
 
     def __init__(self, target, side="server"):
         self.start, self.side, self.jsonl = time.monotonic(), side, target != "-"
-        self.file = open(target, "a", encoding="utf-8", errors="backslashreplace") \
-            if self.jsonl else sys.stderr
+        self.file = open(  # noqa: SIM115 — open for the trace's life
+            target, "a", encoding="utf-8", errors="backslashreplace") if self.jsonl else sys.stderr
         self.lock = threading.Lock()
         self.asked = {}     # (arrow of the request, id) -> method
 
@@ -5180,7 +5309,7 @@ class _Trace:
                 self.file.write(text)
                 self.file.flush()
             except (OSError, ValueError):   # stderr closed, a full disk: the trace ends, not the server
-                self.file = open(os.devnull, "w")
+                self.file = open(os.devnull, "w")  # noqa: SIM115 — for the trace's life
 
     def _about(self, arrow, message):
         """What a message is, as record fields (kind, id, method, name, answers, outcome)."""
@@ -5194,8 +5323,8 @@ class _Trace:
             id_ = str(id_)[:40]     # a peer picks its size
         if type(method) is str:
             method = method[:80]
-            about = {"kind": "notification" if "id" not in message else "request", "method": method}
-            params = message.get("params") if type(message.get("params")) is dict else {}
+            about: _Json = {"kind": "notification" if "id" not in message else "request", "method": method}
+            params = params if type(params := message.get("params")) is dict else {}
             if (why := _what_for(message, params)):
                 about["why"] = why
             if "id" in message:
@@ -5245,7 +5374,7 @@ class _Trace:
 _SECRET_QUERY = re.compile(r"(?i)([?&][^=&#\s]*(?:token|secret|key|password|code)[^=&#\s]*=)[^&#\s]*")
 _NAMED = ("tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe")
 # Set around a request the CLI makes for itself, so that the trace says why it was sent.
-_TRACE_WHY = contextvars.ContextVar("mcp_min_trace_why", default=None)
+_TRACE_WHY: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("mcp_min_why", default=None)
 
 
 def _parsed(text, otherwise):
@@ -5294,7 +5423,7 @@ def _outcome(error, result):
 _WORDS = (("id", "#{}"), ("answers", "({})"), ("method", "{}"), ("name", "{}"), ("outcome", "{}"))
 
 
-def _summary(about):
+def _summary(about: _Json) -> str:
     """A record's JSON-RPC fields as words: ``request #2 tools/call getUsers``."""
     if about["kind"] == "batch":
         return f"batch of {about['count']}: " + "; ".join(_summary(a) for a in about["items"])
@@ -5302,7 +5431,7 @@ def _summary(about):
     return " ".join(words) + (f"  [{about['why']}]" if "why" in about else "")
 
 
-def _shorten(value, limit=300, depth=0):
+def _shorten(value, limit: int | None = 300, depth=0):
     """For showing: strings over `limit` and lists over 50 cut (None: kept whole),
     and nesting past 32 levels, which a hostile peer may send."""
     if depth > 32:
@@ -5440,7 +5569,7 @@ def _serve(server, args, stdout=1):
 
     async def main():
         from concurrent.futures import ThreadPoolExecutor
-        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        loop, task = asyncio.get_running_loop(), typing.cast(asyncio.Task[_Any], asyncio.current_task())
         stopping = []
 
         def stop(signum):       # the first SIGTERM or Ctrl-C ends serving gracefully, a second at once
@@ -5449,7 +5578,7 @@ def _serve(server, args, stdout=1):
                 os._exit(128 + signum)
             stopping.append(signum)
             if args.port is not None and any(s.running or s.waiting for s in server.sessions):
-                _log.info("stopping: work in flight has %g s to finish (a second signal: at "
+                _logger.info("stopping: work in flight has %g s to finish (a second signal: at "
                           "once)", args.shutdown_grace)
             task.cancel()
         for signum in signals:
@@ -5476,9 +5605,9 @@ def _serve(server, args, stdout=1):
             # A tool runs on past the grace (a sync tool's thread, a handler ignoring its
             # cancel): it cannot be stopped, and its caller has its answer, so leave without it.
             if not stopping:
-                _log.warning("exiting with a tool still running")
+                _logger.warning("exiting with a tool still running")
             sys.stderr.flush()
-            os._exit(code)
+            os._exit(code or 0)
         return code
     try:
         return asyncio.run(main())
@@ -5507,14 +5636,14 @@ def _auth_options(args):
     if secret is not None and not secret.strip(" \t"):
         raise ValueError("the token is empty, which would turn authentication off")
     if args.token is not None:
-        _log.warning("--token is visible to every local user (ps, /proc/PID/cmdline); "
+        _logger.warning("--token is visible to every local user (ps, /proc/PID/cmdline); "
                      "pass it in $MCP_TOKEN or --token-file")
     return {"token": secret}
 
 
 def _load_server(target):
     """A Server from ``path/to/file.py[:name]`` or ``package.module[:name]``."""
-    import importlib.util     # binds importlib too
+    import importlib.util  # binds importlib too
     spec, _, name = target.rpartition(":")
     if not spec or not name.isidentifier():    # no ":name" (or a Windows drive letter)
         spec, name = target, None
@@ -5522,7 +5651,7 @@ def _load_server(target):
         path = os.path.abspath(spec)
         module_spec = importlib.util.spec_from_file_location(
             os.path.splitext(os.path.basename(path))[0], path)
-        if module_spec is None or not os.path.exists(path):
+        if module_spec is None or module_spec.loader is None or not os.path.exists(path):
             raise ValueError(f"no such file: {spec}")
         module = importlib.util.module_from_spec(module_spec)
         sys.path.insert(0, os.path.dirname(path))
@@ -5538,8 +5667,8 @@ def _load_server(target):
         return server
     found = [v for v in vars(module).values() if isinstance(v, Server)]
     server = found[0] if len(found) == 1 else getattr(module, "server", None)
-    if not isinstance(server, Server):
-        raise ValueError(f"{target}: {'several Servers' if found else 'no Server'} found "
+    if not isinstance(server, Server):  # ValueError, not TypeError: a bad TARGET, said in one line
+        raise ValueError(f"{target}: {'several Servers' if found else 'no Server'} found "  # noqa: TRY004
                          f"(name one with {spec}:NAME)")
     return server
 
@@ -5617,7 +5746,7 @@ def _client_main(args, name, arguments, raw):
     except KeyboardInterrupt:
         return 130
     except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
-        _log.debug("client failed", exc_info=True)
+        _logger.debug("client failed", exc_info=True)
         what = (f"{e.strerror}: {e.filename}" if e.filename else e.strerror) \
             if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
         print(f"mcp_min: {what}", file=sys.stderr)
@@ -5849,7 +5978,7 @@ def main(argv=None):
         stdout = _private_stdout() if args.port is None else 1
         try:
             server = _load_server(args.target) if args.target else demo_server()
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 — the user's file may raise anything: shown in one line
             print(f"mcp_min: cannot load {args.target}: {_load_error(e)}", file=sys.stderr)
             return 2
         return _serve(server, args, stdout)

@@ -7692,7 +7692,7 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
                                           (HttpClient(http.port), self.alice)):
                         response = await client.post(call(1, "count"), headers=bearer(token))
                         bodies.append(response.body + str(response.headers).encode())
-                    mcp_min._log.debug("end")
+                    mcp_min._logger.debug("end")
             finally:
                 await http.close()
                 trace.file.close()
