@@ -2546,6 +2546,7 @@ class _Exchange:
         self.watcher: _Any = None   # reads on while an answer is pending: done when the client left
         self.host = None        # the Host header last found good
         self.frame = bytes      # an SSE answer's framing: `_chunk`, or none (it ends at close)
+        self.trace = http.trace and http.trace.on()     # its frames say which connection
 
     def left(self):
         """Whether the client is gone while its answer is pending: reset, closed, or sending
@@ -2574,8 +2575,8 @@ class _Exchange:
             lines.append(f"Content-Length: {len(body)}")
         if close:
             lines.append("Connection: close")
-        if self.http.trace:
-            self.http.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
+        if self.trace:
+            self.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
 
     def error(self, e, close=False):
@@ -2614,15 +2615,15 @@ class _Exchange:
             stream.seq += 1
             event = b"id: %d-%d\n%s" % (stream.number, stream.seq, event)
             self.http.replay.add(stream, event)
-        if self.http.trace:
+        if self.trace:
             numbered = {"id": f"{stream.number}-{stream.seq}"} if stream and stream.number else {}
-            self.http.trace.event("out", {**numbered, "event": "message", "data": message})
+            self.trace.event("out", {**numbered, "event": "message", "data": message})
         return event
 
     def fields(self, fields):
         """An SSE event of our own (not a message), as the trace shows it too."""
-        if self.http.trace:
-            self.http.trace.event("out", fields)
+        if self.trace:
+            self.trace.event("out", fields)
         return "".join(f"{k}: {v}\n" for k, v in fields.items()).encode() + b"\n"
 
     def prime(self, stream):
@@ -2672,8 +2673,8 @@ class _Exchange:
                 stream.close()
                 stream.items.clear()
                 stream.sizes.clear()
-            if note and self.http.trace:
-                self.http.trace.note("out", note)
+            if note and self.trace:
+                self.trace.note("out", note)
         return None if self.watcher.done() else message
 
     async def _next(self, stream):
@@ -2900,9 +2901,9 @@ class _McpEndpoint(_Endpoints):
             if first is None:
                 return False    # the client left (or its token ended): its connection ends
         await x.send(x.frame(b""))     # chunked: the last chunk
-        if self.trace:
-            self.trace.note("out", "(the server ends the SSE stream: the client resumes it with GET)"
-                            if first is _PART else "(the SSE stream ends: every answer was sent)")
+        if x.trace:
+            x.trace.note("out", "(the server ends the SSE stream: the client resumes it with GET)"
+                         if first is _PART else "(the SSE stream ends: every answer was sent)")
         return True
 
     async def _mcp_get(self, x):
@@ -2916,8 +2917,8 @@ class _McpEndpoint(_Endpoints):
         elif stream is None or stream.closed:   # the session's own (one that lost its connection goes on)
             stream = entry.standalone = entry.number(_Stream())
         x.start_sse(x.cors)
-        if last and self.trace:
-            self.trace.note("out", f"(the stream resumes after {last}; events sent again: {len(events)})")
+        if last and x.trace:
+            x.trace.note("out", f"(the stream resumes after {last}; events sent again: {len(events)})")
         try:
             await x.hold(stream, b"".join(events) if last else x.prime(stream),
                          "(the GET /mcp stream closed)")
@@ -3060,7 +3061,7 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
                 kept_alive = True
         except _HttpError as e:
             if x.request is not None:
-                self._trace(x.request)
+                self._trace(x)
             if not writer.is_closing():
                 e.headers = list(e.headers) + x.cors
                 x.error(e, close=True)
@@ -3082,8 +3083,8 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
 
     async def _respond(self, x):
         """Serve the request read: True if the connection may carry the next."""
-        if self.trace and x.request.method != "POST":      # a POST is traced with its body
-            self._trace(x.request)
+        if x.trace and x.request.method != "POST":      # a POST is traced with its body
+            self._trace(x)
         x.cors = self._cors(x.request) if self.allow_origins else []
         if not await self._route(x) or x.request.headers.get("connection", "").lower() == "close" \
                 or x.request.version == "HTTP/1.0" or self.closing:
@@ -3124,11 +3125,12 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         x.request = _parse_head(head)
         return True
 
-    def _trace(self, request):
-        if self.trace and not request.traced:
+    @staticmethod
+    def _trace(x):
+        if x.trace and not (request := x.request).traced:
             request.traced = True
-            self.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
-                                  f"{request.query}", request.headers, request.body)
+            x.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
+                               f"{request.query}", request.headers, request.body)
 
     async def _route(self, x):
         """Serve one request (`_ROUTES`). Returns False when the connection must close."""
@@ -3224,11 +3226,11 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             raise _HttpError(415, "Content-Type must be application/json")
         if headers.get("expect", "").lower() == "100-continue" and request.version == "HTTP/1.1":
             x.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
-        x.deadline.set(BODY_TIMEOUT, lambda: self._trace(request) or x.timeout())
+        x.deadline.set(BODY_TIMEOUT, lambda: self._trace(x) or x.timeout())
         request.body = await x.reader.readexactly(int(length))
         x.deadline.clear()
-        if self.trace:
-            self._trace(request)
+        if x.trace:
+            self._trace(x)
 
 
 def _chunk(data):
@@ -3899,6 +3901,7 @@ class _HttpResponse:
     def __init__(self, status, headers, reader, writer, trace=None, head=""):
         self.status, self.headers, self.reader, self.writer = status, headers, reader, writer
         self.untraced = (trace, head) if trace else None    # traced with its body, if read
+        self.trace = trace      # this connection's view of the client's trace
 
     def _trace(self, body=None):
         if self.untraced:
@@ -3959,15 +3962,15 @@ class _HttpResponse:
                     if "too_big" in event:
                         client._too_big(None, *event["too_big"])
                         continue
-                    if client.trace:
-                        client.trace.event("in", event)
+                    if self.trace:
+                        self.trace.event("in", event)
                     yield event
         except Exception as e:  # noqa: BLE001 — reset, bad framing, a stream cut short: it ends
             _logger.debug("an SSE stream ended: %r", e)
         finally:
             self.close()
-            if client.trace:
-                client.trace.note("in", closed)
+            if self.trace:
+                self.trace.note("in", closed)
 
     def close(self):
         self._trace()
@@ -3991,7 +3994,7 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
     parts = urlsplit(url)
     tls = parts.scheme == "https"
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    if trace:   # before connecting, so a refused connection still shows what was tried
+    if (trace := trace and trace.on()):     # before connecting: a refused one shows what was tried
         trace.http("out", f"{method} {target}", headers, body)
     reader, writer = await asyncio.wait_for(asyncio.open_connection(   # ssl=True: the default context
         parts.hostname, parts.port or (443 if tls else 80), ssl=tls, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
@@ -5285,6 +5288,14 @@ class _Trace:
             target, "a", encoding="utf-8", errors="backslashreplace") if self.jsonl else sys.stderr
         self.lock = threading.Lock()
         self.asked = {}     # (arrow of the request, id) -> method
+        self.lane, self.connections = {}, itertools.count(1)
+
+    def on(self):
+        """This trace for one more HTTP connection: its JSON Lines say "conn": its number, from 1
+        in the order this side opened or accepted them (examples/capture.py draws a lane each)."""
+        view = _Trace.__new__(_Trace)
+        view.__dict__ = {**self.__dict__, "lane": {"conn": next(self.connections)}}
+        return view
 
     def _emit(self, direction, channel, head, headers=None, message=None, data=None):
         arrow = "C→S" if (direction == "in") == (self.side == "server") else "S→C"
@@ -5292,8 +5303,8 @@ class _Trace:
             headers = {k: ("Bearer ***" if k.lower() == "authorization" else v) for k, v in headers.items()
                        if k.lower() in self.SHOWN_HEADERS or k[:10].lower() == "mcp-param-"}
         with self.lock:
-            record = {"t": round(time.monotonic() - self.start, 6), "dir": arrow, "channel": channel,
-                      "head": head}
+            record = {"t": round(time.monotonic() - self.start, 6), "dir": arrow, **self.lane,
+                      "channel": channel, "head": head}
             if message is not None:
                 record.update(self._about(arrow, message))
             if (why := _TRACE_WHY.get()) and record.get("kind") == "request":
