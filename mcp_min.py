@@ -2799,6 +2799,7 @@ class _Exchange:
         self.http, self.reader, self.writer = http, reader, writer
         self.deadline = _Deadline()
         self.request, self.cors, self.auth = None, [], None    # auth: the AuthInfo of `request`
+        self.trace = http.trace and http.trace.on()
 
     def write(self, status, headers=(), body=b"", close=False):
         """A response head, and `body` unless it is None (a stream follows)."""
@@ -2808,8 +2809,8 @@ class _Exchange:
             lines.append(f"Content-Length: {len(body)}")
         if close:
             lines.append("Connection: close")
-        if self.http.trace:
-            self.http.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
+        if self.trace:
+            self.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
 
     def error(self, e, close=False):
@@ -2849,14 +2850,14 @@ class _Exchange:
             fields = {"id": f"{stream.number}-{stream.seq}", **fields}
             event = b"id: %d-%d\n%s" % (stream.number, stream.seq, event)
             self.http.replay.add(stream, event)
-        if self.http.trace:
-            self.http.trace.event("out", fields)
+        if self.trace:
+            self.trace.event("out", fields)
         return event
 
     def fields(self, fields):
         """An SSE event of our own (not a message), as the trace shows it too."""
-        if self.http.trace:
-            self.http.trace.event("out", fields)
+        if self.trace:
+            self.trace.event("out", fields)
         return "".join(f"{k}: {v}\n" for k, v in fields.items()).encode() + b"\n"
 
     def prime(self, stream):
@@ -2874,7 +2875,7 @@ class _Exchange:
     async def hold(self, stream, first, closed):
         """Write `first` and what `stream` carries until the client leaves; a resumable
         stream then stays, to be resumed, unless its POST's answer was sent."""
-        writer, deadline, trace = self.writer, self.deadline, self.http.trace
+        writer, deadline, trace = self.writer, self.deadline, self.trace
         # Nothing more is read from this connection: EOF means the client left.
         watcher = asyncio.ensure_future(self.reader.read(1))
         watcher.add_done_callback(
@@ -3144,9 +3145,9 @@ class _McpEndpoint:
     async def _end_answer(self, x, headers, batch, frame, modern, responses, sse, parted=False):
         if sse:
             await x.send(frame(b""))     # chunked: the last chunk
-            if self.trace:
-                self.trace.note("out", "(the server ends the SSE stream: the client resumes it with GET)"
-                                if parted else "(the SSE stream ends: every answer was sent)")
+            if x.trace:
+                x.trace.note("out", "(the server ends the SSE stream: the client resumes it with GET)"
+                             if parted else "(the SSE stream ends: every answer was sent)")
         elif responses:
             body = b"[" + b",".join(map(_encode_safely, responses)) + b"]" if batch \
                 else _encode_safely(responses[0])
@@ -3178,8 +3179,8 @@ class _McpEndpoint:
         if (last := x.request.header("last-event-id")):
             stream, events = await entry.resume(last)
             x.open_sse()
-            if self.trace:
-                self.trace.note("out", f"(the stream resumes after {last}; events sent again: {len(events)})")
+            if x.trace:
+                x.trace.note("out", f"(the stream resumes after {last}; events sent again: {len(events)})")
             first = b"".join(events)
         else:   # the session's own stream; one that lost its connection goes on
             if (stream := entry.standalone) is not None and stream.attached:
@@ -3362,7 +3363,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             while await self._next_request(x, kept_alive):
                 kept_alive = True
                 if x.request.method != "POST":      # a POST is traced with its body
-                    self._trace(x.request)
+                    self._trace(x)
                 x.cors = self._cors(x.request)
                 if not await self._route(x) or x.request.header("connection").lower() == "close" \
                         or x.request.version == "HTTP/1.0" or self.closing:
@@ -3370,7 +3371,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
                 await x.send(b"")   # a client that reads no answers is cut off
         except _HttpError as e:
             if x.request is not None:
-                self._trace(x.request)
+                self._trace(x)
             if not writer.is_closing():
                 e.headers = list(e.headers) + x.cors
                 x.error(e, close=True)
@@ -3415,11 +3416,11 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         x.request = _parse_head(head)
         return True
 
-    def _trace(self, request):
-        if self.trace and not request.traced:
+    def _trace(self, x):
+        if x.trace and not (request := x.request).traced:
             request.traced = True
-            self.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
-                                  f"{request.query}", request.headers, request.body)
+            x.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
+                               f"{request.query}", request.headers, request.body)
 
     async def _route(self, x):
         """Serve one request. Returns False when the connection must close."""
@@ -3511,10 +3512,10 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             raise _HttpError(415, "Content-Type must be application/json")
         if request.header("expect").lower() == "100-continue" and request.version == "HTTP/1.1":
             x.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
-        x.deadline.set(BODY_TIMEOUT, lambda: self._trace(request) or x.timeout())
+        x.deadline.set(BODY_TIMEOUT, lambda: self._trace(x) or x.timeout())
         request.body = await x.reader.readexactly(int(length))
         x.deadline.clear()
-        self._trace(request)
+        self._trace(x)
 
 
 def _chunk(data):
@@ -4219,9 +4220,9 @@ class _Transport:
         """Abandon request `id_` in the transport's own way: True if it did."""
         return False
 
-    def _trace(self, kind, *args):
-        if self.client.trace:
-            getattr(self.client.trace, kind)(*args)
+    def _trace(self, kind, *args, on=None):
+        if self.client.trace:   # on: the _HttpResponse whose connection carried it
+            getattr(on.trace if on else self.client.trace, kind)(*args)
 
 
 class _InMemory(_Transport):
@@ -4320,6 +4321,7 @@ class _HttpResponse:
     def __init__(self, status, headers, reader, writer, trace=None, head=""):
         self.status, self.headers, self.reader, self.writer = status, headers, reader, writer
         self.untraced = (trace, head) if trace else None    # traced with its body, if read
+        self.trace = trace
 
     def _trace(self, body=None):
         if self.untraced:
@@ -4398,6 +4400,7 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
     port = parts.port or (443 if tls else 80)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     host = parts.netloc.rpartition("@")[2]
+    trace = trace and trace.on()
     if trace:   # before connecting, so a refused connection still shows what was tried
         trace.http("out", f"{method} {target}", headers, body)
     reader, writer = await asyncio.wait_for(asyncio.open_connection(
@@ -4640,7 +4643,7 @@ class _StreamableHttp(_Transport):
             try:
                 async for chunk in response.chunks():
                     for event in parser.feed(chunk):
-                        self._trace("event", "in", event)
+                        self._trace("event", "in", event, on=response)
                         last_id = event.get("id", last_id)
                         if event.get("retry", "").isdigit():     # within reason: no busy loop
                             retry = min(max(int(event["retry"]) / 1000, 0.1), 60.0)
@@ -4656,7 +4659,7 @@ class _StreamableHttp(_Transport):
                 _log.debug("a response stream ended: %r", e)
             finally:
                 response.close()
-                self._trace("note", "in", "(the SSE stream closed)")
+                self._trace("note", "in", "(the SSE stream closed)", on=response)
             response = None
             if answered or self._closing or not forever and request_id not in self.client._pending:
                 return      # timed out or cancelled: nobody waits for the rest
@@ -4721,7 +4724,7 @@ class _LegacySse(_Transport):
         try:
             async for chunk in response.chunks():
                 for event in parser.feed(chunk):
-                    self._trace("event", "in", event)
+                    self._trace("event", "in", event, on=response)
                     if "data" not in event:
                         continue
                     if event["event"] == "endpoint" and not found.done():
@@ -4738,7 +4741,7 @@ class _LegacySse(_Transport):
             _log.debug("the SSE stream ended: %r", e)
         finally:
             response.close()
-            self._trace("note", "in", "(the SSE stream closed: the session ends with it)")
+            self._trace("note", "in", "(the SSE stream closed: the session ends with it)", on=response)
             if not found.done():
                 found.set_exception(McpError(CONNECTION_CLOSED, "the SSE stream ended"))
             self.client._closed("The SSE stream ended")
@@ -5206,6 +5209,14 @@ class _Trace:
             if self.jsonl else sys.stderr
         self.lock = threading.Lock()
         self.asked = {}     # (arrow of the request, id) -> method
+        self.lane, self.conns = {}, itertools.count(1)
+
+    def on(self):
+        """This trace for one more HTTP connection: its JSON Lines say "conn": its number, from 1
+        in the order this side opened or accepted them (examples/capture.py draws a lane each)."""
+        view = _Trace.__new__(_Trace)
+        view.__dict__ = {**self.__dict__, "lane": {"conn": next(self.conns)}}
+        return view
 
     def _emit(self, direction, channel, head, headers=None, message=None, data=None):
         arrow = "C→S" if (direction == "in") == (self.side == "server") else "S→C"
@@ -5214,7 +5225,7 @@ class _Trace:
                        for k, v in headers.items() if k.lower() in self.SHOWN_HEADERS}
         with self.lock:
             t = time.monotonic() - self.start
-            record = {"t": round(t, 6), "dir": arrow, "channel": channel, "head": head}
+            record = {"t": round(t, 6), "dir": arrow, **self.lane, "channel": channel, "head": head}
             if message is not None:
                 record.update(self._about(arrow, message))
             if (why := _TRACE_WHY.get()) and record.get("kind") == "request":
