@@ -6903,6 +6903,217 @@ class TraceHeadersTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn("access_token=***", text)
 
 
+class CaptureTest(unittest.IsolatedAsyncioTestCase):
+    """examples/capture.py: a trace drawn as a sequence diagram, one arrow per frame labelled as the
+    text trace says it, one lane per connection; from a server's trace or a client's."""
+
+    EXAMPLES = os.path.join(HERE, "examples")
+
+    @classmethod
+    def setUpClass(cls):
+        spec = importlib.util.spec_from_file_location("capture", os.path.join(cls.EXAMPLES, "capture.py"))
+        cls.capture = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cls.capture)
+
+    @staticmethod
+    def picture(page):
+        """What a page draws: its arrows (dir, conn, n: the frames it stands for, label), its lanes."""
+        from html.parser import HTMLParser
+        arrows, lanes = [], set()
+
+        class Reader(HTMLParser):
+            label = None    # the arrow whose label is being read: text of class l, less its ×count
+
+            def handle_starttag(self, tag, attrs):
+                a = dict(attrs)
+                kind = (a.get("class") or "").split()
+                if tag == "g" and "f" in kind:
+                    arrows.append({"dir": a["data-dir"], "conn": a["data-conn"], "n": int(a.get("data-n", 1)),
+                                   "label": ""})
+                elif tag == "g" and "lane" in kind:
+                    lanes.add(a["data-conn"])
+                if tag == "text" or tag == "tspan":
+                    self.label = arrows[-1] if tag == "text" and kind == ["l"] else None
+
+            def handle_endtag(self, tag):
+                if tag == "text":
+                    self.label = None
+
+            def handle_data(self, data):
+                if self.label is not None:
+                    self.label["label"] += data
+        reader = Reader()
+        reader.feed(page)
+        reader.close()
+        return types.SimpleNamespace(arrows=arrows, lanes=lanes)
+
+    def assertDrawnFrameByFrame(self, records, page):
+        """Each record an arrow, in order, labelled as the text trace labels it, in the lane of
+        its connection; a lane for each connection."""
+        drawn = self.picture(page)
+        text = "".join(mcp_min._capture_text(r, r.get("headers"), r.get("data"), r.get("message"))
+                       for r in records)
+        self.assertEqual([f"{a['dir']} {a['label']}" for a in drawn.arrows], trace_headers(text))
+        self.assertEqual([a["conn"] for a in drawn.arrows], [str(r.get("conn", "stdio")) for r in records])
+        self.assertEqual(drawn.lanes, {a["conn"] for a in drawn.arrows})
+        return drawn
+
+    def test_the_walkthrough_on_each_transport(self):
+        def walk(transport):
+            page = os.path.join(tmp, f"{transport}.html")
+            done = subprocess.run([*PYTHON, os.path.join(self.EXAMPLES, "agent_walkthrough.py"), "--trace",
+                                   "--transport", transport, "--picture", page], capture_output=True,
+                                  text=True, timeout=60, cwd=HERE, env=_clean_env())
+            self.assertEqual(done.returncode, 0, done.stderr)
+            return trace_headers(done.stderr), pathlib.Path(page).read_text(encoding="utf-8")
+        with tempfile.TemporaryDirectory() as tmp:
+            walks = dict(zip(("stdio", "http", "sse"), side_by_side(walk, ("stdio",), ("http",), ("sse",))))
+        last = {"stdio": "S→C stdout  response #6 (prompts/get) ok",
+                "http": "S→C 200 OK  response #6 (prompts/get) ok",
+                "sse": "S→C event: message  response #8 (prompts/get) ok"}
+        for transport, (text, page) in walks.items():
+            drawn = self.picture(page)
+            self.assertEqual([f"{a['dir']} {a['label']}" for a in drawn.arrows], text)     # frame by frame
+            self.assertIn(last[transport], text)
+            if transport == "stdio":
+                self.assertEqual(drawn.lanes, {"stdio"})
+                continue
+            # Our client opens a connection for each HTTP request: a lane each, its answer's head in it.
+            requests = [a for a in drawn.arrows if a["dir"] == "C→S"]
+            heads = [a for a in drawn.arrows if a["dir"] == "S→C" and a["label"][:3].isdigit()]
+            self.assertEqual(len({a["conn"] for a in requests}), len(requests))
+            self.assertEqual(drawn.lanes, {a["conn"] for a in requests})
+            self.assertEqual([a["conn"] for a in heads], [a["conn"] for a in requests])
+            if transport == "sse":      # legacy: every answer comes on the GET /sse stream
+                get = next(a["conn"] for a in requests if a["label"] == "GET /sse")
+                events = [a["conn"] for a in drawn.arrows if a["label"].startswith("event: message")]
+                self.assertEqual(events, [get] * 6)
+
+    async def modern(self, port, path):
+        """2026-07-28: listen, a call that reports progress, one that changes the tools (listen
+        hears it), one that asks two questions in turn (three rounds)."""
+        answers = iter([{"action": "accept", "content": {"name": "Ada"}},
+                        {"action": "accept", "content": {"color": "blue"}}])
+        heard = asyncio.Event()
+        async with mcp_min.Client(f"http://127.0.0.1:{port}/mcp", era="2026-07-28", trace=path,
+                                  timeout=TIMEOUT, elicitation=lambda params: next(answers)) as client:
+            listen = asyncio.ensure_future(client.listen(on_tools=lambda params: heard.set()))
+            await until(lambda: "acknowledged" in pathlib.Path(path).read_text(encoding="utf-8"), "listening")
+            await client.call_tool("test_tool_with_progress", on_progress=lambda *progress: None)
+            await client.call_tool("test_trigger_tool_change")
+            done = await client.call_tool("test_input_required_result_multi_round")
+            self.assertEqual(done["content"][0]["text"], "Ada likes blue")
+            await asyncio.wait_for(heard.wait(), TIMEOUT)
+            listen.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listen
+        client.trace.file.close()
+
+    async def session(self, port, path):
+        """2025-11-25: its GET stream, an elicitation on a call's stream, a stream resumed."""
+        async with mcp_min.Client(f"http://127.0.0.1:{port}/mcp", era="handshake", trace=path, timeout=TIMEOUT,
+                                  elicitation=lambda params: {"action": "decline"}) as client:
+            await client.call_tool("test_elicitation", {"message": "Your name?"})
+            done = await client.call_tool("test_reconnection")
+            self.assertIn("completed", done["content"][0]["text"])
+        client.trace.file.close()
+
+    async def test_both_eras_drawn_from_either_end(self):
+        asyncio.get_running_loop().slow_callback_duration = 5     # servers start, pages are drawn here
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = {f"{era}-{end}": os.path.join(tmp, f"{era}-{end}.jsonl")
+                for era in ("modern", "session") for end in ("server", "client")}
+        servers = [ServerProcess(os.path.join(self.EXAMPLES, "everything.py"),
+                                 f"--trace={path[era + '-server']}") for era in ("modern", "session")]
+        for server in servers:
+            self.addCleanup(server.close)
+        await asyncio.gather(self.modern(servers[0].port, path["modern-client"]),
+                             self.session(servers[1].port, path["session-client"]))
+        for server in servers:
+            server.proc.terminate()     # its trace is whole once it is gone
+            server.proc.wait(TIMEOUT)
+        records = {name: self.capture.read(p) for name, p in path.items()}
+        for name, page in ((name, self.capture.draw(records[name], name)) for name in path):
+            with self.subTest(name):
+                drawn = self.assertDrawnFrameByFrame(records[name], page)
+
+                def lane(what):     # of the arrow whose label ends so
+                    return next(a["conn"] for a in drawn.arrows if a["label"].endswith(what))
+                if name.startswith("modern"):   # each request its own POST, so its own lane
+                    requests = [a["conn"] for a in drawn.arrows if "  request #" in a["label"]]
+                    self.assertEqual(len(set(requests)), len(requests))
+                    heard = {a["conn"] for a in drawn.arrows if "[listen #" in a["label"]}
+                    self.assertEqual(heard, {lane("subscriptions/listen")})
+                    first = next(r["id"] for r in records[name]
+                                 if r.get("name") == "test_input_required_result_multi_round")
+                    self.assertEqual(re.findall(r'class="rounds">.*?>([^<]+)<tspan[^>]*>([^<]+)<', page),
+                                     [(f"tools/call #{first}", "3 rounds")])
+                else:       # the server's question on the stream of the call that asks it
+                    self.assertEqual(lane("elicitation/create"), lane("tools/call test_elicitation"))
+                    resumed = lane("tools/call test_reconnection")
+                    again = next(str(r["conn"]) for r in records[name] if r["head"] == "GET /mcp"
+                                 and "last-event-id" in {k.lower() for k in r.get("headers", {})})
+                    self.assertEqual(re.findall(r"<title>connection (\w+): GET /mcp \(resumes the stream of "
+                                                r"connection (\w+)\)", page), [(again, resumed)])
+                    columns = dict(re.findall(r'class="lane" data-conn="(\w+)"><rect x="(\d+)"', page))
+                    self.assertEqual(columns[again], columns[resumed])
+        for era in ("modern", "session"):   # the same requests, seen from either end
+            server, client = ([(r["method"], r["id"], r.get("name")) for r in records[f"{era}-{end}"]
+                               if r.get("kind") == "request" and r["dir"] == "C→S"]
+                              for end in ("server", "client"))
+            self.assertEqual(server, client)
+        for name in ("modern-server", "modern-client"):     # a trace without "conn": its lanes guessed
+            old = [{k: v for k, v in r.items() if k not in ("conn", "lane", "run")} for r in records[name]]
+            drawn = self.picture(self.capture.draw(old, name))
+            pairs = set(zip([str(r["conn"]) for r in records[name]], [a["conn"] for a in drawn.arrows]))
+            self.assertEqual(len(pairs), len(drawn.lanes))
+            self.assertEqual(len(pairs), len({r["conn"] for r in records[name]}))
+        # --trace=FILE appends: two runs in one file keep their connections apart
+        drawn = self.picture(self.capture.draw(records["modern-client"] + records["session-client"], "both"))
+        self.assertEqual(len(drawn.lanes), sum(len({r["conn"] for r in records[f"{era}-client"]})
+                                               for era in ("modern", "session")))
+
+    @staticmethod
+    def write_big_trace(path, frames=10_000):
+        """A server's trace of a long Streamable HTTP session, written by _Trace: a POST per call,
+        and on its stream a priming event, progress, the result; the 500th call reports 120 times."""
+        trace = mcp_min._Trace(path)
+        headers = {"Host": "127.0.0.1:8080", "Accept": "application/json, text/event-stream",
+                   "Content-Type": "application/json", "Mcp-Session-Id": "f" * 32,
+                   "MCP-Protocol-Version": "2025-11-25"}
+        written = id_ = 0
+        while written < frames:
+            id_ += 1
+            x, reports = trace.on(), min(120 if id_ % 500 == 0 else 2, frames - written - 5)
+            asked = call(id_, "search", {"query": f"{id_} " + "x" * 120})
+            x.http("in", "POST /mcp", headers, json.dumps(asked).encode())
+            x.http("out", "200 OK", {"Content-Type": "text/event-stream"})
+            x.event("out", {"id": f"{id_}-0", "retry": 1000, "data": ""})
+            for k in range(reports):
+                x.event("out", {"id": f"{id_}-{k + 1}", "event": "message", "data": note(
+                    "notifications/progress", {"progressToken": id_, "progress": k, "total": reports})})
+            x.event("out", {"id": f"{id_}-{reports + 1}", "event": "message", "data": {
+                "jsonrpc": "2.0", "id": id_, "result": {"content": [{"type": "text", "text": "y" * 800}]}}})
+            x.note("out", "(the SSE stream ends: every answer was sent)")
+            written += 5 + reports
+        trace.file.close()
+
+    def test_ten_thousand_frames_make_a_page_under_five_megabytes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            trace, page = os.path.join(tmp, "big.jsonl"), os.path.join(tmp, "big.html")
+            self.write_big_trace(trace)
+            done = subprocess.run([*PYTHON, os.path.join(self.EXAMPLES, "capture.py"), trace, "-o", page],
+                                  capture_output=True, text=True, timeout=60, cwd=HERE, env=_clean_env())
+            self.assertEqual(done.returncode, 0, done.stderr)
+            size, text = os.path.getsize(page), pathlib.Path(page).read_text(encoding="utf-8")
+        self.assertLess(size, 5_000_000)
+        arrows = re.findall(r'<g class="f [^"]*" data-i="\d+"(?: data-n="(\d+)")?', text)
+        self.assertEqual(sum(int(n or 1) for n in arrows), 10_000)
+        self.assertEqual(re.findall(r'notifications/progress<tspan class="x"> ×(\d+)<', text), ["120", "120"])
+        self.assertIn(f"10000 frames, {text.count('>POST /mcp  request #')} connections", text)
+
+
 def trace_headers(stderr):
     """The header lines of a --trace on stderr, without their times."""
     return [line.split("s ", 1)[1] for line in stderr.splitlines()

@@ -8,8 +8,10 @@
     python examples/agent_walkthrough.py --transport sse    # the demo on HTTP, via legacy /sse
     python examples/agent_walkthrough.py --url http://127.0.0.1:8080/mcp   # a running server
     ... --trace                                             # every frame, as the capture showed
+    ... --picture capture.html            # the frames drawn as a sequence diagram (examples/capture.py)
 
-The agent's thoughts go to stdout; the trace goes to stderr.
+The agent's thoughts go to stdout; the trace goes to stderr (with --picture, once the walk is over:
+both come from the one trace the client writes).
 """
 import argparse
 import asyncio
@@ -17,12 +19,14 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.append(os.path.join(HERE, ".."))     # a checkout: mcp_min.py is one folder up
 
-from mcp_min import Client
+import capture      # examples/capture.py, beside this file
+from mcp_min import Client, _capture_text
 
 SERVER = os.path.join(HERE, "..", "mcp_min.py")
 
@@ -36,7 +40,7 @@ def names(result):
 
 
 async def walk(target, trace):
-    async with Client(target, name="walkthrough-agent", trace="-" if trace else None) as client:
+    async with Client(target, name="walkthrough-agent", trace=trace) as client:
         say(f"connected to {client.server_info['name']} (protocol {client.protocol_version})")
         tools = [t["name"] for t in await client.list_tools()]
         say(f"I can use: {', '.join(tools)}")
@@ -65,11 +69,28 @@ def main():
     p.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
     p.add_argument("--url", help="use a server that is already running")
     p.add_argument("--trace", action="store_true", help="show every frame on stderr")
+    p.add_argument("--picture", metavar="HTML", help="draw every frame into HTML, a sequence diagram")
     args = p.parse_args()
+    if not args.picture:
+        return run(args, "-" if args.trace else None)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.jsonl")     # the client's trace, as --trace=FILE writes it
+        run(args, path)
+        records = capture.read(path)
+    if args.trace:      # the same frames as text, as --trace shows them
+        for r in records:
+            sys.stderr.write(_capture_text(r, r.get("headers"), r.get("data"), r.get("message")))
+    with open(args.picture, "w", encoding="utf-8") as f:
+        over = args.url or {"stdio": "stdio", "http": "Streamable HTTP", "sse": "legacy SSE"}[args.transport]
+        f.write(capture.draw(records, f"MCP capture: the walkthrough over {over}"))
+    print(f"the session, drawn: {args.picture} ({len(records)} frames)")
+
+
+def run(args, trace):
     if args.url:
-        return asyncio.run(walk(args.url, args.trace))
+        return asyncio.run(walk(args.url, trace))
     if args.transport == "stdio":
-        return asyncio.run(walk([sys.executable, SERVER, "serve", "--stdio"], args.trace))
+        return asyncio.run(walk([sys.executable, SERVER, "serve", "--stdio"], trace))
     port = free_port()
     server = subprocess.Popen([sys.executable, SERVER, "serve", "--port", str(port)],
                               stderr=subprocess.DEVNULL)
@@ -81,7 +102,7 @@ def main():
             except OSError:
                 time.sleep(0.05)
         path = "/mcp" if args.transport == "http" else "/sse"
-        asyncio.run(walk(f"http://127.0.0.1:{port}{path}", args.trace))
+        asyncio.run(walk(f"http://127.0.0.1:{port}{path}", trace))
     finally:
         server.terminate()
         server.wait(5)
