@@ -129,7 +129,7 @@ __all__ = [  # noqa: RUF022 — grouped by use, on purpose
     "HANDSHAKE_IDLE", "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT", "WRITE_BUFFER",
     "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID", "SESSION_IDLE", "MAX_QUEUED",
-    "MAX_MESSAGE_BYTES", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT", "MAX_ROUNDS",
+    "MAX_MESSAGE_BYTES", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT", "MAX_ROUNDS", "DRAIN_LINGER",
     "__version__",
 ]
 
@@ -184,6 +184,8 @@ TOOL_TIMEOUT = 300.0                # seconds a request may run: a tool then get
                                     # anything else -32603 (per server and per tool: `timeout=`)
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes, SIGTERM
                                     # or Ctrl-C; what is left is then answered -32603
+DRAIN_LINGER = 1.0                  # seconds of that grace (HTTP) kept-alive connections are still
+                                    # served (a proxy may be sending on one) before idle ones close
 STATE_TTL = 900.0                   # seconds a requestState (2026-07-28 multi round-trip) stays good
 MAX_LISTENS = 256                   # subscriptions/listen streams open per server, and a sixteenth of it
                                     # per client (per stdio session; HTTP: per user, else address) -> -32603
@@ -2258,7 +2260,7 @@ class _HttpError(Exception):
 
 
 class _Request:
-    __slots__ = ("body", "headers", "method", "path", "query", "traced", "version")
+    __slots__ = ("body", "client", "headers", "method", "path", "query", "scheme", "traced", "version")
 
     def header(self, name, default=""):
         return self.headers.get(name, default)
@@ -2300,7 +2302,7 @@ def _parse_head(head):
     request = _Request()
     request.method, request.version, request.headers = parts[0], parts[2], headers
     request.path, _, request.query = parts[1].partition("?")
-    request.body, request.traced = b"", False
+    request.body, request.traced, request.client, request.scheme = b"", False, None, "http"   # _forwarded
     return request
 
 
@@ -2541,7 +2543,8 @@ class _Exchange:
         self.request: _Any = None   # the _Request being served
         self.cors: list[tuple[str, str]] = []
         self.auth: AuthInfo | None = None      # the AuthInfo of `request`
-        self.peer = (writer.get_extra_info("peername") or ("?",))[0]
+        self.peer = (writer.get_extra_info("peername") or ("?",))[0]   # the client, or its proxy
+        self.proxy = http.proxies and http._trusts(self.peer)   # its X-Forwarded-* are believed
         self.recheck = math.inf     # when `auth` is to be checked again (`authorized`)
         self.watcher: _Any = None   # reads on while an answer is pending: done when the client left
         self.host = None        # the Host header last found good
@@ -2573,7 +2576,7 @@ class _Exchange:
         lines += [f"{k}: {v}" for k, v in headers]
         if body is not None and status != 204:
             lines.append(f"Content-Length: {len(body)}")
-        if close:
+        if close or self.http.closing:     # draining: a proxy must not reuse this connection
             lines.append("Connection: close")
         if self.trace:
             self.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
@@ -2702,6 +2705,7 @@ class _Endpoints:
     json_response: bool
     trace: "_Trace | None"
     auth: "ResourceServer | None"
+    node: str       # "NAME." (--node) or "": what every session id it makes starts with
 
     def _own(self, entry, x):
         """The user binds requestState and the session (see _lookup); ctx.auth is what they sent;
@@ -2729,7 +2733,9 @@ class _Endpoints:
         as none (SECURITY.md R7: its existence is not told)."""
         entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
         if entry is None or entry.legacy != legacy or x.auth and entry.session.principal != _principal(x):
-            raise _HttpError(404, "Session not found")
+            other = "." in sid and not sid.startswith(self.node or ".")    # made by another --node
+            raise _HttpError(404, "Session not found" + ": another process made it, and may have "
+                                                        "stopped; start a new session" * other)
         entry.session.auth = x.auth
         return entry
 
@@ -2742,7 +2748,7 @@ class _SseEndpoint(_Endpoints):
     async def _sse_get(self, x):
         self._make_room()
         import secrets
-        sid = secrets.token_hex(16)
+        sid = self.node + secrets.token_hex(16)
         entry = self.sessions[sid] = self._own(_HttpSession(self.server, sid, legacy=True), x)
         entry.standalone = _Stream()
         x.start_sse(x.cors)
@@ -2757,8 +2763,9 @@ class _SseEndpoint(_Endpoints):
 
     def _sse_post(self, x):
         ids = _SESSION_IDS.findall(x.request.query)
-        # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
-        if len(ids) != 1 or not (len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii() and ids[0].isalnum()):
+        # Our ids are [node.]hex: anything else (escapes, CR/LF, a second id) is refused as is.
+        if len(ids) != 1 or not (len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii()
+                                 and ids[0].replace(".", "", 1).isalnum()):
             raise _HttpError(400, "Missing or malformed sessionId")
         entry = self._find(x, ids[0], legacy=True)
         message = _parsed_body(x)
@@ -2834,7 +2841,7 @@ class _McpEndpoint(_Endpoints):
         elif initialize and not x.request.header("mcp-session-id"):
             import secrets
             self._make_room()
-            entry = _HttpSession(self.server, secrets.token_urlsafe(24))
+            entry = _HttpSession(self.server, self.node + secrets.token_urlsafe(24))
         else:
             return self._lookup(x)
         return self._own(entry, x)
@@ -2979,15 +2986,20 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
     to the two endpoints (mixins, kept apart so each protocol reads on its own); the protocol
     is the Session's. Created by `serve_http` / `start_http`; `port` is the bound port."""
 
-    def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(), allow_hosts=(),
-                 stateless=False, json_response=False, insecure=False, trace=None, session_idle=None,
-                 auth=None):
+    def __init__(self, server: Server, host: str = "127.0.0.1", port: int = 8080, token: str | None = None,
+                 allow_origins: typing.Iterable[str] = (), allow_hosts: typing.Iterable[str] = (),
+                 stateless: bool = False, json_response: bool = False, insecure: bool = False,
+                 trace: "_Trace | None" = None, session_idle: float | None = None,
+                 auth: "ResourceServer | None" = None, node: str | None = None,
+                 forwarded_allow_ips: str | typing.Iterable[str] = ()) -> None:
+        if node is not None and not re.fullmatch(r"[A-Za-z0-9]{1,32}", node):
+            raise ValueError("a node name is 1 to 32 ASCII letters and digits")
         if token is not None and not token.strip(" \t"):
             raise ValueError("an empty token would turn authentication off")
         if token and auth:
             raise ValueError("pass token= or auth= (a ResourceServer), not both")
         auth = auth or (None if token else server.auth)
-        if not _is_loopback(host) and auth and not auth.resource:
+        if (not _is_loopback(host) or forwarded_allow_ips) and auth and not auth.resource:
             raise ValueError("name the URL clients use, resource= (--resource)")
         if not _is_loopback(host) and not token and not auth and not insecure:
             raise ValueError(f"refusing to serve on {host} without a token: pass --token or --auth-server "
@@ -2997,6 +3009,11 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         self.allow_origins = set(allow_origins)
         self.allow_hosts = {h.lower() for h in allow_hosts}
         self.stateless, self.json_response = stateless, json_response
+        self.node = f"{node}." if node else ""     # session ids start with it: a balancer routes on it
+        import ipaddress
+        self.proxies = [ipaddress.ip_network(net, strict=False) for a in map(str.strip, (
+            forwarded_allow_ips.split(",") if isinstance(forwarded_allow_ips, str) else forwarded_allow_ips))
+                        for net in (("0.0.0.0/0", "::/0") if a == "*" else (a,) if a else ())]
         self.trace, self.session_idle = trace, session_idle or SESSION_IDLE
         self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
         self.connections = 0
@@ -3005,7 +3022,7 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         self.replay = _Replay()         # what resumable streams sent, to be sent again
         self._listener: _Any = None
         self._reaper: _Any = None
-        self.closing = False
+        self.closing = self.stopping = False    # /healthz says 503; then every request does
 
     async def start(self):
         self._listener = await asyncio.start_server(self._connection, self.host, self.port,
@@ -3016,17 +3033,23 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         self._reaper = asyncio.get_running_loop().create_task(self._expire())
         return self
 
-    async def close(self, grace=0.0):
-        """Stop serving: no new connection or request (503); what runs gets `grace`
-        seconds to finish, then -32603; the answers go out and every stream closes."""
-        self.closing = True
+    async def close(self, grace: float = 0.0) -> None:
+        """Stop serving: no new connection, and /healthz says 503; for DRAIN_LINGER s (of `grace`) what
+        comes on a connection still open is served (with Connection: close); then every request gets
+        503, what runs gets the rest of `grace`, then -32603; the answers go out, every stream closes."""
+        loop = asyncio.get_running_loop()
+        end, self.closing = loop.time() + grace, True
         self._reaper.cancel()
         self._listener.close()
+        linger = loop.time() + min(grace, DRAIN_LINGER)
+        while loop.time() < linger and any(x.request is None for x in self.writers.values()):
+            await asyncio.sleep(0.01)   # under load a proxy reuses (so ends) its idle ones at once
+        self.stopping = True
         for x in self.writers.values():
             if x.request is None:       # between requests: nothing to finish
                 x.writer.close()
         entries = list(self.sessions.values()) + list(self.stateless_entries)
-        await asyncio.gather(*(entry.session.stop(grace) for entry in entries))
+        await asyncio.gather(*(entry.session.stop(max(0.0, end - loop.time())) for entry in entries))
         for entry in entries:
             entry.close(cancel=True)
         self.sessions.clear()
@@ -3068,7 +3091,7 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass    # the client left, or the loop is shutting down: this connection just ends
         except Exception:   # never let one connection take the server down
-            _logger.exception("HTTP connection failed")
+            _logger.exception("HTTP connection from %s failed", x.request and x.request.client or x.peer)
         finally:
             self.connections -= 1
             self.writers.pop(writer).deadline.cancel()
@@ -3123,20 +3146,50 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             raise _HttpError(431 if line else 414, "Request head too large") from None
         x.deadline.clear()
         x.request = _parse_head(head)
+        if x.proxy:
+            self._forwarded(x.request, x)
         return True
+
+    def _trusts(self, address):
+        """Whether `address` is one of --forwarded-allow-ips."""
+        import ipaddress
+        with contextlib.suppress(ValueError):
+            address = ipaddress.ip_address(address)
+            return any((getattr(address, "ipv4_mapped", None) or address) in net for net in self.proxies)
+        return False
+
+    def _forwarded(self, request, x):
+        """What a trusted proxy says: the client's address (the last X-Forwarded-For entry not a
+        proxy's own: anybody can write those before it), the Host it asked for, its scheme."""
+        request.client = x.peer
+        for address in reversed(request.header("x-forwarded-for").replace(" ", "").split(",")):
+            request.client = address[:64] or request.client
+            if not self._trusts(address):
+                break
+        host, proto = (request.header(h).rpartition(",")[2].strip() for h in ("x-forwarded-host",
+                                                                             "x-forwarded-proto"))
+        if host:
+            request.headers["host"] = host      # the name the client used: _check_peer checks it
+        if proto.lower() in ("http", "https"):
+            request.scheme = proto.lower()      # a page of the public origin may call: see _check_peer
 
     @staticmethod
     def _trace(x):
         if x.trace and not (request := x.request).traced:
             request.traced = True
-            x.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
-                               f"{request.query}", request.headers, request.body)
+            x.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}{request.query}"
+                               + (f"  (from {request.client})" if request.client else ""),
+                         request.headers, request.body)
 
     async def _route(self, x):
         """Serve one request (`_ROUTES`). Returns False when the connection must close."""
-        if self.closing:
-            raise _HttpError(503, "Server shutting down")
         request, path = x.request, x.request.path
+        if self.stopping or self.closing and path == "/healthz":
+            raise _HttpError(503, "Server shutting down")
+        if path == "/healthz" and request.method == "GET":  # a balancer's probe: no Host, no token
+            self._no_body(request)
+            x.write(200, [("Content-Type", "text/plain")], b"ok\n")
+            return True
         x.host = self._check_peer(request, x.host)    # a kept-alive connection's Host: checked once
         if request.method == "OPTIONS" and x.cors and path in _ALLOWED:
             return self._preflight(x)
@@ -3192,7 +3245,8 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
                     and host.lower() not in self.allow_hosts:
                 raise _HttpError(403, "Host not allowed")
         origin = request.headers.get("origin")
-        if origin and origin not in self.allow_origins:
+        own = f"{request.scheme}://{host}".lower()   # our own origin (behind a proxy, the public one)
+        if origin and origin not in self.allow_origins and origin.lower() != own:
             scheme, sep, rest = origin.partition("://")
             if scheme not in ("http", "https") or not sep or "/" in rest or _host_name(rest) not in _LOOPBACK:
                 raise _HttpError(403, "Origin not allowed")
@@ -5548,6 +5602,10 @@ def _serve_parser(description=_SERVE_HELP):
                    help="Streamable HTTP without sessions: every POST stands alone")
     p.add_argument("--json-response", action="store_true",
                    help="Streamable HTTP: answer requests with JSON, never SSE")
+    p.add_argument("--node", metavar="NAME", help="behind a balancer: a name (letters, digits) to start "
+                   "the session ids this process makes, for the balancer to route on")
+    p.add_argument("--forwarded-allow-ips", default="", metavar="IPS", help="behind a proxy: addresses or "
+                   "networks (a,b; *: any) whose X-Forwarded-For/-Host/-Proto are believed (default: none)")
     p.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without --token")
     p.add_argument("--shutdown-grace", type=_seconds, default=SHUTDOWN_GRACE, metavar="SECONDS",
                    help="after SIGTERM, Ctrl-C or the end of stdin, how long work in flight may "
@@ -5605,7 +5663,8 @@ def _serve(server, args, stdout=1):
                 code = await serve_http(server, args.host, args.port, args.shutdown_grace, **auth,
                                         allow_origins=args.allow_origin, allow_hosts=args.allow_host,
                                         stateless=args.stateless, json_response=args.json_response,
-                                        insecure=args.insecure, trace=trace)
+                                        insecure=args.insecure, trace=trace, node=args.node,
+                                        forwarded_allow_ips=args.forwarded_allow_ips)
         except asyncio.CancelledError:      # a signal: it was a graceful end
             code = 0 if stopping else 130
         if stdout != 1:
