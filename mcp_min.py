@@ -110,7 +110,7 @@ __all__ = [
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT",
     "WRITE_BUFFER", "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID",
     "SESSION_IDLE", "MAX_QUEUED", "MAX_SSE_EVENT", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT",
-    "MAX_ROUNDS",
+    "MAX_ROUNDS", "DRAIN_LINGER",
     "__version__",
 ]
 
@@ -156,6 +156,8 @@ TOOL_TIMEOUT = 300.0                # seconds a request may run: a tool then get
                                     # anything else -32603 (per server and per tool: `timeout=`)
 SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes, SIGTERM
                                     # or Ctrl-C; what is left is then answered -32603
+DRAIN_LINGER = 1.0                  # seconds of that grace (HTTP) kept-alive connections are still served
+                                    # (a proxy may be sending on one) before the idle ones close
 STATE_TTL = 900.0                   # seconds a requestState (2026-07-28 multi round-trip) stays good
 MAX_LISTENS = 256                   # subscriptions/listen streams open per server (16 a connection) -> -32603
 REPLY_TIMEOUT = 60.0                # seconds to wait for the answer to a request we send -> -32001
@@ -2457,7 +2459,7 @@ class _HttpError(Exception):
 
 
 class _Request:
-    __slots__ = ("method", "path", "query", "version", "headers", "body", "traced")
+    __slots__ = ("method", "path", "query", "version", "headers", "body", "traced", "client", "scheme")
 
     def header(self, name, default=""):
         return self.headers.get(name, default)
@@ -2499,7 +2501,7 @@ def _parse_head(head):
     request = _Request()
     request.method, request.version, request.headers = parts[0], parts[2], headers
     request.path, _, request.query = parts[1].partition("?")
-    request.body, request.traced = b"", False
+    request.body, request.traced, request.scheme = b"", False, "http"    # scheme: see _forwarded
     return request
 
 
@@ -2799,6 +2801,8 @@ class _Exchange:
         self.http, self.reader, self.writer = http, reader, writer
         self.deadline = _Deadline()
         self.request, self.cors, self.auth = None, [], None    # auth: the AuthInfo of `request`
+        self.peer = (writer.get_extra_info("peername") or ("local",))[0]    # the client, or its proxy
+        self.proxy = http.proxies and http._trusts(self.peer)  # its X-Forwarded-* are believed
 
     def write(self, status, headers=(), body=b"", close=False):
         """A response head, and `body` unless it is None (a stream follows)."""
@@ -2806,7 +2810,7 @@ class _Exchange:
         lines += [f"{k}: {v}" for k, v in headers]
         if body is not None and status != 204:
             lines.append(f"Content-Length: {len(body)}")
-        if close:
+        if close or self.http.closing:     # draining: a proxy must not reuse this connection
             lines.append("Connection: close")
         if self.http.trace:
             self.http.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
@@ -3083,7 +3087,7 @@ class _McpEndpoint:
                                  INVALID_REQUEST)
             self._make_room()
             import secrets
-            entry = _HttpSession(self.server, secrets.token_urlsafe(24), False)
+            entry = _HttpSession(self.server, self.node + secrets.token_urlsafe(24), False)
         if modern or self.stateless:
             entry = _HttpSession(self.server, None, False, None if initialize else version)
             self.stateless_entries.add(entry)
@@ -3222,9 +3226,15 @@ class _McpEndpoint:
         entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
         # another user's session is as unknown as none (SECURITY.md R7): its existence is not told
         if entry is None or entry.legacy or x.auth and entry.session.principal != _principal(x):
-            raise _HttpError(404, "Session not found")
+            raise self._not_found(sid)
         entry.session.auth = x.auth
         return entry
+
+    def _not_found(self, sid):
+        """404 (the client starts anew), said plainly when another process (--node) made the id."""
+        other = "." in sid and not sid.startswith(self.node or ".")
+        return _HttpError(404, "Session not found" + ": another process made it, and may have stopped; "
+                          "start a new session" * other)
 
 
 class _SseEndpoint:
@@ -3234,7 +3244,7 @@ class _SseEndpoint:
     async def _sse_get(self, x):
         self._make_room()
         import secrets
-        sid = secrets.token_hex(16)
+        sid = self.node + secrets.token_hex(16)
         entry = self.sessions[sid] = _HttpSession(self.server, sid, True)
         entry.session.principal, entry.session.auth = _principal(x), x.auth
         entry.standalone = _Stream()
@@ -3251,12 +3261,13 @@ class _SseEndpoint:
     def _sse_post(self, x):
         ids = [value for key, _, value in (p.partition("=") for p in x.request.query.split("&"))
                if key in ("sessionId", "session_id")]
-        # Our ids are hex: anything else (escapes, CR/LF, a second id) is refused as is.
-        if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii() and ids[0].isalnum()):
+        # Our ids are [node.]hex: anything else (escapes, CR/LF, a second id) is refused as is.
+        if len(ids) != 1 or not (0 < len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii()
+                                 and ids[0].replace(".", "", 1).isalnum()):
             raise _HttpError(400, "Missing or malformed sessionId")
         entry = self.sessions.get(ids[0])
         if entry is None or not entry.legacy or x.auth and entry.session.principal != _principal(x):
-            raise _HttpError(404, "Session not found")
+            raise self._not_found(ids[0])
         entry.session.auth = x.auth
         message = _parsed_body(x)
         x.write(202, x.cors, b"")     # first: the answer goes to the stream
@@ -3271,13 +3282,15 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
 
     def __init__(self, server, host="127.0.0.1", port=8080, token=None, allow_origins=(), allow_hosts=(),
                  stateless=False, json_response=False, insecure=False, trace=None, session_idle=None,
-                 auth=None):
+                 auth=None, node=None, forwarded_allow_ips=()):
+        if node is not None and not re.fullmatch(r"[A-Za-z0-9]{1,32}", node):
+            raise ValueError("a node name is 1 to 32 ASCII letters and digits")
         if token is not None and not token.strip(" \t"):
             raise ValueError("an empty token would turn authentication off")
         if token and auth:
             raise ValueError("pass token= or auth= (a ResourceServer), not both")
         auth = auth or (None if token else server.auth)
-        if not _is_loopback(host) and auth and not auth.resource:
+        if (not _is_loopback(host) or forwarded_allow_ips) and auth and not auth.resource:
             raise ValueError("name the URL clients use, resource= (--resource)")
         if not _is_loopback(host) and not token and not auth and not insecure:
             raise ValueError(f"refusing to serve on {host} without a token: pass --token or --auth-server "
@@ -3287,6 +3300,12 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         self.allow_origins = set(allow_origins)
         self.allow_hosts = {h.lower() for h in allow_hosts}
         self.stateless, self.json_response = stateless, json_response
+        self.node = f"{node}." if node else ""     # session ids start with it: a balancer routes on it
+        if isinstance(forwarded_allow_ips, str):    # uvicorn's form: "127.0.0.1,10.0.0.0/8"
+            forwarded_allow_ips = forwarded_allow_ips.split(",")
+        import ipaddress
+        self.proxies = [ipaddress.ip_network(net, strict=False) for a in map(str.strip, forwarded_allow_ips)
+                        for net in (("0.0.0.0/0", "::/0") if a == "*" else (a,) if a else ())]
         self.trace, self.session_idle = trace, session_idle or SESSION_IDLE
         self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
         self.connections = 0
@@ -3294,7 +3313,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         self.stateless_entries = set()  # --stateless: the sessions of POSTs being answered
         self.replay = _Replay()         # what resumable streams sent, to be sent again
         self._listener = self._reaper = None
-        self.closing = False
+        self.closing = self.stopping = False    # /healthz says 503; every request gets 503
 
     async def start(self):
         self._listener = await asyncio.start_server(self._connection, self.host, self.port,
@@ -3306,16 +3325,22 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         return self
 
     async def close(self, grace=0.0):
-        """Stop serving: no new connection or request (503); what runs gets `grace`
-        seconds to finish, then -32603; the answers go out and every stream closes."""
-        self.closing = True
+        """Stop serving: no new connection, /healthz says 503; for DRAIN_LINGER s (of `grace`) what comes
+        on a connection still open is served (answered with Connection: close); then no request (503),
+        what runs gets the rest of `grace`, then -32603; the answers go out and every stream closes."""
+        loop = asyncio.get_running_loop()
+        end, self.closing = loop.time() + grace, True
         self._reaper.cancel()
         self._listener.close()
+        linger = loop.time() + min(grace, DRAIN_LINGER)
+        while loop.time() < linger and any(x.request is None for x in self.writers.values()):
+            await asyncio.sleep(0.01)   # under load a proxy reuses (so ends) its idle ones at once
+        self.stopping = True
         for x in self.writers.values():
             if x.request is None:       # between requests: nothing to finish
                 x.writer.close()
         entries = list(self.sessions.values()) + list(self.stateless_entries)
-        await asyncio.gather(*(entry.session.stop(grace) for entry in entries))
+        await asyncio.gather(*(entry.session.stop(max(0.0, end - loop.time())) for entry in entries))
         for entry in entries:
             entry.close(cancel=True)
         self.sessions.clear()
@@ -3377,7 +3402,7 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass    # the client left, or the loop is shutting down: this connection just ends
         except Exception:   # never let one connection take the server down
-            _log.exception("HTTP connection failed")
+            _log.exception("HTTP connection from %s failed", x.request.client if x.request else x.peer)
         finally:
             self.connections -= 1
             self.writers.pop(writer).deadline.cancel()
@@ -3413,20 +3438,50 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
             raise _HttpError(431 if line else 414, "Request head too large") from None
         x.deadline.clear()
         x.request = _parse_head(head)
+        self._forwarded(x.request, x)
         return True
+
+    def _trusts(self, address):     # one of --forwarded-allow-ips
+        import ipaddress
+        with contextlib.suppress(ValueError):
+            address = ipaddress.ip_address(address)
+            return any((getattr(address, "ipv4_mapped", None) or address) in net for net in self.proxies)
+        return False
+
+    def _forwarded(self, request, x):
+        """The client's address, Host and scheme: the connection's, or what a trusted proxy says in
+        X-Forwarded-For (its last address not a proxy's: anybody writes those before), -Host, -Proto."""
+        request.client = x.peer
+        if not x.proxy:
+            return
+        for address in reversed(request.header("x-forwarded-for").replace(" ", "").split(",")):
+            request.client = address[:64] or request.client
+            if not self._trusts(address):
+                break
+        host, proto = (request.header(h).rpartition(",")[2].strip() for h in ("x-forwarded-host",
+                                                                             "x-forwarded-proto"))
+        if host:
+            request.headers["host"] = host      # the name the client used: _check_peer checks it
+        if proto.lower() in ("http", "https"):
+            request.scheme = proto.lower()      # a page of the public origin may call: see _check_peer
 
     def _trace(self, request):
         if self.trace and not request.traced:
             request.traced = True
             self.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}"
-                                  f"{request.query}", request.headers, request.body)
+                                  f"{request.query}" + (f"  (from {request.client})" if self.proxies else ""),
+                            request.headers, request.body)
 
     async def _route(self, x):
         """Serve one request. Returns False when the connection must close."""
-        if self.closing:
-            raise _HttpError(503, "Server shutting down")
-        self._check_peer(x.request)
         path, method = x.request.path, x.request.method
+        if self.stopping or self.closing and path == "/healthz":
+            raise _HttpError(503, "Server shutting down")
+        if path == "/healthz" and method == "GET":  # a balancer's probe: before the Host and token checks
+            self._no_body(x.request)
+            x.write(200, [("Content-Type", "text/plain")], b"ok\n")
+            return True
+        self._check_peer(x.request)
         if method == "OPTIONS" and x.cors and path in ("/mcp", "/sse", "/messages"):
             self._no_body(x.request)                # else its body would be read as a request
             asked = (h.strip() for h in x.request.header("access-control-request-headers").split(","))
@@ -3477,7 +3532,8 @@ class HttpServer(_McpEndpoint, _SseEndpoint):
                     and host.lower() not in self.allow_hosts:
                 raise _HttpError(403, "Host not allowed")
         origin = request.header("origin")
-        if origin and origin not in self.allow_origins:
+        own = origin and f"{request.scheme}://{host}"   # our own origin (behind a proxy, the public one)
+        if origin and origin not in self.allow_origins and origin.lower() != own.lower():
             scheme, sep, rest = origin.partition("://")
             if scheme not in ("http", "https") or not sep or "/" in rest or _host_name(rest) not in _LOOPBACK:
                 raise _HttpError(403, "Origin not allowed")
@@ -5464,6 +5520,10 @@ def _serve_parser(description=_SERVE_HELP):
                    help="Streamable HTTP without sessions: every POST stands alone")
     p.add_argument("--json-response", action="store_true",
                    help="Streamable HTTP: answer requests with JSON, never SSE")
+    p.add_argument("--node", metavar="NAME", help="behind a balancer: a name (letters, digits) to start "
+                   "the session ids this process makes, for the balancer to route on")
+    p.add_argument("--forwarded-allow-ips", default="", metavar="IPS", help="behind a proxy: addresses or "
+                   "networks (a,b; *: any) whose X-Forwarded-For/-Host/-Proto are believed (default: none)")
     p.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without --token")
     p.add_argument("--shutdown-grace", type=_seconds, default=SHUTDOWN_GRACE, metavar="SECONDS",
                    help="after SIGTERM, Ctrl-C or the end of stdin, how long work in flight may "
@@ -5521,7 +5581,8 @@ def _serve(server, args, stdout=1):
                 code = await serve_http(server, args.host, args.port, args.shutdown_grace, **auth,
                                         allow_origins=args.allow_origin, allow_hosts=args.allow_host,
                                         stateless=args.stateless, json_response=args.json_response,
-                                        insecure=args.insecure, trace=trace)
+                                        insecure=args.insecure, trace=trace, node=args.node,
+                                        forwarded_allow_ips=args.forwarded_allow_ips)
         except asyncio.CancelledError:      # a signal: it was a graceful end
             code = 0 if stopping else 130
         if stdout != 1:
