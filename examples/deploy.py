@@ -40,7 +40,7 @@ def processes_block(ports):
     lines = []
     for i, port in enumerate(ports, 1):
         others = [p for p in ports if p != port]
-        lines += [f"upstream mcp_n{i} {{", f"    server 127.0.0.1:{port};",
+        lines += [f"upstream mcp_n{i} {{", f"    server 127.0.0.1:{port} max_fails=0;",
                   *(f"    server 127.0.0.1:{p} backup;" for p in others),
                   "    keepalive 8;", "    keepalive_timeout 10s;", "}"]
     lines += ["upstream mcp_any {", *(f"    server 127.0.0.1:{p};" for p in ports),
