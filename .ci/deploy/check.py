@@ -11,6 +11,7 @@ itself again with .peers/bin/python. One line a check: PASS or FAIL; exit 1 on a
 
 What it checks, in this order (deploy.py serves .ci/deploy/server.py: the user store, plus
 tools that return the id of the process that ran them):
+  0. examples/nginx.conf shows what deploy.py writes for three processes;
   1. handshake era, Streamable HTTP: 10 sessions x 20 calls at once; every call answered, each
      session on the one process its id names, the sessions spread over all three processes;
   2. the same over legacy SSE (GET /sse, POST /messages?sessionId=...);
@@ -497,8 +498,22 @@ async def stateless(deploy):
            f"2026-07-28 two rounds on {[deploy.node_of(int(p)) for p in text_of(result).split()]}"
 
 
+def shipped_conf_is_written():
+    """What deploy.py writes for ports 8001-8003 is what examples/nginx.conf shows (comments aside)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("deploy", DEPLOY)
+    deploy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(deploy)
+    with open(deploy.CONF, encoding="utf-8") as f:
+        shipped = f.read().partition("# --- processes: begin")[2].partition("\n")[2]
+    shipped = shipped.partition("# --- processes: end")[0]
+    words = lambda text: re.sub(r"#[^\n]*", "", text).split()     # noqa: E731
+    return words(shipped) == words(deploy.processes_block([8001, 8002, 8003]))
+
+
 async def main():
     started = time.monotonic()
+    report("examples/nginx.conf is what deploy.py writes", shipped_conf_is_written())
     with tempfile.TemporaryDirectory() as traces:
         deploy = Deploy("--allow-host", "mcp.example.com", f"--trace={traces}/{{node}}.jsonl")
         try:
