@@ -26,6 +26,7 @@ tools that return the id of the process that ran them):
      the call ends with an error (no hang); deploy.py stops everything on SIGTERM;
   7. --stateless: every request round robin, no session id.
 """
+import builtins
 import contextlib
 import json
 import os
@@ -111,7 +112,7 @@ def report(name, ok, detail=""):
 
 
 def describe(e):
-    if isinstance(e, BaseExceptionGroup):
+    if isinstance(e, getattr(builtins, "BaseExceptionGroup", ())):     # Python 3.11+
         return " | ".join(describe(x) for x in e.exceptions)
     return f"{type(e).__name__}: {e}"[:300]
 
