@@ -5675,6 +5675,143 @@ class ScaleOutTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(tool_text(done.json()), "Deleted John.")
 
 
+class BalancerTest(HttpTestCase):
+    """Behind a balancer (issue 25): session ids start with the node it routes on; X-Forwarded-*
+    are believed from --forwarded-allow-ips alone; /healthz; a stopping server drains."""
+    options = {"node": "n7", "forwarded_allow_ips": "127.0.0.1", "allow_hosts": ["mcp.example.com"]}
+
+    async def test_session_ids_start_with_the_node_and_stay_unguessable(self):
+        sids = {await self.client.initialize() for _ in range(3)}
+        self.assertEqual(len(sids), 3)
+        for sid in sids:
+            node, dot, rest = sid.partition(".")
+            self.assertEqual(node + dot, "n7.")
+            self.assertEqual(len(base64.urlsafe_b64decode(rest)), 24)      # 192 random bits, as before
+        reader, writer = await self.client.connect()        # legacy: the endpoint's sessionId too
+        writer.write(self.client.build("GET", "/sse", headers={"Accept": "text/event-stream"}))
+        self.assertEqual((await read_head(reader)).status, 200)
+        endpoint = (await read_event(reader))["data"]
+        self.assertRegex(parse_qs_session(endpoint), r"^n7\.[0-9a-f]{32}$")
+        response = await self.client.request("POST", endpoint, rpc(0, "initialize", init_params()))
+        self.assertEqual(response.status, 202)      # taken: its answer comes on the stream
+        self.assertEqual(json.loads((await read_event(reader))["data"])["id"], 0)
+
+    async def test_an_id_another_node_made_is_404_saying_start_anew(self):
+        async def both(sid):
+            return [await self.client.post(rpc(1, "ping"), sid, LATEST_PROTOCOL_VERSION),
+                    await self.client.request("POST", f"/messages?sessionId={sid}", rpc(1, "ping"))]
+        for response in await both("n8.0123abcd"):
+            self.assertEqual(response.status, 404)
+            self.assertIn("another process made it", response.json()["error"]["message"])
+            self.assertNotIn("n8", response.json()["error"]["message"])    # input is never echoed
+        for response in await both("n7.0123abcd") + await both("0123abcd"):
+            self.assertEqual(response.status, 404)
+            self.assertEqual(response.json()["error"]["message"], "Session not found")
+
+    def test_a_node_name_is_letters_and_digits(self):
+        for bad in ("", "n.1", "n-1", "x" * 33, "nü"):
+            with self.assertRaises(ValueError):
+                mcp_min.HttpServer(self.server, node=bad)
+
+    async def test_a_trusted_proxy_names_the_public_host_and_origin(self):
+        def post(**headers):
+            return self.client.post(rpc(0, "initialize", init_params()), headers=headers)
+        public = {"X-Forwarded-Host": "mcp.example.com", "X-Forwarded-Proto": "https"}
+        self.assertEqual((await post(**{"X-Forwarded-Host": "evil.example"})).status, 403)
+        self.assertEqual((await post(**public, Origin="https://mcp.example.com")).status, 200)
+        self.assertEqual((await post(**public, Origin="https://MCP.example.com")).status, 200)
+        for origin in ("http://mcp.example.com", "https://evil.example", "null"):
+            self.assertEqual((await post(**public, Origin=origin)).status, 403, origin)
+        # Without -Proto the scheme is the connection's: http
+        response = await post(**{"X-Forwarded-Host": "mcp.example.com"}, Origin="https://mcp.example.com")
+        self.assertEqual(response.status, 403)
+
+    async def test_forwarded_headers_from_anyone_else_are_ignored(self):
+        for trusted in ((), ["10.0.0.0/8", "::1"]):
+            http = await start_http(self.server, "127.0.0.1", 0, allow_hosts=["mcp.example.com"],
+                                    forwarded_allow_ips=trusted)
+            try:
+                client = HttpClient(http.port)
+                response = await client.post(rpc(0, "initialize", init_params()),
+                                             headers={"X-Forwarded-Host": "evil.example"})
+                self.assertEqual(response.status, 200, trusted)
+                response = await client.post(rpc(0, "initialize", init_params()), headers={
+                    "X-Forwarded-Host": "mcp.example.com", "X-Forwarded-Proto": "https",
+                    "Origin": "https://mcp.example.com"})
+                self.assertEqual(response.status, 403, trusted)
+            finally:
+                await http.close()
+
+    async def test_the_trace_names_the_client_a_trusted_proxy_names(self):
+        chains = {"127.0.0.1": "6.6.6.6, 203.0.113.7, 127.0.0.1",   # the last address that is no proxy's
+                  "*": "6.6.6.6, 203.0.113.7",                     # every one a proxy's: the first
+                  "10.0.0.0/8": "203.0.113.7"}                     # not a proxy: the connection's own
+        with tempfile.TemporaryDirectory() as tmp:
+            heads = {}
+            for i, (trusted, chain) in enumerate(chains.items()):
+                trace = mcp_min._Trace(os.path.join(tmp, f"{i}.jsonl"))
+                http = await start_http(self.server, "127.0.0.1", 0, forwarded_allow_ips=trusted, trace=trace)
+                try:
+                    await HttpClient(http.port).post(rpc(0, "initialize", init_params()),
+                                                     headers={"X-Forwarded-For": chain})
+                finally:
+                    await http.close()
+                    trace.file.close()
+                with open(trace.file.name, encoding="utf-8") as f:
+                    heads[trusted] = next(r["head"] for r in map(json.loads, f) if r["dir"] == "C→S")
+        self.assertEqual(heads, {"127.0.0.1": "POST /mcp  (from 203.0.113.7)",
+                                 "*": "POST /mcp  (from 6.6.6.6)",
+                                 "10.0.0.0/8": "POST /mcp  (from 127.0.0.1)"})
+
+    def test_behind_a_proxy_oauth_needs_the_public_resource_url(self):
+        def auth(resource=None):
+            return mcp_min.ResourceServer(verify=lambda token: None, resource=resource)
+        with self.assertRaisesRegex(ValueError, "resource"):
+            mcp_min.HttpServer(self.server, auth=auth(), forwarded_allow_ips="127.0.0.1")
+        mcp_min.HttpServer(self.server, auth=auth("https://mcp.example.com/mcp"),
+                           forwarded_allow_ips="127.0.0.1")     # named: fine
+
+    async def test_healthz_comes_before_the_host_and_token_checks(self):
+        token = await start_http(self.server, "127.0.0.1", 0, token="s3cret")
+        try:
+            for port in (self.port, token.port):
+                response = await HttpClient(port).request("GET", "/healthz", headers={"Host": "evil.example"})
+                self.assertEqual((response.status, response.body), (200, b"ok\n"))
+        finally:
+            await token.close()
+
+    async def test_a_stopping_server_says_503_and_serves_what_comes_on_open_connections(self):
+        sid = await self.client.initialize()
+        running = asyncio.ensure_future(self.client.post(call(5, "wait", {"label": "finished"}), sid,
+                                                         LATEST_PROTOCOL_VERSION))
+        await asyncio.wait_for(self.state.entered.wait(), TIMEOUT)
+        kept = []       # two kept-alive connections, idle as a proxy keeps them
+        for _ in range(2):
+            reader, writer = await self.client.connect()
+            writer.write(self.client.build("GET", "/healthz"))
+            self.assertEqual((await read_response(reader)).status, 200)
+            kept.append((reader, writer))
+        closing = asyncio.ensure_future(self.http.close(grace=TIMEOUT))
+        while not self.http.closing:
+            await asyncio.sleep(0)
+        with self.assertRaises(OSError):        # no new connection
+            await self.client.connect()
+        (reader, writer), (reader2, writer2) = kept
+        writer.write(self.client.build("GET", "/healthz"))
+        response = await read_response(reader)
+        self.assertEqual((response.status, response.header("connection")), (503, "close"))
+        self.assertTrue(await closed_by_server(reader))
+        headers = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION}
+        writer2.write(self.client.build("POST", "/mcp", call(6, "add", {"a": 2, "b": 3}), headers))
+        response = await read_response(reader2)
+        self.assertEqual((response.status, tool_text(response.messages()[0])), (200, "5"))
+        self.assertEqual(response.header("connection"), "close")     # then the proxy lets it go
+        self.assertTrue(await closed_by_server(reader2))
+        self.state.gate.set()
+        self.assertEqual(tool_text((await running).messages()[-1]), "finished")
+        await asyncio.wait_for(closing, TIMEOUT)
+
+
 @unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
 class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self):

@@ -39,7 +39,8 @@ class Store:
         with self.lock, self.db:
             self.db.execute("CREATE TABLE IF NOT EXISTS users (name TEXT PRIMARY KEY, email TEXT NOT NULL)")
             if not self.db.execute("SELECT 1 FROM users").fetchone():
-                self.db.executemany("INSERT INTO users VALUES (?, ?)",
+                # OR IGNORE: processes sharing the file (examples/deploy.py) may all find it empty
+                self.db.executemany("INSERT OR IGNORE INTO users VALUES (?, ?)",
                                     [("John", "john@example.com"), ("Jane", "jane@example.com")])
 
     def query(self, sql, *args):
