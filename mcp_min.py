@@ -3015,10 +3015,10 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             forwarded_allow_ips.split(",") if isinstance(forwarded_allow_ips, str) else forwarded_allow_ips))
                         for net in (("0.0.0.0/0", "::/0") if a == "*" else (a,) if a else ())]
         self.trace, self.session_idle = trace, session_idle or SESSION_IDLE
-        self.sessions = {}      # session id -> _HttpSession (legacy and streamable)
+        self.sessions = {}
+        self.stateless_entries = set()
         self.connections = 0
-        self.writers = {}       # open connections (writer -> its _Exchange), closed with the server
-        self.stateless_entries = set()  # --stateless: the sessions of POSTs being answered
+        self.writers: dict[asyncio.StreamWriter, _Exchange] = {}    # open connections, closed with it
         self.replay = _Replay()         # what resumable streams sent, to be sent again
         self._listener: _Any = None
         self._reaper: _Any = None
@@ -3146,7 +3146,7 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             raise _HttpError(431 if line else 414, "Request head too large") from None
         x.deadline.clear()
         x.request = _parse_head(head)
-        if x.proxy:
+        if self.proxies:    # behind a proxy: who the client is, in the trace and the log
             self._forwarded(x.request, x)
         return True
 
@@ -3162,6 +3162,8 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         """What a trusted proxy says: the client's address (the last X-Forwarded-For entry not a
         proxy's own: anybody can write those before it), the Host it asked for, its scheme."""
         request.client = x.peer
+        if not x.proxy:
+            return
         for address in reversed(request.header("x-forwarded-for").replace(" ", "").split(",")):
             request.client = address[:64] or request.client
             if not self._trusts(address):
