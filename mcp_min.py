@@ -111,8 +111,9 @@ from urllib.parse import parse_qsl, quote_plus, unquote, urlencode, urljoin, url
 __version__ = "0.1.0"
 __all__ = [  # noqa: RUF022 — grouped by use, on purpose
     # building a server, and calling one
-    "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError", "UrlElicitationRequired",
-    "text", "image", "audio", "resource_link", "embedded_resource", "Client", "SyncClient", "OAuth",
+    "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError", "RequestError",
+    "UrlElicitationRequired", "TaskStore", "text", "image", "audio", "resource_link", "embedded_resource",
+    "Client", "SyncClient", "TaskHandle", "OAuth",
     # serving it, and the transport-free session every transport feeds
     "serve_stdio", "serve_http", "start_http", "HttpServer", "Session", "main", "demo_server",
     # JSON-RPC framing and JSON Schema, for transports and tests of one's own
@@ -130,6 +131,7 @@ __all__ = [  # noqa: RUF022 — grouped by use, on purpose
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT", "WRITE_BUFFER",
     "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID", "SESSION_IDLE", "MAX_QUEUED",
     "MAX_MESSAGE_BYTES", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT", "MAX_ROUNDS", "DRAIN_LINGER",
+    "TASK_AFTER", "TASK_TTL", "TASK_POLL", "MAX_TASKS", "TASK_STALE", "MAX_SKILL_FILES", "MAX_SKILL_BYTES",
     "__version__",
 ]
 
@@ -227,6 +229,17 @@ DISCOVER_TIMEOUT = 5.0              # client: seconds (at most its timeout) a st
 MAX_ROUNDS = 10                     # client: input_required rounds answered for one request -> -32603
 KILL_STEP = 2.0                     # client: seconds a stdio server gets to exit after EOF, then
                                     # after SIGTERM, before SIGKILL
+# The tasks and skills extensions (SEP-2663, SEP-2640):
+TASK_AFTER = 0.5                    # seconds a tools/call of a tool with task= runs before it becomes
+                                    # a task (if the request declared the extension)
+TASK_TTL = 3600.0                   # seconds a task and its result are kept (ttlMs); then they are
+                                    # freed, and its work, still running, cancelled
+TASK_POLL = 0.5                     # seconds between a client's polls of a task, as the server asks
+MAX_TASKS = 1000                    # unexpired tasks per user (HTTP) or session; more -> -32603
+TASK_STALE = 10.0                   # seconds without a sign of life from the process running a task
+                                    # (a shared TaskStore) after which it reads failed
+MAX_SKILL_FILES = 512               # files in one skill, and bytes: a bigger skill is not served
+MAX_SKILL_BYTES = 16 << 20          # (a warning says so)
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -788,12 +801,15 @@ class Tool(_Handler):
     first paragraph), `title`, `annotations` (readOnlyHint ...), `input_schema` / `output_schema`
     (default: from the type hints), `meta`, `icons`, `timeout` (seconds a call may run; default
     the server's, else TOOL_TIMEOUT), `scopes` (OAuth scopes a caller's token needs, over HTTP
-    with a ResourceServer: without them, 403 and the client may ask for more)."""
+    with a ResourceServer: without them, 403 and the client may ask for more), `task`: "optional"
+    (a call may become a task, SEP-2663: see `Context.detach`) or "required" (only as a task)."""
 
-    def __init__(self, fn, name=None, description=None, title=None, annotations=None,
-                 input_schema=None, output_schema=None, meta=None, icons=None, timeout=None, scopes=()):
+    def __init__(self, fn, name=None, description=None, title=None, annotations=None, input_schema=None,
+                 output_schema=None, meta=None, icons=None, timeout=None, scopes=(), task=None):
         super().__init__(fn, description)
-        self.name, self.timeout = name or fn.__name__, timeout
+        self.name, self.timeout, self.task = name or fn.__name__, timeout, task
+        if task not in (None, "optional", "required"):
+            raise ValueError(f"tool {self.name!r}: task must be None, 'optional' or 'required'")
         self.scopes = frozenset(scopes.split() if isinstance(scopes, str) else scopes)
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):    # 2025-11-25 server/tools
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
@@ -940,8 +956,15 @@ class Server:
 
     def __init__(self, name: str, version: str = "0.1.0", instructions: str | None = None,
                  title: str | None = None, timeout: float | None = None,
-                 state_key: str | bytes | None = None, **info: _Any) -> None:
+                 state_key: str | bytes | None = None, tasks: "TaskStore | None" = None, **info: _Any) -> None:
         self.info = {"name": name, "version": version, **({"title": title} if title else {}), **info}
+        # Tools with task= run as tasks kept in `task_store` (default: made at the first, in memory);
+        # a TaskStore(path) that several processes share lets each answer for the others' tasks.
+        self.task_store = tasks
+        self.works: dict[str, asyncio.Future[_Any]] = {}    # task id -> the work this process runs
+        self.runner = os.urandom(8).hex()           # this process, as its tasks' records name it
+        self.skill_entries: dict[str, _Json] = {}   # SKILL.md URI -> skills/list entry (`skills`)
+        self.skill_dirs: dict[str, list[_Json]] = {}    # skill folder URI -> what is in it
         self.instructions = instructions
         self.timeout = timeout  # seconds any request may run (default TOOL_TIMEOUT)
         self.abandoned = 0      # sync tools' threads cancelled while running (they run on)
@@ -1028,15 +1051,30 @@ class Server:
             self.completions["ref/resource" if "://" in ref else "ref/prompt", ref, argument] = _Handler(fn)
         return _decorator(None, add)
 
+    def skills(self, path: str) -> None:
+        """Serve the agent skills in folder `path` (SEP-2640): each folder under it holding a
+        SKILL.md (YAML front matter with name and description; the folder's name is the skill's)
+        is a skill, and every file in it a resource, ``skill://<folder>/<file>``. Call it again
+        when they change on disk: the last call's set is what is served."""
+        _add_skills(self, path)
+
     def offers(self, capability: str) -> bool:
         """Whether the server declares `capability` (without building the dict)."""
         return capability == "logging" or bool(getattr(self, capability))
+
+    @property
+    def task_tools(self) -> bool:
+        """Whether a tool may run as a task: the tasks extension is offered."""
+        return any(tool.task for tool in self.tools.values())
 
     def capabilities(self) -> _Json:
         caps: _Json = {"logging": {}, "tools": {"listChanged": True},
                 "resources": {"subscribe": True, "listChanged": True},
                 "prompts": {"listChanged": True}, "completions": {}}
-        return {k: v for k, v in caps.items() if self.offers(k)}
+        caps = {k: v for k, v in caps.items() if self.offers(k)}
+        extensions = {name: value for name, value, on in ((_TASKS, {}, self.task_tools),
+                      (_SKILLS, {"directoryRead": True}, self.skill_entries)) if on}
+        return {**caps, "extensions": extensions} if extensions else caps
 
     def _changed(self, kind):
         for session in list(self.sessions):
@@ -1084,6 +1122,10 @@ class Context:
     client calls again with the answers. The handler then runs again from the start, and each ask
     returns its answer at once (asks are told apart by `key`, by default their order). So code
     before an ask runs once per round: wrap what must happen only once (a payment, an id) in `once`.
+
+    A tool registered with ``task=`` may become a task (SEP-2663): the client gets a task id at once,
+    and polls it. In a task, `sample`, `elicit` and `list_roots` wait for the client's tasks/update
+    (the code runs once), while `log` and `progress` go nowhere: the client is not listening.
     """
 
     def __init__(self, session: "Session", request_id: str | int | None = None, meta: _Any = None) -> None:
@@ -1099,6 +1141,10 @@ class Context:
         self._last_progress: float | None = None
 
     _rounds: "_Rounds | None" = None    # a 2026-07-28 request that may ask: its `_Rounds`
+    task_id: str | None = None          # the task's id, once this call is one (`detach`)
+    _asked = 0                          # what the task asked so far
+    _detach: "asyncio.Future[None] | None" = None   # set: the call may become a task
+    _made: "asyncio.Future[None] | None" = None     # ... and it is one
 
     @property
     def client_capabilities(self) -> _Json:
@@ -1186,6 +1232,17 @@ class Context:
             kept[key] = await value if asyncio.iscoroutine(value) else value
         return kept[key]
 
+    async def detach(self) -> bool:
+        """Make this call a task now (else it becomes one after TASK_AFTER s): the client gets
+        its task id and polls. True once it is one; False if it cannot be (its tool has no
+        ``task=``, or the request did not declare the extension): the call then goes on as it was."""
+        if self._detach is None or self._made is None:
+            return False
+        if not self._detach.done():
+            self._detach.set_result(None)
+        await self._made
+        return True
+
     async def _ask(self, capability, method, params, key=None):
         declared, need, what = (self.client_capabilities or {}).get(capability), {capability: {}}, capability
         # 2025-11-25: tools, a URL, only to a client that said it takes them ({} is form alone)
@@ -1195,9 +1252,11 @@ class Context:
             declared = declared.get(sub) if type(declared) is dict else None
         if declared is None:
             if self.version:
-                raise _Refused(MISSING_CAPABILITY, f"This needs the client's {what} capability",
+                raise RequestError(MISSING_CAPABILITY, f"This needs the client's {what} capability",
                                {"requiredCapabilities": need})
             raise McpError(METHOD_NOT_FOUND, f"The client does not support {what}.")
+        if self.task_id:
+            return await _task_input(self, capability, method, params, key)
         if not self.version:
             answer = await self.session.request(method, params, self.request_id)
             if (problem := _answer_problem(method, params, answer)):
@@ -1213,11 +1272,12 @@ class Context:
         return asyncio.run_coroutine_threadsafe(coroutine, self.session.loop).result()
 
 
-class _Refused(McpError):
-    """The request's fault (2026-07-28), never a tool's: a JSON-RPC error, not isError."""
+class RequestError(McpError):
+    """Raise from a tool to fail the request itself with this JSON-RPC error (code, message,
+    data), never an isError result: the client sent what cannot be served. A task ends failed."""
 
 
-class UrlElicitationRequired(_Refused):
+class UrlElicitationRequired(RequestError):
     """Raise from a handler that cannot go on until the user has visited some URLs (2025-11-25,
     -32042): `elicitations` are URL-mode elicitation/create params, each with its
     elicitationId. The request gets this JSON-RPC error, never an isError result."""
@@ -1360,6 +1420,8 @@ class Session(_Peer):
         self.loop: _Any = None      # the event loop, from the first frame on
         self.ready = self.initialized   # the client sent notifications/initialized
         server.sessions.add(self)
+
+    task_tag = ""   # whose tasks are its own (the tasks extension, in a session that is not HTTP's)
 
     def receive(self, frame, done=None, reply=None):
         """The one door: a frame of JSON text (bytes or str) or parsed (a dict; a list is a batch).
@@ -1886,19 +1948,21 @@ def _introduce(server, **first):
     return result
 
 
-async def _call_tool(session, params, ctx):
+async def _call_tool(session, params, ctx, tasked=False):
     name = _name(params)
     tool = session.server.tools.get(name)
     if tool is None:    # -32602, not -32601: tools/call itself exists
         raise McpError(INVALID_PARAMS, f"Unknown tool {name[:100]!r}: call tools/list for the tools "
                                        "there are")
+    if tool.task and not tasked:    # it may become a task (an extension, below)
+        return await _tasked(session, tool, params, ctx)
     arguments = _arguments_of(params)
     # 2025-11-25: bad argument values are a tool error the model can read and fix.
     if (problem := tool.check_input(arguments, "")):
         return _tool_error(f"Invalid arguments for tool '{name}': {problem}")
     try:
         return tool.result(await tool.call(arguments, ctx))
-    except (_Refused, _InputRequired):
+    except (RequestError, _InputRequired):
         raise
     except McpError as e:
         return _tool_error(e.message)
@@ -2011,6 +2075,11 @@ async def _listen(session, params, ctx):
     uris = wanted.get("resourceSubscriptions")
     if type(uris) is list and server.offers("resources"):
         honoured["resourceSubscriptions"] = [u for u in uris if type(u) is str][:MAX_SUBSCRIPTIONS]
+    if (ids := wanted.get("taskIds")) is not None:     # the tasks extension: its tasks' status
+        if not _wants_tasks(ctx):
+            raise _tasks_needed()
+        ids = ids[:MAX_SUBSCRIPTIONS] if type(ids) is list else []
+        honoured["taskIds"] = [i for i in ids if type(i) is str and _task_record(session, i)]
     tag = {"_meta": {_MODERN + "subscriptionId": ctx.request_id}}
     params.clear()      # open for hours, it keeps its filter, not the request it came in
     ctx.meta = {}
@@ -3380,7 +3449,8 @@ class Client(_Peer):
             ("sampling", {"tools": {}} if self.sampling_tools else {}, self.sampling),
             ("elicitation", modes, modes),
             ("roots", {}, self.roots is not None))  # roots: no listChanged, we announce none
-        return {k: v for k, v, on in offered if on}
+        caps = {k: v for k, v, on in offered if on}
+        return {**caps, "extensions": {_TASKS: {}}} if self.modern else caps    # we poll tasks (call_tool)
 
     async def connect(self) -> "Client":
         self._gone = None
@@ -3491,6 +3561,9 @@ class Client(_Peer):
                 self._progress.pop(id_, None)
                 if why:
                     _TRACE_WHY.reset(why)
+            if type(result) is dict and result.get("resultType") == "task" and method != "tools/call":
+                raise McpError(INTERNAL_ERROR, f"{method}: the server answered with a task, which only "
+                                               "tools/call may")
             if not self.modern or type(result) is not dict or result.get("resultType") != "input_required":
                 return result
             asked = asks if type(asks := result.get("inputRequests")) is dict else {}
@@ -3674,14 +3747,74 @@ class Client(_Peer):
     async def list_tools(self) -> list[ToolInfo]:
         return await self._all("tools/list")
 
+    @typing.overload
     async def call_tool(self, name: str, arguments: _Json | None = None,
-                        on_progress: typing.Callable[[_Json], object] | None = None,
-                        timeout: float | None = None) -> CallToolResult:
-        """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception."""
+                        on_progress: _Callback | None = None, timeout: float | None = None,
+                        task: typing.Literal[False] = False, on_status: _Callback | None = None) -> CallToolResult: ...
+    @typing.overload
+    async def call_tool(self, name: str, arguments: _Json | None = None,
+                        on_progress: _Callback | None = None, timeout: float | None = None, *,
+                        task: typing.Literal[True], on_status: _Callback | None = None) -> "TaskHandle": ...
+
+    async def call_tool(self, name: str, arguments: _Json | None = None, on_progress: _Callback | None = None,
+                        timeout: float | None = None, task: bool = False, on_status: _Callback | None = None) -> _Any:
+        """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception. If the
+        server answers with a task (2026-07-28's tasks extension), it is polled until it ends,
+        within `timeout` (else its ttlMs), and cancelled if this is; ``on_status(task)`` sees its
+        status change. With `task`, a `TaskHandle` instead, to poll or cancel yourself."""
         if self.modern and isinstance(self._transport, _StreamableHttp) and not self._param_headers:
             await self.list_tools()     # which arguments go in Mcp-Param-* headers too
-        return await self.request("tools/call", {"name": name, "arguments": arguments or {}},
-                                  timeout=timeout, on_progress=on_progress)
+        began = asyncio.get_running_loop().time()
+        handle = TaskHandle(self, await self.request("tools/call", {"name": name, "arguments": arguments or {}},
+                                                     timeout=timeout, on_progress=on_progress), on_status)
+        left = None if timeout is None else timeout - (asyncio.get_running_loop().time() - began)
+        return handle if task else await handle.result(left)
+
+    async def list_skills(self) -> list[_Json]:
+        """The skills the server offers (SEP-2640): skills/list entries {uri, frontmatter,
+        resources}, every page; [] if it offers none. Nothing is read ahead of need."""
+        extensions = typing.cast(_Json, self.server_capabilities or {}).get("extensions")
+        return await self._all("skills/list") if type(extensions) is dict and _SKILLS in extensions else []
+
+    async def load_skill(self, skill: "_Json | str") -> str:
+        """A skill's SKILL.md, checked against its entry (from `list_skills`, or skills/get of
+        this SKILL.md URI): its size, digest and front matter. McpError if one differs."""
+        if isinstance(skill, str):
+            skill = (await self.request("skills/get", {"uri": skill})).get("skill")
+        if type(skill) is not dict or type(skill.get("uri")) is not str or type(skill.get("frontmatter")) is not dict:
+            raise McpError(INTERNAL_ERROR, "Not a skill: a skill is {uri, frontmatter, resources}")
+        try:
+            text = (await self.read_skill_file(skill, skill["uri"])).decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""
+        if _front_matter(text) != skill["frontmatter"]:
+            raise McpError(INTERNAL_ERROR, f"Skill {skill['uri']} refused: its front matter is not what "
+                                           "the server listed")
+        return text
+
+    async def read_skill_file(self, skill: _Json, uri: str) -> bytes:
+        """A file of `skill` (its URI, or its path in the skill's folder: "references/FORMS.md"),
+        checked: only a file its entry lists, of the size and sha256 listed (a "dynamic" skill
+        lists none: any file in its folder, unchecked). McpError if not."""
+        import hashlib
+        folder = str(skill.get("uri")).rpartition("/")[0]
+        uri = uri if "://" in uri else f"{folder}/{uri}"
+        files = skill.get("resources")
+        listed = next((f for f in files if type(f) is dict and f.get("uri") == uri), None) \
+            if type(files) is list else None
+        if listed is None and not (files == "dynamic" and uri.startswith(folder + "/")):
+            raise McpError(INTERNAL_ERROR, f"Skill file {uri} refused: the skill does not list it")
+        contents = (await self.read_resource(uri)).get("contents")
+        first = contents[0] if type(contents) is list and contents and type(contents[0]) is dict else {}
+        try:
+            data = first["text"].encode() if type(first.get("text")) is str else base64.b64decode(first["blob"])
+        except (KeyError, TypeError, ValueError):
+            data = None
+        if data is None or listed and (len(data) != listed.get("size") or listed.get("digest") !=
+                                        "sha256:" + hashlib.sha256(data).hexdigest()):
+            raise McpError(INTERNAL_ERROR, f"Skill file {uri} refused: its size or sha256 is not what "
+                                           "the server listed")
+        return data
 
     async def list_resources(self) -> list[_Json]:
         return await self._all("resources/list")
@@ -3766,10 +3899,7 @@ class SyncClient:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def __getattr__(self, name):
-        method = getattr(self.client, name)
-        if not asyncio.iscoroutinefunction(method):
-            return method
-        return lambda *args, **kwargs: self._run(method(*args, **kwargs))
+        return _sync(getattr(self.client, name), self._run)
 
     def close(self):
         if self._loop.is_running():
@@ -3787,6 +3917,25 @@ class SyncClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _sync(method, run):
+    """`method`, if a coroutine function, made one that waits (a TaskHandle it returns too)."""
+    if not asyncio.iscoroutinefunction(method):
+        return method
+
+    def wait(*args, **kwargs):
+        result = run(method(*args, **kwargs))
+        return _SyncTaskHandle(result, run) if isinstance(result, TaskHandle) else result
+    return wait
+
+
+class _SyncTaskHandle:
+    def __init__(self, handle, run):
+        self.handle, self._run = handle, run
+
+    def __getattr__(self, name):
+        return _sync(getattr(self.handle, name), self._run)
 
 
 class _Transport:
@@ -4586,7 +4735,7 @@ class _Rounds:
         key = str(key or f"{capability}-{self.count}")
         if key not in self.answers and key in self.fresh:
             if (problem := _answer_problem(method, params, self.fresh[key])):
-                raise _Refused(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
+                raise RequestError(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
                                                f"({method}): {problem}")
             self.answers[key] = self.fresh[key]
         if key in self.answers:
@@ -4802,6 +4951,509 @@ def _routing(message, marks):
 def _text(value):
     """An argument as its Mcp-Param-* header's text says it (before base64)."""
     return value if type(value) is str else json.dumps(value)
+
+##############################################################################
+# Extension: tasks (SEP-2663) and skills (SEP-2640), which no SDK has yet (skip on a first reading)
+##############################################################################
+# Tasks. A tool registered with task= may answer a tools/call with a task instead of its result,
+# if the request declared the extension in its clientCapabilities (2026-07-28: each request its
+# own): {"resultType": "task", "taskId", "status": "working", ...}. The client polls tasks/get
+# until the task is completed (the result inlined), failed (a JSON-RPC error inlined) or
+# cancelled (tasks/cancel); it answers what the task asks (input_required) with tasks/update.
+
+_TASKS, _SKILLS = _MODERN + "tasks", _MODERN + "skills"
+_TERMINAL = ("completed", "failed", "cancelled")
+_TASK_FIELDS = ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs",
+                "pollIntervalMs", "result", "error", "inputRequests")     # what a client sees of a task
+
+
+class TaskStore:
+    """Where tasks live: in this process (the default: SQLite in memory), or in the SQLite file
+    `path`, which every process that opens it shares: behind a balancer any of them answers for
+    any task. A record is a dict: the task as clients see it (`_TASK_FIELDS`), plus `owner`,
+    `runner` (the process running it), `expires` (a time.time()) and `answers` (to what it asked).
+    To keep tasks in another database, subclass this and give its six methods; each is atomic
+    and quick (they are called on the event loop)."""
+
+    def __init__(self, path: str = ":memory:") -> None:
+        import sqlite3
+        self.lock = threading.Lock()
+        self.db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
+        if path != ":memory:":
+            self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+        self.db.execute("CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, owner TEXT, expires REAL, "
+                        "record TEXT)")
+        self.db.execute("CREATE INDEX IF NOT EXISTS tasks_owner ON tasks (owner)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS runners (id TEXT PRIMARY KEY, seen REAL)")
+
+    def _rows(self, sql: str, *args: _Any) -> list[_Any]:
+        with self.lock:
+            return self.db.execute(sql, args).fetchall()
+
+    def add(self, record: _Json) -> None:
+        """A new task: every `get`, in every process, finds it once this returns. The expired go."""
+        self._rows("DELETE FROM tasks WHERE expires < ?", time.time())
+        self._rows("INSERT INTO tasks VALUES (?, ?, ?, ?)", record["taskId"], record["owner"],
+                   record["expires"], json.dumps(record))
+
+    def get(self, task_id: str) -> _Json | None:
+        """The task's record (a copy), or None: no such task, or expired."""
+        rows = self._rows("SELECT record FROM tasks WHERE id = ? AND expires >= ?", task_id, time.time())
+        return json.loads(rows[0][0]) if rows else None
+
+    def change(self, task_id: str, change: typing.Callable[[_Json], _Json | None]) -> _Json | None:
+        """Atomically, the record becomes ``change(record)``, unless that is None: the record as
+        it is now (None: no such task)."""
+        with self.lock, self.db:
+            self.db.execute("BEGIN IMMEDIATE")  # no other process writes in between
+            rows = self.db.execute("SELECT record FROM tasks WHERE id = ? AND expires >= ?",
+                                   (task_id, time.time())).fetchall()
+            if not rows or (record := change(json.loads(rows[0][0]))) is None:
+                return json.loads(rows[0][0]) if rows else None
+            self.db.execute("UPDATE tasks SET record = ? WHERE id = ?", (json.dumps(record), task_id))
+            return record
+
+    def count(self, owner: str) -> int:
+        """How many unexpired tasks `owner` has (MAX_TASKS)."""
+        return self._rows("SELECT COUNT(*) FROM tasks WHERE owner = ? AND expires >= ?", owner, time.time())[0][0]
+
+    def beat(self, runner: str) -> None:
+        """Process `runner` is alive: it says so each second while it runs tasks."""
+        self._rows("INSERT OR REPLACE INTO runners VALUES (?, ?)", runner, time.time())
+
+    def seen(self, runner: str) -> float:
+        """When process `runner` last said it was alive (0.0: never)."""
+        rows = self._rows("SELECT seen FROM runners WHERE id = ?", runner)
+        return rows[0][0] if rows else 0.0
+
+
+def _iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
+def _wants_tasks(ctx):
+    """Whether this request declared the tasks extension."""
+    extensions = ctx.client_capabilities.get("extensions") if ctx.version else None
+    return type(extensions) is dict and _TASKS in extensions
+
+
+def _tasks_needed(what="This request"):
+    return RequestError(MISSING_CAPABILITY, f"{what} needs the client's {_TASKS} extension",
+                        {"requiredCapabilities": {"extensions": {_TASKS: {}}}})
+
+
+def _task_owner(session):
+    """Whose a task is: over HTTP its user's (each 2026-07-28 POST is a session of its own;
+    with no auth, whoever holds its id); elsewhere the session's alone."""
+    if session.protocol_version in MODERN_VERSIONS:
+        return session.principal
+    session.task_tag = session.task_tag or os.urandom(16).hex()
+    return f"{session.principal}|{session.task_tag}"
+
+
+async def _tasked(session, tool, params, ctx):
+    """tools/call of a tool with task=: if it has not ended within TASK_AFTER s, or it calls
+    `ctx.detach()`, the client gets a task at once, and the work goes on without the request."""
+    if not _wants_tasks(ctx):
+        if tool.task == "required":
+            raise _tasks_needed(f"Tool '{tool.name}'")
+        return await _call_tool(session, params, ctx, True)
+    server, owner = session.server, _task_owner(session)
+    store = server.task_store = server.task_store or TaskStore()
+    if store.count(owner) >= MAX_TASKS:
+        raise McpError(INTERNAL_ERROR, f"Too many tasks: {MAX_TASKS} at most (MAX_TASKS)")
+    ctx._detach, ctx._made = session.loop.create_future(), session.loop.create_future()
+    work = asyncio.ensure_future(_call_tool(session, params, ctx, True))
+    try:
+        await asyncio.wait((work, ctx._detach), timeout=TASK_AFTER, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        work.cancel()
+        raise
+    if work.done():     # a quick call stays a plain one (an input_required round too)
+        return work.result()
+    now = time.time()
+    record = {"taskId": os.urandom(16).hex(), "status": "working", "createdAt": _iso(now),
+              "lastUpdatedAt": _iso(now), "ttlMs": int(TASK_TTL * 1000), "pollIntervalMs": int(TASK_POLL * 1000),
+              "owner": owner, "runner": server.runner, "expires": now + TASK_TTL, "answers": {}}
+    store.add(record)
+    ctx.task_id = task_id = record["taskId"]
+    server.works[task_id] = work
+    work.add_done_callback(lambda work: _finish(server, task_id, work))
+    if len(server.works) == 1:      # the first: from now on this process says it is alive
+        store.beat(server.runner)
+        _background(_KEEPERS, _keep(server))
+    ctx._made.set_result(None)
+    return {"resultType": "task", **_task_view(record)}
+
+
+_KEEPERS: "set[asyncio.Future[_Any]]" = set()
+_WAKE: "dict[str, asyncio.Future[None]]" = {}    # task id -> what its asks wait on (tasks/update)
+
+
+async def _keep(server):
+    """While this process runs tasks, each second: it tells the store it is alive (to another
+    process its tasks are then not orphans), and the work of a task that ended (cancelled, here
+    or by another process sharing the store) or expired is stopped."""
+    while server.works:
+        server.task_store.beat(server.runner)
+        for task_id, work in list(server.works.items()):
+            if (record := server.task_store.get(task_id)) is None or record["status"] in _TERMINAL:
+                work.cancel()
+        await asyncio.sleep(_SWEEP_EVERY)
+
+
+def _task_view(record):
+    return {k: record[k] for k in _TASK_FIELDS if k in record}
+
+
+def _failed(code, message, data=None):
+    return {"status": "failed", "statusMessage": message,
+            "error": {"code": code, "message": message, **({} if data is None else {"data": data})}}
+
+
+def _ending(**outcome):
+    """A change that ends a task with `outcome`, unless it has ended already."""
+    return lambda r: None if r["status"] in _TERMINAL else \
+        {**{k: v for k, v in r.items() if k != "inputRequests"}, **outcome}
+
+
+def _finish(server, task_id, work):
+    """A task's work is over: how is the task's (a task that ended first, cancelled, stays so)."""
+    server.works.pop(task_id, None)
+    _WAKE.pop(task_id, None)
+    if work.cancelled():    # not by tasks/cancel, which ends the task first: the server is stopping
+        outcome = _failed(INTERNAL_ERROR, "The server stopped before the task ended")
+    elif isinstance(error := work.exception(), McpError):   # a RequestError (a tool error is a result)
+        outcome = _failed(error.code, error.message, error.data)
+    else:
+        outcome = _failed(INTERNAL_ERROR, "Internal error") if error else \
+            {"status": "completed", "result": work.result()}
+    _change_task(server, task_id, _ending(**outcome))
+
+
+def _change_task(server, task_id, change):
+    """Every change this process makes to a task passes here: the subscriptions/listen streams
+    following it hear of it (another process's changes are seen by polling only)."""
+    changed = []
+
+    def stamped(record):
+        if (new := change(record)) is not None:
+            changed.append(new)
+            new["lastUpdatedAt"] = _iso(time.time())
+        return new
+    record = server.task_store.change(task_id, stamped)
+    for session in list(server.sessions) if changed else ():
+        session.publish("notifications/tasks", _task_view(changed[0]),
+                        lambda wanted: task_id in wanted.get("taskIds", ()))
+    return record
+
+
+async def _task_input(ctx, capability, method, params, key):
+    """What a task asks (`Context._ask`) joins its inputRequests, and waits for the client's
+    tasks/update, which may reach another process sharing the store: that one is heard within
+    a second. An ask answered once has its answer: it is never asked twice."""
+    server, task_id = ctx.session.server, typing.cast(str, ctx.task_id)
+    ctx._asked += 1
+    key = str(key or f"{capability}-{ctx._asked}")
+    _change_task(server, task_id, lambda r: None if r["status"] in _TERMINAL or key in r["answers"] else {
+        **r, "status": "input_required",
+        "inputRequests": {**r.get("inputRequests", {}), key: {"method": method, "params": params}}})
+    while (record := server.task_store.get(task_id)) and record["status"] not in _TERMINAL:
+        if key in record["answers"]:
+            return record["answers"][key]
+        wake = _WAKE.get(task_id) or _WAKE.setdefault(task_id, ctx.session.loop.create_future())
+        await asyncio.wait((wake,), timeout=_SWEEP_EVERY)
+    raise asyncio.CancelledError    # it ended (cancelled, expired): its work stops
+
+
+def _task_record(session, task_id):
+    """The caller's task, or None (another's is as unknown as none). A task whose process has
+    not said it is alive for TASK_STALE s has died with it: it reads failed."""
+    server, store = session.server, session.server.task_store
+    record = store.get(task_id) if store and len(task_id) <= 64 else None
+    if record is None or record["owner"] != _task_owner(session):
+        return None
+    if record["status"] not in _TERMINAL and record["runner"] != server.runner and \
+            store.seen(record["runner"]) < time.time() - TASK_STALE:
+        record = _change_task(server, task_id, _ending(**_failed(
+            INTERNAL_ERROR, "The server process running this task stopped")))
+    return record
+
+
+def _task(session, params, ctx):
+    if not _wants_tasks(ctx):   # before the lookup: a client that did not declare it learns nothing
+        raise _tasks_needed()
+    task_id = params.get("taskId")
+    if type(task_id) is not str or (record := _task_record(session, task_id)) is None:
+        raise McpError(INVALID_PARAMS, "Invalid params: no such task (unknown, expired, or another's)")
+    return record
+
+
+async def _tasks_get(session, params, ctx):
+    return _task_view(_task(session, params, ctx))
+
+
+async def _tasks_update(session, params, ctx):
+    """Answers to what a task asked: each answer is checked first (none is taken if one is
+    malformed); keys it does not wait for are ignored."""
+    record, answers = _task(session, params, ctx), params.get("inputResponses")
+    if type(answers) is not dict:
+        raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+    for key, ask in record.get("inputRequests", {}).items():
+        if key in answers and (problem := _answer_problem(ask["method"], ask["params"], answers[key])):
+            raise McpError(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
+                                           f"({ask['method']}): {problem}")
+
+    def take(r):
+        asked = r.get("inputRequests", {})
+        if r["status"] in _TERMINAL or not (got := {k: answers[k] for k in asked if k in answers}):
+            return None
+        left = {k: v for k, v in asked.items() if k not in got}
+        r = {**r, "answers": {**r["answers"], **got}, "status": "input_required" if left else "working"}
+        return {**r, "inputRequests": left} if left else {k: v for k, v in r.items() if k != "inputRequests"}
+    _change_task(session.server, record["taskId"], take)
+    if (wake := _WAKE.pop(record["taskId"], None)) and not wake.done():
+        wake.set_result(None)
+    return {}
+
+
+async def _tasks_cancel(session, params, ctx):
+    """The task ends cancelled (one that has ended stays as it is), and its work here is
+    stopped (elsewhere, by its process's `_keep`, within a second)."""
+    task_id = _task(session, params, ctx)["taskId"]
+    _change_task(session.server, task_id, _ending(status="cancelled"))
+    if (work := session.server.works.get(task_id)):
+        work.cancel()
+    return {}
+
+# Skills. A skill is a folder whose SKILL.md opens with YAML front matter (name, description),
+# served as resources skill://<folder>/<file>; skills/list gives each with its front matter and
+# the size and sha256 of every file, so that a client can check what it reads.
+
+_SKILL_NAME = re.compile(r"(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
+
+
+def _add_skills(server, root):
+    """`Server.skills`: the files under `root` (no dot-files, nothing a link takes outside it);
+    each folder with a SKILL.md we can read is a skill, and the files of the skills are resources."""
+    import hashlib
+    import mimetypes
+    if not os.path.isdir(root):
+        raise ValueError(f"{root}: not a folder of skills")
+    root, files, folders = os.path.realpath(root), {}, {}
+    for here, subdirs, names in os.walk(root):
+        at = os.path.relpath(here, root).replace(os.sep, "/")
+        prefix = "skill://" + ("" if at == "." else at + "/")
+        subdirs[:] = sorted(d for d in subdirs if d[0] != "." and not os.path.islink(os.path.join(here, d)))
+        inside = folders[prefix[:-1]] = [{"uri": prefix + d, "name": d, "mimeType": "inode/directory"}
+                                         for d in subdirs]
+        for name in sorted(n for n in names if n[0] != "."):
+            real = os.path.realpath(os.path.join(here, name))
+            if real.startswith(root + os.sep) and os.path.isfile(real):
+                mime = "text/markdown" if name.endswith(".md") else mimetypes.guess_type(name)[0]
+                files[prefix + name] = real, mime or "application/octet-stream", os.path.getsize(real)
+                inside.append({"uri": prefix + name, "name": name, "mimeType": files[prefix + name][1]})
+    entries = {}
+    for uri in [u for u in files if u.endswith("/SKILL.md") and u.count("/") > 2]:
+        folder = uri[:-len("/SKILL.md")]
+        mine, name = [u for u in files if u.startswith(folder + "/")], folder.rpartition("/")[2]
+        with open(files[uri][0], "rb") as f:
+            front = _front_matter(f.read().decode("utf-8", "replace"))
+        problem = "its front matter is not key: value YAML we read" if front is None else \
+            f"its front matter's name is not {name!r}, or not a valid name" if front.get("name") != name \
+            or not _SKILL_NAME.fullmatch(name) else "no description" if type(front.get("description")) \
+            is not str else "too big (MAX_SKILL_FILES, MAX_SKILL_BYTES)" if len(mine) > MAX_SKILL_FILES \
+            or sum(files[u][2] for u in mine) > MAX_SKILL_BYTES else None
+        if problem:
+            _logger.warning("skill %s is not served: %s", folder, problem)
+            continue
+        listed = []
+        for u in mine:
+            with open(files[u][0], "rb") as f:
+                data = f.read()
+            listed.append({"uri": u, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)})
+        entries[uri] = {"uri": uri, "frontmatter": front, "resources": listed}
+    for entry in server.skill_entries.values():     # the last call's skills are what is served
+        for listed in entry["resources"]:
+            server.resources.pop(listed["uri"], None)
+    served = tuple(uri[:-len("SKILL.md")] for uri in entries)
+    for uri, (real, mime, size) in files.items():
+        if uri.startswith(served):
+            front = entries[uri]["frontmatter"] if uri in entries else {"name": uri.rpartition("/")[2]}
+            server.resources[uri] = Resource(lambda real=real: _file_value(real), uri, front["name"],
+                                             front.get("description"), mime, size=size)
+    server.skill_entries = entries
+    server.skill_dirs = {uri: inside for uri, inside in folders.items() if (uri + "/").startswith(served)}
+    server._changed("resources")
+
+
+def _file_value(path):
+    """A skill file's content: text if it is UTF-8, else bytes (a blob)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
+async def _skills_list(session, params, ctx):
+    return _page(list(session.server.skill_entries.values()), params, "skills")
+
+
+async def _skills_get(session, params, ctx):
+    if (entry := session.server.skill_entries.get(_name(params, "uri"))) is None:
+        raise McpError(INVALID_PARAMS, "Invalid params: no skill has that SKILL.md URI (see skills/list)")
+    return {"skill": entry}
+
+
+async def _read_directory(session, params, ctx):
+    if (inside := session.server.skill_dirs.get(_name(params, "uri"))) is None:
+        raise McpError(INVALID_PARAMS, "Invalid params: not a folder of the skills served")
+    return _page(inside, params, "resources")
+
+
+_FRONT = re.compile(r"\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE)
+_YAML_KEY = re.compile(r"[A-Za-z0-9_][\w./-]*")
+_YAML_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*")\s*(?:#.*)?""")
+_YAML_WORDS = {"": None, "~": None, "null": None, "Null": None, "NULL": None, "true": True, "True": True,
+               "TRUE": True, "false": False, "False": False, "FALSE": False}
+
+
+def _front_matter(text):
+    """A SKILL.md's front matter as JSON, as YAML 1.2 (core schema) reads it, for what skills
+    use: ``key: value`` lines, and under a key one level of them (metadata). None for other YAML
+    (lists, block scalars, anchors ...): rather than guess, we do not read it."""
+    if not (found := _FRONT.match(text)):
+        return None
+    result: _Json = {}
+    parent: str | None = None
+    indent = None
+    for line in found.group(1).split("\n"):
+        depth = len(line) - len(line.lstrip(" "))
+        if not (line := line.rstrip()).strip() or line[depth] == "#":
+            continue
+        key, colon, value = line.strip().partition(":")
+        if not colon or not _YAML_KEY.fullmatch(key) or value[:1] not in ("", " ") or line[depth] == "\t" \
+                or depth and (parent is None or indent not in (None, depth)):
+            return None
+        if depth:
+            indent = depth
+            target = result[str(parent)] = result[str(parent)] or {}
+        else:
+            target, parent, indent = result, None if value.strip() else key, None
+        if key in target or (scalar := _yaml_scalar(value.strip())) is _NOT_YAML or depth and not value.strip():
+            return None
+        target[key] = scalar
+    return result
+
+
+_NOT_YAML = object()
+
+
+def _yaml_scalar(text):
+    """A plain or quoted scalar as YAML 1.2's core schema types it; _NOT_YAML for the rest."""
+    if (quoted := _YAML_QUOTED.fullmatch(text)):
+        text = quoted.group(1)
+        try:
+            return text[1:-1].replace("''", "'") if text[0] == "'" else json.loads(text)
+        except ValueError:      # an escape YAML has and JSON not
+            return _NOT_YAML
+    text = re.sub(r"(?:^|\s)#.*", "", text).strip()     # a comment
+    if text[:1] and text[0] in "[]{}&*!|>%@`'\",?" or text[:2] in ("- ", "-") or ": " in text \
+            or text.endswith(":"):
+        return _NOT_YAML
+    if text in _YAML_WORDS:
+        return _YAML_WORDS[text]
+    if re.fullmatch(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", text):
+        return int(text[2:], 8 if text[1] == "o" else 16) if text[:2] in ("0o", "0x") else int(text)
+    if re.fullmatch(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?", text):
+        return float(text)
+    return _NOT_YAML if re.fullmatch(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", text) else text
+
+
+_METHODS.update({"tasks/get": (_tasks_get, "task_tools"), "tasks/update": (_tasks_update, "task_tools"),
+                 "tasks/cancel": (_tasks_cancel, "task_tools"), "skills/list": (_skills_list, "skill_entries"),
+                 "skills/get": (_skills_get, "skill_entries"),
+                 "resources/directory/read": (_read_directory, "skill_entries")})
+_MODERN_ONLY |= {"tasks/get", "tasks/update", "tasks/cancel"}
+_CACHEABLE |= {_skills_list, _skills_get}
+_NAME_KEY.update(dict.fromkeys(("tasks/get", "tasks/update", "tasks/cancel"), "taskId"))
+_LISTS_OF["skills/list"] = "skills"
+
+
+class TaskHandle:
+    """A tools/call the server may run as a task (`Client.call_tool` with ``task=True``): `id`
+    (None if it answered at once: `last` is then its result), `last` (the task as last seen),
+    and coroutines `status()` (tasks/get), `result(timeout)` (polls until it ends: the
+    CallToolResult; McpError if it failed or was cancelled) and `cancel()` (tasks/cancel)."""
+
+    def __init__(self, client: "Client", answer: _Json,
+                 on_status: typing.Callable[[_Json], object] | None = None) -> None:
+        self.client, self.last, self.on_status = client, answer, on_status
+        self.id: str | None = answer.get("taskId") if answer.get("resultType") == "task" else None
+        if self.id is not None and type(self.id) is not str:
+            raise McpError(INTERNAL_ERROR, "The server's task has no taskId")
+        if self.id and on_status:
+            on_status(answer)
+
+    async def status(self) -> _Json:
+        if self.id:
+            last = await self.client.request("tasks/get", {"taskId": self.id})
+            if self.on_status and type(last) is dict and last.get("status") != self.last.get("status"):
+                self.on_status(last)
+            self.last = last if type(last) is dict else {}
+        return self.last
+
+    async def cancel(self) -> None:
+        if self.id and self.last.get("status") not in _TERMINAL:
+            await self.client.request("tasks/cancel", {"taskId": self.id})
+
+    async def result(self, timeout: float | None = None) -> CallToolResult:
+        """Polls (as often as the server asks, less often while nothing changes) until the task
+        ends, within `timeout` s (else its ttlMs); what it asks is answered by the client's
+        handlers. If this fails or is cancelled, so is the task."""
+        loop, ttl = asyncio.get_running_loop(), self.last.get("ttlMs")
+        end = loop.time() + (timeout if timeout is not None else ttl / 1000 if type(ttl) is int else math.inf)
+        wait, answered = 0.0, set[str]()
+        try:
+            while self.id and (status := self.last.get("status")) not in _TERMINAL:
+                if status != "input_required" or not await self._answer(answered):
+                    asked = self.last.get("pollIntervalMs")
+                    wait = max(asked / 1000 if type(asked) is int else 0.05, min(wait * 1.5, 5.0))
+                    await asyncio.sleep(max(0.0, min(wait, end - loop.time())))
+                if (now := (await self.status()).get("status")) != status:
+                    wait = 0.0
+                if now not in _TERMINAL and loop.time() >= end:
+                    raise McpError(REQUEST_TIMEOUT, f"Task {self.id} had not ended within the call's time")
+        except BaseException:
+            if self.id and self.last.get("status") not in _TERMINAL:
+                _background(self.client._tasks, self._cancel_quietly())
+            raise
+        if not self.id:
+            return typing.cast(CallToolResult, self.last)
+        if self.last["status"] == "completed" and type(self.last.get("result")) is dict:
+            return self.last["result"]
+        error = error if type(error := self.last.get("error")) is dict else {}
+        code = error.get("code") if type(error.get("code")) is int else INTERNAL_ERROR
+        raise McpError(code, str(error.get("message") or f"Task {self.id} ended {self.last['status']}"),
+                       error.get("data"))
+
+    async def _answer(self, answered):
+        """One tasks/update with the answers to what the task asks that was not answered yet."""
+        asks = asks if type(asks := self.last.get("inputRequests")) is dict else {}
+        new = {key: ask for key, ask in asks.items() if key not in answered and type(ask) is dict}
+        if not new:
+            return False
+        responses = {key: await self.client._handle(ask.get("method"), ask.get("params") or {})
+                     for key, ask in new.items()}
+        await self.client.request("tasks/update", {"taskId": self.id, "inputResponses": responses})
+        answered.update(new)
+        return True
+
+    async def _cancel_quietly(self):
+        with contextlib.suppress(McpError):     # the connection may be gone: the task then expires
+            await self.cancel()
 
 ##############################################################################
 # Extension: authorization, the resource server (OAuth 2.1; PROTOCOL.md 8; skip on a first reading)
@@ -5401,7 +6053,8 @@ class _Trace:
                 key = arrow, repr(id_)
                 # Sessions share a trace and may reuse an id: a reply then names no method, not a wrong one.
                 self.asked[key] = None if self.asked.get(key, method) != method else method
-                if method in _NAMED and type(name := params.get("name", params.get("uri"))) is str:
+                if method in _NAMED and type(name := params.get("name", params.get("uri", params.get(
+                        "taskId")))) is str:
                     about["name"] = name[:80]
             return about
         about = {"kind": "response", "id": id_}
@@ -5439,7 +6092,8 @@ class _Trace:
 
 
 _SECRET_QUERY = re.compile(r"(?i)([?&][^=&#\s]*(?:token|secret|key|password|code)[^=&#\s]*=)[^&#\s]*")
-_NAMED = ("tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe")
+_NAMED = ("tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe",
+          "tasks/get", "tasks/update", "tasks/cancel")
 # Set around a request the CLI makes for itself, so that the trace says why it was sent.
 _TRACE_WHY: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("mcp_min_why", default=None)
 
@@ -5483,6 +6137,10 @@ def _outcome(error, result):
     if type(result) is dict and type(result.get("inputRequests")) is dict:     # 2026-07-28
         return "input required: " + ", ".join(f"{k} ({v.get('method') if type(v) is dict else '?'})"
                                               for k, v in result["inputRequests"].items())[:200]
+    if type(result) is dict and type(result.get("taskId")) is str and type(result.get("status")) is str:
+        inner = result.get("result")    # the tasks extension: a task's step
+        return ("task created, " if result.get("resultType") == "task" else "task ") + result["status"][:40] \
+            + ", isError" * (type(inner) is dict and inner.get("isError") is True)
     return "ok, isError" if type(result) is dict and result.get("isError") is True else "ok"
 
 
@@ -5609,6 +6267,9 @@ def _serve_parser(description=_SERVE_HELP):
     p.add_argument("--forwarded-allow-ips", default="", metavar="IPS", help="behind a proxy: addresses or "
                    "networks (a,b; *: any) whose X-Forwarded-For/-Host/-Proto are believed (default: none)")
     p.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without --token")
+    p.add_argument("--task-store", metavar="FILE", help="keep tasks in this SQLite file, which other "
+                   "processes serving the same tools may share (default: in memory)")
+    p.add_argument("--skills", metavar="DIR", help="serve the agent skills in this folder (SKILL.md files)")
     p.add_argument("--shutdown-grace", type=_seconds, default=SHUTDOWN_GRACE, metavar="SECONDS",
                    help="after SIGTERM, Ctrl-C or the end of stdin, how long work in flight may "
                    f"finish before it is answered with an error (default {SHUTDOWN_GRACE:g})")
@@ -5626,7 +6287,9 @@ def _serve(server, args, stdout=1):
         return 2
     try:
         auth = _auth_options(args) if args.port is not None else {}
-    except (OSError, ValueError) as e:
+        server.task_store = TaskStore(args.task_store) if args.task_store else server.task_store
+        args.skills and server.skills(args.skills)
+    except Exception as e:  # noqa: BLE001 — a bad option (an unreadable store too): said in one line
         print(f"mcp_min: {e}", file=sys.stderr)
         return 2
     if args.port is None and os.isatty(0):
@@ -5671,6 +6334,8 @@ def _serve(server, args, stdout=1):
             code = 0 if stopping else 130
         if stdout != 1:
             os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
+        for work in list(server.works.values()):    # a task cannot outlive its process: it ends failed
+            work.cancel()
         pool.shutdown(wait=False, cancel_futures=True)
         await asyncio.sleep(0.05)
         if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) or asyncio.all_tasks() - {task}:
@@ -5844,8 +6509,9 @@ async def _client_run(args, name, arguments, raw):
         if method == "prompts/get":     # prompt arguments are strings, as typed
             return await client.get_prompt(name, {k: raw.get(k, v if type(v) is str else json.dumps(v))
                                                   for k, v in arguments.items()})
-        if method == "tools/call":
-            return await client.call_tool(name, await _typed(client, name, arguments, raw))
+        if method == "tools/call":      # a task's status is shown as it changes
+            return await client.call_tool(name, await _typed(client, name, arguments, raw), on_status=lambda
+                                          t: print(f"task {t.get('taskId')}: {t.get('status')}", file=sys.stderr))
         if method == "logging/setLevel":
             return await client.set_log_level(name)
         if method == "ping":

@@ -2201,6 +2201,498 @@ class ListenTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(self.wire.session.listens, {})
 
 
+# -- Issue 24: the tasks extension (SEP-2663) and the skills extension (SEP-2640) --------------
+
+TASKS = "io.modelcontextprotocol/tasks"
+WITH_TASKS = {"extensions": {TASKS: {}}, "elicitation": {}}
+
+
+def task_server():
+    """Tools that may be tasks; `state` records what their works lived through."""
+    server, state = Server("tasks"), types.SimpleNamespace(cancelled=[], release=threading.Event())
+
+    @server.tool(task="optional")
+    async def slow(seconds: float = 60.0, label: str = "done") -> str:
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            state.cancelled.append(label)
+            raise
+        return label
+
+    @server.tool(task="optional")
+    def blocking() -> str:
+        state.release.wait(TIMEOUT)
+        return "released"
+
+    @server.tool(task="optional")
+    async def two_questions(ctx: Context) -> str:
+        await ctx.detach()
+        schema = {"name": {"type": "string"}}
+        first, second = await asyncio.gather(ctx.elicit("First?", schema, key="a"),
+                                             ctx.elicit("Second?", schema, key="b"))
+        return f"{first['content']['name']} {second['content']['name']}"
+
+    @server.tool(task="required")
+    async def only_a_task(ctx: Context) -> str:
+        return f"{await ctx.detach()}"
+
+    @server.tool(task="optional")
+    async def broken(ctx: Context) -> str:
+        await ctx.detach()
+        raise mcp_min.RequestError(INVALID_PARAMS, "no such thing", {"why": "test"})
+
+    @server.tool()
+    async def plain(ctx: Context) -> str:
+        return f"{await ctx.detach()}"
+    return server, state
+
+
+def task_call(id_, name, arguments=None, capabilities=WITH_TASKS):
+    return modern(id_, "tools/call", {"name": name, "arguments": arguments or {}}, capabilities)
+
+
+def task_request(id_, method, task_id, capabilities=WITH_TASKS, **params):
+    return modern(id_, method, {"taskId": task_id, **params}, capabilities)
+
+
+class TasksTest(unittest.IsolatedAsyncioTestCase):
+    """A task-supporting tools/call becomes a task; tasks/get, tasks/update and tasks/cancel."""
+
+    async def asyncSetUp(self):
+        self.server, self.state = task_server()
+        self.wire = Wire(self.server)
+        self.addCleanup(self.state.release.set)
+        patcher = mock.patch.object(mcp_min, "TASK_AFTER", 0.05)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    async def get(self, task_id, id_=None, wire=None):
+        return await (wire or self.wire).request(task_request(id_ or f"get-{time.monotonic()}", "tasks/get", task_id))
+
+    async def until_status(self, task_id, *statuses):
+        deadline = time.monotonic() + TIMEOUT
+        while (task := (await self.get(task_id))["result"])["status"] not in statuses:
+            self.assertLess(time.monotonic(), deadline, task)
+            await asyncio.sleep(0.01)
+        return task
+
+    async def test_a_slow_call_becomes_a_task_and_a_quick_one_does_not(self):
+        quick = (await self.wire.request(task_call(1, "slow", {"seconds": 0, "label": "quick"})))["result"]
+        self.assertEqual((quick["resultType"], tool_text({"result": quick})), ("complete", "quick"))
+        created = (await self.wire.request(task_call(2, "slow", {"seconds": 0.3})))["result"]
+        self.assertEqual((created["resultType"], created["status"]), ("task", "working"))
+        self.assertEqual(set(created) - {"_meta"}, {"resultType", "taskId", "status", "createdAt",
+                                                    "lastUpdatedAt", "ttlMs", "pollIntervalMs"})
+        self.assertRegex(created["createdAt"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(len(created["taskId"]), 32)      # 128 random bits: the id is a bearer token
+        self.assertEqual((await self.get(created["taskId"]))["result"]["status"], "working")
+        done = await self.until_status(created["taskId"], "completed")
+        self.assertEqual((done["resultType"], done["result"]), ("complete", {"content": [mcp_min.text("done")]}))
+        # Without the extension on this request: the task gate before any lookup; a plain call.
+        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            error = (await self.wire.request(task_request(3, method, created["taskId"], {})))["error"]
+            self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
+                                                              {"requiredCapabilities": {"extensions": {TASKS: {}}}}))
+        plain = (await self.wire.request(task_call(4, "slow", {"seconds": 0.2, "label": "plain"}, {})))["result"]
+        self.assertEqual((plain["resultType"], tool_text({"result": plain})), ("complete", "plain"))
+        error = (await self.wire.request(task_call(5, "only_a_task", capabilities={})))["error"]
+        self.assertEqual(error["code"], mcp_min.MISSING_CAPABILITY)
+        for unknown in ("nope", "x" * 100, created["taskId"][:-1] + "0"):
+            self.assertEqual((await self.get(unknown))["error"]["code"], INVALID_PARAMS)
+        # detach() makes a task at once; where none can be, it says so and the call goes on.
+        made = (await self.wire.request(task_call(6, "only_a_task")))["result"]
+        self.assertEqual((await self.until_status(made["taskId"], "completed"))["result"]["content"][0]["text"],
+                         "True")
+        self.assertEqual(tool_text(await self.wire.request(task_call(7, "plain"))), "False")
+        # A JSON-RPC error from the tool: the task failed, with the error inlined.
+        failed = await self.until_status((await self.wire.request(task_call(8, "broken")))["result"]["taskId"],
+                                         "failed")
+        self.assertEqual(failed["error"], {"code": INVALID_PARAMS, "message": "no such thing", "data": {"why": "test"}})
+        self.assertNotIn("result", failed)
+
+    async def test_the_handshake_era_has_no_tasks(self):
+        await self.wire.initialize()
+        self.assertEqual((await self.wire.request(rpc(1, "tasks/get", {"taskId": "x"})))["error"]["code"],
+                         METHOD_NOT_FOUND)
+        self.assertEqual((await self.wire.request(call(2, "only_a_task")))["error"]["code"],
+                         mcp_min.MISSING_CAPABILITY)
+        self.assertEqual(tool_text(await self.wire.request(call(3, "slow", {"seconds": 0.2}))), "done")
+        found = (await Wire(Server("none")).request(modern(1, "server/discover")))["result"]["capabilities"]
+        self.assertNotIn("extensions", found)       # no tool with task=: nothing of the extension
+        self.assertEqual((await Wire(Server("none")).request(task_request(1, "tasks/get", "x")))["error"]["code"],
+                         METHOD_NOT_FOUND)
+        with self.assertRaisesRegex(ValueError, "task must be"):
+            Server("x").add_tool(lambda: 1, "t", task="sometimes")
+
+    async def test_cancel_a_running_async_and_sync_tool(self):
+        running = (await self.wire.request(task_call(1, "slow", {"label": "async"})))["result"]["taskId"]
+        ack = (await self.wire.request(task_request(2, "tasks/cancel", running)))["result"]
+        self.assertEqual(set(ack), {"resultType", "_meta"})
+        self.assertEqual((await self.get(running))["result"]["status"], "cancelled")
+        await until(lambda: self.state.cancelled == ["async"], "the async tool cancelled")
+        before = self.server.abandoned
+        stuck = (await self.wire.request(task_call(3, "blocking")))["result"]["taskId"]
+        self.assertIn("result", await self.wire.request(task_request(4, "tasks/cancel", stuck)))
+        self.assertEqual((await self.get(stuck))["result"]["status"], "cancelled")
+        await until(lambda: self.server.abandoned == before + 1, "the thread counted as abandoned")
+        self.state.release.set()
+        # An ended task stays as it ended; cancelling it again is acknowledged all the same.
+        done = (await self.wire.request(task_call(5, "slow", {"seconds": 0.1})))["result"]["taskId"]
+        await self.until_status(done, "completed")
+        self.assertIn("result", await self.wire.request(task_request(6, "tasks/cancel", done)))
+        self.assertEqual((await self.get(done))["result"]["status"], "completed")
+
+    async def test_input_mid_task_partial_answers_and_bad_ones(self):
+        task_id = (await self.wire.request(task_call(1, "two_questions")))["result"]["taskId"]
+        asked = await self.until_status(task_id, "input_required")
+        while len(asked.get("inputRequests", {})) < 2:
+            asked = (await self.get(task_id))["result"]
+        self.assertEqual(asked["inputRequests"]["a"]["method"], "elicitation/create")
+        bad = await self.wire.request(task_request(2, "tasks/update", task_id, inputResponses={
+            "a": {"action": "accept", "content": {"name": 3}}}))
+        self.assertEqual(bad["error"]["code"], INVALID_PARAMS)     # checked against the schema: nothing taken
+        ack = await self.wire.request(task_request(3, "tasks/update", task_id, inputResponses={
+            "a": {"action": "accept", "content": {"name": "Ada"}}, "unknown": {"ignored": True}}))
+        self.assertEqual(ack["result"]["resultType"], "complete")
+        now = (await self.get(task_id))["result"]
+        self.assertEqual((now["status"], list(now["inputRequests"])), ("input_required", ["b"]))
+        await self.wire.request(task_request(4, "tasks/update", task_id, inputResponses={
+            "b": {"action": "accept", "content": {"name": "Lovelace"}}}))
+        done = await self.until_status(task_id, "completed")
+        self.assertEqual(done["result"]["content"][0]["text"], "Ada Lovelace")
+        self.assertNotIn("inputRequests", done)
+
+    async def test_tasks_are_their_sessions_and_bounded(self):
+        mine = (await self.wire.request(task_call(1, "slow")))["result"]["taskId"]
+        other = Wire(self.server)
+        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            self.assertEqual((await other.request(task_request(2, method, mine, inputResponses={})))
+                             ["error"]["code"], INVALID_PARAMS)
+        self.assertEqual((await self.get(mine))["result"]["status"], "working")
+        with mock.patch.object(mcp_min, "MAX_TASKS", 2):
+            await self.wire.request(task_call(3, "slow"))
+            error = (await self.wire.request(task_call(4, "slow")))["error"]
+            self.assertEqual((error["code"], "MAX_TASKS" in error["message"]), (INTERNAL_ERROR, True))
+            self.assertEqual(tool_text(await other.request(task_call(5, "slow", {"seconds": 0}))), "done")
+        for task_id in list(self.server.works):
+            self.server.works[task_id].cancel()
+
+    async def test_over_http_a_task_is_its_users(self):
+        http = await start_http(self.server, "127.0.0.1", 0)
+        self.addAsyncCleanup(http.close)
+        resource = f"http://127.0.0.1:{http.port}/mcp"
+        http.auth = mcp_min.ResourceServer(lambda token: {"sub": token, "aud": resource},
+                                           ["https://as.example"], resource=resource)
+        client = HttpClient(http.port)
+        self.addAsyncCleanup(client.close)
+
+        async def post(user, message):
+            method, params = message["method"], message["params"]
+            headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, **bearer(user),
+                       "Mcp-Name": params.get("name", params.get("taskId"))}
+            return (await client.post(message, headers=headers)).json()
+        task_id = (await post("alice", task_call(1, "slow")))["result"]["taskId"]
+        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            refused = await post("bob", task_request(2, method, task_id, inputResponses={}))
+            self.assertEqual(refused["error"]["code"], INVALID_PARAMS)
+        self.assertEqual((await post("alice", task_request(3, "tasks/get", task_id)))["result"]["status"],
+                         "working")
+        await post("alice", task_request(4, "tasks/cancel", task_id))
+        await until(lambda: self.state.cancelled == ["done"], "alice's cancel")
+
+    async def test_status_notifications_on_a_listen(self):
+        task_id = (await self.wire.request(task_call(1, "two_questions")))["result"]["taskId"]
+        stranger = (await Wire(self.server).request(task_call(1, "slow")))["result"]["taskId"]
+        refused = await self.wire.request(modern(2, "subscriptions/listen", {"notifications": {
+            "taskIds": [task_id]}}))
+        self.assertEqual(refused["error"]["code"], mcp_min.MISSING_CAPABILITY)
+        self.wire.feed(modern(3, "subscriptions/listen", {"notifications": {"taskIds": [task_id, stranger, 7]}},
+                              WITH_TASKS))
+        ack = await self.wire.wait_for(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
+        self.assertEqual(ack["params"]["notifications"], {"taskIds": [task_id]})   # its own tasks only
+        await self.until_status(task_id, "input_required")
+        await self.wire.request(task_request(4, "tasks/update", task_id, inputResponses={
+            "a": {"action": "accept", "content": {"name": "x"}}}))
+        asked = await self.wire.wait_for(lambda m: m.get("method") == "notifications/tasks")
+        self.assertEqual((asked["params"]["taskId"], asked["params"]["status"]), (task_id, "input_required"))
+        self.assertEqual(list(asked["params"]["inputRequests"]), ["b"])     # the whole task, as tasks/get has it
+        self.assertEqual(asked["params"]["_meta"], {"io.modelcontextprotocol/subscriptionId": 3})
+        await self.wire.request(task_request(5, "tasks/update", task_id, inputResponses={
+            "b": {"action": "accept", "content": {"name": "y"}}}))
+        working = await self.wire.wait_for(lambda m: m.get("method") == "notifications/tasks")
+        self.assertEqual(working["params"]["status"], "working")
+        end = await self.wire.wait_for(lambda m: m.get("method") == "notifications/tasks")
+        self.assertEqual(end["params"]["status"], "completed")
+        self.assertEqual(end["params"]["result"]["content"][0]["text"], "x y")     # the result inlined
+        self.assertFalse([m for m in self.wire.messages if m.get("params", {}).get("taskId") == stranger])
+        for work in list(self.server.works.values()):
+            work.cancel()
+
+
+class TaskClientTest(unittest.IsolatedAsyncioTestCase):
+    """The client: call_tool polls a task to its end; task=True gives a handle; the CLI and the
+    trace show a task's steps."""
+
+    async def asyncSetUp(self):
+        self.server, self.state = task_server()
+        self.addCleanup(self.state.release.set)
+        for name, value in (("TASK_AFTER", 0.05), ("TASK_POLL", 0.02)):
+            patcher = mock.patch.object(mcp_min, name, value)
+            patcher.start()
+            self.addCleanup(patcher.stop)
+
+    async def test_polled_to_the_end_answered_and_cancelled(self):
+        seen, trace = [], io.StringIO()
+        answers = iter(["Ada", "Lovelace"])
+        http = await start_http(self.server, "127.0.0.1", 0)     # over real sockets, traced
+        self.addAsyncCleanup(http.close)
+        client = mcp_min.Client(f"http://127.0.0.1:{http.port}/mcp", elicitation=lambda p: {
+            "action": "accept", "content": {"name": next(answers)}}, trace=mcp_min._Trace("-", side="client"))
+        client.trace.file = trace
+        async with client:
+            result = await client.call_tool("slow", {"seconds": 0.2}, on_status=lambda t: seen.append(t["status"]))
+            self.assertEqual((result, seen), ({"content": [mcp_min.text("done")]}, ["working", "completed"]))
+            self.assertEqual(tool_text({"result": await client.call_tool("two_questions")}), "Ada Lovelace")
+            handle = await client.call_tool("slow", {"label": "handled"}, task=True)
+            self.assertEqual((await handle.status())["status"], "working")
+            await handle.cancel()
+            with self.assertRaisesRegex(McpError, "ended cancelled"):
+                await handle.result()
+            quick = await client.call_tool("slow", {"seconds": 0}, task=True)
+            self.assertEqual((quick.id, (await quick.result())["content"][0]["text"]), (None, "done"))
+            with self.assertRaises(McpError) as failed:
+                await client.call_tool("broken")
+            self.assertEqual((failed.exception.code, failed.exception.data), (INVALID_PARAMS, {"why": "test"}))
+            # Past its timeout, a call's task is cancelled too.
+            with self.assertRaises(McpError) as late:
+                await client.call_tool("slow", {"label": "late"}, timeout=0.3)
+            self.assertEqual(late.exception.code, mcp_min.REQUEST_TIMEOUT)
+            await until(lambda: "late" in self.state.cancelled, "the task cancelled")
+        self.assertIn("handled", self.state.cancelled)
+        lines = [line for line in trace.getvalue().splitlines() if re.match(r"\s*\d+\.\d{3}s ", line)]
+        self.assertTrue(any("(tools/call) task created, working" in line for line in lines), lines)
+        self.assertTrue(any("request" in line and "tasks/get " in line for line in lines), lines)
+        self.assertTrue(any("(tasks/get) task completed" in line for line in lines), lines)
+
+    def test_sync_client_and_cli(self):
+        with mcp_min.SyncClient(self.server) as client:
+            handle = client.call_tool("slow", {"seconds": 0.2}, task=True)
+            self.assertEqual(handle.result()["content"][0]["text"], "done")
+        run = subprocess.run([*SERVE, "client", f"{PYTHON_CMD} examples/everything.py", "tools/call", "slow_compute",
+                              "seconds=0.8"], cwd=HERE, capture_output=True, text=True, timeout=30,
+                             env=_clean_env())
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertRegex(run.stderr, r"task [0-9a-f]{32}: working\n(.*\n)*task [0-9a-f]{32}: completed")
+        self.assertIn("computed: done after 0.8 s", run.stdout)
+
+
+_TASK_PROCESS = '''
+import asyncio, os, mcp_min
+mcp_min.TASK_STALE = 1.0
+server = mcp_min.Server("shared")
+
+@server.tool(task="optional")
+async def wait(seconds: float, mark: str = "") -> str:
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        mark and open(mark, "w").close()
+        raise
+    return f"waited {seconds} s in {os.getpid()}"
+'''
+
+
+class TaskProcessTest(unittest.IsolatedAsyncioTestCase):
+    """Tasks that outlive a process: several `serve --port` sharing a --task-store FILE."""
+
+    def process(self, tmp, store):
+        process = ServerProcess(os.path.join(tmp, "shared.py"), "--task-store", store)
+        self.addCleanup(process.close)
+        return process
+
+    async def call(self, process, id_, method, params):
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+        if "name" in params or "taskId" in params:
+            headers["Mcp-Name"] = params.get("name", params.get("taskId"))
+        return (await process.client.post(modern(id_, method, params, WITH_TASKS), headers=headers)).json()
+
+    async def status(self, process, task_id, *statuses):
+        deadline = time.monotonic() + TIMEOUT
+        while (task := (await self.call(process, 9, "tasks/get", {"taskId": task_id}))["result"])[
+                "status"] not in statuses:
+            self.assertLess(time.monotonic(), deadline, task)
+            await asyncio.sleep(0.05)
+        return task
+
+    async def test_a_task_read_and_cancelled_from_another_process_and_its_end(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        with open(os.path.join(tmp, "shared.py"), "w") as f:
+            f.write(_TASK_PROCESS)
+        store = os.path.join(tmp, "tasks.db")
+        one, two = self.process(tmp, store), self.process(tmp, store)
+        created = (await self.call(one, 1, "tools/call", {"name": "wait", "arguments": {"seconds": 1.5}}))["result"]
+        self.assertEqual(created["resultType"], "task")
+        self.assertEqual((await self.call(two, 2, "tasks/get", {"taskId": created["taskId"]}))["result"]["status"],
+                         "working")     # durable before it was answered
+        done = await self.status(two, created["taskId"], "completed")
+        self.assertEqual(done["result"]["content"][0]["text"], f"waited 1.5 s in {one.proc.pid}")
+        # A cancel on two stops the work on one, within a second or so.
+        mark = os.path.join(tmp, "cancelled")
+        long = (await self.call(one, 3, "tools/call", {"name": "wait", "arguments": {"seconds": 60, "mark": mark}}))
+        await self.call(two, 4, "tasks/cancel", {"taskId": long["result"]["taskId"]})
+        await until(lambda: os.path.exists(mark), "the work on the other process stopped", timeout=5)
+        # A process that stops: SIGTERM fails its tasks at once; SIGKILL after TASK_STALE (1 s here).
+        for sig, why in ((signal.SIGTERM, "The server stopped before the task ended"),
+                         (signal.SIGKILL, "The server process running this task stopped")):
+            runner = self.process(tmp, store)
+            task_id = (await self.call(runner, 5, "tools/call", {"name": "wait", "arguments": {"seconds": 60}}))[
+                "result"]["taskId"]
+            os.kill(runner.proc.pid, sig)
+            runner.proc.wait(TIMEOUT)
+            failed = await self.status(two, task_id, "failed")
+            self.assertEqual(failed["error"]["message"], why)
+
+
+class TaskMemoryTest(unittest.TestCase):
+    """Results are kept for their ttlMs, then freed: resident memory stays flat (from /proc)."""
+
+    @unittest.skipUnless(os.path.exists("/proc/self/status"), "needs /proc")
+    def test_expired_results_are_freed(self):
+        script = textwrap.dedent('''
+            import asyncio, re, sys, mcp_min
+            mcp_min.TASK_AFTER, mcp_min.TASK_TTL, mcp_min.TASK_POLL = 0.0, 0.2, 0.01
+            server = mcp_min.Server("big")
+
+            @server.tool(task="optional")
+            async def big(i: int) -> str:
+                await asyncio.sleep(0.01)
+                return str(i) * (1 << 20)
+
+            def rss():
+                return int(re.search(r"VmRSS:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) // 1024
+
+            async def main():
+                async with mcp_min.Client(server) as client:
+                    for round_ in range(8):
+                        for i in range(20):   # 20 MB of results a round
+                            handle = await client.call_tool("big", {"i": i}, task=True)
+                            await handle.result()
+                        await asyncio.sleep(0.25)   # they expire; the next round's first add frees them
+                        rows = server.task_store._rows("SELECT COUNT(*) FROM tasks")[0][0]
+                        print(round_, rss(), rows, flush=True)
+            asyncio.run(main())
+        ''')
+        run = subprocess.run([*PYTHON, "-c", script], cwd=HERE, capture_output=True, text=True, timeout=60,
+                             env=_clean_env())
+        self.assertEqual(run.returncode, 0, run.stderr)
+        rounds = [[int(word) for word in line.split()] for line in run.stdout.splitlines()]
+        self.assertEqual(len(rounds), 8)
+        self.assertLessEqual(max(rows for _, _, rows in rounds), 21, rounds)   # a round's, at most
+        self.assertLess(rounds[-1][1] - rounds[1][1], 30, rounds)   # kept: 120 MB more; freed: flat
+
+
+class SkillsTest(unittest.IsolatedAsyncioTestCase):
+    """Server.skills: a folder of skills as resources, listed with sizes and digests; nothing
+    outside the folder can be read; the client checks what it loads."""
+
+    SKILL = "---\nname: {name}\ndescription: Does {name} things.\nmetadata:\n  version: \"2\"\n---\n# {name}\n"
+
+    async def asyncSetUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.outside = os.path.join(self.tmp, "secret.txt")
+        with open(self.outside, "w") as f:
+            f.write("not for clients")
+        root = self.root = os.path.join(self.tmp, "skills")
+        for path, data in (("good/SKILL.md", self.SKILL.format(name="good")), ("good/sub/notes.txt", "notes"),
+                           ("good/sub/blob.bin", b"\xff\x00\xfe"), ("good/.hidden", "hidden"),
+                           ("misnamed/SKILL.md", self.SKILL.format(name="other")),
+                           ("broken/SKILL.md", "---\nname: broken\ndescription: [a, list]\n---\n"),
+                           ("stray.txt", "not in a skill")):
+            os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+            with open(os.path.join(root, path), "wb") as f:
+                f.write(data if isinstance(data, bytes) else data.encode())
+        os.symlink(self.outside, os.path.join(root, "good", "link-out"))
+        os.symlink(self.tmp, os.path.join(root, "good", "dir-out"))
+        self.server = Server("skilled")
+        with self.assertLogs("mcp_min", "WARNING") as logged:
+            self.server.skills(root)
+        self.assertEqual(len(logged.output), 2)     # misnamed and broken: not served, said why
+        self.wire = Wire(self.server)
+
+    async def test_listed_read_and_escapes_refused(self):
+        found = (await self.wire.request(modern(1, "server/discover")))["result"]["capabilities"]
+        self.assertEqual(found["extensions"], {"io.modelcontextprotocol/skills": {"directoryRead": True}})
+        listed = (await self.wire.request(modern(2, "skills/list")))["result"]
+        self.assertEqual((listed["ttlMs"], listed["cacheScope"]), (0, "private"))
+        [skill] = listed["skills"]
+        self.assertEqual(skill["frontmatter"], {"name": "good", "description": "Does good things.",
+                                                "metadata": {"version": "2"}})
+        files = {f["uri"]: f for f in skill["resources"]}
+        self.assertEqual(sorted(files), ["skill://good/SKILL.md", "skill://good/sub/blob.bin",
+                                         "skill://good/sub/notes.txt"])
+        self.assertEqual(files["skill://good/sub/blob.bin"], {"uri": "skill://good/sub/blob.bin", "size": 3,
+                         "digest": "sha256:" + __import__("hashlib").sha256(b"\xff\x00\xfe").hexdigest()})
+        read = (await self.wire.request(modern(3, "resources/read", {"uri": "skill://good/sub/blob.bin"})))["result"]
+        self.assertEqual(base64.b64decode(read["contents"][0]["blob"]), b"\xff\x00\xfe")
+        listing = (await self.wire.request(modern(4, "resources/list")))["result"]["resources"]
+        manifest = next(r for r in listing if r["uri"] == "skill://good/SKILL.md")
+        self.assertEqual((manifest["name"], manifest["description"], manifest["mimeType"]),
+                         ("good", "Does good things.", "text/markdown"))
+        inside = (await self.wire.request(modern(5, "resources/directory/read", {"uri": "skill://good"})))["result"]
+        self.assertEqual([(r["uri"], r["mimeType"]) for r in inside["resources"]], [
+            ("skill://good/sub", "inode/directory"), ("skill://good/SKILL.md", "text/markdown")])
+        got = (await self.wire.request(modern(6, "skills/get", {"uri": "skill://good/SKILL.md"})))["result"]
+        self.assertEqual(got["skill"], skill)
+        for i, uri in enumerate(("skill://good/../../secret.txt", "skill://good/%2e%2e/%2e%2e/secret.txt",
+                                 "skill://good/link-out", "skill://good/dir-out/secret.txt", self.outside,
+                                 "skill:///" + self.outside, "skill://good/.hidden", "skill://stray.txt",
+                                 "skill://misnamed/SKILL.md", "skill://good", "skill://good/sub"), 10):
+            error = (await self.wire.request(modern(i, "resources/read", {"uri": uri})))["error"]
+            self.assertEqual(error["code"], INVALID_PARAMS, uri)
+        for i, (method, uri) in enumerate((("resources/directory/read", "skill://good/SKILL.md"),
+                                           ("resources/directory/read", "skill://good/dir-out"),
+                                           ("resources/directory/read", "skill://misnamed"),
+                                           ("skills/get", "skill://good/sub/notes.txt")), 30):
+            self.assertEqual((await self.wire.request(modern(i, method, {"uri": uri})))["error"]["code"],
+                             INVALID_PARAMS, uri)
+
+    async def test_the_client_checks_what_it_loads(self):
+        async with mcp_min.Client(self.server) as client:
+            [skill] = await client.list_skills()
+            self.assertIn("# good", await client.load_skill(skill))
+            self.assertIn("# good", await client.load_skill("skill://good/SKILL.md"))
+            self.assertEqual(await client.read_skill_file(skill, "sub/notes.txt"), b"notes")
+            for uri in ("skill://good/.hidden", "skill://misnamed/SKILL.md"):
+                with self.assertRaisesRegex(McpError, "does not list it"):
+                    await client.read_skill_file(skill, uri)
+            with self.assertRaisesRegex(McpError, "front matter"):
+                await client.load_skill({**skill, "frontmatter": {**skill["frontmatter"], "name": "evil"}})
+            with open(os.path.join(self.root, "good", "sub", "notes.txt"), "w") as f:
+                f.write("NOTES")        # same size, another digest: changed since it was listed
+            with self.assertRaisesRegex(McpError, "size or sha256"):
+                await client.read_skill_file(skill, "sub/notes.txt")
+        async with mcp_min.Client(Server("none")) as client:
+            self.assertEqual(await client.list_skills(), [])
+
+    def test_front_matter_as_yaml_reads_it(self):
+        read = mcp_min._front_matter
+        self.assertEqual(read("---\nname: a\nn: 12\nf: 1.5\nx: 0x1f\no: 0o17\nt: true\nF: False\nz: ~\ne:\n"
+                              "s: 'it''s'\nd: \"a\\tb\"  # comment\np: plain # comment\nhash: C#\nm:\n  k: v\n"
+                              "  q: \"1\"\n---\nbody"),
+                         {"name": "a", "n": 12, "f": 1.5, "x": 31, "o": 15, "t": True, "F": False, "z": None,
+                          "e": None, "s": "it's", "d": "a\tb", "p": "plain", "hash": "C#",
+                          "m": {"k": "v", "q": "1"}})
+        self.assertEqual(read("\ufeff---\r\nname: a\r\n---\r\n"), {"name": "a"})
+        for unread in ("no front matter", "---\nname: a\n", "---\nlist:\n  - a\n---\n", "---\nk: [1]\n---\n",
+                       "---\nk: |\n  text\n---\n", "---\nk: &a x\n---\n", "---\nk: a: b\n---\n",
+                       "---\nk: v\nk: w\n---\n", "---\n  k: v\n---\n", "---\nm:\n  a:\n    b: c\n---\n",
+                       "---\nk: .inf\n---\n", "---\nk:v\n---\n", "---\nk: \"\\x41\"\n---\n"):
+            self.assertIsNone(read(unread), unread)
+
+
 class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
     """Server -> client requests: sampling, elicitation, roots."""
 
@@ -2343,7 +2835,8 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
                             ("handshake", f"http://127.0.0.1:{http.port}/mcp")):
             async with mcp_min.Client(target, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
                                       on_notification=lambda m, p: m.endswith("complete") and done.set()) as client:
-                self.assertEqual(client.capabilities(), {"elicitation": {"url": {}}})
+                self.assertEqual(client.capabilities().get("elicitation"), {"url": {}})
+                self.assertEqual("extensions" in client.capabilities(), era != "handshake")     # it polls tasks
                 result = await client.call_tool("pay")
                 self.assertEqual(result["content"][0]["text"], "accept")
                 self.assertEqual((shown[-1]["mode"], shown[-1]["url"]), ("url", "https://bank.example/pay?o=1"))

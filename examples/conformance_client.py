@@ -16,7 +16,7 @@ except ImportError:     # run from a checkout: mcp_min.py is one folder up
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import mcp_min
 
-from mcp_min import Client
+from mcp_min import Client, McpError
 
 
 async def follow(url):
@@ -92,6 +92,19 @@ async def main(url, scenario):
             # The server drops the call's stream after a priming event; the client
             # resumes it with GET + Last-Event-ID after the advertised retry delay.
             await client.call_tool(tools[0])
+        elif scenario == "sep-2640-client-no-prefetch":
+            await client.list_skills()      # lists the skills; reads none of their files
+        elif scenario.startswith("sep-2640-client-verify-"):
+            # The server tampers with SKILL.md: loading checks it against the listing
+            # (size, sha256, front matter) and refuses; the skill's other files are never read.
+            skill = (await client.list_skills())[0]
+            try:
+                await client.load_skill(skill)
+            except McpError as e:
+                print(e.message, file=sys.stderr)
+            else:
+                for listed in skill["resources"]:
+                    await client.read_skill_file(skill, listed["uri"])
         elif scenario.startswith("auth/"):
             # Signed in on the first 401; a tool call may ask for more scope (403, step-up).
             tools = await client.list_tools()

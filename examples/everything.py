@@ -16,8 +16,8 @@ from typing import Annotated
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))     # a checkout: mcp_min.py is one folder up
 
-from mcp_min import (Context, McpError, Server, INVALID_PARAMS, audio, embedded_resource,
-                     image, text)
+from mcp_min import (Context, McpError, RequestError, Server, INTERNAL_ERROR, INVALID_PARAMS, audio,
+                     embedded_resource, image, text)
 
 server = Server("everything", instructions="A showcase of every MCP server feature.")
 
@@ -296,6 +296,67 @@ def test_custom_header(region: str, note: str = "") -> str:
 def json_schema_2020_12_tool(**arguments) -> str:
     """A tool whose input schema uses JSON Schema 2020-12 features."""
     return f"Received: {arguments}"
+
+
+# -- Tasks (the SEP-2663 extension): a slow call answered with a task the client polls ------------
+
+@server.tool()
+def greet(name: str) -> str:
+    """Say hello (never a task)."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Take `seconds` to answer: a task when that is past half a second."""
+    await asyncio.sleep(seconds)
+    return f"{label or 'computed'}: done after {seconds:g} s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Run only as a task, and end with a tool error after a second."""
+    await asyncio.sleep(1)
+    raise McpError(INTERNAL_ERROR, "failing_job failed, as it always does")
+
+
+@server.tool(task="optional")
+async def protocol_error_job(ctx: Context) -> str:
+    """Become a task, then fail with a JSON-RPC error: the task ends failed."""
+    await ctx.detach()
+    raise RequestError(INTERNAL_ERROR, "protocol_error_job: internal failure")
+
+
+@server.tool(task="optional")
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """Become a task, then ask the user to confirm (the task waits, input_required)."""
+    await ctx.detach()
+    answer = await ctx.elicit(f"Delete {filename}?", {"confirm": {"type": "boolean"}})
+    return f"{filename}: " + ("deleted" if answer.get("content", {}).get("confirm") else "kept")
+
+
+@server.tool(task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Become a task, then ask two questions at once."""
+    await ctx.detach()
+    schema = {"name": {"type": "string"}, "confirm": {"type": "boolean"}}
+    first, second = await asyncio.gather(ctx.elicit("First?", schema, key="first"),
+                                         ctx.elicit("Second?", schema, key="second"))
+    return f"{first.get('content')} {second.get('content')}"
+
+
+@server.tool(task="required")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Ask a name first (input_required, no task yet), then go on as a task."""
+    answer = await ctx.elicit("Your name?", {"name": {"type": "string"}}, key="user_name")
+    await ctx.detach()
+    await asyncio.sleep(0.3)
+    return f"Hello, {answer.get('content', {}).get('name')}!"
+
+
+# -- Skills (the SEP-2640 extension): a folder of agent skills, served as resources ----------------
+
+server.skills(os.path.join(os.path.dirname(os.path.abspath(__file__)), "skills"))
 
 
 # -- Resources: fixed URIs and templates ---------------------------------------------------
