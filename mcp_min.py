@@ -955,8 +955,8 @@ class Server:
     follow from what is registered; a change while clients are connected sends them list_changed."""
 
     def __init__(self, name: str, version: str = "0.1.0", instructions: str | None = None,
-                 title: str | None = None, timeout: float | None = None,
-                 state_key: str | bytes | None = None, tasks: "TaskStore | None" = None, **info: _Any) -> None:
+                 title: str | None = None, timeout: float | None = None, state_key: str | bytes | None = None,
+                 tasks: "TaskStore | None" = None, **info: _Any) -> None:
         self.info = {"name": name, "version": version, **({"title": title} if title else {}), **info}
         # Tools with task= run as tasks kept in `task_store` (default: made at the first, in memory);
         # a TaskStore(path) that several processes share lets each answer for the others' tasks.
@@ -1143,8 +1143,7 @@ class Context:
     _rounds: "_Rounds | None" = None    # a 2026-07-28 request that may ask: its `_Rounds`
     task_id: str | None = None          # the task's id, once this call is one (`detach`)
     _asked = 0                          # what the task asked so far
-    _detach: "asyncio.Future[None] | None" = None   # set: the call may become a task
-    _made: "asyncio.Future[None] | None" = None     # ... and it is one
+    _detach: "typing.Callable[[], object] | None" = None   # makes the call a task, if it may be one
 
     @property
     def client_capabilities(self) -> _Json:
@@ -1236,12 +1235,9 @@ class Context:
         """Make this call a task now (else it becomes one after TASK_AFTER s): the client gets
         its task id and polls. True once it is one; False if it cannot be (its tool has no
         ``task=``, or the request did not declare the extension): the call then goes on as it was."""
-        if self._detach is None or self._made is None:
-            return False
-        if not self._detach.done():
-            self._detach.set_result(None)
-        await self._made
-        return True
+        if self._detach:
+            self._detach()
+        return self._detach is not None
 
     async def _ask(self, capability, method, params, key=None):
         declared, need, what = (self.client_capabilities or {}).get(capability), {capability: {}}, capability
@@ -2076,8 +2072,7 @@ async def _listen(session, params, ctx):
     if type(uris) is list and server.offers("resources"):
         honoured["resourceSubscriptions"] = [u for u in uris if type(u) is str][:MAX_SUBSCRIPTIONS]
     if (ids := wanted.get("taskIds")) is not None:     # the tasks extension: its tasks' status
-        if not _wants_tasks(ctx):
-            raise _tasks_needed()
+        _tasks_on(ctx, "This request")
         ids = ids[:MAX_SUBSCRIPTIONS] if type(ids) is list else []
         honoured["taskIds"] = [i for i in ids if type(i) is str and _task_record(session, i)]
     tag = {"_meta": {_MODERN + "subscriptionId": ctx.request_id}}
@@ -3566,9 +3561,7 @@ class Client(_Peer):
                                                "tools/call may")
             if not self.modern or type(result) is not dict or result.get("resultType") != "input_required":
                 return result
-            asked = asks if type(asks := result.get("inputRequests")) is dict else {}
-            params = {**params, "inputResponses": {key: await self._handle(ask.get("method"), ask.get(
-                "params") or {}) if type(ask) is dict else {} for key, ask in asked.items()}}
+            params = {**params, "inputResponses": await self._answers(result.get("inputRequests"))}
             params.pop("requestState", None)    # echoed byte for byte, and only if given
             if "requestState" in result:
                 params["requestState"] = result["requestState"]
@@ -3698,6 +3691,12 @@ class Client(_Peer):
         result = handler(params)
         return await result if asyncio.iscoroutine(result) else result
 
+    async def _answers(self, asks, skip=()):
+        """Our answers to the server's inputRequests (but those in `skip`): `_handle`'s."""
+        asks = asks if type(asks) is dict else {}
+        return {key: await self._handle(ask.get("method"), ask.get("params") or {}) if type(ask) is dict
+                else {} for key, ask in asks.items() if key not in skip}
+
     async def _answer(self, message):
         method, params = message["method"], message.get("params") or {}
         try:
@@ -3748,26 +3747,27 @@ class Client(_Peer):
         return await self._all("tools/list")
 
     @typing.overload
-    async def call_tool(self, name: str, arguments: _Json | None = None,
-                        on_progress: _Callback | None = None, timeout: float | None = None,
-                        task: typing.Literal[False] = False, on_status: _Callback | None = None) -> CallToolResult: ...
+    async def call_tool(self, name: str, arguments: _Json | None = None, on_progress: _Callback | None = None,
+                        timeout: float | None = None, task: typing.Literal[False] = False,
+                        on_status: _Callback | None = None) -> CallToolResult: ...
     @typing.overload
-    async def call_tool(self, name: str, arguments: _Json | None = None,
-                        on_progress: _Callback | None = None, timeout: float | None = None, *,
-                        task: typing.Literal[True], on_status: _Callback | None = None) -> "TaskHandle": ...
+    async def call_tool(self, name: str, arguments: _Json | None = None, on_progress: _Callback | None = None,
+                        timeout: float | None = None, *, task: typing.Literal[True],
+                        on_status: _Callback | None = None) -> "TaskHandle": ...
 
     async def call_tool(self, name: str, arguments: _Json | None = None, on_progress: _Callback | None = None,
-                        timeout: float | None = None, task: bool = False, on_status: _Callback | None = None) -> _Any:
+                        timeout: float | None = None, task: bool = False,
+                        on_status: _Callback | None = None) -> _Any:
         """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception. If the
         server answers with a task (2026-07-28's tasks extension), it is polled until it ends,
         within `timeout` (else its ttlMs), and cancelled if this is; ``on_status(task)`` sees its
         status change. With `task`, a `TaskHandle` instead, to poll or cancel yourself."""
         if self.modern and isinstance(self._transport, _StreamableHttp) and not self._param_headers:
             await self.list_tools()     # which arguments go in Mcp-Param-* headers too
-        began = asyncio.get_running_loop().time()
-        handle = TaskHandle(self, await self.request("tools/call", {"name": name, "arguments": arguments or {}},
-                                                     timeout=timeout, on_progress=on_progress), on_status)
+        began, params = asyncio.get_running_loop().time(), {"name": name, "arguments": arguments or {}}
+        answer = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
         left = None if timeout is None else timeout - (asyncio.get_running_loop().time() - began)
+        handle = TaskHandle(self, answer, on_status)
         return handle if task else await handle.result(left)
 
     async def list_skills(self) -> list[_Json]:
@@ -3781,13 +3781,11 @@ class Client(_Peer):
         this SKILL.md URI): its size, digest and front matter. McpError if one differs."""
         if isinstance(skill, str):
             skill = (await self.request("skills/get", {"uri": skill})).get("skill")
-        if type(skill) is not dict or type(skill.get("uri")) is not str or type(skill.get("frontmatter")) is not dict:
+        if type(skill) is not dict or type(skill.get("uri")) is not str \
+                or type(skill.get("frontmatter")) is not dict:
             raise McpError(INTERNAL_ERROR, "Not a skill: a skill is {uri, frontmatter, resources}")
-        try:
-            text = (await self.read_skill_file(skill, skill["uri"])).decode("utf-8")
-        except UnicodeDecodeError:
-            text = ""
-        if _front_matter(text) != skill["frontmatter"]:
+        text = _text_or_bytes(await self.read_skill_file(skill, skill["uri"]))
+        if type(text) is not str or _front_matter(text) != skill["frontmatter"]:
             raise McpError(INTERNAL_ERROR, f"Skill {skill['uri']} refused: its front matter is not what "
                                            "the server listed")
         return text
@@ -3796,7 +3794,6 @@ class Client(_Peer):
         """A file of `skill` (its URI, or its path in the skill's folder: "references/FORMS.md"),
         checked: only a file its entry lists, of the size and sha256 listed (a "dynamic" skill
         lists none: any file in its folder, unchecked). McpError if not."""
-        import hashlib
         folder = str(skill.get("uri")).rpartition("/")[0]
         uri = uri if "://" in uri else f"{folder}/{uri}"
         files = skill.get("resources")
@@ -3807,11 +3804,11 @@ class Client(_Peer):
         contents = (await self.read_resource(uri)).get("contents")
         first = contents[0] if type(contents) is list and contents and type(contents[0]) is dict else {}
         try:
-            data = first["text"].encode() if type(first.get("text")) is str else base64.b64decode(first["blob"])
+            data = first["text"].encode() if type(first.get("text")) is str else \
+                base64.b64decode(first["blob"])
         except (KeyError, TypeError, ValueError):
             data = None
-        if data is None or listed and (len(data) != listed.get("size") or listed.get("digest") !=
-                                        "sha256:" + hashlib.sha256(data).hexdigest()):
+        if data is None or listed and _fingerprint(data) != {k: listed.get(k) for k in ("digest", "size")}:
             raise McpError(INTERNAL_ERROR, f"Skill file {uri} refused: its size or sha256 is not what "
                                            "the server listed")
         return data
@@ -3899,7 +3896,7 @@ class SyncClient:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def __getattr__(self, name):
-        return _sync(getattr(self.client, name), self._run)
+        return getattr(_Synced(self.client, self._run), name)
 
     def close(self):
         if self._loop.is_running():
@@ -3919,23 +3916,21 @@ class SyncClient:
         self.close()
 
 
-def _sync(method, run):
-    """`method`, if a coroutine function, made one that waits (a TaskHandle it returns too)."""
-    if not asyncio.iscoroutinefunction(method):
-        return method
+class _Synced:
+    """`target`, its coroutine methods made plain ones that wait (`run`): a TaskHandle's too."""
 
-    def wait(*args, **kwargs):
-        result = run(method(*args, **kwargs))
-        return _SyncTaskHandle(result, run) if isinstance(result, TaskHandle) else result
-    return wait
-
-
-class _SyncTaskHandle:
-    def __init__(self, handle, run):
-        self.handle, self._run = handle, run
+    def __init__(self, target, run):
+        self.target, self.run = target, run
 
     def __getattr__(self, name):
-        return _sync(getattr(self.handle, name), self._run)
+        method = getattr(self.target, name)
+        if not asyncio.iscoroutinefunction(method):
+            return method
+
+        def wait(*args, **kwargs):
+            result = self.run(method(*args, **kwargs))
+            return _Synced(result, self.run) if isinstance(result, TaskHandle) else result
+        return wait
 
 
 class _Transport:
@@ -4977,7 +4972,7 @@ class TaskStore:
 
     def __init__(self, path: str = ":memory:") -> None:
         import sqlite3
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()   # reentrant: `change` reads with `get`
         self.db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
         if path != ":memory:":
             self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
@@ -5006,16 +5001,15 @@ class TaskStore:
         it is now (None: no such task)."""
         with self.lock, self.db:
             self.db.execute("BEGIN IMMEDIATE")  # no other process writes in between
-            rows = self.db.execute("SELECT record FROM tasks WHERE id = ? AND expires >= ?",
-                                   (task_id, time.time())).fetchall()
-            if not rows or (record := change(json.loads(rows[0][0]))) is None:
-                return json.loads(rows[0][0]) if rows else None
-            self.db.execute("UPDATE tasks SET record = ? WHERE id = ?", (json.dumps(record), task_id))
-            return record
+            if (record := self.get(task_id)) is None or (new := change(record)) is None:
+                return record
+            self._rows("UPDATE tasks SET record = ? WHERE id = ?", json.dumps(new), task_id)
+            return new
 
     def count(self, owner: str) -> int:
         """How many unexpired tasks `owner` has (MAX_TASKS)."""
-        return self._rows("SELECT COUNT(*) FROM tasks WHERE owner = ? AND expires >= ?", owner, time.time())[0][0]
+        rows = self._rows("SELECT COUNT(*) FROM tasks WHERE owner = ? AND expires >= ?", owner, time.time())
+        return rows[0][0]
 
     def beat(self, runner: str) -> None:
         """Process `runner` is alive: it says so each second while it runs tasks."""
@@ -5031,15 +5025,16 @@ def _iso(t):
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
-def _wants_tasks(ctx):
-    """Whether this request declared the tasks extension."""
+def _tasks_on(ctx, needed_by=None):
+    """Whether this request declared the tasks extension; if not, and `needed_by` (a text) needs
+    it, a RequestError (before any lookup: a client that did not declare it learns nothing)."""
     extensions = ctx.client_capabilities.get("extensions") if ctx.version else None
-    return type(extensions) is dict and _TASKS in extensions
-
-
-def _tasks_needed(what="This request"):
-    return RequestError(MISSING_CAPABILITY, f"{what} needs the client's {_TASKS} extension",
-                        {"requiredCapabilities": {"extensions": {_TASKS: {}}}})
+    if type(extensions) is dict and _TASKS in extensions:
+        return True
+    if needed_by:
+        raise RequestError(MISSING_CAPABILITY, f"{needed_by} needs the client's {_TASKS} extension",
+                           {"requiredCapabilities": {"extensions": {_TASKS: {}}}})
+    return False
 
 
 def _task_owner(session):
@@ -5054,40 +5049,46 @@ def _task_owner(session):
 async def _tasked(session, tool, params, ctx):
     """tools/call of a tool with task=: if it has not ended within TASK_AFTER s, or it calls
     `ctx.detach()`, the client gets a task at once, and the work goes on without the request."""
-    if not _wants_tasks(ctx):
-        if tool.task == "required":
-            raise _tasks_needed(f"Tool '{tool.name}'")
+    if not _tasks_on(ctx, f"Tool '{tool.name}'" if tool.task == "required" else None):
         return await _call_tool(session, params, ctx, True)
     server, owner = session.server, _task_owner(session)
-    store = server.task_store = server.task_store or TaskStore()
-    if store.count(owner) >= MAX_TASKS:
+    server.task_store = server.task_store or TaskStore()
+    if server.task_store.count(owner) >= MAX_TASKS:
         raise McpError(INTERNAL_ERROR, f"Too many tasks: {MAX_TASKS} at most (MAX_TASKS)")
-    ctx._detach, ctx._made = session.loop.create_future(), session.loop.create_future()
+    made = session.loop.create_future()     # the answer, once the call is a task
+    # Called by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set by then.
+    ctx._detach = lambda: made.done() or made.set_result(_new_task(server, owner, ctx, work))
     work = asyncio.ensure_future(_call_tool(session, params, ctx, True))
     try:
-        await asyncio.wait((work, ctx._detach), timeout=TASK_AFTER, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((work, made), timeout=TASK_AFTER, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         work.cancel()
         raise
-    if work.done():     # a quick call stays a plain one (an input_required round too)
+    if work.done() and not made.done():     # a quick call stays a plain one (an input_required round too)
         return work.result()
+    ctx._detach()
+    return made.result()
+
+
+def _new_task(server, owner, ctx, work):
+    """The call becomes a task: its record, from now on followed by `_finish` and `_keep`."""
     now = time.time()
     record = {"taskId": os.urandom(16).hex(), "status": "working", "createdAt": _iso(now),
-              "lastUpdatedAt": _iso(now), "ttlMs": int(TASK_TTL * 1000), "pollIntervalMs": int(TASK_POLL * 1000),
-              "owner": owner, "runner": server.runner, "expires": now + TASK_TTL, "answers": {}}
-    store.add(record)
+              "lastUpdatedAt": _iso(now), "ttlMs": int(TASK_TTL * 1000),
+              "pollIntervalMs": int(TASK_POLL * 1000), "owner": owner, "runner": server.runner,
+              "expires": now + TASK_TTL, "answers": {}}
+    server.task_store.add(record)
     ctx.task_id = task_id = record["taskId"]
     server.works[task_id] = work
     work.add_done_callback(lambda work: _finish(server, task_id, work))
     if len(server.works) == 1:      # the first: from now on this process says it is alive
-        store.beat(server.runner)
+        server.task_store.beat(server.runner)
         _background(_KEEPERS, _keep(server))
-    ctx._made.set_result(None)
     return {"resultType": "task", **_task_view(record)}
 
 
 _KEEPERS: "set[asyncio.Future[_Any]]" = set()
-_WAKE: "dict[str, asyncio.Future[None]]" = {}    # task id -> what its asks wait on (tasks/update)
+_WAKE: "dict[str, asyncio.Future[None]]" = {}    # task id -> what its asks wait on (a change)
 
 
 async def _keep(server):
@@ -5106,42 +5107,41 @@ def _task_view(record):
     return {k: record[k] for k in _TASK_FIELDS if k in record}
 
 
-def _failed(code, message, data=None):
-    return {"status": "failed", "statusMessage": message,
-            "error": {"code": code, "message": message, **({} if data is None else {"data": data})}}
-
-
-def _ending(**outcome):
-    """A change that ends a task with `outcome`, unless it has ended already."""
-    return lambda r: None if r["status"] in _TERMINAL else \
-        {**{k: v for k, v in r.items() if k != "inputRequests"}, **outcome}
+def _failed(error):
+    """How a task ends with McpError `error`: its JSON-RPC error inlined."""
+    return {"status": "failed", "statusMessage": error.message,
+            "error": _error(None, error.code, error.message, error.data)["error"]}
 
 
 def _finish(server, task_id, work):
-    """A task's work is over: how is the task's (a task that ended first, cancelled, stays so)."""
+    """A task's work is over: so is the task (one that ended first, cancelled, stays so)."""
     server.works.pop(task_id, None)
-    _WAKE.pop(task_id, None)
-    if work.cancelled():    # not by tasks/cancel, which ends the task first: the server is stopping
-        outcome = _failed(INTERNAL_ERROR, "The server stopped before the task ended")
-    elif isinstance(error := work.exception(), McpError):   # a RequestError (a tool error is a result)
-        outcome = _failed(error.code, error.message, error.data)
-    else:
-        outcome = _failed(INTERNAL_ERROR, "Internal error") if error else \
-            {"status": "completed", "result": work.result()}
-    _change_task(server, task_id, _ending(**outcome))
+    # Cancelled, and not by tasks/cancel (which ends the task first): the server is stopping.
+    error = McpError(INTERNAL_ERROR, "The server stopped before the task ended") if work.cancelled() \
+        else work.exception()   # a RequestError (a tool's error is a result), or a bug
+    outcome = {"status": "completed", "result": work.result()} if error is None else \
+        _failed(error if isinstance(error, McpError) else McpError(INTERNAL_ERROR, "Internal error"))
+    _change_task(server, task_id, lambda record: outcome)
 
 
 def _change_task(server, task_id, change):
-    """Every change this process makes to a task passes here: the subscriptions/listen streams
-    following it hear of it (another process's changes are seen by polling only)."""
+    """Every change this process makes to a task passes here: ``change(record)`` gives the
+    fields that change (none: no change; a task that has ended never changes). The asks of the
+    task look again, and the subscriptions/listen streams following it hear of it (another
+    process's changes are seen by polling only)."""
     changed = []
 
     def stamped(record):
-        if (new := change(record)) is not None:
-            changed.append(new)
-            new["lastUpdatedAt"] = _iso(time.time())
+        if record["status"] in _TERMINAL or not (fields := change(record)):
+            return None
+        new = {**record, **fields, "lastUpdatedAt": _iso(time.time())}
+        if new["status"] in _TERMINAL or not new.get("inputRequests"):  # only while some are open
+            new.pop("inputRequests", None)
+        changed.append(new)
         return new
     record = server.task_store.change(task_id, stamped)
+    if (wake := _WAKE.pop(task_id, None)) and not wake.done():
+        wake.set_result(None)
     for session in list(server.sessions) if changed else ():
         session.publish("notifications/tasks", _task_view(changed[0]),
                         lambda wanted: task_id in wanted.get("taskIds", ()))
@@ -5152,12 +5152,11 @@ async def _task_input(ctx, capability, method, params, key):
     """What a task asks (`Context._ask`) joins its inputRequests, and waits for the client's
     tasks/update, which may reach another process sharing the store: that one is heard within
     a second. An ask answered once has its answer: it is never asked twice."""
-    server, task_id = ctx.session.server, typing.cast(str, ctx.task_id)
+    server, task_id = ctx.session.server, ctx.task_id
     ctx._asked += 1
     key = str(key or f"{capability}-{ctx._asked}")
-    _change_task(server, task_id, lambda r: None if r["status"] in _TERMINAL or key in r["answers"] else {
-        **r, "status": "input_required",
-        "inputRequests": {**r.get("inputRequests", {}), key: {"method": method, "params": params}}})
+    _change_task(server, task_id, lambda r: None if key in r["answers"] else {"status": "input_required",
+                 "inputRequests": {**r.get("inputRequests", {}), key: {"method": method, "params": params}}})
     while (record := server.task_store.get(task_id)) and record["status"] not in _TERMINAL:
         if key in record["answers"]:
             return record["answers"][key]
@@ -5175,16 +5174,14 @@ def _task_record(session, task_id):
         return None
     if record["status"] not in _TERMINAL and record["runner"] != server.runner and \
             store.seen(record["runner"]) < time.time() - TASK_STALE:
-        record = _change_task(server, task_id, _ending(**_failed(
-            INTERNAL_ERROR, "The server process running this task stopped")))
+        stopped = _failed(McpError(INTERNAL_ERROR, "The server process running this task stopped"))
+        record = _change_task(server, task_id, lambda record: stopped)
     return record
 
 
 def _task(session, params, ctx):
-    if not _wants_tasks(ctx):   # before the lookup: a client that did not declare it learns nothing
-        raise _tasks_needed()
-    task_id = params.get("taskId")
-    if type(task_id) is not str or (record := _task_record(session, task_id)) is None:
+    _tasks_on(ctx, "This request")
+    if (record := _task_record(session, _name(params, "taskId"))) is None:
         raise McpError(INVALID_PARAMS, "Invalid params: no such task (unknown, expired, or another's)")
     return record
 
@@ -5205,15 +5202,11 @@ async def _tasks_update(session, params, ctx):
                                            f"({ask['method']}): {problem}")
 
     def take(r):
-        asked = r.get("inputRequests", {})
-        if r["status"] in _TERMINAL or not (got := {k: answers[k] for k in asked if k in answers}):
-            return None
-        left = {k: v for k, v in asked.items() if k not in got}
-        r = {**r, "answers": {**r["answers"], **got}, "status": "input_required" if left else "working"}
-        return {**r, "inputRequests": left} if left else {k: v for k, v in r.items() if k != "inputRequests"}
+        got = {k: answers[k] for k in r.get("inputRequests", {}) if k in answers}
+        left = {k: v for k, v in r.get("inputRequests", {}).items() if k not in got}
+        return got and {"answers": {**r["answers"], **got}, "inputRequests": left,
+                        "status": "input_required" if left else "working"}
     _change_task(session.server, record["taskId"], take)
-    if (wake := _WAKE.pop(record["taskId"], None)) and not wake.done():
-        wake.set_result(None)
     return {}
 
 
@@ -5221,7 +5214,7 @@ async def _tasks_cancel(session, params, ctx):
     """The task ends cancelled (one that has ended stays as it is), and its work here is
     stopped (elsewhere, by its process's `_keep`, within a second)."""
     task_id = _task(session, params, ctx)["taskId"]
-    _change_task(session.server, task_id, _ending(status="cancelled"))
+    _change_task(session.server, task_id, lambda record: {"status": "cancelled"})
     if (work := session.server.works.get(task_id)):
         work.cancel()
     return {}
@@ -5236,7 +5229,6 @@ _SKILL_NAME = re.compile(r"(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 def _add_skills(server, root):
     """`Server.skills`: the files under `root` (no dot-files, nothing a link takes outside it);
     each folder with a SKILL.md we can read is a skill, and the files of the skills are resources."""
-    import hashlib
     import mimetypes
     if not os.path.isdir(root):
         raise ValueError(f"{root}: not a folder of skills")
@@ -5257,8 +5249,7 @@ def _add_skills(server, root):
     for uri in [u for u in files if u.endswith("/SKILL.md") and u.count("/") > 2]:
         folder = uri[:-len("/SKILL.md")]
         mine, name = [u for u in files if u.startswith(folder + "/")], folder.rpartition("/")[2]
-        with open(files[uri][0], "rb") as f:
-            front = _front_matter(f.read().decode("utf-8", "replace"))
+        front = _front_matter(_file_bytes(files[uri][0]).decode("utf-8", "replace"))
         problem = "its front matter is not key: value YAML we read" if front is None else \
             f"its front matter's name is not {name!r}, or not a valid name" if front.get("name") != name \
             or not _SKILL_NAME.fullmatch(name) else "no description" if type(front.get("description")) \
@@ -5267,11 +5258,7 @@ def _add_skills(server, root):
         if problem:
             _logger.warning("skill %s is not served: %s", folder, problem)
             continue
-        listed = []
-        for u in mine:
-            with open(files[u][0], "rb") as f:
-                data = f.read()
-            listed.append({"uri": u, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)})
+        listed = [{"uri": u, **_fingerprint(_file_bytes(files[u][0]))} for u in mine]
         entries[uri] = {"uri": uri, "frontmatter": front, "resources": listed}
     for entry in server.skill_entries.values():     # the last call's skills are what is served
         for listed in entry["resources"]:
@@ -5280,21 +5267,30 @@ def _add_skills(server, root):
     for uri, (real, mime, size) in files.items():
         if uri.startswith(served):
             front = entries[uri]["frontmatter"] if uri in entries else {"name": uri.rpartition("/")[2]}
-            server.resources[uri] = Resource(lambda real=real: _file_value(real), uri, front["name"],
-                                             front.get("description"), mime, size=size)
+            server.resources[uri] = Resource(lambda real=real: _text_or_bytes(_file_bytes(real)), uri,
+                                             front["name"], front.get("description"), mime, size=size)
     server.skill_entries = entries
     server.skill_dirs = {uri: inside for uri, inside in folders.items() if (uri + "/").startswith(served)}
     server._changed("resources")
 
 
-def _file_value(path):
-    """A skill file's content: text if it is UTF-8, else bytes (a blob)."""
+def _file_bytes(path):
     with open(path, "rb") as f:
-        data = f.read()
+        return f.read()
+
+
+def _text_or_bytes(data):
+    """A skill file's content: text if it is UTF-8, else bytes (a blob)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return data
+
+
+def _fingerprint(data):
+    """A skill file's size and sha256, as skills/list gives them and the client checks them."""
+    import hashlib
+    return {"digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
 async def _skills_list(session, params, ctx):
@@ -5314,7 +5310,7 @@ async def _read_directory(session, params, ctx):
 
 
 _FRONT = re.compile(r"\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE)
-_YAML_KEY = re.compile(r"[A-Za-z0-9_][\w./-]*")
+_YAML_LINE = re.compile(r"( *)([A-Za-z0-9_][\w./-]*):((?: .*)?)")     # indent, key, value
 _YAML_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*")\s*(?:#.*)?""")
 _YAML_WORDS = {"": None, "~": None, "null": None, "Null": None, "NULL": None, "true": True, "True": True,
                "TRUE": True, "false": False, "False": False, "FALSE": False}
@@ -5327,22 +5323,22 @@ def _front_matter(text):
     if not (found := _FRONT.match(text)):
         return None
     result: _Json = {}
-    parent: str | None = None
-    indent = None
+    parent: str | None = None   # the key the indented lines are under
+    indent = None               # and their indent
     for line in found.group(1).split("\n"):
-        depth = len(line) - len(line.lstrip(" "))
-        if not (line := line.rstrip()).strip() or line[depth] == "#":
+        if not (line := line.rstrip()).strip() or line.lstrip(" ")[0] == "#":
             continue
-        key, colon, value = line.strip().partition(":")
-        if not colon or not _YAML_KEY.fullmatch(key) or value[:1] not in ("", " ") or line[depth] == "\t" \
-                or depth and (parent is None or indent not in (None, depth)):
+        if not (match := _YAML_LINE.fullmatch(line)):
+            return None
+        depth, key, value = len(match[1]), match[2], match[3].strip()
+        if depth and (parent is None or indent not in (None, depth) or not value):
             return None
         if depth:
             indent = depth
             target = result[str(parent)] = result[str(parent)] or {}
         else:
-            target, parent, indent = result, None if value.strip() else key, None
-        if key in target or (scalar := _yaml_scalar(value.strip())) is _NOT_YAML or depth and not value.strip():
+            target, parent, indent = result, None if value else key, None
+        if key in target or (scalar := _yaml_scalar(value)) is _NOT_YAML:
             return None
         target[key] = scalar
     return result
@@ -5373,8 +5369,8 @@ def _yaml_scalar(text):
 
 
 _METHODS.update({"tasks/get": (_tasks_get, "task_tools"), "tasks/update": (_tasks_update, "task_tools"),
-                 "tasks/cancel": (_tasks_cancel, "task_tools"), "skills/list": (_skills_list, "skill_entries"),
-                 "skills/get": (_skills_get, "skill_entries"),
+                 "tasks/cancel": (_tasks_cancel, "task_tools"), "skills/get": (_skills_get, "skill_entries"),
+                 "skills/list": (_skills_list, "skill_entries"),
                  "resources/directory/read": (_read_directory, "skill_entries")})
 _MODERN_ONLY |= {"tasks/get", "tasks/update", "tasks/cancel"}
 _CACHEABLE |= {_skills_list, _skills_get}
@@ -5427,8 +5423,7 @@ class TaskHandle:
                 if now not in _TERMINAL and loop.time() >= end:
                     raise McpError(REQUEST_TIMEOUT, f"Task {self.id} had not ended within the call's time")
         except BaseException:
-            if self.id and self.last.get("status") not in _TERMINAL:
-                _background(self.client._tasks, self._cancel_quietly())
+            _background(self.client._tasks, self._cancel_quietly())     # if it has not ended
             raise
         if not self.id:
             return typing.cast(CallToolResult, self.last)
@@ -5441,13 +5436,9 @@ class TaskHandle:
 
     async def _answer(self, answered):
         """One tasks/update with the answers to what the task asks that was not answered yet."""
-        asks = asks if type(asks := self.last.get("inputRequests")) is dict else {}
-        new = {key: ask for key, ask in asks.items() if key not in answered and type(ask) is dict}
-        if not new:
+        if not (new := await self.client._answers(self.last.get("inputRequests"), answered)):
             return False
-        responses = {key: await self.client._handle(ask.get("method"), ask.get("params") or {})
-                     for key, ask in new.items()}
-        await self.client.request("tasks/update", {"taskId": self.id, "inputResponses": responses})
+        await self.client.request("tasks/update", {"taskId": self.id, "inputResponses": new})
         answered.update(new)
         return True
 
@@ -6053,8 +6044,7 @@ class _Trace:
                 key = arrow, repr(id_)
                 # Sessions share a trace and may reuse an id: a reply then names no method, not a wrong one.
                 self.asked[key] = None if self.asked.get(key, method) != method else method
-                if method in _NAMED and type(name := params.get("name", params.get("uri", params.get(
-                        "taskId")))) is str:
+                if method in _NAMED and type(name := params.get(_NAMED[method])) is str:
                     about["name"] = name[:80]
             return about
         about = {"kind": "response", "id": id_}
@@ -6092,8 +6082,7 @@ class _Trace:
 
 
 _SECRET_QUERY = re.compile(r"(?i)([?&][^=&#\s]*(?:token|secret|key|password|code)[^=&#\s]*=)[^&#\s]*")
-_NAMED = ("tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe",
-          "tasks/get", "tasks/update", "tasks/cancel")
+_NAMED = {**_NAME_KEY, "resources/subscribe": "uri", "resources/unsubscribe": "uri"}  # method -> its name
 # Set around a request the CLI makes for itself, so that the trace says why it was sent.
 _TRACE_WHY: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("mcp_min_why", default=None)
 
@@ -6509,9 +6498,10 @@ async def _client_run(args, name, arguments, raw):
         if method == "prompts/get":     # prompt arguments are strings, as typed
             return await client.get_prompt(name, {k: raw.get(k, v if type(v) is str else json.dumps(v))
                                                   for k, v in arguments.items()})
-        if method == "tools/call":      # a task's status is shown as it changes
-            return await client.call_tool(name, await _typed(client, name, arguments, raw), on_status=lambda
-                                          t: print(f"task {t.get('taskId')}: {t.get('status')}", file=sys.stderr))
+        if method == "tools/call":
+            def shown(task):    # a task's status, as it changes
+                print(f"task {task.get('taskId')}: {task.get('status')}", file=sys.stderr)
+            return await client.call_tool(name, await _typed(client, name, arguments, raw), on_status=shown)
         if method == "logging/setLevel":
             return await client.set_log_level(name)
         if method == "ping":
