@@ -235,7 +235,8 @@ TASK_AFTER = 0.5                    # seconds a tools/call of a tool with task= 
 TASK_TTL = 3600.0                   # seconds a task and its result are kept (ttlMs); then they are
                                     # freed, and its work, still running, cancelled
 TASK_POLL = 0.5                     # seconds between a client's polls of a task, as the server asks
-MAX_TASKS = 1000                    # unexpired tasks per user (HTTP) or session; more -> -32603
+MAX_TASKS = 1000                    # unexpired tasks per user (HTTP) or session; past it a call
+                                    # stays a plain one (no task: its request waits)
 TASK_STALE = 10.0                   # seconds without a sign of life from the process running a task
                                     # (a shared TaskStore) after which it reads failed
 MAX_SKILL_FILES = 512               # files in one skill, and bytes: a bigger skill is not served
@@ -1235,9 +1236,7 @@ class Context:
         """Make this call a task now (else it becomes one after TASK_AFTER s): the client gets
         its task id and polls. True once it is one; False if it cannot be (its tool has no
         ``task=``, or the request did not declare the extension): the call then goes on as it was."""
-        if self._detach:
-            self._detach()
-        return self._detach is not None
+        return bool(self._detach and self._detach())
 
     async def _ask(self, capability, method, params, key=None):
         declared, need, what = (self.client_capabilities or {}).get(capability), {capability: {}}, capability
@@ -3799,7 +3798,8 @@ class Client(_Peer):
         files = skill.get("resources")
         listed = next((f for f in files if type(f) is dict and f.get("uri") == uri), None) \
             if type(files) is list else None
-        if listed is None and not (files == "dynamic" and uri.startswith(folder + "/")):
+        if listed is None and not (files == "dynamic" and uri.startswith(folder + "/")
+                                   and ".." not in uri.split("/")):
             raise McpError(INTERNAL_ERROR, f"Skill file {uri} refused: the skill does not list it")
         contents = (await self.read_resource(uri)).get("contents")
         first = contents[0] if type(contents) is list and contents and type(contents[0]) is dict else {}
@@ -5053,21 +5053,22 @@ async def _tasked(session, tool, params, ctx):
         return await _call_tool(session, params, ctx, True)
     server, owner = session.server, _task_owner(session)
     server.task_store = server.task_store or TaskStore()
-    if server.task_store.count(owner) >= MAX_TASKS:
-        raise McpError(INTERNAL_ERROR, f"Too many tasks: {MAX_TASKS} at most (MAX_TASKS)")
     made = session.loop.create_future()     # the answer, once the call is a task
-    # Called by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set by then.
-    ctx._detach = lambda: made.done() or made.set_result(_new_task(server, owner, ctx, work))
+
+    def detach():   # by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set then
+        if not made.done() and server.task_store.count(owner) < MAX_TASKS:
+            made.set_result(_new_task(server, owner, ctx, work))
+        return made.done()
+    ctx._detach = detach
     work = asyncio.ensure_future(_call_tool(session, params, ctx, True))
     try:
         await asyncio.wait((work, made), timeout=TASK_AFTER, return_when=asyncio.FIRST_COMPLETED)
+        if made.done() or not work.done() and detach():
+            return made.result()
+        return await work   # a quick call stays a plain one (an input_required round too); past MAX_TASKS, all
     except asyncio.CancelledError:
         work.cancel()
         raise
-    if work.done() and not made.done():     # a quick call stays a plain one (an input_required round too)
-        return work.result()
-    ctx._detach()
-    return made.result()
 
 
 def _new_task(server, owner, ctx, work):
@@ -5249,8 +5250,9 @@ def _add_skills(server, root):
     for uri in [u for u in files if u.endswith("/SKILL.md") and u.count("/") > 2]:
         folder = uri[:-len("/SKILL.md")]
         mine, name = [u for u in files if u.startswith(folder + "/")], folder.rpartition("/")[2]
-        front = _front_matter(_file_bytes(files[uri][0]).decode("utf-8", "replace"))
-        problem = "its front matter is not key: value YAML we read" if front is None else \
+        text = _text_or_bytes(_file_bytes(files[uri][0]))     # not UTF-8: no client could load it
+        front = _front_matter(text) if isinstance(text, str) else None
+        problem = "it is not UTF-8 text opening with key: value YAML" if front is None else \
             f"its front matter's name is not {name!r}, or not a valid name" if front.get("name") != name \
             or not _SKILL_NAME.fullmatch(name) else "no description" if type(front.get("description")) \
             is not str else "too big (MAX_SKILL_FILES, MAX_SKILL_BYTES)" if len(mine) > MAX_SKILL_FILES \
@@ -5387,6 +5389,8 @@ class TaskHandle:
     def __init__(self, client: "Client", answer: _Json,
                  on_status: typing.Callable[[_Json], object] | None = None) -> None:
         self.client, self.last, self.on_status = client, answer, on_status
+        if type(answer) is not dict:
+            raise McpError(INTERNAL_ERROR, "The server's answer to tools/call is not an object")
         self.id: str | None = answer.get("taskId") if answer.get("resultType") == "task" else None
         if self.id is not None and type(self.id) is not str:
             raise McpError(INTERNAL_ERROR, "The server's task has no taskId")

@@ -2370,11 +2370,12 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((await other.request(task_request(2, method, mine, inputResponses={})))
                              ["error"]["code"], INVALID_PARAMS)
         self.assertEqual((await self.get(mine))["result"]["status"], "working")
-        with mock.patch.object(mcp_min, "MAX_TASKS", 2):
+        with mock.patch.object(mcp_min, "MAX_TASKS", 2):     # past it, a call stays a plain one
             await self.wire.request(task_call(3, "slow"))
-            error = (await self.wire.request(task_call(4, "slow")))["error"]
-            self.assertEqual((error["code"], "MAX_TASKS" in error["message"]), (INTERNAL_ERROR, True))
-            self.assertEqual(tool_text(await other.request(task_call(5, "slow", {"seconds": 0}))), "done")
+            plain = (await self.wire.request(task_call(4, "slow", {"seconds": 0.3, "label": "plain"})))["result"]
+            self.assertEqual((plain["resultType"], tool_text({"result": plain})), ("complete", "plain"))
+            self.assertEqual((await other.request(task_call(5, "slow", {"seconds": 0.3})))["result"]["resultType"],
+                             "task")     # another session's count is its own
         for task_id in list(self.server.works):
             self.server.works[task_id].cancel()
 
@@ -2610,6 +2611,7 @@ class SkillsTest(unittest.IsolatedAsyncioTestCase):
                            ("good/sub/blob.bin", b"\xff\x00\xfe"), ("good/.hidden", "hidden"),
                            ("misnamed/SKILL.md", self.SKILL.format(name="other")),
                            ("broken/SKILL.md", "---\nname: broken\ndescription: [a, list]\n---\n"),
+                           ("latin/SKILL.md", b"---\nname: latin\ndescription: caf\xe9\n---\n"),
                            ("stray.txt", "not in a skill")):
             os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
             with open(os.path.join(root, path), "wb") as f:
@@ -2619,7 +2621,7 @@ class SkillsTest(unittest.IsolatedAsyncioTestCase):
         self.server = Server("skilled")
         with self.assertLogs("mcp_min", "WARNING") as logged:
             self.server.skills(root)
-        self.assertEqual(len(logged.output), 2)     # misnamed and broken: not served, said why
+        self.assertEqual(len(logged.output), 3)     # misnamed, broken, not UTF-8: not served, said why
         self.wire = Wire(self.server)
 
     async def test_listed_read_and_escapes_refused(self):
@@ -2670,6 +2672,10 @@ class SkillsTest(unittest.IsolatedAsyncioTestCase):
                     await client.read_skill_file(skill, uri)
             with self.assertRaisesRegex(McpError, "front matter"):
                 await client.load_skill({**skill, "frontmatter": {**skill["frontmatter"], "name": "evil"}})
+            with self.assertRaisesRegex(McpError, "does not list it"):     # unchecked, yet inside it
+                await client.read_skill_file({**skill, "resources": "dynamic"}, "../misnamed/SKILL.md")
+            self.assertEqual(await client.read_skill_file({**skill, "resources": "dynamic"}, "sub/notes.txt"),
+                             b"notes")
             with open(os.path.join(self.root, "good", "sub", "notes.txt"), "w") as f:
                 f.write("NOTES")        # same size, another digest: changed since it was listed
             with self.assertRaisesRegex(McpError, "size or sha256"):
