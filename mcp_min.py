@@ -83,8 +83,8 @@ initialized -> tools/list -> tools/call -> the stream closes. Read, in order:
 
 Skip on a first reading (each is a banner marked "Extension"): the JSON Schema
 validator; the 2026-07-28 multi round-trip requests and routing headers;
-resumable streams; OAuth on both sides; tracing (--trace); and, last, the
-command line and the demo.
+resumable streams; the tasks and skills extensions; OAuth on both sides;
+tracing (--trace); and, last, the command line and the demo.
 """
 
 # SPDX-License-Identifier: MIT  (c) the mcp_min authors; see LICENSE.
