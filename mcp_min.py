@@ -131,7 +131,8 @@ __all__ = [  # noqa: RUF022 — grouped by use, on purpose
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT", "WRITE_BUFFER",
     "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID", "SESSION_IDLE", "MAX_QUEUED",
     "MAX_MESSAGE_BYTES", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT", "MAX_ROUNDS", "DRAIN_LINGER",
-    "TASK_AFTER", "TASK_TTL", "TASK_POLL", "MAX_TASKS", "TASK_STALE", "MAX_SKILL_FILES", "MAX_SKILL_BYTES",
+    "TASK_AFTER", "TASK_TTL", "TASK_POLL", "MAX_TASKS", "MAX_TASK_ANSWERS", "TASK_STALE", "MAX_SKILL_FILES",
+    "MAX_SKILL_BYTES",
     "__version__",
 ]
 
@@ -235,8 +236,9 @@ TASK_AFTER = 0.5                    # seconds a tools/call of a tool with task= 
 TASK_TTL = 3600.0                   # seconds a task and its result are kept (ttlMs); then they are
                                     # freed, and its work, still running, cancelled
 TASK_POLL = 0.5                     # seconds between a client's polls of a task, as the server asks
-MAX_TASKS = 1000                    # unexpired tasks per user (HTTP) or session; past it a call
-                                    # stays a plain one (no task: its request waits)
+MAX_TASKS = 1000                    # unexpired tasks per user (HTTP) or session, and 16 times as many
+                                    # in all; past it a call stays a plain one (its request waits)
+MAX_TASK_ANSWERS = 256 << 10        # bytes of answers a task keeps (to what it asked): more -> -32602
 TASK_STALE = 10.0                   # seconds without a sign of life from the process running a task
                                     # (a shared TaskStore) after which it reads failed
 MAX_SKILL_FILES = 512               # files in one skill, and bytes: a bigger skill is not served
@@ -1157,7 +1159,7 @@ class Context:
         if level not in LOG_LEVELS:
             raise ValueError(f"log level must be one of {LOG_LEVELS}")
         least = self.meta.get(_MODERN + "logLevel") if self.version else self.session.log_level
-        if least in LOG_LEVELS and LOG_LEVELS.index(level) >= LOG_LEVELS.index(least):
+        if least in LOG_LEVELS and not self.task_id and LOG_LEVELS.index(level) >= LOG_LEVELS.index(least):
             params = {"level": level, "data": data, **({"logger": logger} if logger else {})}
             self.session.notify("notifications/message", params, self.request_id)
         return _DONE
@@ -3784,7 +3786,7 @@ class Client(_Peer):
                 or type(skill.get("frontmatter")) is not dict:
             raise McpError(INTERNAL_ERROR, "Not a skill: a skill is {uri, frontmatter, resources}")
         text = _text_or_bytes(await self.read_skill_file(skill, skill["uri"]))
-        if type(text) is not str or _front_matter(text) != skill["frontmatter"]:
+        if type(text) is not str or not _same(_front_matter(text), skill["frontmatter"]):
             raise McpError(INTERNAL_ERROR, f"Skill {skill['uri']} refused: its front matter is not what "
                                            "the server listed")
         return text
@@ -3798,8 +3800,8 @@ class Client(_Peer):
         files = skill.get("resources")
         listed = next((f for f in files if type(f) is dict and f.get("uri") == uri), None) \
             if type(files) is list else None
-        if listed is None and not (files == "dynamic" and uri.startswith(folder + "/")
-                                   and ".." not in uri.split("/")):
+        inside = uri.startswith(folder + "/") and not {".", ".."} & set(uri.split("/")[3:])
+        if not inside or listed is None and files != "dynamic":   # an entry naming files elsewhere is void
             raise McpError(INTERNAL_ERROR, f"Skill file {uri} refused: the skill does not list it")
         contents = (await self.read_resource(uri)).get("contents")
         first = contents[0] if type(contents) is list and contents and type(contents[0]) is dict else {}
@@ -4616,6 +4618,10 @@ def _const(schema, root, depth):
 
 
 def _same(a, b):
+    """JSON equality: 1 is 1.0 but true is not 1, in objects and arrays too."""
+    if type(a) in (dict, list) and type(a) is type(b):
+        return len(a) == len(b) and (all(k in b and _same(v, b[k]) for k, v in a.items())
+                                     if type(a) is dict else all(map(_same, a, b)))
     return type(a) is type(b) and a == b or type(a) in _NUMBERS and type(b) in _NUMBERS and a == b
 
 
@@ -4970,15 +4976,21 @@ class TaskStore:
     To keep tasks in another database, subclass this and give its six methods; each is atomic
     and quick (they are called on the event loop)."""
 
+    shared = True   # another process may change its tasks: `_keep` then looks at them each second
+
     def __init__(self, path: str = ":memory:") -> None:
         import sqlite3
         self.lock = threading.RLock()   # reentrant: `change` reads with `get`
+        if (shared := path != ":memory:"):  # results and answers are in it: the user's alone
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
         self.db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
-        if path != ":memory:":
+        self.shared = shared
+        if shared:
             self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
         self.db.execute("CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, owner TEXT, expires REAL, "
                         "record TEXT)")
-        self.db.execute("CREATE INDEX IF NOT EXISTS tasks_owner ON tasks (owner)")
+        self.db.execute("CREATE INDEX IF NOT EXISTS tasks_owner ON tasks (owner, expires)")
+        self.db.execute("CREATE INDEX IF NOT EXISTS tasks_expires ON tasks (expires)")
         self.db.execute("CREATE TABLE IF NOT EXISTS runners (id TEXT PRIMARY KEY, seen REAL)")
 
     def _rows(self, sql: str, *args: _Any) -> list[_Any]:
@@ -5006,9 +5018,10 @@ class TaskStore:
             self._rows("UPDATE tasks SET record = ? WHERE id = ?", json.dumps(new), task_id)
             return new
 
-    def count(self, owner: str) -> int:
-        """How many unexpired tasks `owner` has (MAX_TASKS)."""
-        rows = self._rows("SELECT COUNT(*) FROM tasks WHERE owner = ? AND expires >= ?", owner, time.time())
+    def count(self, owner: str | None = None) -> int:
+        """How many unexpired tasks `owner` has, or all have (MAX_TASKS)."""
+        rows = self._rows("SELECT COUNT(*) FROM tasks WHERE (? IS NULL OR owner = ?) AND expires >= ?",
+                          owner, owner, time.time())
         return rows[0][0]
 
     def beat(self, runner: str) -> None:
@@ -5040,10 +5053,11 @@ def _tasks_on(ctx, needed_by=None):
 def _task_owner(session):
     """Whose a task is: over HTTP its user's (each 2026-07-28 POST is a session of its own;
     with no auth, whoever holds its id); elsewhere the session's alone."""
-    if session.protocol_version in MODERN_VERSIONS:
-        return session.principal
-    session.task_tag = session.task_tag or os.urandom(16).hex()
-    return f"{session.principal}|{session.task_tag}"
+    import hashlib
+    if session.protocol_version not in MODERN_VERSIONS:
+        session.task_tag = session.task_tag or os.urandom(16).hex()
+    # hashed: without auth the principal is the Authorization header, which the store must not keep
+    return hashlib.sha256(f"{session.principal}|{session.task_tag}".encode()).hexdigest()
 
 
 async def _tasked(session, tool, params, ctx):
@@ -5056,7 +5070,8 @@ async def _tasked(session, tool, params, ctx):
     made = session.loop.create_future()     # the answer, once the call is a task
 
     def detach():   # by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set then
-        if not made.done() and server.task_store.count(owner) < MAX_TASKS:
+        if not made.done() and server.task_store.count(owner) < MAX_TASKS \
+                and server.task_store.count() < 16 * MAX_TASKS:
             made.set_result(_new_task(server, owner, ctx, work))
         return made.done()
     ctx._detach = detach
@@ -5065,7 +5080,7 @@ async def _tasked(session, tool, params, ctx):
         await asyncio.wait((work, made), timeout=TASK_AFTER, return_when=asyncio.FIRST_COMPLETED)
         if made.done() or not work.done() and detach():
             return made.result()
-        return await work   # a quick call stays a plain one (an input_required round too); past MAX_TASKS, all
+        return await work   # a quick call stays a plain one (an input_required round too), all past MAX_TASKS
     except asyncio.CancelledError:
         work.cancel()
         raise
@@ -5080,25 +5095,30 @@ def _new_task(server, owner, ctx, work):
               "expires": now + TASK_TTL, "answers": {}}
     server.task_store.add(record)
     ctx.task_id = task_id = record["taskId"]
+    ctx.progress_token = None   # nobody hears a task's call: its progress goes nowhere (and logs)
     server.works[task_id] = work
     work.add_done_callback(lambda work: _finish(server, task_id, work))
-    if len(server.works) == 1:      # the first: from now on this process says it is alive
+    # When its record expires, so does its work (the timer holds no reference to it).
+    ctx.session.loop.call_later(TASK_TTL, lambda: task_id in server.works and server.works[task_id].cancel())
+    if (keeper := _KEEPING.get(server)) is None or keeper.get_loop() is not ctx.session.loop:
+        # from now on this process says it is alive (a keeper of a loop that ended is no more)
         server.task_store.beat(server.runner)
-        _background(_KEEPERS, _keep(server))
+        _background(_KEEPERS, _keep(server), _KEEPING, server)
     return {"resultType": "task", **_task_view(record)}
 
 
 _KEEPERS: "set[asyncio.Future[_Any]]" = set()
+_KEEPING: "dict[Server, asyncio.Future[_Any]]" = {}    # server -> its `_keep`, while it runs
 _WAKE: "dict[str, asyncio.Future[None]]" = {}    # task id -> what its asks wait on (a change)
 
 
 async def _keep(server):
     """While this process runs tasks, each second: it tells the store it is alive (to another
-    process its tasks are then not orphans), and the work of a task that ended (cancelled, here
-    or by another process sharing the store) or expired is stopped."""
+    process its tasks are then not orphans), and, if the store is shared, stops the work of a
+    task that another process cancelled."""
     while server.works:
         server.task_store.beat(server.runner)
-        for task_id, work in list(server.works.items()):
+        for task_id, work in list(server.works.items()) if server.task_store.shared else ():
             if (record := server.task_store.get(task_id)) is None or record["status"] in _TERMINAL:
                 work.cancel()
         await asyncio.sleep(_SWEEP_EVERY)
@@ -5205,7 +5225,9 @@ async def _tasks_update(session, params, ctx):
     def take(r):
         got = {k: answers[k] for k in r.get("inputRequests", {}) if k in answers}
         left = {k: v for k, v in r.get("inputRequests", {}).items() if k not in got}
-        return got and {"answers": {**r["answers"], **got}, "inputRequests": left,
+        if len(encode(kept := {**r["answers"], **got})) > MAX_TASK_ANSWERS:
+            raise McpError(INVALID_PARAMS, "Invalid params: the answers are too big (MAX_TASK_ANSWERS)")
+        return got and {"answers": kept, "inputRequests": left,
                         "status": "input_required" if left else "working"}
     _change_task(session.server, record["taskId"], take)
     return {}
@@ -5237,12 +5259,13 @@ def _add_skills(server, root):
     for here, subdirs, names in os.walk(root):
         at = os.path.relpath(here, root).replace(os.sep, "/")
         prefix = "skill://" + ("" if at == "." else at + "/")
-        subdirs[:] = sorted(d for d in subdirs if d[0] != "." and not os.path.islink(os.path.join(here, d)))
+        subdirs[:] = sorted(d for d in subdirs if _plain(d) and not os.path.islink(os.path.join(here, d)))
         inside = folders[prefix[:-1]] = [{"uri": prefix + d, "name": d, "mimeType": "inode/directory"}
                                          for d in subdirs]
-        for name in sorted(n for n in names if n[0] != "."):
-            real = os.path.realpath(os.path.join(here, name))
-            if real.startswith(root + os.sep) and os.path.isfile(real):
+        for name in sorted(filter(_plain, names)):
+            real = os.path.realpath(os.path.join(here, name))   # a link, to a plain file of the folder
+            parts = os.path.relpath(real, root).split(os.sep)
+            if real.startswith(root + os.sep) and all(map(_plain, parts)) and os.path.isfile(real):
                 mime = "text/markdown" if name.endswith(".md") else mimetypes.guess_type(name)[0]
                 files[prefix + name] = real, mime or "application/octet-stream", os.path.getsize(real)
                 inside.append({"uri": prefix + name, "name": name, "mimeType": files[prefix + name][1]})
@@ -5250,13 +5273,14 @@ def _add_skills(server, root):
     for uri in [u for u in files if u.endswith("/SKILL.md") and u.count("/") > 2]:
         folder = uri[:-len("/SKILL.md")]
         mine, name = [u for u in files if u.startswith(folder + "/")], folder.rpartition("/")[2]
-        text = _text_or_bytes(_file_bytes(files[uri][0]))     # not UTF-8: no client could load it
+        big = len(mine) > MAX_SKILL_FILES or sum(files[u][2] for u in mine) > MAX_SKILL_BYTES
+        text = None if big else _text_or_bytes(_file_bytes(files[uri][0]))    # not UTF-8: none could load it
         front = _front_matter(text) if isinstance(text, str) else None
-        problem = "it is not UTF-8 text opening with key: value YAML" if front is None else \
+        problem = "too big (MAX_SKILL_FILES, MAX_SKILL_BYTES)" if big else \
+            "it is not UTF-8 text opening with key: value YAML" if front is None else \
             f"its front matter's name is not {name!r}, or not a valid name" if front.get("name") != name \
             or not _SKILL_NAME.fullmatch(name) else "no description" if type(front.get("description")) \
-            is not str else "too big (MAX_SKILL_FILES, MAX_SKILL_BYTES)" if len(mine) > MAX_SKILL_FILES \
-            or sum(files[u][2] for u in mine) > MAX_SKILL_BYTES else None
+            is not str else None
         if problem:
             _logger.warning("skill %s is not served: %s", folder, problem)
             continue
@@ -5276,9 +5300,18 @@ def _add_skills(server, root):
     server._changed("resources")
 
 
+def _plain(name):
+    """A file or folder name a skill may have: not hidden (.env), nothing a URI could not carry."""
+    return name[:1] != "." and name.isprintable()
+
+
 def _file_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
+    """A skill file as it is now: never through a link put in its place, never past MAX_SKILL_BYTES."""
+    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as f:
+        data = f.read(MAX_SKILL_BYTES + 1)
+    if len(data) > MAX_SKILL_BYTES:
+        raise McpError(INTERNAL_ERROR, "A skill file grew past MAX_SKILL_BYTES since it was listed")
+    return data
 
 
 def _text_or_bytes(data):
@@ -5313,7 +5346,7 @@ async def _read_directory(session, params, ctx):
 
 _FRONT = re.compile(r"\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE)
 _YAML_LINE = re.compile(r"( *)([A-Za-z0-9_][\w./-]*):((?: .*)?)")     # indent, key, value
-_YAML_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*")\s*(?:#.*)?""")
+_YAML_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*")(?:[ \t]+#.*)?[ \t]*""")
 _YAML_WORDS = {"": None, "~": None, "null": None, "Null": None, "NULL": None, "true": True, "True": True,
                "TRUE": True, "false": False, "False": False, "FALSE": False}
 
@@ -5322,17 +5355,18 @@ def _front_matter(text):
     """A SKILL.md's front matter as JSON, as YAML 1.2 (core schema) reads it, for what skills
     use: ``key: value`` lines, and under a key one level of them (metadata). None for other YAML
     (lists, block scalars, anchors ...): rather than guess, we do not read it."""
-    if not (found := _FRONT.match(text)):
+    if not (found := _FRONT.match(text)) or _CONTROL.search(found.group(1)):
         return None
     result: _Json = {}
     parent: str | None = None   # the key the indented lines are under
     indent = None               # and their indent
     for line in found.group(1).split("\n"):
-        if not (line := line.rstrip()).strip() or line.lstrip(" ")[0] == "#":
+        # YAML's white space is space and tab alone: Python's strip() would take more (NBSP ...)
+        if not (line := line.rstrip(" \t\r")) or line.lstrip(" ")[0] == "#":
             continue
-        if not (match := _YAML_LINE.fullmatch(line)):
-            return None
-        depth, key, value = len(match[1]), match[2], match[3].strip()
+        if not (match := _YAML_LINE.fullmatch(line)) or type(_yaml_scalar(match[2])) is not str:
+            return None     # a key YAML would read as a number, a bool or null
+        depth, key, value = len(match[1]), match[2], match[3].strip(" \t")
         if depth and (parent is None or indent not in (None, depth) or not value):
             return None
         if depth:
@@ -5347,6 +5381,7 @@ def _front_matter(text):
 
 
 _NOT_YAML = object()
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")     # not in YAML text (tab and line ends are)
 
 
 def _yaml_scalar(text):
@@ -5357,16 +5392,17 @@ def _yaml_scalar(text):
             return text[1:-1].replace("''", "'") if text[0] == "'" else json.loads(text)
         except ValueError:      # an escape YAML has and JSON not
             return _NOT_YAML
-    text = re.sub(r"(?:^|\s)#.*", "", text).strip()     # a comment
+    text = re.sub(r"(?:^|[ \t])#.*", "", text).strip(" \t")   # a comment
     if text[:1] and text[0] in "[]{}&*!|>%@`'\",?" or text[:2] in ("- ", "-") or ": " in text \
             or text.endswith(":"):
         return _NOT_YAML
     if text in _YAML_WORDS:
         return _YAML_WORDS[text]
-    if re.fullmatch(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", text):
-        return int(text[2:], 8 if text[1] == "o" else 16) if text[:2] in ("0o", "0x") else int(text)
+    if re.fullmatch(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", text):     # past 15 digits: not exact in JSON
+        return _NOT_YAML if len(text) > 15 else int(text[2:], 8 if text[1] == "o" else 16) \
+            if text[:2] in ("0o", "0x") else int(text)
     if re.fullmatch(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?", text):
-        return float(text)
+        return number if math.isfinite(number := float(text)) else _NOT_YAML
     return _NOT_YAML if re.fullmatch(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", text) else text
 
 
@@ -5392,7 +5428,7 @@ class TaskHandle:
         if type(answer) is not dict:
             raise McpError(INTERNAL_ERROR, "The server's answer to tools/call is not an object")
         self.id: str | None = answer.get("taskId") if answer.get("resultType") == "task" else None
-        if self.id is not None and type(self.id) is not str:
+        if answer.get("resultType") == "task" and type(self.id) is not str:
             raise McpError(INTERNAL_ERROR, "The server's task has no taskId")
         if self.id and on_status:
             on_status(answer)
@@ -5400,9 +5436,11 @@ class TaskHandle:
     async def status(self) -> _Json:
         if self.id:
             last = await self.client.request("tasks/get", {"taskId": self.id})
-            if self.on_status and type(last) is dict and last.get("status") != self.last.get("status"):
+            if type(last) is not dict or last.get("taskId") != self.id:
+                raise McpError(INTERNAL_ERROR, f"The server's tasks/get is not of task {self.id}")
+            if self.on_status and last.get("status") != self.last.get("status"):
                 self.on_status(last)
-            self.last = last if type(last) is dict else {}
+            self.last = last
         return self.last
 
     async def cancel(self) -> None:
@@ -5413,14 +5451,13 @@ class TaskHandle:
         """Polls (as often as the server asks, less often while nothing changes) until the task
         ends, within `timeout` s (else its ttlMs); what it asks is answered by the client's
         handlers. If this fails or is cancelled, so is the task."""
-        loop, ttl = asyncio.get_running_loop(), self.last.get("ttlMs")
-        end = loop.time() + (timeout if timeout is not None else ttl / 1000 if type(ttl) is int else math.inf)
+        loop, ttl = asyncio.get_running_loop(), _millis(self.last.get("ttlMs"), math.inf)
+        end = loop.time() + (timeout if timeout is not None else ttl)
         wait, answered = 0.0, set[str]()
         try:
             while self.id and (status := self.last.get("status")) not in _TERMINAL:
                 if status != "input_required" or not await self._answer(answered):
-                    asked = self.last.get("pollIntervalMs")
-                    wait = max(asked / 1000 if type(asked) is int else 0.05, min(wait * 1.5, 5.0))
+                    wait = max(_millis(self.last.get("pollIntervalMs"), 0.05), min(wait * 1.5, 5.0))
                     await asyncio.sleep(max(0.0, min(wait, end - loop.time())))
                 if (now := (await self.status()).get("status")) != status:
                     wait = 0.0
@@ -5440,7 +5477,10 @@ class TaskHandle:
 
     async def _answer(self, answered):
         """One tasks/update with the answers to what the task asks that was not answered yet."""
-        if not (new := await self.client._answers(self.last.get("inputRequests"), answered)):
+        asks = asks if type(asks := self.last.get("inputRequests")) is dict else {}
+        if len(answered | set(asks)) > MAX_ROUNDS * 10:     # a server asking on and on
+            raise McpError(INTERNAL_ERROR, f"Task {self.id} asked over {MAX_ROUNDS * 10} questions")
+        if not (new := await self.client._answers(asks, answered)):
             return False
         await self.client.request("tasks/update", {"taskId": self.id, "inputResponses": new})
         answered.update(new)
@@ -5449,6 +5489,11 @@ class TaskHandle:
     async def _cancel_quietly(self):
         with contextlib.suppress(McpError):     # the connection may be gone: the task then expires
             await self.cancel()
+
+def _millis(value, otherwise):
+    """A server's ms (pollIntervalMs, ttlMs) as seconds, within 50 ms and a day; else `otherwise`."""
+    return min(max(value, 50), 86_400_000) / 1000 if type(value) is int else otherwise
+
 
 ##############################################################################
 # Extension: authorization, the resource server (OAuth 2.1; PROTOCOL.md 8; skip on a first reading)

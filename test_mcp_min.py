@@ -2245,6 +2245,14 @@ def task_server():
     @server.tool()
     async def plain(ctx: Context) -> str:
         return f"{await ctx.detach()}"
+
+    @server.tool(task="optional")
+    async def chatty(ctx: Context) -> str:
+        await ctx.log("info", "before")
+        await ctx.detach()
+        await ctx.log("info", "after")      # nobody listens to a task's call: neither is sent
+        await ctx.progress(1, 2)
+        return "chatted"
     return server, state
 
 
@@ -2376,8 +2384,32 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((plain["resultType"], tool_text({"result": plain})), ("complete", "plain"))
             self.assertEqual((await other.request(task_call(5, "slow", {"seconds": 0.3})))["result"]["resultType"],
                              "task")     # another session's count is its own
+        with mock.patch.object(mcp_min, "MAX_TASKS", 1):     # and 16 times as many in all
+            crowd = [Wire(self.server) for _ in range(13)]
+            for i, wire in enumerate(crowd):
+                self.assertEqual((await wire.request(task_call(i, "slow")))["result"]["resultType"], "task")
+            late = (await Wire(self.server).request(task_call(99, "slow", {"seconds": 0.3})))["result"]
+            self.assertEqual(late["resultType"], "complete")
         for task_id in list(self.server.works):
             self.server.works[task_id].cancel()
+        await until(lambda: not self.server.works and self.server not in mcp_min._KEEPING,
+                    "the works and their keeper ended")
+        task_id = (await self.wire.request(task_call(7, "two_questions")))["result"]["taskId"]
+        await self.until_status(task_id, "input_required")
+        with mock.patch.object(mcp_min, "MAX_TASK_ANSWERS", 100):
+            error = (await self.wire.request(task_request(8, "tasks/update", task_id, inputResponses={
+                "a": {"action": "accept", "content": {"name": "x" * 100}}})))["error"]
+        self.assertIn("MAX_TASK_ANSWERS", error["message"])
+        self.assertEqual(len((await self.get(task_id))["result"]["inputRequests"]), 2)   # nothing taken
+        self.server.works[task_id].cancel()
+
+    async def test_a_tasks_call_is_not_heard_from(self):
+        message = task_call(1, "chatty")
+        message["params"]["_meta"].update({"io.modelcontextprotocol/logLevel": "debug", "progressToken": "p"})
+        task_id = (await self.wire.request(message))["result"]["taskId"]
+        self.assertEqual((await self.until_status(task_id, "completed"))["result"]["content"][0]["text"], "chatted")
+        heard = [m["params"].get("data") for m in self.wire.messages if m.get("method", "").startswith("notif")]
+        self.assertEqual(heard, ["before"])
 
     async def test_over_http_a_task_is_its_users(self):
         http = await start_http(self.server, "127.0.0.1", 0)
@@ -2401,6 +2433,8 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
                          "working")
         await post("alice", task_request(4, "tasks/cancel", task_id))
         await until(lambda: self.state.cancelled == ["done"], "alice's cancel")
+        owners = self.server.task_store._rows("SELECT owner, record FROM tasks")
+        self.assertNotIn("alice", repr(owners))     # who: a hash, never a token
 
     async def test_status_notifications_on_a_listen(self):
         task_id = (await self.wire.request(task_call(1, "two_questions")))["result"]["taskId"]
@@ -2476,6 +2510,26 @@ class TaskClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(any("request" in line and "tasks/get " in line for line in lines), lines)
         self.assertTrue(any("(tasks/get) task completed" in line for line in lines), lines)
 
+    async def test_a_servers_task_answers_are_checked(self):
+        class Stub:     # a server's answers, as Client.request returns them
+            def __init__(self, *answers):
+                self.answers, self._tasks = list(answers), set()
+
+            async def request(self, method, params):
+                return self.answers.pop(0)
+        task = {"resultType": "task", "taskId": "t", "status": "working", "pollIntervalMs": 0}
+        for answer in ({"resultType": "task", "status": "working"}, ["not", "an", "object"]):
+            with self.assertRaises(McpError):
+                mcp_min.TaskHandle(Stub(), answer)
+        with self.assertRaisesRegex(McpError, "not of task t"):
+            await mcp_min.TaskHandle(Stub({**task, "taskId": "other"}), task).status()
+        asks = {f"k{i}": {"method": "elicitation/create", "params": {}} for i in range(101)}
+        with self.assertRaisesRegex(McpError, "asked over 100"):
+            await mcp_min.TaskHandle(Stub({}), {**task, "status": "input_required", "inputRequests": asks}).result()
+        # The server's intervals, bounded: no busy loop at 0 ms, no overflow at 10**400.
+        self.assertEqual([mcp_min._millis(v, None) for v in (0, -5, 250, 10 ** 400, "9")],
+                         [0.05, 0.05, 0.25, 86_400, None])
+
     def test_sync_client_and_cli(self):
         with mcp_min.SyncClient(self.server) as client:
             handle = client.call_tool("slow", {"seconds": 0.2}, task=True)
@@ -2533,6 +2587,7 @@ class TaskProcessTest(unittest.IsolatedAsyncioTestCase):
             f.write(_TASK_PROCESS)
         store = os.path.join(tmp, "tasks.db")
         one, two = self.process(tmp, store), self.process(tmp, store)
+        self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)     # results are in it: the user's alone
         created = (await self.call(one, 1, "tools/call", {"name": "wait", "arguments": {"seconds": 1.5}}))["result"]
         self.assertEqual(created["resultType"], "task")
         self.assertEqual((await self.call(two, 2, "tasks/get", {"taskId": created["taskId"]}))["result"]["status"],
@@ -2617,6 +2672,10 @@ class SkillsTest(unittest.IsolatedAsyncioTestCase):
             with open(os.path.join(root, path), "wb") as f:
                 f.write(data if isinstance(data, bytes) else data.encode())
         os.symlink(self.outside, os.path.join(root, "good", "link-out"))
+        os.makedirs(os.path.join(root, "good", ".secret"))
+        with open(os.path.join(root, "good", ".secret", "key"), "w") as f:
+            f.write("hidden by its folder")
+        os.symlink(os.path.join(root, "good", ".secret", "key"), os.path.join(root, "good", "key.md"))
         os.symlink(self.tmp, os.path.join(root, "good", "dir-out"))
         self.server = Server("skilled")
         with self.assertLogs("mcp_min", "WARNING") as logged:
@@ -2651,7 +2710,8 @@ class SkillsTest(unittest.IsolatedAsyncioTestCase):
         for i, uri in enumerate(("skill://good/../../secret.txt", "skill://good/%2e%2e/%2e%2e/secret.txt",
                                  "skill://good/link-out", "skill://good/dir-out/secret.txt", self.outside,
                                  "skill:///" + self.outside, "skill://good/.hidden", "skill://stray.txt",
-                                 "skill://misnamed/SKILL.md", "skill://good", "skill://good/sub"), 10):
+                                 "skill://misnamed/SKILL.md", "skill://good", "skill://good/sub",
+                                 "skill://good/key.md", "skill://good/.secret/key"), 10):
             error = (await self.wire.request(modern(i, "resources/read", {"uri": uri})))["error"]
             self.assertEqual(error["code"], INVALID_PARAMS, uri)
         for i, (method, uri) in enumerate((("resources/directory/read", "skill://good/SKILL.md"),
@@ -2692,10 +2752,16 @@ class SkillsTest(unittest.IsolatedAsyncioTestCase):
                           "e": None, "s": "it's", "d": "a\tb", "p": "plain", "hash": "C#",
                           "m": {"k": "v", "q": "1"}})
         self.assertEqual(read("\ufeff---\r\nname: a\r\n---\r\n"), {"name": "a"})
+        # YAML's white space is space and tab: what Python's strip() takes besides is content
+        self.assertEqual(read("---\nd: PDFs\xa0# not a comment\ne: \u3000x\n---\n"),
+                         {"d": "PDFs\xa0# not a comment", "e": "\u3000x"})
         for unread in ("no front matter", "---\nname: a\n", "---\nlist:\n  - a\n---\n", "---\nk: [1]\n---\n",
                        "---\nk: |\n  text\n---\n", "---\nk: &a x\n---\n", "---\nk: a: b\n---\n",
                        "---\nk: v\nk: w\n---\n", "---\n  k: v\n---\n", "---\nm:\n  a:\n    b: c\n---\n",
-                       "---\nk: .inf\n---\n", "---\nk:v\n---\n", "---\nk: \"\\x41\"\n---\n"):
+                       "---\nk: .inf\n---\n", "---\nk:v\n---\n", "---\nk: \"\\x41\"\n---\n",
+                       "---\nk: 1e999\n---\n", "---\nk: 1234567890123456\n---\n", "---\n1: a\n---\n",
+                       "---\ntrue: a\n---\n", "---\n\xa0k: v\n---\n", "---\nk:\tv\n---\n",
+                       "---\nk: v\x0b\n---\n", "---\nk: a\x00b\n---\n"):
             self.assertIsNone(read(unread), unread)
 
 
