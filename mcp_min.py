@@ -3057,8 +3057,6 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
                  trace: "_Trace | None" = None, session_idle: float | None = None,
                  auth: "ResourceServer | None" = None, node: str | None = None,
                  forwarded_allow_ips: str | typing.Iterable[str] = ()) -> None:
-        if node is not None and not re.fullmatch(r"[A-Za-z0-9]{1,32}", node):
-            raise ValueError("a node name is 1 to 32 ASCII letters and digits")
         if token is not None and not token.strip(" \t"):
             raise ValueError("an empty token would turn authentication off")
         if token and auth:
@@ -3074,11 +3072,8 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
         self.allow_origins = set(allow_origins)
         self.allow_hosts = {h.lower() for h in allow_hosts}
         self.stateless, self.json_response = stateless, json_response
-        self.node = f"{node}." if node else ""     # session ids start with it: a balancer routes on it
-        import ipaddress
-        self.proxies = [ipaddress.ip_network(net, strict=False) for a in map(str.strip, (
-            forwarded_allow_ips.split(",") if isinstance(forwarded_allow_ips, str) else forwarded_allow_ips))
-                        for net in (("0.0.0.0/0", "::/0") if a == "*" else (a,) if a else ())]
+        self.node = _node(node)     # session ids start with it: a balancer routes on it
+        self.proxies = _networks(forwarded_allow_ips)
         self.trace, self.session_idle = trace, session_idle or SESSION_IDLE
         self.sessions = {}
         self.stateless_entries = set()
@@ -3356,6 +3351,21 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
 
 def _chunk(data):
     return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def _node(name):
+    """--node NAME as the start of the session ids this process makes: "NAME." (or "")."""
+    if name is not None and not re.fullmatch(r"[A-Za-z0-9]{1,32}", name):
+        raise ValueError("a node name is 1 to 32 ASCII letters and digits")
+    return f"{name}." if name else ""
+
+
+def _networks(spec):
+    """--forwarded-allow-ips: addresses or networks ("a, b", or an iterable); "*" is any."""
+    import ipaddress
+    return [ipaddress.ip_network(net, strict=False)
+            for a in map(str.strip, spec.split(",") if isinstance(spec, str) else spec)
+            for net in (("0.0.0.0/0", "::/0") if a == "*" else (a,) if a else ())]
 
 
 async def start_http(server, host="127.0.0.1", port=8080, **options):
@@ -5076,6 +5086,8 @@ async def _tasked(session, tool, params, ctx):
         return made.done()
     ctx._detach = detach
     work = asyncio.ensure_future(_call_tool(session, params, ctx, True))
+    # ctx and detach refer to each other: once the work is over, that cycle must not keep its result
+    work.add_done_callback(lambda _: setattr(ctx, "_detach", None))
     try:
         await asyncio.wait((work, made), timeout=TASK_AFTER, return_when=asyncio.FIRST_COMPLETED)
         if made.done() or not work.done() and detach():
@@ -5250,12 +5262,32 @@ _SKILL_NAME = re.compile(r"(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 
 
 def _add_skills(server, root):
-    """`Server.skills`: the files under `root` (no dot-files, nothing a link takes outside it);
-    each folder with a SKILL.md we can read is a skill, and the files of the skills are resources."""
-    import mimetypes
+    """`Server.skills`: each folder under `root` with a SKILL.md we can read is a skill, and the
+    files of the skills are resources."""
     if not os.path.isdir(root):
         raise ValueError(f"{root}: not a folder of skills")
-    root, files, folders = os.path.realpath(root), {}, {}
+    files, folders = _skill_files(os.path.realpath(root))
+    entries = {uri: entry for uri in files if uri.endswith("/SKILL.md") and uri.count("/") > 2
+               and (entry := _skill_entry(uri, files))}
+    for entry in server.skill_entries.values():     # the last call's skills are what is served
+        for listed in entry["resources"]:
+            server.resources.pop(listed["uri"], None)
+    served = tuple(uri[:-len("SKILL.md")] for uri in entries)
+    for uri, (real, mime, size) in files.items():
+        if uri.startswith(served):
+            front = entries[uri]["frontmatter"] if uri in entries else {"name": uri.rpartition("/")[2]}
+            server.resources[uri] = Resource(lambda real=real: _text_or_bytes(_file_bytes(real)), uri,
+                                             front["name"], front.get("description"), mime, size=size)
+    server.skill_entries = entries
+    server.skill_dirs = {uri: inside for uri, inside in folders.items() if (uri + "/").startswith(served)}
+    server._changed("resources")
+
+
+def _skill_files(root):
+    """The files under `root` (none hidden, none a link takes out of it), as URI -> (real path,
+    mimeType, size), and its folders, as URI -> what is in each."""
+    import mimetypes
+    files, folders = {}, {}
     for here, subdirs, names in os.walk(root):
         at = os.path.relpath(here, root).replace(os.sep, "/")
         prefix = "skill://" + ("" if at == "." else at + "/")
@@ -5269,35 +5301,27 @@ def _add_skills(server, root):
                 mime = "text/markdown" if name.endswith(".md") else mimetypes.guess_type(name)[0]
                 files[prefix + name] = real, mime or "application/octet-stream", os.path.getsize(real)
                 inside.append({"uri": prefix + name, "name": name, "mimeType": files[prefix + name][1]})
-    entries = {}
-    for uri in [u for u in files if u.endswith("/SKILL.md") and u.count("/") > 2]:
-        folder = uri[:-len("/SKILL.md")]
-        mine, name = [u for u in files if u.startswith(folder + "/")], folder.rpartition("/")[2]
-        big = len(mine) > MAX_SKILL_FILES or sum(files[u][2] for u in mine) > MAX_SKILL_BYTES
-        text = None if big else _text_or_bytes(_file_bytes(files[uri][0]))    # not UTF-8: none could load it
-        front = _front_matter(text) if isinstance(text, str) else None
-        problem = "too big (MAX_SKILL_FILES, MAX_SKILL_BYTES)" if big else \
-            "it is not UTF-8 text opening with key: value YAML" if front is None else \
-            f"its front matter's name is not {name!r}, or not a valid name" if front.get("name") != name \
-            or not _SKILL_NAME.fullmatch(name) else "no description" if type(front.get("description")) \
-            is not str else None
-        if problem:
-            _logger.warning("skill %s is not served: %s", folder, problem)
-            continue
-        listed = [{"uri": u, **_fingerprint(_file_bytes(files[u][0]))} for u in mine]
-        entries[uri] = {"uri": uri, "frontmatter": front, "resources": listed}
-    for entry in server.skill_entries.values():     # the last call's skills are what is served
-        for listed in entry["resources"]:
-            server.resources.pop(listed["uri"], None)
-    served = tuple(uri[:-len("SKILL.md")] for uri in entries)
-    for uri, (real, mime, size) in files.items():
-        if uri.startswith(served):
-            front = entries[uri]["frontmatter"] if uri in entries else {"name": uri.rpartition("/")[2]}
-            server.resources[uri] = Resource(lambda real=real: _text_or_bytes(_file_bytes(real)), uri,
-                                             front["name"], front.get("description"), mime, size=size)
-    server.skill_entries = entries
-    server.skill_dirs = {uri: inside for uri, inside in folders.items() if (uri + "/").startswith(served)}
-    server._changed("resources")
+    return files, folders
+
+
+def _skill_entry(uri, files):
+    """The skills/list entry of the skill whose SKILL.md is at `uri`; None (with a warning) if
+    it cannot be served."""
+    folder = uri[:-len("/SKILL.md")]
+    mine, name = [u for u in files if u.startswith(folder + "/")], folder.rpartition("/")[2]
+    big = len(mine) > MAX_SKILL_FILES or sum(files[u][2] for u in mine) > MAX_SKILL_BYTES
+    text = None if big else _text_or_bytes(_file_bytes(files[uri][0]))    # not UTF-8: none could load it
+    front = _front_matter(text) if isinstance(text, str) else None
+    problem = "too big (MAX_SKILL_FILES, MAX_SKILL_BYTES)" if big else \
+        "it is not UTF-8 text opening with key: value YAML" if front is None else \
+        f"its front matter's name is not {name!r}, or not a valid name" if front.get("name") != name \
+        or not _SKILL_NAME.fullmatch(name) else "no description" if type(front.get("description")) \
+        is not str else None
+    if problem:
+        _logger.warning("skill %s is not served: %s", folder, problem)
+        return None
+    return {"uri": uri, "frontmatter": front,
+            "resources": [{"uri": u, **_fingerprint(_file_bytes(files[u][0]))} for u in mine]}
 
 
 def _plain(name):
