@@ -2774,10 +2774,12 @@ class _Endpoints:
 
     def _own(self, entry, x):
         """The user binds requestState and the session (see _lookup); ctx.auth is what they sent;
-        their listens count together (the OAuth subject; with a fixed token, the address)."""
+        their listens count together (the OAuth subject; with a fixed token, the client's address:
+        behind a proxy named in --forwarded-allow-ips, the one it forwards)."""
         session = entry.session
         session.principal, session.auth = _principal(x), x.auth
-        session.owner = x.auth.subject if x.auth and not getattr(self.auth, "fixed", True) else x.peer
+        session.owner = x.auth.subject if x.auth and not getattr(self.auth, "fixed", True) \
+            else x.request.client or x.peer
         return entry
 
     def _make_room(self):
@@ -3306,9 +3308,9 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             if name is None or name not in _LOOPBACK and name not in self.allow_hosts \
                     and host.lower() not in self.allow_hosts:
                 raise _HttpError(403, "Host not allowed")
-        origin = request.headers.get("origin")
-        own = f"{request.scheme}://{host}".lower()   # our own origin (behind a proxy, the public one)
-        if origin and origin not in self.allow_origins and origin.lower() != own:
+        origin = request.headers.get("origin")     # ours (behind a proxy, the public one) is allowed
+        if origin and origin not in self.allow_origins \
+                and origin.lower() != f"{request.scheme}://{host}".lower():
             scheme, sep, rest = origin.partition("://")
             if scheme not in ("http", "https") or not sep or "/" in rest or _host_name(rest) not in _LOOPBACK:
                 raise _HttpError(403, "Origin not allowed")
@@ -3952,8 +3954,8 @@ class _Transport:
     every exchange goes through `_request`."""
     url = ""
 
-    def __init__(self, target: _Any, client: "Client") -> None:
-        self.client = client
+    def __init__(self, target: _Any, client: "Client") -> None:  # each kind has its own: this says how
+        self.client = client                                        # Client.connect makes one
 
     async def start(self) -> None:
         pass
@@ -5630,8 +5632,7 @@ class Introspection:
             raise _refused(f"the introspection endpoint answered {status}")
         claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
         exp, now = claims and claims.get("exp"), _now()     # never kept past the token's own end
-        ttl = min(INTROSPECTION_TTL, exp - time.time()) if isinstance(exp, (int, float)) \
-            else INTROSPECTION_TTL
+        ttl = _ttl(exp)
         cache = self.good if claims else self.bad
         if len(cache) >= INTROSPECTION_CACHE:
             expired = [k for k, (until, _) in cache.items() if until <= now]
@@ -5759,8 +5760,12 @@ def _timely(claims):
 
 def _recheck(auth):
     """When a verified token is to be checked again: at its exp, INTROSPECTION_TTL at the latest."""
-    exp = auth.claims.get("exp")
-    return _now() + min(INTROSPECTION_TTL, exp - time.time() if type(exp) in (int, float) else math.inf)
+    return _now() + _ttl(auth.claims.get("exp"))
+
+
+def _ttl(exp):
+    """How long a token's verdict holds: until its exp, INTROSPECTION_TTL at most."""
+    return min(INTROSPECTION_TTL, exp - time.time()) if type(exp) in (int, float) else INTROSPECTION_TTL
 
 
 def _principal(x):

@@ -4689,13 +4689,13 @@ class HttpModernTest(HttpTestCase):
 LISTEN_HEADERS = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}
 
 
-async def open_listen(port, id_=1, host="127.0.0.1", body=None):
+async def open_listen(port, id_=1, host="127.0.0.1", body=None, headers=None):
     """A 2026-07-28 subscriptions/listen POST from address `host`, read until it is acknowledged:
     (reader, writer, the first message: the acknowledgement, or the error that refused it)."""
     body = body or json.dumps(modern(id_, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
     reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(host, 0))
     writer.write(HttpClient(port).build("POST", "/mcp", body.encode() if isinstance(body, str) else body,
-                                        LISTEN_HEADERS))
+                                        {**LISTEN_HEADERS, **(headers or {})}))
     head = await read_head(reader)
     if not (head.header("content-type") or "").startswith("text/event-stream"):
         return reader, writer, json.loads(await reader.readexactly(int(head.header("content-length"))))
@@ -6260,6 +6260,16 @@ class BalancerTest(HttpTestCase):
         response = await self.client.request("POST", endpoint, rpc(0, "initialize", init_params()))
         self.assertEqual(response.status, 202)      # taken: its answer comes on the stream
         self.assertEqual(json.loads((await read_event(reader))["data"])["id"], 0)
+
+    async def test_listens_count_per_forwarded_client_not_per_proxy(self):
+        opened = []
+        for i in range(mcp_min.MAX_LISTENS // 16 + 1):
+            opened.append(await open_listen(self.port, i, headers={"X-Forwarded-For": "10.0.0.1"}))
+        self.assertIn("Too many", opened[-1][2]["error"]["message"])    # that client's share is full
+        other = await open_listen(self.port, 99, headers={"X-Forwarded-For": "10.0.0.2"})
+        self.assertEqual(other[2]["method"], "notifications/subscriptions/acknowledged")
+        for _, writer, _ in opened + [other]:
+            writer.close()
 
     async def test_an_id_another_node_made_is_404_saying_start_anew(self):
         async def both(sid):
