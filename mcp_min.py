@@ -1093,12 +1093,17 @@ class Server:
             session.publish("notifications/resources/updated", {"uri": uri},
                             lambda wanted: uri in wanted.get("resourceSubscriptions", ()))
 
-    def run(self, argv: list[str] | None = None) -> int | None:
+    def run(self, argv: list[str] | None = None, exit: bool = True) -> int:
         """Serve over stdio, or HTTP with ``--port``: the same options as
-        ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``)."""
+        ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``). Then end the
+        process with the exit status, as ``unittest.main()`` does, so that a supervisor sees a
+        failure (the port in use: 1); ``exit=False`` returns it instead."""
         about = f"Serve the MCP server {self.info['name']!r} over stdio (the default) or HTTP (--port)."
         args = _serve_parser(about).parse_args(_bare_trace(sys.argv[1:] if argv is None else argv))
-        return _serve(self, args)
+        code = _serve(self, args)
+        if exit:
+            sys.exit(code)
+        return code
 
 
 def _decorator(name: _Any, add: typing.Callable[[_Any, _Any], object]) -> _Any:
@@ -1428,7 +1433,8 @@ class Session(_Peer):
         `send`), else to `send`; ``done()`` when the frame's work is over. Returns how many
         requests it took in; None if it refused the frame whole (a batch it does not accept)."""
         if self.closed:
-            done and done()
+            if done:
+                done()
             return 0
         if self.loop is None:
             self.loop = _running_loop()
@@ -1513,22 +1519,22 @@ class Session(_Peer):
             elif (problem := self._refusal(method, params, _modern(params)
                                            or self.protocol_version in MODERN_VERSIONS)):
                 return self._over(_error(id_, *problem), id_, done)
-            else:   # run at once, in a context of its own as a task would: most requests never
-                # wait, and then cost neither a task nor a turn of the loop (a tenth of a call's work)
-                coro = self._serve(id_, _METHODS[method][0], params, done)
-                context = contextvars.copy_context()
-                try:
-                    waiting = context.run(coro.send, None)
-                except StopIteration:
-                    return None
-                self.running[id_] = context.run(self.loop.create_task, _Started(coro, waiting))
+            elif method == "initialize":    # the handshake is agreed before the next message is read
+                _without_waiting(self._serve(id_, _initialize, params, done))
+                return None
+            else:   # a task of its own: the handler may wait, and needs a task to (asyncio.timeout)
+                task = _start_task(self._serve(id_, _METHODS[method][0], params, done), self.loop)
+                if not task.done():
+                    self.running[id_] = task
                 return None
         except Exception:
             _logger.exception("failed to handle a %s %r", kind, method)
             if kind == "request" and id_ not in self.running:
                 self._over(_error(id_, INTERNAL_ERROR, "Internal error"), id_, done)
                 return None
-        return done and done()
+        if done:
+            done()
+        return None
 
     def _refusal(self, method, params, modern):
         """Why a request cannot run, as (code, message[, data]), or None. A modern
@@ -1649,7 +1655,8 @@ class Session(_Peer):
             self._answer(response, id_)
         if self.waiting:    # the next starts on the next turn: one answered at once would recurse
             self.loop.call_soon(self._start_waiting)
-        done and done()
+        if done:
+            done()
 
     def _start_waiting(self):
         while self.waiting and len(self.running) < MAX_IN_FLIGHT and not self.closed:
@@ -1667,7 +1674,8 @@ class Session(_Peer):
                 self.on_ready()
             return
         self._cancelled.add(id_)
-        self.running[id_].cancel()
+        if id_ in self._started:    # else its task has not begun (3.10, 3.11): it sees the cancel then
+            self.running[id_].cancel()
 
     async def drain(self, timeout=None):
         """Wait until every request taken in has been answered (or `timeout` s passed)."""
@@ -1701,7 +1709,8 @@ class Session(_Peer):
     def _over(self, message, related, done, reply=None):
         """The last word on a message: answer it, and tell its transport its work is done."""
         self._answer(message, related, reply)
-        done and done()
+        if done:
+            done()
 
     def notify(self, method, params=None, related=None):
         """Send a notification (thread-safe: sync tools run in threads)."""
@@ -1747,7 +1756,8 @@ class Session(_Peer):
 
     def _end_listens(self):
         for _, end in self.listens.values():
-            end.done() or end.set_result(None)
+            if not end.done():
+                end.set_result(None)
 
     def _abandon(self, id_, method, reason, related):
         self.notify("notifications/cancelled", {"requestId": id_, "reason": reason}, related)
@@ -1776,31 +1786,27 @@ class Session(_Peer):
                 self.cancel(id_)
 
 
-class _Started(abc.Coroutine):
-    """A coroutine already run up to its first wait (`waiting`: what it yielded), for a Task
-    to go on with: its first step hands the Task that, the rest are the coroutine's."""
+def _without_waiting(coroutine):
+    """Run a coroutine that never waits (initialize's) to its end, here and now: with no event
+    loop too (a synchronous caller), and before the next message is read."""
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    coroutine.close()
+    raise RuntimeError("a handler that must not wait waited")
 
-    def __init__(self, coro, waiting):
-        self.coro, self.waiting, self.first = coro, waiting, True
 
-    def send(self, value):
-        if self.first:
-            self.first = False
-            return self.waiting
-        return self.coro.send(value)
-
-    def throw(self, *error):
-        self.first = False
-        return self.coro.throw(*error)
-
-    def close(self):
-        self.coro.close()
-
-    def __await__(self):
-        return self.coro.__await__()
-
-    def __repr__(self):
-        return repr(self.coro)
+if sys.version_info >= (3, 12):
+    def _start_task(coroutine, loop):
+        """A request's handler as a task of its own, its first step taken now (an eager task,
+        3.12+): a request that never waits (ping, a list, most tool calls) is answered before the
+        next message is read, with no turn of the event loop (about a tenth of a stdio call)."""
+        return asyncio.Task(coroutine, loop=loop, eager_start=True)
+else:
+    def _start_task(coroutine, loop):
+        """3.10 and 3.11 have no eager tasks: the handler's first step comes on the loop's next turn."""
+        return loop.create_task(coroutine)
 
 
 _ENDED = object()       # the `done` of a request answered early (see Session._end)
@@ -2229,7 +2235,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         if not chunk:
             finished.set()
         elif session.accepting:
-            threaded and go.set()
+            if threaded:
+                go.set()
         elif not threaded:              # the client is far ahead: let the pipe hold it
             loop.remove_reader(stdin_fd)
             paused = True
@@ -6257,8 +6264,17 @@ def _argument_parser(**options):
 
 
 def _bare_trace(argv):
-    # --trace[=FILE]: a bare --trace means stderr, and never takes the next word (TARGET).
-    return ["--trace=-" if word == "--trace" else word for word in argv]
+    """--trace alone means stderr; --trace=FILE, or --trace FILE.jsonl, that file. It takes
+    no next word but a .jsonl one: `serve --trace server.py` must not append to the server."""
+    words = list(argv)
+    for i, word in enumerate(words):
+        if word == "--trace":
+            following = words[i + 1] if i + 1 < len(words) else ""
+            if following.endswith(".jsonl"):
+                words[i], words[i + 1] = "--trace=" + following, None
+            else:
+                words[i] = "--trace=-"
+    return [word for word in words if word is not None]
 
 
 def _port(text):
@@ -6280,8 +6296,9 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _common_options(p, level):
-    p.add_argument("--trace", nargs="?", const="-", metavar="FILE", help="show every message on stderr as "
-                   "a packet capture would; --trace=FILE appends them to FILE as JSON Lines")
+    p.add_argument("--trace", nargs="?", const="-", metavar="FILE.jsonl", help="show every message on "
+                   "stderr as a packet capture would; --trace FILE.jsonl (or --trace=FILE) appends them "
+                   "to the file as JSON Lines")
     p.add_argument("--log-level", default=level, type=str.upper, choices=_LOG_LEVELS, metavar="LEVEL",
                    help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default {level})")
 
@@ -6355,7 +6372,8 @@ def _serve(server, args, stdout=1):
     try:
         auth = _auth_options(args) if args.port is not None else {}
         server.task_store = TaskStore(args.task_store) if args.task_store else server.task_store
-        args.skills and server.skills(args.skills)
+        if args.skills:
+            server.skills(args.skills)
     except Exception as e:  # noqa: BLE001 — a bad option (an unreadable store too): said in one line
         print(f"mcp_min: {e}", file=sys.stderr)
         return 2
@@ -6412,7 +6430,7 @@ def _serve(server, args, stdout=1):
                 _logger.warning("exiting with a tool still running")
             sys.stderr.flush()
             os._exit(code or 0)
-        return code
+        return code or 0
     try:
         return asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -6545,7 +6563,8 @@ def _client_main(args, name, arguments, raw):
             print("mcp_min: on a terminal, the CLI asks you for the form's fields", file=sys.stderr)
         asked = e.data.get("elicitations") if type(e.data) is dict else None
         for params in asked if e.code == URL_ELICITATION_REQUIRED and type(asked) is list else ():
-            type(params) is dict and _show_url(params, ask=False)
+            if type(params) is dict:
+                _show_url(params, ask=False)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -6555,7 +6574,11 @@ def _client_main(args, name, arguments, raw):
             if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
         print(f"mcp_min: {what}", file=sys.stderr)
         return 1
-    print(json.dumps(result, indent=2, ensure_ascii=False))
+    try:
+        print(json.dumps(result, indent=2, ensure_ascii=False), flush=True)
+    except BrokenPipeError:     # piped into `head`, which read enough: no traceback (Python's docs,
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # "Note on SIGPIPE")
+        return 1
     if isinstance(result, dict) and result.get("isError"):
         print("the tool reported an error", file=sys.stderr)
         return 1
