@@ -3183,9 +3183,10 @@ class HttpServer(_SseEndpoint, _McpEndpoint):
             return False
         if x.watcher is not None:   # it read past the request: what it read is not kept
             watched, x.watcher = x.watcher, None
-            if watched.done():
-                return False
             watched.cancel()
+            await asyncio.wait([watched])   # its read ends before the next request's begins
+            if not watched.cancelled():
+                return False
         if x.writer.is_closing() or x.writer.transport.get_write_buffer_size() > WRITE_BUFFER:
             await x.send(b"")   # a client that reads no answers is cut off
         return True

@@ -5626,6 +5626,20 @@ class HttpStreamingTest(HttpTestCase):
         plain = await self.client.post(call(2, "steps"), sid)        # no token: plain JSON
         self.assertEqual(plain.header("content-type"), "application/json")
 
+    async def test_a_kept_alive_connection_carries_a_request_after_an_sse_answer(self):
+        # Regression (seen in the conformance run's server log): after an SSE answer, the read that
+        # watched for the client leaving was still pending when the next request's head was read:
+        # "readuntil() called while another coroutine is already waiting", and the connection died.
+        sid = await self.client.initialize()
+        reader, writer = await self.client.connect()
+        for id_ in (1, 2, 3):
+            writer.write(self.client.build("POST", "/mcp", call(id_, "steps", meta={"progressToken": id_}),
+                                           {"Mcp-Session-Id": sid}))
+            await writer.drain()
+            response = await read_response(reader)
+            self.assertEqual(response.status, 200)
+            self.assertEqual(tool_text(response.messages()[-1]), "done")
+
     async def test_client_disconnect_mid_call(self):
         # SECURITY.md F48 / PY CVE-2025-53365: a disconnect is not a cancel.
         sid = await self.client.initialize()

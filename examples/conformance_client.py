@@ -3,7 +3,10 @@
 The suite starts a mock server and runs ``conformance_client.py URL`` with the
 scenario's name in $MCP_CONFORMANCE_SCENARIO; we must do what it asks and exit 0.
 
-    bash ../shared/conformance/run-client.sh "python3 examples/conformance_client.py"
+    npx -y -p node@22 -p @modelcontextprotocol/conformance@0.1.16 -- conformance client \
+        --command "python3 examples/conformance_client.py" --scenario initialize
+
+(the suite needs Node.js 22, which npx fetches; `... conformance list` names the scenarios).
 """
 import asyncio
 import json
