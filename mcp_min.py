@@ -131,8 +131,9 @@ __all__ = [  # noqa: RUF022 — grouped by use, on purpose
     "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT", "WRITE_BUFFER",
     "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID", "SESSION_IDLE", "MAX_QUEUED",
     "MAX_MESSAGE_BYTES", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT", "MAX_ROUNDS", "DRAIN_LINGER",
-    "TASK_AFTER", "TASK_TTL", "TASK_POLL", "MAX_TASKS", "MAX_TASK_ANSWERS", "TASK_STALE", "MAX_SKILL_FILES",
-    "MAX_SKILL_BYTES",
+    "TASK_AFTER", "TASK_TTL", "TASK_POLL", "MAX_TASKS", "MAX_TASK_ANSWERS", "MAX_TASK_BYTES",
+    "MAX_TASK_RESULT", "TASK_STORE_WAIT", "TASK_STALE", "MAX_SKILL_FILES",
+    "MAX_SKILL_BYTES", "MAX_SKILL_DEPTH",
     "__version__",
 ]
 
@@ -212,8 +213,8 @@ MAX_QUEUED = 1000                   # messages waiting per stream (and from sync
                                     # session): beyond it log and progress notifications are dropped
 MAX_QUEUED_BYTES = 16 * 1024 * 1024  # bytes waiting behind the first on an SSE stream: a response or
                                     # request past it or MAX_QUEUED ends the stream (legacy SSE: its session)
-REPLAY_BYTES = 1 << 20              # bytes of sent events a session's SSE stream keeps for a client
-                                    # that resumes it (GET + Last-Event-ID); from before them -> 400
+REPLAY_BYTES = 4 << 20              # bytes of events a session's SSE stream keeps for a client that
+                                    # resumes it (GET + Last-Event-ID), sent or waiting; before -> 400
 MAX_REPLAY_BYTES = 64 << 20         # all streams together: the least recently written loses its oldest first
 KEPT_STREAMS = 64                   # POSTs' SSE streams a session keeps after their connection is
                                     # over, to be resumed; past it the oldest answered one goes,
@@ -236,13 +237,18 @@ TASK_AFTER = 0.5                    # seconds a tools/call of a tool with task= 
 TASK_TTL = 3600.0                   # seconds a task and its result are kept (ttlMs); then they are
                                     # freed, and its work, still running, cancelled
 TASK_POLL = 0.5                     # seconds between a client's polls of a task, as the server asks
-MAX_TASKS = 1000                    # unexpired tasks per user (HTTP) or session, and 16 times as many
-                                    # in all; past it a call stays a plain one (its request waits)
+MAX_TASKS = 1000                    # unexpired tasks per client (its OAuth user, else its address or
+                                    # session), 16 times as many in all: past it a call stays a plain one
+MAX_TASK_BYTES = 64 << 20           # bytes of every task kept (a quarter of it per client): past it a
+                                    # call stays a plain one, and a result that does not fit fails its task
+MAX_TASK_RESULT = 4 << 20           # bytes of one task's result: more -> the task fails, naming it
+TASK_STORE_WAIT = 10.0              # seconds a call waits for a store another process holds busy
 MAX_TASK_ANSWERS = 256 << 10        # bytes of answers a task keeps (to what it asked): more -> -32602
 TASK_STALE = 10.0                   # seconds without a sign of life from the process running a task
                                     # (a shared TaskStore) after which it reads failed
 MAX_SKILL_FILES = 512               # files in one skill, and bytes: a bigger skill is not served
 MAX_SKILL_BYTES = 16 << 20          # (a warning says so)
+MAX_SKILL_DEPTH = 16                # folders below a skills folder: deeper ones are not served (warned)
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -328,7 +334,9 @@ def _request_from(data):
     return decode(data)
 
 
-_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+# A JSON string, or an unterminated one to the end of the frame: every byte is looked at once,
+# however the quotes fall (a pattern that needed the closing quote went quadratic on '"\\"]...').
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 
 
 def _encode_safely(message):
@@ -1151,7 +1159,7 @@ class Context:
     _rounds: "_Rounds | None" = None    # a 2026-07-28 request that may ask: its `_Rounds`
     task_id: str | None = None          # the task's id, once this call is one (`detach`)
     _asked = 0                          # what the task asked so far
-    _detach: "typing.Callable[[], object] | None" = None   # makes the call a task, if it may be one
+    _detach: "typing.Callable[[], typing.Awaitable[bool]] | None" = None   # makes the call a task, if it may
 
     @property
     def client_capabilities(self) -> _Json:
@@ -1243,7 +1251,7 @@ class Context:
         """Make this call a task now (else it becomes one after TASK_AFTER s): the client gets
         its task id and polls. True once it is one; False if it cannot be (its tool has no
         ``task=``, or the request did not declare the extension): the call then goes on as it was."""
-        return bool(self._detach and self._detach())
+        return bool(self._detach and await self._detach())
 
     async def _ask(self, capability, method, params, key=None):
         declared, need, what = (self.client_capabilities or {}).get(capability), {capability: {}}, capability
@@ -2081,7 +2089,7 @@ async def _listen(session, params, ctx):
     if (ids := wanted.get("taskIds")) is not None:     # the tasks extension: its tasks' status
         _tasks_on(ctx, "This request")
         ids = ids[:MAX_SUBSCRIPTIONS] if type(ids) is list else []
-        honoured["taskIds"] = [i for i in ids if type(i) is str and _task_record(session, i)]
+        honoured["taskIds"] = [i for i in ids if type(i) is str and await _task_record(session, i)]
     tag = {"_meta": {_MODERN + "subscriptionId": ctx.request_id}}
     params.clear()      # open for hours, it keeps its filter, not the request it came in
     ctx.meta = {}
@@ -2155,8 +2163,10 @@ class _Lines:
             piece = chunk[start:] if end < 0 else chunk[start:end]
             if self.head is None and len(self.buffer) + len(piece) > self.limit:
                 self.head = (bytes(self.buffer[:_EDGE]) + piece[:_EDGE])[:_EDGE]
-            if self.head is not None:
-                self.buffer = (self.buffer + piece[-_EDGE:])[-_EDGE:]
+            if self.head is not None:   # trimmed in place: a copy would double the peak
+                del self.buffer[:-_EDGE]
+                self.buffer += piece[-_EDGE:]
+                del self.buffer[:-_EDGE]
                 if end >= 0:
                     self.too_long(self.head, bytes(self.buffer))
                     self.head = None
@@ -2242,15 +2252,25 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
             paused = True
 
     def batch(line):     # 2025-03-26: the answers to a batch go out together, as one array
-        answers, taken = [], []
+        answers, over = [], []
+        taken: _Any = over      # until receive() says: how many it took, or None (refused whole)
 
         def reply(message):         # False: a notification, which goes out on its own
             if message is not None and "method" not in message:
                 answers.append(message)
             return message is None or "method" not in message
-        # Sent when it is known whether the batch was taken (else its one error, alone).
-        taken.append(session.receive(line, lambda: loop.call_soon(
-            lambda: answers and send(answers if taken[0] is not None else answers[0])), reply))
+
+        def done():
+            over.append(True)
+            if taken is not over:   # else receive() has not returned: sent below, in order
+                flush()
+
+        def flush():
+            if answers:     # a batch refused whole gets its one error alone
+                send(answers if taken is not None else answers[0])
+        taken = session.receive(line, done, reply)
+        if over:
+            flush()
 
     def read_on():
         nonlocal paused
@@ -2346,6 +2366,8 @@ def _parse_head(head):
     if len(line) > MAX_REQUEST_LINE:
         raise _HttpError(414, "Request line too long")
     parts, authority = line.split(" "), None
+    if len(parts) == 3 and _BAD_TARGET.search(parts[1]):     # the authority too (absolute-form)
+        raise _HttpError(400, "Bad request line")
     if len(parts) == 3 and parts[1][:1] != "/" and parts[1][:8].lower().startswith(("http://", "https://")):
         rest = parts[1].partition("//")[2]      # absolute-form: the path (or query) after the authority
         authority = re.split(r"[/?]", rest, maxsplit=1)[0]
@@ -2417,6 +2439,8 @@ class _Stream:
     number = seq = logged = 0
     log: "deque[tuple[int, bytes]] | None" = None
     replay: "_Replay | None" = None
+    unread: "_Replay | None" = None     # while no connection reads it: where its events go,
+    unread_from = 0                     # after which event
     primes = False      # 2025-11-25: it opens with a priming event (an id, retry, no data)
     opened = False      # a POST's stream: its SSE response began (the client has an id)
 
@@ -2428,6 +2452,10 @@ class _Stream:
         if self.json_only and "method" in message:
             return False
         if self.closed:
+            return True
+        if self.unread is not None and not self.attached and message is not _FINISHED:
+            if (event := _sse_event(message, self)):     # nobody reads it now (`unattended`)
+                self.unread.add(self, event)
             return True
         if not self.items and self.direct and self.direct(message):
             return True         # no waking the stream's task for each message
@@ -2467,6 +2495,15 @@ class _Stream:
             self.abort()
         return False
 
+    def unattended(self, replay):
+        """Its connection is gone; the stream waits for a client that resumes it. What comes for
+        it meanwhile goes to its replay log, as if sent: it counts against REPLAY_BYTES and
+        MAX_REPLAY_BYTES, oldest first, as everything kept for a client that may resume does."""
+        self.unread, self.unread_from = replay, self.seq
+        waiting, self.items, self.sizes, self.size = self.items, [], [], 0
+        for message in waiting:
+            self.put(message)
+
     def close(self):
         self.closed = True
         self.wake.set()
@@ -2504,6 +2541,17 @@ class _Stream:
             return None
         self.poked = False
         return _KEEPALIVE
+
+
+def _sse_event(message, stream=None):
+    """A message as an SSE event (b"" if it is no JSON); on a resumable stream, its next id."""
+    if (data := _encode_safely(message)) is None:
+        return b""
+    event = b"event: message\ndata: " + data + b"\n\n"
+    if stream is not None and stream.number:
+        stream.seq += 1
+        event = b"id: %d-%d\n%s" % (stream.number, stream.seq, event)
+    return event
 
 
 _KEEPALIVE, _PART = object(), object()
@@ -2683,14 +2731,10 @@ class _Exchange:
 
     def event(self, message, stream=None):
         """A message as an SSE event; on a resumable stream with its id, kept to be replayed."""
-        if (data := _encode_safely(message)) is None:
-            return b""
-        event = b"event: message\ndata: " + data + b"\n\n"
-        if stream is not None and stream.number:
-            stream.seq += 1
-            event = b"id: %d-%d\n%s" % (stream.number, stream.seq, event)
+        event = _sse_event(message, stream)
+        if event and stream is not None and stream.number:
             self.http.replay.add(stream, event)
-        if self.trace:
+        if event and self.trace:
             numbered = {"id": f"{stream.number}-{stream.seq}"} if stream and stream.number else {}
             self.trace.event("out", {**numbered, "event": "message", "data": message})
         return event
@@ -2748,6 +2792,8 @@ class _Exchange:
                 stream.close()
                 stream.items.clear()
                 stream.sizes.clear()
+            else:
+                stream.unattended(self.http.replay)
             if note and self.trace:
                 self.trace.note("out", note)
         return None if self.watcher.done() else message
@@ -2997,11 +3043,13 @@ class _McpEndpoint(_Endpoints):
             raise _HttpError(409, "A stream is already open for this session")
         elif stream is None or stream.closed:   # the session's own (one that lost its connection goes on)
             stream = entry.standalone = entry.number(_Stream())
+        else:   # it goes on: first what came for it while no connection read it
+            events = [event for n, event in stream.log or () if n > stream.unread_from]
         x.start_sse(x.cors)
         if last and x.trace:
             x.trace.note("out", f"(the stream resumes after {last}; events sent again: {len(events)})")
         try:
-            await x.hold(stream, b"".join(events) if last else x.prime(stream),
+            await x.hold(stream, (b"" if last else x.prime(stream)) + b"".join(events),
                          "(the GET /mcp stream closed)")
         finally:
             if stream.closed:
@@ -3682,7 +3730,9 @@ class Client(_Peer):
         """A message from the server past `max_message_bytes` was skipped: the request it
         answers (`id_`, else the id read off its ends) fails now, naming the limit."""
         found = _EDGE_ID[0].match(head) or _EDGE_ID[1].search(tail)
-        id_ = id_ if id_ is not None else found and json.loads(found.group(1))
+        if id_ is None and found:
+            with contextlib.suppress(ValueError):   # "00", a control byte, \xff: no id, not an error
+                id_ = json.loads(found.group(1))
         _logger.error("a message from the server over %d bytes was skipped", self.max_message)
         self._fail(id_, McpError(INTERNAL_ERROR, f"The server's answer is over {self.max_message} bytes, "
                                  "this client's limit: raise it with Client(max_message_bytes=...)"))
@@ -4003,8 +4053,12 @@ class _Transport:
                     status == 403 and "insufficient_scope" in challenge):
                 return response
             response.close()
-            if not await auth.challenged(self.url, status, challenge, bearer):
-                return response
+            signing_in = _SIGN_IN_TRACE.set(self.client.trace)
+            try:
+                if not await auth.challenged(self.url, status, challenge, bearer):
+                    return response
+            finally:
+                _SIGN_IN_TRACE.reset(signing_in)
             tries += 1
 
 
@@ -4247,7 +4301,7 @@ async def _response_head(reader):
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REPLY_TIMEOUT)
         status_line, *lines = head.decode("latin-1").split("\r\n")
         version, _, rest = status_line.partition(" ")
-        if not (version.startswith("HTTP/1.") and rest[:3].isdigit()):
+        if not (version.startswith("HTTP/1.") and _ASCII_DIGITS.fullmatch(rest[:3])):
             raise ConnectionError(f"not an HTTP response: {status_line[:40]!r}")
         if int(rest[:3]) >= 200:
             return int(rest[:3]), rest, {k.strip().lower(): v.strip()
@@ -4269,73 +4323,108 @@ class _SseParser:
 
     Lines end in CRLF, LF or CR; a leading BOM is dropped; an event with no data is not
     dispatched as one (its id and retry still come through). Each piece is scanned once:
-    linear however long an event. An event past `limit` bytes is skipped to its end and
-    comes as {"too_big": (head, tail)}, the first and last bytes of its data.
+    linear however long an event. An event past `limit` bytes of data, or with a line longer
+    than that, is skipped to its end and comes as {"too_big": (head, tail)}, the first and
+    last bytes of its data. What comes out does not depend on where the pieces were cut.
     """
 
     def __init__(self, limit=MAX_MESSAGE_BYTES):
-        self.limit, self.line, self.started, self.after_cr = limit, bytearray(), False, False
+        self.limit, self.started, self.after_cr = limit, False, False
+        self.line = bytearray()     # the line being read: whole while it may matter, else its end
+        self.long: bytes | None = None  # ... and then its first bytes (field and value's start)
+        self.length = 0             # ... and how long it is
         self.event, self.data, self.size = {}, [], 0
         self.big: list[bytes] | None = None     # the event is too big: [head, tail] of its data alone
-        self.cut = False        # and so is the line now read: its middle is not kept
 
     def feed(self, data):
+        if not data:
+            return []
         if self.after_cr and data.startswith(b"\n"):
             data = data[1:]         # the LF of a CRLF split between two pieces
         self.after_cr = data.endswith(b"\r")
         *lines, rest = _SSE_LINE_ENDS.split(data)
         events = []
         for raw in lines:
-            if self.line:
-                self.line += raw
-                raw, self.line = bytes(self.line), bytearray()
-            self._line(raw, events)
-        self.line += rest
-        if not self.cut and self.size + len(self.line) > self.limit:
-            self._too_big(self.line)
-            self.cut = True
-        if self.cut:
-            del self.line[:-_EDGE]
+            self._add(raw)
+            self._line(events)
+        self._add(rest)
         return events
 
-    def _too_big(self, line):
+    def _add(self, piece):
+        """Read on in the line: once it makes its event too big, only its ends are kept."""
+        self.length += len(piece)
+        if self.long is None:
+            self.line += piece
+            if len(self.line) > _EDGE + 6 and self._hopeless():
+                self.long = bytes(self.line[:_EDGE + 6])    # "data: " and the value's first bytes
+                del self.line[:-_EDGE]
+        else:
+            self.line += piece[-_EDGE:]
+            del self.line[:-_EDGE]
+
+    def _hopeless(self):
+        """Whether the line being read makes its event too big, whatever comes after it."""
+        if len(self.line) > self.limit:
+            return True
+        if not self.line.startswith(b"data:"):
+            return False
+        value = len(self.line) - 5 - self.line.startswith(b"data: ")
+        return self.big is not None or self.size + value + 1 > self.limit
+
+    def _too_big(self, head):
         """Keep the data's first bytes (from the first data line, or this one) and go on without it."""
         if self.big is None:
-            first = self.data[0] if self.data else line.partition(b":")[2].lstrip(b" ")
+            first = self.data[0] if self.data else head
             self.big = [bytes(first[:_EDGE]), b""]
         self.data, self.size = [], 0
 
-    def _line(self, raw, events):
+    def _line(self, events):
+        line, long, length = bytes(self.line), self.long, self.length
+        self.line, self.long, self.length = bytearray(), None, 0
         if not self.started:    # the first line may start with a byte order mark
-            raw, self.started = raw.removeprefix(_BOM), True
-        if self.cut and self.big:   # the end of a line too long: its last bytes
-            self.cut, self.big[1] = False, raw[-_EDGE:]
-            return
-        if not raw:
-            if self.big:
-                events.append({"event": self.event.get("event") or "message", "too_big": tuple(self.big)})
-            elif self.data:
-                self.event["event"] = self.event.get("event") or "message"
-                self.event["data"] = b"\n".join(self.data).decode("utf-8", "replace")
-                events.append(self.event)
-            elif (kept := {k: v for k, v in self.event.items() if k in ("id", "retry")}):
-                events.append(kept)     # no data, so no event: only its id and retry count
-            self.event, self.data, self.size, self.big = {}, [], 0, None
-        elif not raw.startswith(b":"):
-            field, _, value = raw.partition(b":")
-            value = value[1:] if value.startswith(b" ") else value
-            if field == b"data" and not self.big:
-                self.data.append(value)
-                self.size += len(value) + 1
-                if self.size > self.limit:
+            self.started = True
+            if (long or line).startswith(_BOM):
+                length -= len(_BOM)
+                long, line = (long[3:], line) if long else (None, line[3:])
+        if long is None and not line:
+            return self._dispatch(events)
+        whole = long is None
+        field, colon, value = (line if whole else long).partition(b":")
+        if field[:1] == b"" and colon:      # a comment
+            return None
+        space = value.startswith(b" ")
+        value = value[1:] if space else value
+        size = len(value) if whole else length - len(field) - bool(colon) - space
+        tail = value if whole else line
+        if field == b"data":
+            if self.big is None:
+                self.size += size + 1
+                if self.size > self.limit or length > self.limit:
                     self._too_big(value)
-            if field == b"data" and self.big:   # of an event too big, only the last bytes are kept
-                self.big[1] = value[-_EDGE:]
-            elif field in (b"event", b"id", b"retry"):
-                self.event[field.decode()] = value.decode("utf-8", "replace")
+                else:
+                    self.data.append(value)
+            if self.big is not None:    # of an event too big, only the last bytes are kept
+                self.big[1] = tail[-_EDGE:]
+        elif length > self.limit:
+            self._too_big(b"")
+        elif field in (b"event", b"id", b"retry"):
+            self.event[field.decode()] = value.decode("utf-8", "replace")
+        return None
+
+    def _dispatch(self, events):
+        if self.big:
+            events.append({"event": self.event.get("event") or "message", "too_big": tuple(self.big)})
+        elif self.data:
+            self.event["event"] = self.event.get("event") or "message"
+            self.event["data"] = b"\n".join(self.data).decode("utf-8", "replace")
+            events.append(self.event)
+        elif (kept := {k: v for k, v in self.event.items() if k in ("id", "retry")}):
+            events.append(kept)     # no data, so no event: only its id and retry count
+        self.event, self.data, self.size, self.big = {}, [], 0, None
 
 
 _SSE_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
+_ASCII_DIGITS = re.compile(r"[0-9]{1,12}")     # str.isdigit() takes "²", which int() refuses
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -4458,7 +4547,7 @@ class _StreamableHttp(_Transport):
         answered = request_id is None
         async for event in response.events(self.client, "(the SSE stream closed)"):
             last = event.get("id", last)
-            if event.get("retry", "").isdigit():
+            if _ASCII_DIGITS.fullmatch(event.get("retry", "")):   # SSE: ASCII digits only ("²" is no retry)
                 retry = min(max(int(event["retry"]) / 1000, 0.1), 60.0)
             if event.get("data") and event["event"] == "message":     # not a priming event
                 answered |= self.client._received(event["data"]) == request_id
@@ -4560,8 +4649,9 @@ _JSON_NAMES: dict[_Any, str] = {**_SIMPLE_TYPES, list: "array", dict: "object"}
 def validate(value, schema):
     """First reason `value` does not match `schema`, or None. A subset of JSON Schema 2020-12:
     type, enum, const, properties, required, additionalProperties, items, prefixItems,
-    anyOf/oneOf/allOf, $ref to local $defs, min/max (length, items, value). Unknown keywords are
-    ignored. A tool keeps its schemas compiled (`_checker`); this compiles one for a single use.
+    anyOf/oneOf/allOf, $ref to local $defs, min/max (length, items, value), and the schemas
+    true and false. Unknown keywords are ignored. A tool keeps its schemas compiled
+    (`_checker`); this compiles one for a single use.
 
     >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
     'a: expected integer, got string'
@@ -4573,11 +4663,18 @@ def _checker(schema, root=None, depth=0):
     """`schema` compiled once into a function (value, path) -> the first problem, or None:
     one small check from each maker its keywords name in `_KEYWORDS`, in the schema's order.
     `root` holds the $ref targets compiled so far, by (ref, depth), and under None the schema."""
+    if schema is False:
+        return _nothing
     if depth > 64 or type(schema) is not dict:
         return _fine
-    root = {None: schema} if root is None else root
+    top = root is None
+    if top:
+        root = {None: schema}
     makers = dict.fromkeys(_KEYWORDS[key] for key in schema if key in _KEYWORDS)
-    return _all([check for make in makers if (check := make(schema, root, depth))])
+    check = _all([check for make in makers if (check := make(schema, root, depth))])
+    if top and "refs" in root:  # it has $refs: each is checked once per value and place (`_ref`)
+        return functools.partial(_with_ref_memo, check)
+    return check
 
 
 def _all(checks):
@@ -4597,6 +4694,10 @@ def _fine(value, path):
     return None
 
 
+def _nothing(value, path):
+    return f"{path or 'arguments'}: no value is allowed here"
+
+
 def _ref(schema, root, depth):
     ref = schema["$ref"]
     if not (type(ref) is str and ref.startswith("#/")):
@@ -4605,10 +4706,34 @@ def _ref(schema, root, depth):
     for part in ref[2:].split("/"):
         target = target.get(part, {}) if type(target) is dict else {}
     key = ref, depth + 1
+    root["refs"] = True
 
-    def check(value, path):     # compiled when first met (a schema may refer to itself), once
-        return (root.get(key) or root.setdefault(key, _checker(target, root, depth + 1)))(value, path)
+    def check(value, path):
+        # What a $ref found for this value at this place is kept for the rest of the check: a
+        # schema whose anyOf names one $ref twice, level after level, doubles the work per level.
+        memo, seen = _REF_MEMO.get(), (ref, id(value), path)
+        if seen in memo:
+            found = memo[seen]
+            return f"{path or 'arguments'}: $ref {ref} refers to itself without end" \
+                if found is _CHECKING else found
+        memo[seen] = _CHECKING      # compiled when first met (a schema may refer to itself), once
+        compiled = root.get(key) or root.setdefault(key, _checker(target, root, depth + 1))
+        memo[seen] = found = compiled(value, path)
+        return found
     return check
+
+
+_REF_MEMO: "contextvars.ContextVar[dict[_Any, _Any]]" = contextvars.ContextVar("mcp_min_refs")
+_CHECKING = object()
+
+
+def _with_ref_memo(check, value, path):
+    """A check of a schema with $refs, with a memo of its own (`_ref`)."""
+    token = _REF_MEMO.set({})
+    try:
+        return check(value, path)
+    finally:
+        _REF_MEMO.reset(token)
 
 
 def _type(schema, root, depth):
@@ -4776,7 +4901,11 @@ class _Rounds:
         import hmac
         request = {k: v for k, v in self.params.items()
                    if k not in ("_meta", "inputResponses", "requestState")}
-        text = json.dumps([self.method, request, self.session.principal], sort_keys=True).encode()
+        try:
+            text = json.dumps([self.method, request, self.session.principal], sort_keys=True).encode()
+        except RecursionError:      # params that parsed, nested too deep to write out again
+            raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply to be bound to a "
+                                           "requestState") from None
         key = self.session.server.state_key
         return base64.urlsafe_b64encode(hmac.new(key, text + data, hashlib.sha256).digest())
 
@@ -4929,7 +5058,11 @@ def _header_value(text):
     space at either end, else ``=?base64?...?=`` (its UTF-8)."""
     if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
         return text
-    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+    try:
+        return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+    except UnicodeEncodeError:  # a lone surrogate: JSON can carry it, UTF-8 and so a header cannot
+        raise McpError(INVALID_PARAMS, f"{text[:100]!r} is not Unicode text (a lone surrogate): it "
+                                       "cannot go in a 2026-07-28 Mcp-* header") from None
 
 
 def _header_params(schema, path=()):
@@ -4991,22 +5124,29 @@ _TASK_FIELDS = ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt
 class TaskStore:
     """Where tasks live: in this process (the default: SQLite in memory), or in the SQLite file
     `path`, which every process that opens it shares: behind a balancer any of them answers for
-    any task. A record is a dict: the task as clients see it (`_TASK_FIELDS`), plus `owner`,
-    `runner` (the process running it), `expires` (a time.time()) and `answers` (to what it asked).
-    To keep tasks in another database, subclass this and give its six methods; each is atomic
-    and quick (they are called on the event loop)."""
+    any task. A record is a dict: the task as clients see it (`_TASK_FIELDS`), plus `owner` (who
+    may see it), `client` (whose share of the store it counts against), `runner` (the process
+    running it), `expires` (a time.time()) and `answers` (to what it asked). To keep tasks in
+    another database, subclass this and give its six methods; each is atomic. They are called
+    in a thread of the store's own, never on the event loop: another process may hold a shared
+    file's write lock for seconds (SQLite then waits up to TASK_STORE_WAIT, and the call is
+    tried again)."""
 
     shared = True   # another process may change its tasks: `_keep` then looks at them each second
 
     def __init__(self, path: str = ":memory:") -> None:
         import sqlite3
         self.lock = threading.RLock()   # reentrant: `change` reads with `get`
-        if (shared := path != ":memory:"):  # results and answers are in it: the user's alone
-            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
-        self.db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
-        self.shared = shared
-        if shared:
+        self.path, self.shared = path, path != ":memory:"
+        self.alive_fd: int | None = None    # this process's liveness lock (`beat`, `alive`)
+        if self.shared:     # results and answers are in it: the user's alone
+            _own_file(path)
+        self.db = sqlite3.connect(path, timeout=TASK_STORE_WAIT, isolation_level=None,
+                                  check_same_thread=False)
+        if self.shared:
             self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+        # owner: the record's `client`, whose share it counts against; record: its JSON, as a BLOB
+        # (SQLite knows a blob's length without reading it: `usage` sums them often)
         self.db.execute("CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, owner TEXT, expires REAL, "
                         "record TEXT)")
         self.db.execute("CREATE INDEX IF NOT EXISTS tasks_owner ON tasks (owner, expires)")
@@ -5020,8 +5160,8 @@ class TaskStore:
     def add(self, record: _Json) -> None:
         """A new task: every `get`, in every process, finds it once this returns. The expired go."""
         self._rows("DELETE FROM tasks WHERE expires < ?", time.time())
-        self._rows("INSERT INTO tasks VALUES (?, ?, ?, ?)", record["taskId"], record["owner"],
-                   record["expires"], json.dumps(record))
+        self._rows("INSERT INTO tasks VALUES (?, ?, ?, ?)", record["taskId"], record["client"],
+                   record["expires"], json.dumps(record).encode())
 
     def get(self, task_id: str) -> _Json | None:
         """The task's record (a copy), or None: no such task, or expired."""
@@ -5035,23 +5175,93 @@ class TaskStore:
             self.db.execute("BEGIN IMMEDIATE")  # no other process writes in between
             if (record := self.get(task_id)) is None or (new := change(record)) is None:
                 return record
-            self._rows("UPDATE tasks SET record = ? WHERE id = ?", json.dumps(new), task_id)
+            self._rows("UPDATE tasks SET record = ? WHERE id = ?", json.dumps(new).encode(), task_id)
             return new
 
-    def count(self, owner: str | None = None) -> int:
-        """How many unexpired tasks `owner` has, or all have (MAX_TASKS)."""
-        rows = self._rows("SELECT COUNT(*) FROM tasks WHERE (? IS NULL OR owner = ?) AND expires >= ?",
-                          owner, owner, time.time())
-        return rows[0][0]
+    def usage(self, client: str | None = None) -> tuple[int, int]:
+        """How many unexpired tasks `client` has, or all have (MAX_TASKS), and their bytes
+        (MAX_TASK_BYTES), as the store holds them."""
+        rows = self._rows("SELECT COUNT(*), TOTAL(LENGTH(record)) FROM tasks WHERE (? IS NULL OR owner = ?) "
+                          "AND expires >= ?", client, client, time.time())
+        return rows[0][0], int(rows[0][1])
 
     def beat(self, runner: str) -> None:
-        """Process `runner` is alive: it says so each second while it runs tasks."""
+        """Process `runner` is alive: it says so each second while it runs tasks, and holds a lock
+        on a file of its own from its first task on (`alive`)."""
+        if self.shared and self.alive_fd is None:
+            self.alive_fd = _hold_lock(f"{self.path}.{runner}.alive")
         self._rows("INSERT OR REPLACE INTO runners VALUES (?, ?)", runner, time.time())
 
-    def seen(self, runner: str) -> float:
-        """When process `runner` last said it was alive (0.0: never)."""
+    def alive(self, runner: str) -> bool:
+        """Whether process `runner` is alive: it holds its lock (POSIX: the system lets go of it
+        when the process ends, however it ends, and a store held busy by another process changes
+        nothing); without one to ask, it said so within TASK_STALE."""
+        held = _lock_held(f"{self.path}.{runner}.alive") if self.shared else None
+        if held is not None:
+            return held
         rows = self._rows("SELECT seen FROM runners WHERE id = ?", runner)
-        return rows[0][0] if rows else 0.0
+        return bool(rows) and rows[0][0] >= time.time() - TASK_STALE
+
+
+def _own_file(path):
+    """Make `path` (0600), or take an existing one only if it is its user's alone: another user's
+    is refused; one (or its -wal or -shm) that others may read or write is made 0600, and said."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    for name in (path, path + "-wal", path + "-shm") if os.name == "posix" else ():
+        try:
+            found = os.stat(name)
+        except FileNotFoundError:
+            continue
+        if found.st_uid != os.getuid():
+            raise ValueError(f"{name} belongs to another user: a task store holds every task's result")
+        if found.st_mode & 0o077:
+            os.chmod(name, 0o600)
+            _logger.warning("%s was open to other users: made 0600 (it holds every task's result)", name)
+
+
+def _hold_lock(path):
+    """A lock on `path`, held for this process's life (the descriptor stays open); None without flock."""
+    try:
+        import fcntl
+    except ImportError:     # Windows: the heartbeat alone tells
+        return None
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _lock_held(path):
+    """Whether a live process holds the lock on `path`; None if there is no lock to ask."""
+    try:
+        import fcntl
+        fd = os.open(path, os.O_RDONLY)
+    except (ImportError, FileNotFoundError):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):  # its process is gone: so is the file
+        os.unlink(path)
+    return False
+
+
+async def _stored(store, method, *args):
+    """``store.method(*args)`` in the store's own thread: the event loop never waits on SQLite. A
+    store another process holds busy past TASK_STORE_WAIT is tried twice more, then -32603."""
+    import sqlite3
+    if store.__dict__.get("executor") is None:
+        from concurrent.futures import ThreadPoolExecutor
+        store.executor = ThreadPoolExecutor(1, "mcp-task-store")
+    call = functools.partial(getattr(store, method), *args)
+    for attempt in range(3):
+        try:
+            return await asyncio.get_running_loop().run_in_executor(store.executor, call)
+        except sqlite3.OperationalError as e:
+            _logger.warning("the task store is busy (%s): trying again", e)
+    raise McpError(INTERNAL_ERROR, "The task store is busy: try again later")
 
 
 def _iso(t):
@@ -5071,8 +5281,8 @@ def _tasks_on(ctx, needed_by=None):
 
 
 def _task_owner(session):
-    """Whose a task is: over HTTP its user's (each 2026-07-28 POST is a session of its own;
-    with no auth, whoever holds its id); elsewhere the session's alone."""
+    """Who may see a task: over HTTP its user (each 2026-07-28 POST is a session of its own;
+    with no auth, whoever holds its id); elsewhere the session alone."""
     import hashlib
     if session.protocol_version not in MODERN_VERSIONS:
         session.task_tag = session.task_tag or os.urandom(16).hex()
@@ -5080,19 +5290,37 @@ def _task_owner(session):
     return hashlib.sha256(f"{session.principal}|{session.task_tag}".encode()).hexdigest()
 
 
+def _task_client(session):
+    """Whose share of the store (MAX_TASKS, MAX_TASK_BYTES) a task counts against: its OAuth user,
+    else the address it came from, else its session. Never a header nobody checked, which a
+    client could vary to be as many owners as it likes."""
+    import hashlib
+    _task_owner(session)    # its session's tag, if it has no address
+    return hashlib.sha256(f"client|{session.owner or session.task_tag}".encode()).hexdigest()
+
+
+async def _room_for_task(store, client):
+    """Whether `client`, and the store, may take one more task (else a call stays a plain one)."""
+    tasks, size = await _stored(store, "usage", client)
+    all_tasks, all_size = await _stored(store, "usage")
+    return tasks < MAX_TASKS and size < MAX_TASK_BYTES // 4 and all_tasks < 16 * MAX_TASKS \
+        and all_size < MAX_TASK_BYTES
+
+
 async def _tasked(session, tool, params, ctx):
     """tools/call of a tool with task=: if it has not ended within TASK_AFTER s, or it calls
     `ctx.detach()`, the client gets a task at once, and the work goes on without the request."""
     if not _tasks_on(ctx, f"Tool '{tool.name}'" if tool.task == "required" else None):
         return await _call_tool(session, params, ctx, True)
-    server, owner = session.server, _task_owner(session)
-    server.task_store = server.task_store or TaskStore()
+    server, owner, client = session.server, _task_owner(session), _task_client(session)
+    store = server.task_store = server.task_store or TaskStore()
     made = session.loop.create_future()     # the answer, once the call is a task
+    detaching = asyncio.Lock()
 
-    def detach():   # by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set then
-        if not made.done() and server.task_store.count(owner) < MAX_TASKS \
-                and server.task_store.count() < 16 * MAX_TASKS:
-            made.set_result(_new_task(server, owner, ctx, work))
+    async def detach():     # by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set then
+        async with detaching:
+            if not made.done() and await _room_for_task(store, client):
+                made.set_result(await _new_task(server, owner, client, ctx, work))
         return made.done()
     ctx._detach = detach
     work = asyncio.ensure_future(_call_tool(session, params, ctx, True))
@@ -5100,7 +5328,7 @@ async def _tasked(session, tool, params, ctx):
     work.add_done_callback(lambda _: setattr(ctx, "_detach", None))
     try:
         await asyncio.wait((work, made), timeout=TASK_AFTER, return_when=asyncio.FIRST_COMPLETED)
-        if made.done() or not work.done() and detach():
+        if made.done() or not work.done() and await detach():
             return made.result()
         return await work   # a quick call stays a plain one (an input_required round too), all past MAX_TASKS
     except asyncio.CancelledError:
@@ -5108,41 +5336,45 @@ async def _tasked(session, tool, params, ctx):
         raise
 
 
-def _new_task(server, owner, ctx, work):
+async def _new_task(server, owner, client, ctx, work):
     """The call becomes a task: its record, from now on followed by `_finish` and `_keep`."""
     now = time.time()
     record = {"taskId": os.urandom(16).hex(), "status": "working", "createdAt": _iso(now),
               "lastUpdatedAt": _iso(now), "ttlMs": int(TASK_TTL * 1000),
-              "pollIntervalMs": int(TASK_POLL * 1000), "owner": owner, "runner": server.runner,
-              "expires": now + TASK_TTL, "answers": {}}
-    server.task_store.add(record)
+              "pollIntervalMs": int(TASK_POLL * 1000), "owner": owner, "client": client,
+              "runner": server.runner, "expires": now + TASK_TTL, "answers": {}}
+    await _stored(server.task_store, "beat", server.runner)    # alive before any task of its is seen
+    await _stored(server.task_store, "add", record)
     ctx.task_id = task_id = record["taskId"]
     ctx.progress_token = None   # nobody hears a task's call: its progress goes nowhere (and logs)
     server.works[task_id] = work
-    work.add_done_callback(lambda work: _finish(server, task_id, work))
+    work.add_done_callback(lambda work: _background(_WRITES, _finish(server, task_id, work)))
     # When its record expires, so does its work (the timer holds no reference to it).
     ctx.session.loop.call_later(TASK_TTL, lambda: task_id in server.works and server.works[task_id].cancel())
     if (keeper := _KEEPING.get(server)) is None or keeper.get_loop() is not ctx.session.loop:
-        # from now on this process says it is alive (a keeper of a loop that ended is no more)
-        server.task_store.beat(server.runner)
-        _background(_KEEPERS, _keep(server), _KEEPING, server)
+        _background(_KEEPERS, _keep(server), _KEEPING, server)  # a keeper of a loop that ended is no more
     return {"resultType": "task", **_task_view(record)}
 
 
 _KEEPERS: "set[asyncio.Future[_Any]]" = set()
 _KEEPING: "dict[Server, asyncio.Future[_Any]]" = {}    # server -> its `_keep`, while it runs
+_WRITES: "set[asyncio.Future[_Any]]" = set()    # tasks' last words (`_finish`), awaited at shutdown
 _WAKE: "dict[str, asyncio.Future[None]]" = {}    # task id -> what its asks wait on (a change)
 
 
 async def _keep(server):
     """While this process runs tasks, each second: it tells the store it is alive (to another
     process its tasks are then not orphans), and, if the store is shared, stops the work of a
-    task that another process cancelled."""
+    task that another process cancelled. A busy store is tried again the next second."""
     while server.works:
-        server.task_store.beat(server.runner)
-        for task_id, work in list(server.works.items()) if server.task_store.shared else ():
-            if (record := server.task_store.get(task_id)) is None or record["status"] in _TERMINAL:
-                work.cancel()
+        try:
+            await _stored(server.task_store, "beat", server.runner)
+            for task_id, work in list(server.works.items()) if server.task_store.shared else ():
+                record = await _stored(server.task_store, "get", task_id)
+                if record is None or record["status"] in _TERMINAL:
+                    work.cancel()
+        except Exception as e:  # noqa: BLE001 — the store is busy or broken: the next second tries again
+            _logger.warning("the task store: %s", e)
         await asyncio.sleep(_SWEEP_EVERY)
 
 
@@ -5156,18 +5388,37 @@ def _failed(error):
             "error": _error(None, error.code, error.message, error.data)["error"]}
 
 
-def _finish(server, task_id, work):
-    """A task's work is over: so is the task (one that ended first, cancelled, stays so)."""
+async def _finish(server, task_id, work):
+    """A task's work is over: so is the task (one that ended first, cancelled, stays so). Its
+    result is kept if it fits: MAX_TASK_RESULT bytes, and the client's and the store's share of
+    MAX_TASK_BYTES; else the task fails, naming the bound."""
     server.works.pop(task_id, None)
+    store = server.task_store
     # Cancelled, and not by tasks/cancel (which ends the task first): the server is stopping.
     error = McpError(INTERNAL_ERROR, "The server stopped before the task ended") if work.cancelled() \
         else work.exception()   # a RequestError (a tool's error is a result), or a bug
-    outcome = {"status": "completed", "result": work.result()} if error is None else \
-        _failed(error if isinstance(error, McpError) else McpError(INTERNAL_ERROR, "Internal error"))
-    _change_task(server, task_id, lambda record: outcome)
+    if error is not None:
+        outcome = _failed(error if isinstance(error, McpError) else McpError(INTERNAL_ERROR, "Internal error"))
+        size = 0
+    else:
+        outcome = {"status": "completed", "result": work.result()}
+        size = len(_encode_safely(outcome) or b"")
+
+    def settled(record):    # in the store's thread, within the change: results that end at once
+        if error is not None:   # are each weighed against what the others left
+            return outcome
+        _, mine = store.usage(record["client"])
+        _, everyone = store.usage()
+        bound = "MAX_TASK_RESULT" if size > MAX_TASK_RESULT else "MAX_TASK_BYTES" if \
+            mine + size > MAX_TASK_BYTES // 4 or everyone + size > MAX_TASK_BYTES else None
+        if bound is None:
+            return outcome
+        return _failed(McpError(INTERNAL_ERROR, f"The task's result ({size} bytes) is more than the "
+                                                f"server keeps ({bound})"))
+    await _change_task(server, task_id, settled)
 
 
-def _change_task(server, task_id, change):
+async def _change_task(server, task_id, change):
     """Every change this process makes to a task passes here: ``change(record)`` gives the
     fields that change (none: no change; a task that has ended never changes). The asks of the
     task look again, and the subscriptions/listen streams following it hear of it (another
@@ -5182,7 +5433,7 @@ def _change_task(server, task_id, change):
             new.pop("inputRequests", None)
         changed.append(new)
         return new
-    record = server.task_store.change(task_id, stamped)
+    record = await _stored(server.task_store, "change", task_id, stamped)
     if (wake := _WAKE.pop(task_id, None)) and not wake.done():
         wake.set_result(None)
     for session in list(server.sessions) if changed else ():
@@ -5198,9 +5449,10 @@ async def _task_input(ctx, capability, method, params, key):
     server, task_id = ctx.session.server, ctx.task_id
     ctx._asked += 1
     key = str(key or f"{capability}-{ctx._asked}")
-    _change_task(server, task_id, lambda r: None if key in r["answers"] else {"status": "input_required",
-                 "inputRequests": {**r.get("inputRequests", {}), key: {"method": method, "params": params}}})
-    while (record := server.task_store.get(task_id)) and record["status"] not in _TERMINAL:
+    await _change_task(server, task_id, lambda r: None if key in r["answers"] else {
+        "status": "input_required",
+        "inputRequests": {**r.get("inputRequests", {}), key: {"method": method, "params": params}}})
+    while (record := await _stored(server.task_store, "get", task_id)) and record["status"] not in _TERMINAL:
         if key in record["answers"]:
             return record["answers"][key]
         wake = _WAKE.get(task_id) or _WAKE.setdefault(task_id, ctx.session.loop.create_future())
@@ -5208,35 +5460,35 @@ async def _task_input(ctx, capability, method, params, key):
     raise asyncio.CancelledError    # it ended (cancelled, expired): its work stops
 
 
-def _task_record(session, task_id):
-    """The caller's task, or None (another's is as unknown as none). A task whose process has
-    not said it is alive for TASK_STALE s has died with it: it reads failed."""
+async def _task_record(session, task_id):
+    """The caller's task, or None (another's is as unknown as none). A task whose process is
+    gone (`TaskStore.alive`) has died with it: it reads failed."""
     server, store = session.server, session.server.task_store
-    record = store.get(task_id) if store and len(task_id) <= 64 else None
+    record = await _stored(store, "get", task_id) if store and len(task_id) <= 64 else None
     if record is None or record["owner"] != _task_owner(session):
         return None
     if record["status"] not in _TERMINAL and record["runner"] != server.runner and \
-            store.seen(record["runner"]) < time.time() - TASK_STALE:
+            not await _stored(store, "alive", record["runner"]):
         stopped = _failed(McpError(INTERNAL_ERROR, "The server process running this task stopped"))
-        record = _change_task(server, task_id, lambda record: stopped)
+        record = await _change_task(server, task_id, lambda record: stopped)
     return record
 
 
-def _task(session, params, ctx):
+async def _task(session, params, ctx):
     _tasks_on(ctx, "This request")
-    if (record := _task_record(session, _name(params, "taskId"))) is None:
+    if (record := await _task_record(session, _name(params, "taskId"))) is None:
         raise McpError(INVALID_PARAMS, "Invalid params: no such task (unknown, expired, or another's)")
     return record
 
 
 async def _tasks_get(session, params, ctx):
-    return _task_view(_task(session, params, ctx))
+    return _task_view(await _task(session, params, ctx))
 
 
 async def _tasks_update(session, params, ctx):
     """Answers to what a task asked: each answer is checked first (none is taken if one is
     malformed); keys it does not wait for are ignored."""
-    record, answers = _task(session, params, ctx), params.get("inputResponses")
+    record, answers = await _task(session, params, ctx), params.get("inputResponses")
     if type(answers) is not dict:
         raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
     for key, ask in record.get("inputRequests", {}).items():
@@ -5251,15 +5503,15 @@ async def _tasks_update(session, params, ctx):
             raise McpError(INVALID_PARAMS, "Invalid params: the answers are too big (MAX_TASK_ANSWERS)")
         return got and {"answers": kept, "inputRequests": left,
                         "status": "input_required" if left else "working"}
-    _change_task(session.server, record["taskId"], take)
+    await _change_task(session.server, record["taskId"], take)
     return {}
 
 
 async def _tasks_cancel(session, params, ctx):
     """The task ends cancelled (one that has ended stays as it is), and its work here is
     stopped (elsewhere, by its process's `_keep`, within a second)."""
-    task_id = _task(session, params, ctx)["taskId"]
-    _change_task(session.server, task_id, lambda record: {"status": "cancelled"})
+    task_id = (await _task(session, params, ctx))["taskId"]
+    await _change_task(session.server, task_id, lambda record: {"status": "cancelled"})
     if (work := session.server.works.get(task_id)):
         work.cancel()
     return {}
@@ -5283,33 +5535,41 @@ def _add_skills(server, root):
         for listed in entry["resources"]:
             server.resources.pop(listed["uri"], None)
     served = tuple(uri[:-len("SKILL.md")] for uri in entries)
-    for uri, (real, mime, size) in files.items():
+    for uri, (real, mime, size, listed) in files.items():
         if uri.startswith(served):
             front = entries[uri]["frontmatter"] if uri in entries else {"name": uri.rpartition("/")[2]}
-            server.resources[uri] = Resource(lambda real=real: _text_or_bytes(_file_bytes(real)), uri,
-                                             front["name"], front.get("description"), mime, size=size)
+            server.resources[uri] = Resource(lambda real=real, listed=listed: _text_or_bytes(
+                _file_bytes(real, listed)), uri, front["name"], front.get("description"), mime, size=size)
     server.skill_entries = entries
     server.skill_dirs = {uri: inside for uri, inside in folders.items() if (uri + "/").startswith(served)}
     server._changed("resources")
 
 
 def _skill_files(root):
-    """The files under `root` (none hidden, none a link takes out of it), as URI -> (real path,
-    mimeType, size), and its folders, as URI -> what is in each."""
+    """The regular files under `root` (none hidden, none a link takes out of it, MAX_SKILL_DEPTH
+    folders deep at most), as URI -> (real path, mimeType, size, (device, inode)), and its
+    folders, as URI -> what is in each."""
     import mimetypes
+    import stat
     files, folders = {}, {}
     for here, subdirs, names in os.walk(root):
         at = os.path.relpath(here, root).replace(os.sep, "/")
         prefix = "skill://" + ("" if at == "." else at + "/")
         subdirs[:] = sorted(d for d in subdirs if _plain(d) and not os.path.islink(os.path.join(here, d)))
+        if subdirs and prefix.count("/") - 2 >= MAX_SKILL_DEPTH:    # os.walk recurses: no deeper
+            _logger.warning("skills: %s is %d folders deep: what is below it is not served "
+                            "(MAX_SKILL_DEPTH)", here, MAX_SKILL_DEPTH)
+            subdirs[:] = []
         inside = folders[prefix[:-1]] = [{"uri": prefix + d, "name": d, "mimeType": "inode/directory"}
                                          for d in subdirs]
         for name in sorted(filter(_plain, names)):
             real = os.path.realpath(os.path.join(here, name))   # a link, to a plain file of the folder
             parts = os.path.relpath(real, root).split(os.sep)
-            if real.startswith(root + os.sep) and all(map(_plain, parts)) and os.path.isfile(real):
+            found = os.stat(real) if real.startswith(root + os.sep) and all(map(_plain, parts)) else None
+            if found and stat.S_ISREG(found.st_mode):
                 mime = "text/markdown" if name.endswith(".md") else mimetypes.guess_type(name)[0]
-                files[prefix + name] = real, mime or "application/octet-stream", os.path.getsize(real)
+                files[prefix + name] = (real, mime or "application/octet-stream", found.st_size,
+                                        (found.st_dev, found.st_ino))
                 inside.append({"uri": prefix + name, "name": name, "mimeType": files[prefix + name][1]})
     return files, folders
 
@@ -5320,7 +5580,8 @@ def _skill_entry(uri, files):
     folder = uri[:-len("/SKILL.md")]
     mine, name = [u for u in files if u.startswith(folder + "/")], folder.rpartition("/")[2]
     big = len(mine) > MAX_SKILL_FILES or sum(files[u][2] for u in mine) > MAX_SKILL_BYTES
-    text = None if big else _text_or_bytes(_file_bytes(files[uri][0]))    # not UTF-8: none could load it
+    # not UTF-8: no client could load it
+    text = None if big else _text_or_bytes(_file_bytes(files[uri][0], files[uri][3]))
     front = _front_matter(text) if isinstance(text, str) else None
     problem = "too big (MAX_SKILL_FILES, MAX_SKILL_BYTES)" if big else \
         "it is not UTF-8 text opening with key: value YAML" if front is None else \
@@ -5331,7 +5592,7 @@ def _skill_entry(uri, files):
         _logger.warning("skill %s is not served: %s", folder, problem)
         return None
     return {"uri": uri, "frontmatter": front,
-            "resources": [{"uri": u, **_fingerprint(_file_bytes(files[u][0]))} for u in mine]}
+            "resources": [{"uri": u, **_fingerprint(_file_bytes(files[u][0], files[u][3]))} for u in mine]}
 
 
 def _plain(name):
@@ -5339,9 +5600,16 @@ def _plain(name):
     return name[:1] != "." and name.isprintable()
 
 
-def _file_bytes(path):
-    """A skill file as it is now: never through a link put in its place, never past MAX_SKILL_BYTES."""
-    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as f:
+def _file_bytes(path, listed):
+    """A skill file as it is now, if it is still the one listed (its device and inode: not
+    through a folder or file put in its place since, a link or a hard link), a regular file (a
+    FIFO would hang the read), and within MAX_SKILL_BYTES."""
+    import stat
+    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)),
+              "rb") as f:
+        found = os.fstat(f.fileno())
+        if not stat.S_ISREG(found.st_mode) or (found.st_dev, found.st_ino) != listed:
+            raise McpError(INTERNAL_ERROR, "A skill file was replaced since it was listed")
         data = f.read(MAX_SKILL_BYTES + 1)
     if len(data) > MAX_SKILL_BYTES:
         raise McpError(INTERNAL_ERROR, "A skill file grew past MAX_SKILL_BYTES since it was listed")
@@ -5395,8 +5663,11 @@ def _front_matter(text):
     parent: str | None = None   # the key the indented lines are under
     indent = None               # and their indent
     for line in found.group(1).split("\n"):
+        line = line.removesuffix("\r")     # CRLF; a bare CR is no YAML we read
+        if "\r" in line:
+            return None
         # YAML's white space is space and tab alone: Python's strip() would take more (NBSP ...)
-        if not (line := line.rstrip(" \t\r")) or line.lstrip(" ")[0] == "#":
+        if not (line := line.rstrip(" \t")) or line.lstrip(" ")[0] == "#":
             continue
         if not (match := _YAML_LINE.fullmatch(line)) or type(_yaml_scalar(match[2])) is not str:
             return None     # a key YAML would read as a number, a bool or null
@@ -5563,22 +5834,41 @@ def _secure(url, what, error=_refused):
 
 async def _fetch_json(url, form=None, headers=(), as_json=False):
     """GET, or POST a form (or JSON), to an OAuth endpoint, within REPLY_TIMEOUT: (status, JSON
-    object or {}). Never traced: access tokens, codes and secrets travel in these bodies."""
+    object or {}). A client signing in traces it (`_SIGN_IN_TRACE`), tokens, codes and secrets
+    masked: a learner sees the discovery between the 401 and the request sent again."""
     headers = {"Accept": "application/json", **dict(headers)}
+    method = "GET" if form is None else "POST"
     if form is not None:
         headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
     body = b"" if form is None else encode(form) if as_json else urlencode(form).encode()
+    trace = _SIGN_IN_TRACE.get()
+    if trace:
+        trace = trace.on()
+        trace.http("out", f"{method} {url}", headers, encode(_masked(form)) if form else b"")
     try:    # secrets never follow a redirect
-        response = await asyncio.wait_for(
-            _http(url, "GET" if form is None else "POST", headers, body, hops=0), REPLY_TIMEOUT)
+        response = await asyncio.wait_for(_http(url, method, headers, body, hops=0), REPLY_TIMEOUT)
         data = await asyncio.wait_for(response.body(READ_CHUNK * 4), REPLY_TIMEOUT)
         response.close()
     except (OSError, asyncio.TimeoutError) as e:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
         raise _refused(f"cannot reach {url}: {e!r}") from None
+    parsed = None
     with contextlib.suppress(ValueError, RecursionError):
-        if type(parsed := json.loads(data)) is dict:
-            return response.status, parsed
-    return response.status, {}
+        parsed = json.loads(data)
+    if trace:
+        trace.http("in", str(response.status), response.headers,
+                   encode(_masked(parsed)) if type(parsed) is dict else data)
+    return response.status, parsed if type(parsed) is dict else {}
+
+
+# What an OAuth exchange's trace never shows (RFC 6749, 7591, 7662: tokens, codes, secrets)
+_SECRET_FIELDS = frozenset(("access_token", "refresh_token", "id_token", "code", "code_verifier",
+                            "client_secret", "token", "registration_access_token", "assertion"))
+_SIGN_IN_TRACE: "contextvars.ContextVar[_Trace | None]" = contextvars.ContextVar("mcp_min_sign_in",
+                                                                                 default=None)
+
+
+def _masked(fields):
+    return {k: "***" if k in _SECRET_FIELDS and v else v for k, v in fields.items()}
 
 
 def _basic(client_id, secret):
@@ -5636,6 +5926,11 @@ class Introspection:
             self.endpoint = _secure(endpoint, "introspection endpoint")
         status, claims = await _fetch_json(self.endpoint, {"token": token, "token_type_hint": "access_token"},
                                            self.basic)
+        if status in (400, 401) and (status == 401 or claims.get("error") == "invalid_client"):
+            # RFC 7662 2.1: the server may want its caller authenticated
+            raise _refused(f"the authorization server refused our client authentication at its "
+                           f"introspection endpoint (HTTP {status} {str(claims.get('error', ''))[:40]}): "
+                           "give a client id and secret with --auth-client-file or $MCP_AUTH_CLIENT")
         if status != 200:
             raise _refused(f"the introspection endpoint answered {status}")
         claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
@@ -5934,6 +6229,8 @@ class OAuth:
             query = {"response_type": "code", "client_id": entry["client_id"], "redirect_uri": redirect_uri,
                      "state": state, "code_challenge": challenge.decode(), "code_challenge_method": "S256",
                      "resource": resource, "scope": scope}
+            if "offline_access" in scope.split():   # else an OpenID provider MUST ignore it (OIDC Core 11)
+                query["prompt"] = "consent"
             endpoint = server["authorization_endpoint"]
             url = endpoint + "&?"["?" not in endpoint] + urlencode({k: v for k, v in query.items() if v})
             if self.headless:
@@ -5941,7 +6238,10 @@ class OAuth:
                       file=sys.stderr)
                 answer = _query(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
             else:
-                if asyncio.iscoroutine(opened := (self.browser or _open_browser)(url)):
+                # Off the loop: a $BROWSER that waits for its user holds up no listener (an async
+                # `browser` only makes its coroutine there, which runs here)
+                opened: object = await asyncio.to_thread(self.browser or _open_browser, url)
+                if asyncio.iscoroutine(opened):
                     await opened
                 answer = await asyncio.wait_for(answered, 300)    # 5 minutes for a person
         except asyncio.TimeoutError:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
@@ -6189,7 +6489,12 @@ def _capture_text(record, headers, data, message):
     lines += [f"data: {line}" for line in data.split("\n")] if data is not None else []
     if message is not None:
         lines += json.dumps(_shorten(message), indent=2, ensure_ascii=False, default=str).splitlines()
+    # A peer's words (a method, an id, a header) may hold ESC or a newline: shown, never obeyed
+    lines = [_CONTROLS.sub(lambda c: f"\\x{ord(c.group()):02x}", line) for line in lines]
     return "\n".join(lines[:1] + [" " * 14 + line for line in lines[1:]]) + "\n"
+
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")     # C0 and C1: a terminal acts on them
 
 
 def _what_for(message, params):
@@ -6227,6 +6532,8 @@ def _summary(about: _Json) -> str:
     """A record's JSON-RPC fields as words: ``request #2 tools/call getUsers``."""
     if about["kind"] == "batch":
         return f"batch of {about['count']}: " + "; ".join(_summary(a) for a in about["items"])
+    if about["kind"] == "response" and about.get("id") is None:     # JSON-RPC: it answers no request
+        return "error with no id: " + str(about.get("outcome", "")).removeprefix("error ")
     words = [about["kind"], *(shown.format(about[key]) for key, shown in _WORDS if key in about)]
     return " ".join(words) + (f"  [{about['why']}]" if "why" in about else "")
 
@@ -6422,6 +6729,9 @@ def _serve(server, args, stdout=1):
             os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
         for work in list(server.works.values()):    # a task cannot outlive its process: it ends failed
             work.cancel()
+        await asyncio.sleep(0)      # their last words (`_finish`) start, and are waited for
+        if _WRITES:
+            await asyncio.wait(list(_WRITES), timeout=3 * TASK_STORE_WAIT)
         pool.shutdown(wait=False, cancel_futures=True)
         await asyncio.sleep(0.05)
         if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) or asyncio.all_tasks() - {task}:

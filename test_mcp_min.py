@@ -2667,6 +2667,7 @@ class TaskMemoryTest(unittest.TestCase):
         script = textwrap.dedent('''
             import asyncio, re, sys, mcp_min
             mcp_min.TASK_AFTER, mcp_min.TASK_TTL, mcp_min.TASK_POLL = 0.0, 1.0, 0.05
+            mcp_min.MAX_TASK_BYTES = 1 << 30    # what this measures is the freeing, not the bound
             server = mcp_min.Server("big")
 
             @server.tool(task="optional")
@@ -7898,7 +7899,9 @@ class CaptureTest(unittest.IsolatedAsyncioTestCase):
             walks = dict(zip(("stdio", "http", "sse"), side_by_side(walk, ("stdio",), ("http",), ("sse",))))
         last = {"stdio": "S→C stdout  response #6 (prompts/get) ok",
                 "http": "S→C 200 OK  response #6 (prompts/get) ok",
-                "sse": "S→C event: message  response #8 (prompts/get) ok"}
+                "sse": "S→C event: message  response #6 (prompts/get) ok"}
+        # Issue 34: a transport named is used at once, as VS Code's "type": "sse": no probe first
+        self.assertEqual(walks["sse"][0][0], "C→S GET /sse")
         for transport, (text, page) in walks.items():
             drawn = self.picture(page)
             self.assertEqual([f"{a['dir']} {a['label']}" for a in drawn.arrows], text)     # frame by frame

@@ -39,8 +39,10 @@ def names(result):
     return [u["name"] for u in result["structuredContent"]["result"]]
 
 
-async def walk(target, trace):
-    async with Client(target, name="walkthrough-agent", trace=trace) as client:
+async def walk(target, trace, transport="auto"):
+    # A named transport is used as named (VS Code's "type": "sse" opens GET /sse at once); a bare
+    # URL is probed: Streamable HTTP first, legacy SSE after a 4xx.
+    async with Client(target, name="walkthrough-agent", trace=trace, transport=transport) as client:
         say(f"connected to {client.server_info['name']} (protocol {client.protocol_version})")
         tools = [t["name"] for t in await client.list_tools()]
         say(f"I can use: {', '.join(tools)}")
@@ -66,8 +68,9 @@ def free_port():
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
-    p.add_argument("--url", help="use a server that is already running")
+    p.add_argument("--transport", choices=["stdio", "http", "sse"])
+    p.add_argument("--url", help="use a server that is already running (probed, unless --transport "
+                                 "names how to reach it)")
     p.add_argument("--trace", action="store_true", help="show every frame on stderr")
     p.add_argument("--picture", metavar="HTML", help="draw every frame into HTML, a sequence diagram")
     args = p.parse_args()
@@ -81,15 +84,16 @@ def main():
         for r in records:
             sys.stderr.write(_capture_text(r, r.get("headers"), r.get("data"), r.get("message")))
     with open(args.picture, "w", encoding="utf-8") as f:
-        over = args.url or {"stdio": "stdio", "http": "Streamable HTTP", "sse": "legacy SSE"}[args.transport]
+        over = args.url or {"stdio": "stdio", "http": "Streamable HTTP", "sse": "legacy SSE"}[
+            args.transport or "stdio"]
         f.write(capture.draw(records, f"MCP capture: the walkthrough over {over}"))
     print(f"the session, drawn: {args.picture} ({len(records)} frames)")
 
 
 def run(args, trace):
     if args.url:
-        return asyncio.run(walk(args.url, trace))
-    if args.transport == "stdio":
+        return asyncio.run(walk(args.url, trace, args.transport if args.transport != "stdio" else "auto"))
+    if args.transport in (None, "stdio"):
         return asyncio.run(walk([sys.executable, SERVER, "serve", "--stdio"], trace))
     port = free_port()
     server = subprocess.Popen([sys.executable, SERVER, "serve", "--port", str(port)],
@@ -102,7 +106,7 @@ def run(args, trace):
             except OSError:
                 time.sleep(0.05)
         path = "/mcp" if args.transport == "http" else "/sse"
-        asyncio.run(walk(f"http://127.0.0.1:{port}{path}", trace))
+        asyncio.run(walk(f"http://127.0.0.1:{port}{path}", trace, args.transport))
     finally:
         server.terminate()
         server.wait(5)
