@@ -77,9 +77,12 @@ class Spawned:
     def __init__(self, cmd, pipes=False):
         self.cmd, self.err = cmd, tempfile.TemporaryFile()
         self.started = now()
-        self.proc = subprocess.Popen(shlex.split(cmd), cwd=ROOT, stderr=self.err, bufsize=0,
-                                     stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE if pipes else subprocess.DEVNULL)
+        try:
+            self.proc = subprocess.Popen(shlex.split(cmd), cwd=ROOT, stderr=self.err, bufsize=0,
+                                         stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE if pipes else subprocess.DEVNULL)
+        except OSError as e:
+            raise Failed(f"cannot start it: {e}") from None
 
     def stop(self):
         ends = [self.proc.terminate, self.proc.kill]

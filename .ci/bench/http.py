@@ -27,7 +27,8 @@ if set(only) - set(TARGETS):
 med, ok = harness.side_by_side("http.py", {
     name: lambda kind=kind, cmd=cmd: harness.bench_http(kind, cmd, n=1000, c=20, k=100)
     for name, (kind, cmd) in TARGETS.items() if name in only}, rounds)
-print(f"{'target':14} {'cold ms':>8} {'seq/s':>8} {'20x100/s':>9} {'p50 us':>7} {'p99 us':>7} {'RSS MB':>7}")
+if med:
+    print(f"{'target':14} {'cold ms':>8} {'seq/s':>8} {'20x100/s':>9} {'p50 us':>7} {'p99 us':>7} {'RSS MB':>7}")
 for name, m in med.items():
     print(f"{name:14} {m['cold_ms']:8.1f} {m['seq']:8.0f} {m['conc']:9.0f} {m['conc_p50_us']:7.0f} "
           f"{m['conc_p99_us']:7.0f} {m['rss_mb']:7.1f}")

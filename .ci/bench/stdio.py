@@ -32,7 +32,8 @@ if not (os.path.exists(os.path.join(harness.ROOT, PY)) if os.sep in PY else shut
     fail(f"PY={PY} is not an interpreter here")
 med, ok = harness.side_by_side("stdio.py", {
     name: lambda cmd=cmd: harness.bench_stdio(cmd, n) for name, cmd in TARGETS.items() if name in only}, rounds)
-print(f"{'target':16} {'cold ms':>8} {'seq/s':>8} {'p50 us':>7} {'p99 us':>7} {'20 in flight/s':>15} {'RSS MB':>7}")
+if med:
+    print(f"{'target':16} {'cold ms':>8} {'seq/s':>8} {'p50 us':>7} {'p99 us':>7} {'20 in flight/s':>15} {'RSS MB':>7}")
 for name, m in med.items():
     print(f"{name:16} {m['cold_ms']:8.1f} {m['seq']:8.0f} {m['seq_p50_us']:7.0f} {m['seq_p99_us']:7.0f} "
           f"{m['conc']:15.0f} {m['rss_mb']:7.1f}")
