@@ -40,7 +40,8 @@ for name, m in med.items():
 for name in ("mcp_min script", "mcp_min -m"):
     if name in med and "sdk" in med and "floor" in med:
         m, s, f = med[name], med["sdk"], med["floor"]
-        print(f"{name}: cold {m['cold_ms'] / s['cold_ms']:.3f} of SDK (<=0.125), {m['cold_ms'] / f['cold_ms']:.2f}x floor "
-              f"(<=4); seq {m['seq'] / s['seq']:.1f}x SDK (>=6), {m['seq'] / f['seq']:.2f} of floor (>=0.5); "
+        print(f"{name}: cold {m['cold_ms'] / s['cold_ms']:.3f} of SDK (<=0.125), "
+              f"{m['cold_ms'] / f['cold_ms']:.2f}x floor (<=4); "
+              f"seq {m['seq'] / s['seq']:.1f}x SDK (>=6), {m['seq'] / f['seq']:.2f} of floor (>=0.5); "
               f"in flight {m['conc'] / s['conc']:.1f}x SDK (>=10); RSS {m['rss_mb'] / s['rss_mb']:.2f} of SDK (<=0.33)")
 sys.exit(0 if ok else 1)
