@@ -1,59 +1,43 @@
 """HTTP side by side: mcp_min (/mcp and /sse), the stdlib floor, the official SDK.
 
+Rounds are interleaved; medians are printed. Each run: cold start (spawn -> initialize result),
+1000 sequential calls on one session, then 20 sessions with a call in flight on each, 100 calls each.
     python3 .ci/bench/http.py [ROUNDS] [comma-separated target names]
-Needs the harness (../shared/bench, or MCP_BENCH=DIR) and, for the "sdk" targets, the SDK in
-.peers/ (see .ci/interop/README.md).
+    PY=/path/to/python3 python3 .ci/bench/http.py ...   (run mcp_min and the floor with that interpreter)
+The "sdk" targets run the official SDK from .peers/ (python3 -m venv .peers && .peers/bin/pip
+install "mcp==2.3.0"); without it, they are skipped.
 """
-import os, sys, statistics
+import os, sys
 import harness
-ROOT, B = harness.ROOT, harness.B
-# (name, transport flag, url path, spawn command)
-targets = [
-  ("mcp_min http", "--http", "/mcp", "python3 -m mcp_min serve --port {p}"),
-  ("mcp_min sse", "--sse", "/sse", "python3 -m mcp_min serve --port {p}"),
-  ("floor http", "--http", "/mcp", f"python3 {B}/baseline_http.py --port {{p}}"),
-  ("floor sse", "--sse", "/sse", f"python3 {B}/baseline_http.py --port {{p}}"),
-  ("sdk http", "--http", "/mcp", f".peers/bin/python {B}/peers/sdk_server.py http --port {{p}}"),
-  ("sdk sse", "--sse", "/sse", f".peers/bin/python {B}/peers/sdk_server.py sse --port {{p}}"),
-]
 
+PY = os.environ.get("PY", "python3")
+TARGETS = {     # name: (transport, command; {port} is where it must listen)
+  "mcp_min http": ("http", f"{PY} -m mcp_min serve --port {{port}}"),
+  "mcp_min sse": ("sse", f"{PY} -m mcp_min serve --port {{port}}"),
+  "floor http": ("http", f"{PY} .ci/bench/floor_http.py --port {{port}}"),
+  "floor sse": ("sse", f"{PY} .ci/bench/floor_http.py --port {{port}}"),
+  "sdk http": ("http", ".peers/bin/python .ci/bench/sdk_server.py http --port {port}"),
+  "sdk sse": ("sse", ".peers/bin/python .ci/bench/sdk_server.py sse --port {port}"),
+}
 
-def fail(why):
-    harness.fail("http.py", why)
-
-
-def bench(name, flag, url, cmd):
-    return harness.run("http.py", name, cmd, [flag, url, "--spawn", cmd, "-n", "1000", "-c", "20", "-k", "100",
-                                              "--tool", "getUser", "--args", '{"name":"John"}'])
-
-
-names = [t[0] for t in targets]
-only = sys.argv[2].split(",") if len(sys.argv) > 2 else names
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 1
-if set(only) - set(names):
-    fail(f"unknown target {sorted(set(only) - set(names))}; the targets are {', '.join(names)}")
-targets = [t for t in targets if t[0] in only]
-if not os.path.exists(os.path.join(B, "bench_mcp.py")):
-    fail(f"the bench harness is missing ({B}/bench_mcp.py): put it in ../shared/bench or set MCP_BENCH=DIR")
-if any(t[0].startswith("sdk") for t in targets) and not os.path.exists(os.path.join(ROOT, ".peers", "bin", "python")):
-    fail("the official SDK is missing (.peers/bin/python): install it as .ci/interop/README.md shows, "
-         "or name the others: python3 .ci/bench/http.py 1 '" + ",".join(n for n in names if not n.startswith("sdk")) + "'")
-res = {t[0]: [] for t in targets}
-port = 18400
-for r in range(rounds):
-    for name, flag, path, cmd in targets:
-        port += 1
-        d = bench(name, flag, f"http://127.0.0.1:{port}{path}", cmd.format(p=port))
-        if d:
-            res[name].append((d["seq"]["calls_per_s"], d["conc"]["calls_per_s"], d["conc"]["p50_us"],
-                              d["conc"]["p99_us"], d["rss"]["after_conc"]["rss_kb"] / 1024, d["errors_total"]))
-m = {name: [statistics.median(c) for c in zip(*rows)] for name, rows in res.items() if rows}
-print(f"{'target':14} {'seq/s':>8} {'conc/s':>8} {'p50us':>8} {'p99us':>8} {'RSS MB':>7} err")
-for name, x in m.items():
-    print(f"{name:14} {x[0]:8.0f} {x[1]:8.0f} {x[2]:8.0f} {x[3]:8.0f} {x[4]:7.1f} {x[5]:.0f}")
-if all(k in m for k in names):
-    print(f"/mcp seq {m['mcp_min http'][0]/m['sdk http'][0]:.1f}x SDK (>=5), {m['mcp_min http'][0]/m['floor http'][0]:.2f} of floor (>=0.5); "
-          f"20x100 {m['mcp_min http'][1]/m['sdk http'][1]:.1f}x SDK (>=5), p99/p50 {m['mcp_min http'][3]/m['mcp_min http'][2]:.1f} (<10); "
-          f"RSS {m['mcp_min http'][4]/m['sdk http'][4]:.2f} of SDK (<=0.33)")
-    print(f"/sse seq {m['mcp_min sse'][0]/m['sdk sse'][0]:.1f}x SDK (>=5); the floor's own /sse is {m['floor sse'][0]/m['sdk sse'][0]:.1f}x SDK")
-sys.exit(0 if all(res.values()) else 1)
+only = sys.argv[2].split(",") if len(sys.argv) > 2 else list(TARGETS)
+if set(only) - set(TARGETS):
+    sys.exit(f"http.py: unknown target {sorted(set(only) - set(TARGETS))}; the targets are {', '.join(TARGETS)}")
+med, ok = harness.side_by_side("http.py", {
+    name: lambda kind=kind, cmd=cmd: harness.bench_http(kind, cmd, n=1000, c=20, k=100)
+    for name, (kind, cmd) in TARGETS.items() if name in only}, rounds)
+if med:
+    print(f"{'target':14} {'cold ms':>8} {'seq/s':>8} {'20x100/s':>9} {'p50 us':>7} {'p99 us':>7} {'RSS MB':>7}")
+for name, m in med.items():
+    print(f"{name:14} {m['cold_ms']:8.1f} {m['seq']:8.0f} {m['conc']:9.0f} {m['conc_p50_us']:7.0f} "
+          f"{m['conc_p99_us']:7.0f} {m['rss_mb']:7.1f}")
+if all(k in med for k in TARGETS):
+    m, s, f = med["mcp_min http"], med["sdk http"], med["floor http"]
+    print(f"/mcp seq {m['seq'] / s['seq']:.1f}x SDK (>=5), {m['seq'] / f['seq']:.2f} of floor (>=0.5); "
+          f"20x100 {m['conc'] / s['conc']:.1f}x SDK (>=5), p99/p50 {m['conc_p99_us'] / m['conc_p50_us']:.1f} (<10); "
+          f"RSS {m['rss_mb'] / s['rss_mb']:.2f} of SDK (<=0.33)")
+    m, s, f = med["mcp_min sse"], med["sdk sse"], med["floor sse"]
+    print(f"/sse seq {m['seq'] / s['seq']:.1f}x SDK (>=5), {m['seq'] / f['seq']:.2f} of floor; "
+          f"the floor's own /sse is {f['seq'] / s['seq']:.1f}x SDK")
+sys.exit(0 if ok else 1)

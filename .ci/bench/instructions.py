@@ -6,8 +6,11 @@ the cost of one call.
     python3 .ci/bench/instructions.py stdio|http|sse|stdio-2026|http-2026 [SERVER_FILE] [N1 N2]
 The -2026 kinds make 2026-07-28 calls: no initialize, each call with its _meta (and on HTTP
 its MCP-Protocol-Version, Mcp-Method and Mcp-Name headers).
-SERVER_FILE defaults to mcp_min.py (run as `SERVER_FILE serve ...`); for the floor:
-    FLOOR=1 python3 .ci/bench/instructions.py http ../shared/bench/baseline_http.py
+SERVER_FILE defaults to mcp_min.py (run as `SERVER_FILE serve ...`). FLOOR=1 counts the stdlib
+floor instead (run as `SERVER_FILE` on stdio, `SERVER_FILE --port P` on HTTP), by default
+.ci/bench/floor_stdio.py for stdio and .ci/bench/floor_http.py for HTTP:
+    FLOOR=1 python3 .ci/bench/instructions.py http .ci/bench/floor_http.py
+Needs valgrind (Debian, Ubuntu: apt-get install valgrind).
 """
 import glob, json, os, random, shutil, socket, subprocess, sys, tempfile, time
 
@@ -52,7 +55,7 @@ class Http:
         if self.sid:
             head += f"Mcp-Session-Id: {self.sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
         if self.modern:
-            head += f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: getUser\r\n"
+            head += "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: getUser\r\n"
         self.sock.sendall(head.encode() + b"\r\n" + body)
         head = self.until(b"\r\n\r\n")
         fields = dict(line.split(": ", 1) for line in head.decode().split("\r\n")[1:-2])
@@ -125,11 +128,13 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in ("stdio", "http", "sse", "stdio-2026", "http-2026"):
         fail("usage: python3 .ci/bench/instructions.py stdio|http|sse|stdio-2026|http-2026 [SERVER_FILE] [N1 N2]")
     kind = sys.argv[1]
-    server = sys.argv[2] if len(sys.argv) > 2 else "mcp_min.py"
+    floor = ".ci/bench/floor_stdio.py" if kind.startswith("stdio") else ".ci/bench/floor_http.py"
+    rest = sys.argv[2:]
+    server = rest.pop(0) if rest and not rest[0].isdigit() else floor if os.environ.get("FLOOR") else "mcp_min.py"
     if not shutil.which("valgrind"):
         fail("valgrind is missing: install it (Debian, Ubuntu: apt-get install valgrind)")
     if not os.path.exists(server):
-        fail(f"{server} is missing (run from the repo root; the floor's servers are in ../shared/bench)")
-    n1, n2 = (int(x) for x in sys.argv[3:5]) if len(sys.argv) > 4 else (200, 1200)
+        fail(f"{server} is missing (run from the repository's root)")
+    n1, n2 = (int(x) for x in rest[:2]) if len(rest) > 1 else (200, 1200)
     per_call = (run(kind, server, n2) - run(kind, server, n1)) / (n2 - n1)
     print(f"{server} {kind}: {per_call / 1000:.0f} k instructions per call")

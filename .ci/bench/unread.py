@@ -7,7 +7,7 @@ N connections each POST a tools/call whose answer is SIZE bytes, then read nothi
 import asyncio, os, re, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, HERE)
+sys.path[0] = HERE      # the repository, not this folder: its http.py would hide the standard library's
 from test_mcp_min import HttpClient, call  # noqa: E402
 
 N, SIZE = int(os.environ.get("N", 100)), int(os.environ.get("SIZE_MIB", 4)) << 20
