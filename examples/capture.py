@@ -32,18 +32,78 @@ STYLES = (("q", "request"), ("r", "response"), ("n", "notification"), ("e", "err
           ("h", "HTTP or SSE only"), ("c", "stream closed"))
 
 
-def read(path):
-    """The records of a trace; lines that are not one (cut short by a crash) are skipped."""
-    records = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if type(record) is dict and {"t", "dir", "channel", "head"} <= record.keys():
-                records.append(record)
+def read(path, slim=False):
+    """The records of a trace; lines that are not one (cut short by a crash) are skipped.
+    Slim (what main() draws from): each record cut to what the drawing needs, see Slim."""
+    records, at, same = Slim(path) if slim else [], 0, {}
+    with open(path, "rb") as f:     # bytes: a line's offset in the file is where it starts
+        for line in _lines(f):
+            if (record := _record(line)) is not None:
+                records.append(_slim(record, at, same) if slim else record)
+            at += len(line)
     return records
+
+
+def _lines(f):
+    """The lines of a file opened "rb", split where text mode splits them: at a "\\r" too."""
+    for line in f:
+        yield from line.splitlines(keepends=True) if b"\r" in line else (line,)
+
+
+def _record(line):
+    """The record one line of a trace holds, or None."""
+    try:
+        record = json.loads(line.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+    return record if type(record) is dict and {"t", "dir", "channel", "head"} <= record.keys() else None
+
+
+class Slim(list):
+    """Records read slim from the trace file at `path`. A record read whole holds its headers
+    and JSON, 5 to 9 KB a frame in memory (a 100,000-frame trace: over half a gigabyte); a slim one
+    keeps its small fields (what the labels, styles, lanes, folds and rounds read), of its
+    headers the ones the lanes read, of its message the progress token Guess follows (old traces
+    only), and "at": where its line starts in the file. `whole` reads the line again for a
+    frame's detail, one frame at a time."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+
+LANE_HEADERS = ("mcp-session-id", "last-event-id")     # the headers lanes() and Guess read
+
+
+def _slim(record, at, same):
+    """`record` slim, its keys and text shared through `same` with the records before it: each
+    line's JSON has keys of its own, and a trace says "C→S", "sse", "notification" and a session
+    id many thousand times."""
+    def share(v):
+        return same.setdefault(v, v) if type(v) is str else v
+    slim = {share(k): share(v) for k, v in record.items() if k not in ("headers", "data", "message")}
+    if headers := {share(k): share(v) for k, v in (record.get("headers") or {}).items()
+                   if k.lower() in LANE_HEADERS}:
+        slim["headers"] = headers
+    # Guess, for a trace without "conn", follows progress tokens: all it reads of a message.
+    message = record.get("message")
+    params = message.get("params") if type(message) is dict and "conn" not in record else None
+    if type(params) is dict and "progressToken" in params:
+        slim["message"] = {"params": {"progressToken": params["progressToken"]}}
+    slim["at"] = at
+    return slim
+
+
+def whole(records, indices):
+    """records[i] for each i of `indices` (rising), with its headers and JSON: a slim record is
+    read again from its line, so that no more than one is held whole."""
+    if not isinstance(records, Slim):
+        yield from map(records.__getitem__, indices)
+        return
+    with open(records.path, "rb") as f:
+        for i in indices:
+            f.seek(records[i]["at"])
+            yield _record(next(_lines(f), b"")) or records[i]     # (the file changed since: what we kept)
 
 
 def label(record):
@@ -260,15 +320,14 @@ def seconds(dt):
     return f"{dt:.2f} s" if dt < 1 else f"{dt:.1f} s" if dt < 60 else f"{dt // 60:.0f} min {dt % 60:.0f} s"
 
 
-def detail(records, i, count, budget, headers):
-    """What a click shows of item (i, count), as JSON: its headers (an index in `headers`, where
-    each set is kept once: a client sends the same ones again and again), body, why, run; the
+def detail(r, run, budget, headers):
+    """What a click shows of an item whose first record, read whole, is `r`, as JSON: its
+    headers (an index in `headers`, where each set is kept once: a client sends the same ones
+    again and again), body, why, `run` ([count, the last one's t] for a run of like frames); the
     body cut, as text, past `budget` characters."""
-    r = records[i]
     body = r.get("message", r.get("data"))
     shown = {"h": headers.setdefault(json.dumps(r.get("headers") or {}, ensure_ascii=False), len(headers)),
-             "b": None if body is None else _shorten(body), "why": r.get("why"),
-             "run": [count, records[i + count - 1]["t"]] if count > 1 else None}
+             "b": None if body is None else _shorten(body), "why": r.get("why"), "run": run}
     shown = {k: v for k, v in shown.items() if v is not None}
     if len(text := json.dumps(shown.get("b"), ensure_ascii=False, default=str)) > budget:
         shown["b"] = text[:budget] + " ... (cut: the trace file has it all)"
@@ -347,6 +406,12 @@ def arrow(r, n, count, y, at):
 
 def draw(records, title):
     """The page, as text."""
+    return "".join(pieces(records, title))
+
+
+def pieces(records, title):
+    """The page, piece by piece: main() writes each as it comes, so that the page is never whole
+    in memory (at 100,000 frames it is 40 MB, and as Python text twice that: its arrows say "→")."""
     run = 0
     for before, r in zip([None, *records], records):
         # --trace=FILE appends: a later run of a program has a clock and connections of its own
@@ -359,18 +424,6 @@ def draw(records, title):
     rows, ys, gaps, height = layout(records, items)
     at = Across(place(found, rows), max((len(label(records[i])) for i, _ in items), default=0) + 6)
     spans = downward(records, found, rows, ys, gaps, at)
-    budget, headers = max(300, min(20_000, DETAIL // max(1, len(items)))), {}
-    arrows = [arrow(records[i], n, count, ys[n], at) for n, (i, count) in enumerate(items)]
-    data = [detail(records, i, count, budget, headers) for i, count in items]
-    parts = []      # a part is drawn only near the screen (content-visibility): a big page opens fast
-    for start in range(0, len(arrows), PART):
-        top = 0 if start == 0 else ys[start] - ROW + 6
-        bottom = height if start + PART >= len(arrows) else ys[start + PART] - ROW + 6
-        parts.append(f'<div class="part" style="height: {bottom - top}px"><svg width="{at.width}" '
-                     f'height="{bottom - top}" viewBox="0 {top} {at.width} {bottom - top}">'
-                     + "".join(m for y0, y1, m in spans if y0 < bottom and y1 > top)
-                     + f'<path class="life" d="M{at.client} {top}V{bottom}M{at.server} {top}V{bottom}"/>'
-                     + "".join(arrows[start:start + PART]) + "</svg></div>")
     legend = "".join(f'<span><svg width="40" height="12"><path class="{s}" d="M1 6H39"/></svg>{name}</span>'
                      for s, name in STYLES)
     heads = (f'<svg width="{at.width}" height="30"><defs>' + "".join(
@@ -382,9 +435,32 @@ def draw(records, title):
     span = sum(max(0, b["t"] - a["t"]) for a, b in zip(records, records[1:]))
     about = (f"{len(records)} frames, {sum(1 for x in found if x.key != 'stdio')} connections"
              f"{', the stdio pipe' * any(x.key == 'stdio' for x in found)}, {seconds(span)}")
-    frames = '{"headers": [' + ",".join(headers) + '], "frames": [' + ",".join(data) + "]}"
-    return PAGE.format(title=html.escape(title), about=html.escape(about), legend=legend, heads=heads,
-                       parts="\n".join(parts), frames=frames.replace("<", "\\u003c"), script=SCRIPT)
+    fields = {"title": html.escape(title), "about": html.escape(about), "legend": legend, "heads": heads,
+              "script": SCRIPT}
+    before, rest = PAGE.split("{parts}")    # PAGE in three around its parts and its frames,
+    between, after = rest.split("{frames}")     # each piece formatted alone
+    yield before.format(**fields)
+    for start in range(0, len(items), PART):
+        # a part is drawn only near the screen (content-visibility): a big page opens fast
+        top = 0 if start == 0 else ys[start] - ROW + 6
+        bottom = height if start + PART >= len(items) else ys[start + PART] - ROW + 6
+        yield ("\n" * (start > 0) + f'<div class="part" style="height: {bottom - top}px"><svg '
+               f'width="{at.width}" height="{bottom - top}" viewBox="0 {top} {at.width} {bottom - top}">'
+               + "".join(m for y0, y1, m in spans if y0 < bottom and y1 > top)
+               + f'<path class="life" d="M{at.client} {top}V{bottom}M{at.server} {top}V{bottom}"/>'
+               + "".join(arrow(records[i], n, count, ys[n], at)
+                         for n, (i, count) in enumerate(items[start:start + PART], start))
+               + "</svg></div>")
+    yield between.format(**fields)
+    # The frames' details, in JSON that the script parses: the headers first, each set once,
+    # so all details are built before the first is written (~150 bytes each: 15 MB at 100,000).
+    budget, headers = max(300, min(20_000, DETAIL // max(1, len(items)))), {}
+    data = [detail(r, [count, records[i + count - 1]["t"]] if count > 1 else None, budget, headers)
+            for r, (i, count) in zip(whole(records, (i for i, _ in items)), items)]
+    yield ('{"headers": [' + ",".join(headers) + '], "frames": [').replace("<", "\\u003c")
+    for start in range(0, len(data), PART):
+        yield ("," * (start > 0) + ",".join(data[start:start + PART])).replace("<", "\\u003c")
+    yield "]}" + after.format(**fields)
 
 
 PAGE = """<!doctype html>
@@ -492,13 +568,14 @@ def main(argv=None):
     p.add_argument("trace", help="the JSON Lines of --trace=FILE (a server's or a client's)")
     p.add_argument("-o", "--output", default="capture.html", help="the page to write (capture.html)")
     args = p.parse_args(argv)
-    records = read(args.trace)
+    records = read(args.trace, slim=True)
     if not records:
         sys.exit(f"capture.py: {args.trace} holds no trace records")
-    page = draw(records, f"MCP capture: {os.path.basename(args.trace)}")
-    with open(args.output, "w", encoding="utf-8") as f:
-        f.write(page)
-    print(f"{args.output}: {len(records)} frames, {len(page.encode()) / 1e6:.2f} MB")
+    size = 0
+    with open(args.output, "wb") as f:
+        for piece in pieces(records, f"MCP capture: {os.path.basename(args.trace)}"):
+            size += f.write(piece.encode())
+    print(f"{args.output}: {len(records)} frames, {size / 1e6:.2f} MB")
 
 
 if __name__ == "__main__":
