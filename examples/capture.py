@@ -574,7 +574,7 @@ def main(argv=None):
     size = 0
     with open(args.output, "wb") as f:
         for piece in pieces(records, f"MCP capture: {os.path.basename(args.trace)}"):
-            size += f.write(piece.encode())
+            size += f.write(piece.encode("utf-8", "backslashreplace"))   # a lone surrogate shown, not a crash
     print(f"{args.output}: {len(records)} frames, {size / 1e6:.2f} MB")
 
 
