@@ -2664,11 +2664,15 @@ class TaskMemoryTest(unittest.TestCase):
 
     @unittest.skipUnless(os.path.exists("/proc/self/status"), "needs /proc")
     def test_expired_results_are_freed(self):
+        # The store's clock (time.time) is moved on past the tasks' ttlMs after each round: no
+        # sleep, and a loaded machine cannot expire a task before its result is read.
         script = textwrap.dedent('''
-            import asyncio, re, sys, mcp_min
-            mcp_min.TASK_AFTER, mcp_min.TASK_TTL, mcp_min.TASK_POLL = 0.0, 1.0, 0.05
+            import asyncio, re, sys, time, mcp_min
+            mcp_min.TASK_AFTER, mcp_min.TASK_POLL = 0.0, 0.05
             mcp_min.MAX_TASK_BYTES = 1 << 30    # what this measures is the freeing, not the bound
             server = mcp_min.Server("big")
+            later, now = [0.0], time.time
+            time.time = lambda: now() + later[0]
 
             @server.tool(task="optional")
             async def big(i: int) -> str:
@@ -2680,11 +2684,11 @@ class TaskMemoryTest(unittest.TestCase):
 
             async def main():
                 async with mcp_min.Client(server) as client:
-                    for round_ in range(4):     # 20 MB of results a round (0.4-0.5 s of work)
+                    for round_ in range(6):     # 20 MB of results a round
                         handles = await asyncio.gather(*(client.call_tool("big", {"i": i}, task=True)
                                                          for i in range(20)))
                         await asyncio.gather(*(handle.result() for handle in handles))
-                        await asyncio.sleep(1.05)   # they expire; the next round's first add frees them
+                        later[0] += mcp_min.TASK_TTL + 1    # they expire; the next round's first add frees them
                         rows = server.task_store._rows("SELECT COUNT(*) FROM tasks")[0][0]
                         print(round_, rss(), rows, flush=True)
             asyncio.run(main())
@@ -2693,9 +2697,9 @@ class TaskMemoryTest(unittest.TestCase):
                              env=_clean_env())
         self.assertEqual(run.returncode, 0, run.stderr)
         rounds = [[int(word) for word in line.split()] for line in run.stdout.splitlines()]
-        self.assertEqual(len(rounds), 4)
+        self.assertEqual(len(rounds), 6)
         self.assertLessEqual(max(rows for _, _, rows in rounds), 21, rounds)   # a round's, at most
-        self.assertLess(rounds[-1][1] - rounds[1][1], 30, rounds)   # kept: 40 MB more; freed: flat
+        self.assertLess(rounds[-1][1] - rounds[1][1], 30, rounds)   # kept: 80 MB more; freed: flat
 
 
 class SkillsTest(unittest.IsolatedAsyncioTestCase):
@@ -8899,3 +8903,640 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaisesRegex(ValueError, "resource="):
             mcp_min.HttpServer(Server("x"), "0.0.0.0", 0, auth=mcp_min.ResourceServer(
                 authorization_servers=[self.issuer]))
+
+
+# Issue 34 (hold under abuse, round 3): the parsers, the schema validator, skill files, the
+# trace and stdio's order. What could hang on the code before the fix runs in a child process
+# with a bound (`bounded_child`, a process killed at its timeout), never in the suite's own.
+
+
+def bounded_child(test, source, seconds=20):
+    """`source` run by a child Python (mcp_min importable) that must end within `seconds`:
+    what it printed last, as JSON. Code that goes quadratic or exponential fails the test at
+    `seconds`, and the suite goes on."""
+    try:
+        done = subprocess.run([*PYTHON, "-c", textwrap.dedent(source)], capture_output=True, text=True,
+                              timeout=seconds, cwd=HERE, env=_clean_env())
+    except subprocess.TimeoutExpired:
+        test.fail(f"not done within {seconds} s")
+    test.assertEqual(done.returncode, 0, done.stderr[-2000:])
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+class RequestReaderLinearTest(unittest.TestCase):
+    """_request_from, which reads every stdio line and HTTP body: linear in the frame."""
+
+    ESCAPED = b'"' + b'\\"]' * 66000       # 198 KB: one unterminated string of escaped quotes
+
+    def test_escaped_quotes_past_the_container_count_are_read_at_once(self):
+        # Issue 34 item 14: the string-stripping regex re-scanned from every escaped quote once
+        # a frame held over 65,536 ] and }: this 198 KB body took 127 s (4 MiB: hours).
+        found = bounded_child(self, r'''
+            import json, time, mcp_min
+            out = {}
+            for name, body in (("198 KB", b'"' + b'\\"]' * 66000), ("4 MiB", b'"' + b'\\"]' * ((4 << 20) // 3)),
+                               ("in strings", b'["' + b']' * 70000 + b'",1]'),
+                               ("containers", b'[' + b'[],' * 70000 + b'1]')):
+                started = time.perf_counter()
+                try:
+                    out[name] = [mcp_min._request_from(body) and "read", time.perf_counter() - started]
+                except mcp_min.McpError as e:
+                    out[name] = [e.code, time.perf_counter() - started]
+            print(json.dumps(out))
+        ''')
+        self.assertEqual({name: code for name, (code, _) in found.items()},
+                         {"198 KB": PARSE_ERROR, "4 MiB": PARSE_ERROR, "in strings": "read",
+                          "containers": INVALID_REQUEST})    # brackets in strings are not counted
+        self.assertLess(found["198 KB"][1], 2.0, found)     # was 127 s
+        self.assertLess(found["4 MiB"][1], 10.0, found)     # 0.3 s here: linear
+
+    def test_the_same_line_on_stdio_is_refused_and_the_next_answered(self):
+        # Issue 34 item 14, over a real pipe: the server answers the line and goes on (before:
+        # its event loop was held for two minutes, so the ping went unanswered).
+        process = StdioProcess()
+        self.addCleanup(process.kill)
+        process.write(self.ESCAPED + b"\n" + json.dumps(rpc(1, "ping")).encode() + b"\n")
+        error = process.read(timeout=20)
+        self.assertEqual((error["id"], error["error"]["code"]), (None, PARSE_ERROR))
+        self.assertEqual(process.read(timeout=20), {"jsonrpc": "2.0", "id": 1, "result": {}})
+
+
+_SELF_LOOP = {"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}
+
+# A server that lists a tool whose property schema is _SELF_LOOP (its author hostile or careless).
+_LOOPING_SERVER = f'''
+import json, sys
+LOOP = {_SELF_LOOP!r}
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    method, params = message["method"], message.get("params") or {{}}
+    if method == "initialize":
+        answer = {{"result": {{"protocolVersion": params["protocolVersion"], "capabilities": {{"tools": {{}}}},
+                              "serverInfo": {{"name": "looping", "version": "1"}}}}}}
+    elif method == "tools/list":
+        answer = {{"result": {{"tools": [{{"name": "evil", "inputSchema": {{
+            "type": "object", "properties": {{"x": LOOP}}}}}}]}}}}
+    elif method == "tools/call":
+        answer = {{"result": {{"content": [{{"type": "text", "text": "called " + json.dumps(params["arguments"])}}]}}}}
+    else:
+        answer = {{"error": {{"code": -32601, "message": "Method not found"}}}}
+    print(json.dumps({{"jsonrpc": "2.0", "id": message["id"], **answer}}), flush=True)
+'''
+
+
+class SchemaAbuseTest(unittest.TestCase):
+    """validate / _checker against schemas made to cost: $ref loops and chains, false."""
+
+    def test_a_self_referring_anyof_and_a_doubling_chain_answer_at_once(self):
+        # Issue 34 item 15: each $defs entry whose anyOf names the next twice doubled the work
+        # (30 entries: hours); the 96-byte self loop never finished. Each $ref is checked once
+        # per value and place; a loop that never consumes the value is a problem, named.
+        found = bounded_child(self, f'''
+            import json, time, mcp_min
+            loop = {_SELF_LOOP!r}
+            defs = {{f"d{{i}}": {{"anyOf": [{{"$ref": f"#/$defs/d{{i + 1}}"}}] * 2}} for i in range(30)}}
+            chain = {{"$defs": {{**defs, "d30": {{"type": "integer"}}}}, "$ref": "#/$defs/d0"}}
+            all_of = {{"$defs": {{"a": {{"allOf": [{{"$ref": "#/$defs/a"}}]}}}}, "$ref": "#/$defs/a"}}
+            tree = {{"$defs": {{"n": {{"type": "array", "items": {{"$ref": "#/$defs/n"}}}}}}, "$ref": "#/$defs/n"}}
+            started = time.perf_counter()
+            out = {{"loop": [mcp_min.validate(v, loop) for v in (1, "x", None, {{"a": [1]}}, [[]])],
+                    "chain": [mcp_min.validate(1, chain), mcp_min.validate("x", chain)],
+                    "allOf": mcp_min.validate(1, all_of),
+                    "tree": [mcp_min.validate([[[]], []], tree), mcp_min.validate([[1]], tree)]}}
+            out["seconds"] = time.perf_counter() - started
+            print(json.dumps(out))
+        ''')
+        self.assertLess(found["seconds"], 2.0)
+        for problem in found["loop"]:
+            self.assertRegex(problem or "", r"^arguments: (does not match any allowed form|\$ref #/\$defs/a "
+                                            r"refers to itself without end)$")
+        self.assertEqual(found["chain"], [None, "arguments: does not match any allowed form"])
+        self.assertEqual(found["allOf"], "arguments: $ref #/$defs/a refers to itself without end")
+        self.assertEqual(found["tree"], [None, "[0][0]: expected array, got integer"])  # recursion still works
+
+    def test_a_tools_input_schema_with_a_loop_is_checked_at_once(self):
+        # Issue 34 item 15, through Tool.check_input: a tools/call is answered -32602, not held.
+        found = bounded_child(self, f'''
+            import json, time, mcp_min
+            server = mcp_min.Server("s")
+            server.add_tool(lambda x=0: x, "t", input_schema={{"type": "object", "$defs": {_SELF_LOOP["$defs"]!r},
+                                                              "properties": {{"x": {{"$ref": "#/$defs/a"}}}}}})
+            started = time.perf_counter()
+            problems = [server.tools["t"].check_input(arguments, "") for arguments in ({{"x": 1}}, {{}})]
+            print(json.dumps([problems, time.perf_counter() - started]))
+        ''')
+        self.assertEqual(found[0], ["x: does not match any allowed form", None])
+        self.assertLess(found[1], 2.0)
+
+    def test_a_hostile_servers_schema_does_not_hold_the_cli(self):
+        # Issue 34 item 15, from a hostile server: the CLI types k=v by the tool's schema
+        # (`_typed`); the looping one held it forever. Now the call goes out, x typed as JSON.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "looping.py")
+            with open(path, "w") as f:
+                f.write(_LOOPING_SERVER)
+            try:
+                done = subprocess.run([*PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {path}", "tools/call", "evil",
+                                       "x=1"], capture_output=True, text=True, timeout=20, cwd=ROOT)
+            except subprocess.TimeoutExpired:
+                self.fail("the CLI was still checking the schema after 20 s")
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        self.assertEqual(json.loads(done.stdout)["content"][0]["text"], 'called {"x": 1}')
+
+    def test_a_false_subschema_refuses(self):
+        # Issue 34 item 16: false inside anyOf, allOf or behind a $ref accepted everything,
+        # and oneOf [true, false] refused everything.
+        for value, schema in ((1, {"anyOf": [False]}), (1, {"allOf": [False]}), (1, {"allOf": [True, False]}),
+                              (1, {"$defs": {"no": False}, "$ref": "#/$defs/no"}),
+                              ({"a": 1}, {"properties": {"a": {"anyOf": [False, {"type": "string"}]}}})):
+            with self.subTest(schema=schema):
+                self.assertIsNotNone(validate(value, schema))
+        self.assertEqual(validate(1, {"allOf": [False]}), "arguments: no value is allowed here")
+        self.assertEqual(validate(1, {"anyOf": [False]}), "arguments: does not match any allowed form")
+        self.assertIsNone(validate(1, {"oneOf": [True, False]}))
+        self.assertIsNone(validate(1, {"anyOf": [False, True]}))
+        self.assertIsNone(validate({"a": "s"}, {"properties": {"a": {"anyOf": [False, {"type": "string"}]}}}))
+
+
+class _CarelessHttpServer:
+    """A Streamable HTTP server in a few lines, answering as a careless or hostile one may:
+    initialize in JSON; every other request in an SSE stream whose head holds `headers` and
+    which opens with the raw SSE bytes `before`, then the answer. A GET (the client's own
+    stream) gets 405; one request a connection."""
+
+    def __init__(self, before=b"", headers=b""):
+        self.before, self.headers = before, headers
+
+    async def __aenter__(self):
+        self.listener = await asyncio.start_server(self.answer, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.listener.sockets[0].getsockname()[1]}/mcp"
+
+    async def __aexit__(self, *exc):
+        self.listener.close()
+
+    async def answer(self, reader, writer):
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+            body = await reader.readexactly(int(length.group(1)) if length else 0)
+            message = json.loads(body) if body else {}
+            if not head.startswith(b"POST"):
+                writer.write(b"HTTP/1.1 405 Method Not Allowed\r\nAllow: POST\r\nContent-Length: 0\r\n"
+                             b"Connection: close\r\n\r\n")
+            elif "id" not in message:
+                writer.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            elif message["method"] == "initialize":
+                data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {
+                    "protocolVersion": message["params"]["protocolVersion"], "capabilities": {},
+                    "serverInfo": {"name": "careless", "version": "1"}}}).encode()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                             b"Connection: close\r\n\r\n%s" % (len(data), data))
+            else:
+                data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}).encode()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n%sConnection: close\r\n\r\n"
+                             b"%sevent: message\ndata: %s\n\n" % (self.headers, self.before, data))
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+# A stdio server that, before each answer, writes three lines over the client's limit whose id
+# cannot be read as JSON: 00, a control byte in a string, a byte that is no UTF-8.
+_UNREADABLE_IDS = r'''
+import json, sys
+out = sys.stdout.buffer
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    result = {}
+    if message["method"] == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {},
+                  "serverInfo": {"name": "unreadable", "version": "1"}}
+    else:
+        for head in (b'{"id":00,', b'{"jsonrpc":"2.0","id":"a\x01b",', b'{"id":"\xff",'):
+            out.write(head + b'"result":"' + b"x" * (1 << 17) + b'"}\n')
+    out.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode() + b"\n")
+    out.flush()
+'''
+
+
+class ClientHostileServerTest(unittest.IsolatedAsyncioTestCase):
+    """The client against a server that sends what a parser must survive."""
+
+    async def test_a_retry_field_of_no_ascii_digits_is_ignored(self):
+        # Issue 34 item 17: "²".isdigit() is true and int("²") raises: the SSE reader died,
+        # the ping timed out, and asyncio logged "Task exception was never retrieved".
+        async with _CarelessHttpServer(before="id: 1\nretry: ²\n\n".encode()) as url, \
+                mcp_min.Client(url, era="handshake", timeout=5) as client:
+            started = time.monotonic()
+            self.assertEqual(await client.ping(), {})
+            self.assertEqual(await client.ping(), {})
+            self.assertLess(time.monotonic() - started, 4)
+
+    def test_an_id_that_is_no_json_is_no_error(self):
+        # Issue 34 item 18: _too_big read an id off a skipped message's ends with json.loads,
+        # which raised on 00, a control byte or \xff in a string (the stdio reader died with it).
+        client = mcp_min.Client("http://127.0.0.1:1/mcp")
+        waiting = client._pending[0] = concurrent.futures.Future()
+        for head, tail in ((b'{"id":00,"result":"xx', b""), (b'{"jsonrpc":"2.0","id":"a\x01b","result":"', b""),
+                           (b'{"id":"\xff","result":"', b""), (b"", b'xx","id":00}'), (b"", b'xx","id":"\xff"}')):
+            with self.subTest(head=head, tail=tail), self.assertLogs("mcp_min", "ERROR"):
+                client._too_big(None, head, tail)
+        self.assertFalse(waiting.done())    # 00 is not 0: no request is failed on an id not read
+        with self.assertLogs("mcp_min", "ERROR"):
+            client._too_big(None, b'{"id":0,"result":"', b"")
+        self.assertIn("over", str(waiting.exception()))
+
+    async def test_unreadable_ids_over_the_limit_on_stdio_are_skipped(self):
+        # Issue 34 item 18, over a real pipe: the three lines are skipped, the answer arrives.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "unreadable.py")
+            with open(path, "w") as f:
+                f.write(_UNREADABLE_IDS)
+            with self.assertLogs("mcp_min", "ERROR") as logged:
+                async with mcp_min.Client([*PYTHON, path], era="handshake", timeout=TIMEOUT,
+                                          max_message_bytes=1 << 16) as client:
+                    self.assertEqual(await client.ping(), {})
+                    self.assertEqual(await client.ping(), {})
+        self.assertEqual(sum("was skipped" in line for line in logged.output), 6)
+
+    async def test_a_lone_surrogate_in_a_mirrored_header_is_an_invalid_params_error(self):
+        # Issue 34 item 20: a tool name or a mirrored argument holding a lone surrogate raised
+        # UnicodeEncodeError in the transport (a "connection closed" error naming it).
+        server, _ = make_server()
+        server.add_tool(lambda region: region, "where", input_schema={"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}})
+        http = await start_http(server, "127.0.0.1", 0)
+        self.addAsyncCleanup(http.close)
+        async with mcp_min.Client(f"http://127.0.0.1:{http.port}/mcp", timeout=TIMEOUT) as client:
+            self.assertEqual(client.protocol_version, "2026-07-28")
+            await client.list_tools()
+            for name, arguments in (("\ud800", {}), ("where", {"region": "eu\udc80"})):
+                with self.subTest(arguments=arguments), self.assertRaises(McpError) as caught:
+                    await client.call_tool(name, arguments)
+                self.assertEqual(caught.exception.code, INVALID_PARAMS)
+                self.assertIn("lone surrogate", caught.exception.message)
+            self.assertEqual((await client.call_tool("where", {"region": "eu"}))["content"][0]["text"], "eu")
+
+    def test_the_helpers_name_a_lone_surrogate(self):
+        # Issue 34 item 20: _header_value raised UnicodeEncodeError.
+        with self.assertRaises(McpError) as caught:
+            mcp_min._header_value("a\ud800")
+        self.assertEqual(caught.exception.code, INVALID_PARAMS)
+        self.assertIn(repr("a\ud800"), caught.exception.message)
+        self.assertEqual(mcp_min._header_value("é"), "=?base64?w6k=?=")
+
+
+class DeepRequestStateTest(unittest.TestCase):
+    def test_a_request_state_over_params_nested_deep_is_invalid_params(self):
+        # Issue 34 item 19: params that parse but nest too deep to be written out again made
+        # _Rounds.binding raise RecursionError: -32603 and a traceback. Every depth around the
+        # limit is -32602 (or -32700, too deep to parse).
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
+        lines = [b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"getUser","arguments":'
+                 b'{"a":%s%s},"requestState":"e30.x","_meta":%s}}\n' % (depth, b"[" * depth, b"]" * depth,
+                                                                    json.dumps(meta).encode())
+                 for depth in range(900, 1001)]
+        done = subprocess.run([*SERVE, "serve", "--stdio"], input=b"".join(lines), capture_output=True,
+                              timeout=60, cwd=HERE, env=_clean_env())
+        answers = [json.loads(line) for line in done.stdout.splitlines()]
+        self.assertEqual(len(answers), len(lines))
+        self.assertEqual({a["error"]["code"] for a in answers} - {INVALID_PARAMS, PARSE_ERROR}, set(),
+                         [(a["id"], a["error"]) for a in answers if a["error"]["code"] == INTERNAL_ERROR][:3])
+        self.assertIn(INVALID_PARAMS, {a["error"]["code"] for a in answers})
+        self.assertNotIn(b"Traceback", done.stderr)
+
+
+class SmallParsersTest(unittest.TestCase):
+    """Front matter, the HTTP request line, the SSE parser: what a fuzzer found (issue 34 F)."""
+
+    def test_front_matter_with_a_bare_cr_is_not_read(self):
+        # Issue 34 item 20: YAML 1.2 refuses a bare CR; it was read as part of a value.
+        read = mcp_min._front_matter
+        for text in ("---\nname: a\rb\n---\n", "---\nname: a\ndescription: b\r\n---\n".replace("\r\n", "\r\r\n"),
+                     "---\nname: a\rdescription: b\n---\n"):
+            self.assertIsNone(read(text), repr(text))
+        self.assertEqual(read("---\r\nname: a\r\ndescription: b c\r\n---\r\n"), {"name": "a", "description": "b c"})
+        with tempfile.TemporaryDirectory() as root:     # as a skill: not served, and said why
+            for name, description in (("cr", "a\rb"), ("fine", "a b")):
+                os.makedirs(os.path.join(root, name))
+                with open(os.path.join(root, name, "SKILL.md"), "w", newline="") as f:
+                    f.write(f"---\nname: {name}\ndescription: {description}\n---\n")
+            server = Server("s")
+            with self.assertLogs("mcp_min", "WARNING") as logged:
+                server.skills(root)
+        self.assertEqual(sorted(server.skill_entries), ["skill://fine/SKILL.md"])
+        self.assertIn("skill://cr is not served", logged.output[0])
+
+    def test_control_bytes_in_an_absolute_form_authority_are_refused(self):
+        # Issue 34 item 20: GET http://local\x01host/mcp passed the request-line check (then 403).
+        for byte in (b"\x01", b"\x1b", b"\x7f", b"\xff"):
+            with self.subTest(byte=byte):
+                with self.assertRaises(mcp_min._HttpError) as caught:
+                    mcp_min._parse_head(b"GET http://local%shost/mcp HTTP/1.1\r\nHost: localhost\r\n\r\n" % byte)
+                self.assertEqual(caught.exception.status, 400)
+        request = mcp_min._parse_head(b"GET http://localhost:1/mcp HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        self.assertEqual((request.path, request.headers["host"]), ("/mcp", "localhost:1"))
+
+    @staticmethod
+    def events(pieces, limit):
+        parser, events = mcp_min._SseParser(limit), []
+        for piece in pieces:
+            events += parser.feed(piece)
+        return events
+
+    def assertSameWhateverTheCuts(self, data, limit):
+        whole = self.events([data], limit)
+        for at in range(len(data) + 1):
+            self.assertEqual(self.events([data[:at], b"", data[at:]], limit), whole, (data, limit, at))
+        self.assertEqual(self.events([data[i:i + 1] for i in range(len(data))], limit), whole, (data, limit))
+        return whole
+
+    def test_sse_events_do_not_depend_on_where_chunks_are_cut(self):
+        # Issue 34 item 20: an empty chunk between \r and \n made the \n a second line end (an
+        # event cut in two); "data:" then \r\r, and a line too long, read differently cut.
+        self.assertEqual(self.events([b"data: x\r", b"", b"\ndata: y\r\n\r\n"], 100),
+                         [{"event": "message", "data": "x\ny"}])
+        for limit in (3, 5, 8, 100):
+            self.assertSameWhateverTheCuts(b"data:\r\rdata: abcdef\n\ndata: ab\n\n", limit)
+        self.assertEqual(self.assertSameWhateverTheCuts(b"data: abcdefghij\r\n\r\ndata: ok\r\n\r\n", 8),
+                         [{"event": "message", "too_big": (b"abcdefghij", b"abcdefghij")},
+                          {"event": "message", "data": "ok"}])
+
+    def test_sse_events_the_same_in_a_random_sweep_of_cuts(self):
+        # Issue 34 item 20: seeded, with _EDGE (the ends kept of a line too long) 2 bytes, so
+        # that short lines take the long-line path.
+        bom = b"\xef\xbb\xbf"
+
+        def stream(rng):
+            parts = [bom] if rng.random() < 0.2 else []
+            for _ in range(rng.randint(1, 12)):
+                field = rng.choice([b"data:", b"data: ", b"data: ", b"data:  ", b"event: ", b"id: ", b"retry: ",
+                                    b": ", b"", b"dat"])
+                value = bytes(rng.choice(b"ab \r\n:" if rng.random() < 0.1 else b"abcxyz")
+                              for _ in range(rng.choice([0, 1, 2, 3, 5, 8, 13, 30])))
+                parts.append(field + value + rng.choice([b"\n", b"\r", b"\r\n", b"\n\n", b"\r\r", b"\r\n\r\n"]))
+            return b"".join(parts)
+        differ = []
+        with mock.patch.object(mcp_min, "_EDGE", 2):
+            for seed in range(1500):
+                rng = __import__("random").Random(seed)
+                data, limit = stream(rng), rng.choice([1, 2, 3, 4, 6, 9, 16, 40])
+                whole = self.events([data], limit)
+                for _ in range(3):
+                    cuts = sorted(rng.randint(0, len(data)) for _ in range(rng.randint(1, 8)))
+                    pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+                    if self.events(pieces, limit) != whole:
+                        differ.append((seed, limit, pieces))
+        self.assertEqual(differ[:3], [], f"{len(differ)} of 1500 streams read differently when cut")
+
+
+class HttpAuthorityBytesTest(HttpTestCase):
+    async def test_a_control_byte_in_an_absolute_form_authority_is_400(self):
+        # Issue 34 item 20, on a socket: it went on to the Host check (403), against the
+        # request line's own rule.
+        for byte in (b"\x01", b"\x1b", b"\x7f"):
+            with self.subTest(byte=byte):
+                line = b"GET http://127.0.0.1%s:%d/mcp HTTP/1.1\r\n" % (byte, self.port)
+                response = await self.client.exchange(line + b"Host: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n"
+                                                      b"\r\n" % self.port)
+                self.assertEqual(response.status, 400)
+
+
+class StdioOrderTest(unittest.TestCase):
+    """stdio: what the door refuses is answered in arrival order, before a later request."""
+
+    LINES = b'[]\nnot json\n{"id":3}\n[1]\n{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+
+    @staticmethod
+    def said(process, count):
+        """The next `count` answers, each as its id and error message, or "ok"; an array as a list."""
+        def one(m):
+            return [one(item) for item in m] if type(m) is list else (m["id"], m["error"]["message"] if "error" in m
+                                                                          else "ok")
+        return [one(process.read()) for _ in range(count)]
+
+    def test_refusals_then_the_ping_without_a_session(self):
+        # Issue 34 item 13: [] then a ping was answered ping first, then -32600 "empty batch".
+        process = StdioProcess()
+        self.addCleanup(process.kill)
+        process.write(b'[]\n{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        self.assertEqual(self.said(process, 2), [(None, "Invalid request: empty batch"), (1, "ok")])
+        process.write(self.LINES)       # one write: the server reads them together
+        self.assertEqual(self.said(process, 5), [
+            (None, "Invalid request: empty batch"), (None, "Parse error"), (None, "Invalid request"),
+            (None, "Invalid request: batches are not accepted"), (1, "ok")])
+
+    def test_refusals_then_the_ping_in_a_2025_03_26_session(self):
+        # Issue 34 item 13, where batches are taken: a batch's answers go out in order too.
+        process = StdioProcess()
+        self.addCleanup(process.kill)
+        process.send(rpc(0, "initialize", init_params("2025-03-26")))
+        self.assertEqual(process.read()["id"], 0)
+        process.send(note("notifications/initialized"))
+        process.write(self.LINES)
+        self.assertEqual(self.said(process, 5), [
+            (None, "Invalid request: empty batch"), (None, "Parse error"), (None, "Invalid request"),
+            [(None, "Invalid request")], (1, "ok")])
+
+
+_FORGED = "\n   9.999s S→C stdout  FORGED"     # a trace line a peer would like us to print
+
+# A stdio server whose every answer comes after a hostile notification, an answer to no request
+# and a log message, with ESC, C1 bytes and newlines where the client's trace shows them.
+_HOSTILE_WORDS = f'''
+import json, sys
+FORGED = {_FORGED!r}
+def send(message):
+    print(json.dumps(message), flush=True)
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    if message["method"] == "initialize":
+        send({{"jsonrpc": "2.0", "id": message["id"], "result": {{
+            "protocolVersion": message["params"]["protocolVersion"], "capabilities": {{"logging": {{}}}},
+            "serverInfo": {{"name": "hostile", "version": "1"}}}}}})
+        continue
+    send({{"jsonrpc": "2.0", "method": "\\x1b]0;pwned\\x07" + FORGED}})
+    send({{"jsonrpc": "2.0", "id": "\\x1b[2J\\x9b2J" + FORGED, "result": {{}}}})
+    send({{"jsonrpc": "2.0", "method": "notifications/message", "params": {{"level": "info",
+          "data": "\\x9b31m\\x85red" + FORGED}}}})
+    send({{"jsonrpc": "2.0", "id": message["id"], "result": {{}}}})
+'''
+
+
+class TraceEscapeTest(unittest.IsolatedAsyncioTestCase):
+    """The text trace shows a peer's control characters escaped: never obeyed by a terminal,
+    never a line of its own (the JSON Lines trace escaped them already)."""
+
+    def assertShownNotObeyed(self, text):
+        self.assertIsNone(re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), "a raw control character")
+        for line in text.splitlines():
+            self.assertRegex(line, r"^( *\d+\.\d{3}s (C→S|S→C) | {14})", "a line neither a frame's nor under one")
+            self.assertNotRegex(line, r"^ *9\.999s", "a forged trace line")
+        self.assertIn("\\x1b", text)    # shown, escaped
+        self.assertIn("FORGED", text)
+
+    def test_the_servers_text_trace_escapes_a_clients_words(self):
+        # Issue 34 item 9: a method, an id or a tool name holding ESC and a newline wrote raw
+        # ESC bytes (title, clear screen) and a forged trace line to stderr. Item 10: an error
+        # with a null id read "response #None error -32600".
+        lines = [rpc(0, "initialize", init_params()), rpc("\x1b]0;title\x07" + _FORGED, "ping"),
+                 rpc(2, "\x1b[2J\x9b2J" + _FORGED), call(3, "\x1b[31mred\x85" + _FORGED), [], rpc(4, "ping")]
+        done = subprocess.run([*SERVE, "serve", "--stdio", "--trace"], input="".join(
+            json.dumps(m) + "\n" for m in lines).encode(), capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+        self.assertEqual(len(done.stdout.splitlines()), 6)
+        text = done.stderr.decode()
+        self.assertShownNotObeyed(text)
+        self.assertIn("request #2 \\x1b[2J\\x9b2J\\x0a   9.999s S→C stdout  FORGED", text)
+        self.assertIn("S→C stdout  error with no id: -32600", text)
+        self.assertNotIn("#None", text)
+
+    async def test_the_clients_text_trace_escapes_a_servers_words(self):
+        # Issue 34 item 9, the client's side: a hostile server's notification, an answer to
+        # no request and a log message, shown escaped.
+        lines = []
+        trace = mcp_min._Trace("-", side="client")
+        trace.file = _Lines(lines)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "hostile.py")
+            with open(path, "w") as f:
+                f.write(_HOSTILE_WORDS)
+            async with mcp_min.Client([*PYTHON, path], era="handshake", timeout=TIMEOUT, trace=trace) as client:
+                self.assertEqual(await client.ping(), {})
+        text = "".join(lines)
+        self.assertShownNotObeyed(text)
+        self.assertIn("S→C stdout  notification \\x1b]0;pwned\\x07\\x0a   9.999s", text)
+        self.assertIn("\\x9b31m", text)
+
+    async def test_the_clients_text_trace_escapes_http_headers_and_sse_data(self):
+        # Issue 34 item 9, over HTTP: a header the trace shows, an SSE id and data that is no JSON.
+        lines = []
+        trace = mcp_min._Trace("-", side="client")
+        trace.file = _Lines(lines)
+        hostile = _CarelessHttpServer(before="id: \x1b[2J\nevent: message\ndata: \x1b]0;pwned\x07\x85 no JSON\n\n"
+                                      .encode(), headers=b"Location: /\x1b]0;pwned\x07\xc2\x9b\r\n")
+        async with hostile as url, mcp_min.Client(url, era="handshake", timeout=TIMEOUT, trace=trace) as client:
+            self.assertEqual(await client.ping(), {})
+        text = "".join(lines)
+        self.assertIsNone(re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), "a raw control character")
+        self.assertIn("S→C id: \\x1b[2J event: message", text)
+        self.assertIn("data: \\x1b]0;pwned\\x07\\x85 no JSON", text)
+        self.assertIn("location: /\\x1b]0;pwned\\x07", text)
+
+    def test_an_error_with_no_id_is_named_so_in_the_trace_and_the_picture(self):
+        # Issue 34 item 10: "response #None error -32600" in the text trace and in
+        # examples/capture.py's labels, which are the text trace's words (_summary).
+        spec = importlib.util.spec_from_file_location("capture", os.path.join(HERE, "examples", "capture.py"))
+        capture = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(capture)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.jsonl")
+            done = subprocess.run([*SERVE, "serve", "--stdio", f"--trace={path}"], capture_output=True,
+                                  input=b'not json\n[]\n{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+                                  timeout=30, cwd=HERE, env=_clean_env())
+            self.assertEqual(len(done.stdout.splitlines()), 3, done.stderr)
+            records = capture.read(path)
+        replies = [r for r in records if r["dir"] == "S→C"]
+        self.assertEqual(sorted(capture.label(r) for r in replies), [
+            "stdout  error with no id: -32600", "stdout  error with no id: -32700", "stdout  response #1 (ping) ok"])
+        drawn = CaptureTest.picture(capture.draw(records, "no id"))
+        self.assertIn("S→C stdout  error with no id: -32700", [f"{a['dir']} {a['label']}" for a in drawn.arrows])
+        self.assertEqual(mcp_min._summary({"kind": "response", "id": None, "outcome": "error -32600"}),
+                         "error with no id: -32600")
+
+
+class SkillsSwapTest(unittest.IsolatedAsyncioTestCase):
+    """Skill files read only if still the file listed: not through a link or hard link put in
+    its place, never a FIFO; a tree too deep is cut, not fatal."""
+
+    SKILL = "---\nname: swap\ndescription: Swaps.\n---\n# swap\n"
+
+    async def asyncSetUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root, self.outside = os.path.join(self.tmp, "skills"), os.path.join(self.tmp, "outside")
+        for folder, name, text in ((self.root, "swap/SKILL.md", self.SKILL), (self.root, "swap/refs/doc.md", "inside"),
+                                   (self.root, "swap/notes.md", "inside"), (self.outside, "doc.md", "SECRET doc"),
+                                   (self.outside, "notes.md", "SECRET notes")):
+            os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(text)
+
+    async def test_a_folder_or_file_swapped_for_a_link_after_listing_is_not_read(self):
+        # Issue 34 item 6: O_NOFOLLOW guarded the last component only: swap/refs replaced by a
+        # symlink to a folder outside served its doc.md; a hard link in a file's place too.
+        server = Server("skilled")
+        server.skills(self.root)
+        wire = Wire(server)
+        for i, uri in enumerate(("skill://swap/refs/doc.md", "skill://swap/notes.md")):
+            read = await wire.request(modern(i, "resources/read", {"uri": uri}))
+            self.assertEqual(read["result"]["contents"][0]["text"], "inside")
+        shutil.rmtree(os.path.join(self.root, "swap", "refs"))
+        os.symlink(self.outside, os.path.join(self.root, "swap", "refs"))
+        os.remove(os.path.join(self.root, "swap", "notes.md"))
+        os.link(os.path.join(self.outside, "notes.md"), os.path.join(self.root, "swap", "notes.md"))
+        for i, uri in enumerate(("skill://swap/refs/doc.md", "skill://swap/notes.md"), 10):
+            with self.subTest(uri=uri):
+                answer = await wire.request(modern(i, "resources/read", {"uri": uri}))
+                self.assertNotIn("SECRET", json.dumps(answer))
+                self.assertIn("replaced since it was listed", answer["error"]["message"])
+
+    def test_a_file_swapped_for_a_fifo_is_an_error_at_once(self):
+        # Issue 34 item 7: the read blocked in open() until someone wrote to the pipe (no answer,
+        # a worker thread held). A real server process: before the fix it hangs, and is killed.
+        process = StdioProcess(options=("--skills", self.root))
+        self.addCleanup(process.kill)
+        process.send(modern(1, "skills/list"))
+        self.assertEqual(len(process.read()["result"]["skills"]), 1)
+        os.remove(os.path.join(self.root, "swap", "notes.md"))
+        os.mkfifo(os.path.join(self.root, "swap", "notes.md"))
+        started = time.monotonic()
+        process.send(modern(2, "resources/read", {"uri": "skill://swap/notes.md"}))
+        answer = process.read(timeout=TIMEOUT)
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertIn("replaced since it was listed", answer["error"]["message"])
+        process.send(modern(3, "resources/read", {"uri": "skill://swap/SKILL.md"}))     # and it goes on
+        self.assertEqual(process.read()["result"]["contents"][0]["text"], self.SKILL)
+
+    def test_a_tree_1100_folders_deep_starts_with_a_warning(self):
+        # Issue 34 item 8: os.walk recursed to the bottom: RecursionError, the server did not start.
+        # Made and removed a folder at a time, relative to the one above (dir_fd): paths from
+        # the root would cost the depth squared, and shutil.rmtree recurses as deep as the tree.
+        opened = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+        here = os.open(os.path.join(self.root, "swap"), opened)
+        for depth in range(1, 1101):
+            os.mkdir("d", dir_fd=here)
+            below = os.open("d", opened, dir_fd=here)
+            os.close(here)
+            here = below
+            if depth in (3, 30):
+                os.close(os.open(f"at{depth}.txt", os.O_WRONLY | os.O_CREAT, dir_fd=here))
+
+        def remove(here):
+            for _ in range(1100):
+                above = os.open("..", opened, dir_fd=here)
+                for name in os.listdir(here):
+                    os.unlink(name, dir_fd=here)
+                os.close(here)
+                os.rmdir("d", dir_fd=above)
+                here = above
+            os.close(here)
+        self.addCleanup(remove, here)
+        server = Server("deep")
+        started = time.monotonic()
+        with self.assertLogs("mcp_min", "WARNING") as logged:
+            server.skills(self.root)
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertIn("MAX_SKILL_DEPTH", logged.output[0])
+        self.assertEqual(list(server.skill_entries), ["skill://swap/SKILL.md"])
+        self.assertIn("skill://swap/d/d/d/at3.txt", server.resources)
+        self.assertFalse([uri for uri in server.resources if uri.endswith("at30.txt")])
