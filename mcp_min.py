@@ -6385,7 +6385,8 @@ class _Trace:
     def _emit(self, direction, channel, head, headers=None, message=None, data=None):
         arrow = "C→S" if (direction == "in") == (self.side == "server") else "S→C"
         if headers:
-            headers = {k: ("Bearer ***" if k.lower() == "authorization" else v) for k, v in headers.items()
+            headers = {k: (v.partition(" ")[0] + " ***" if k.lower() == "authorization" else v)
+                       for k, v in headers.items()
                        if k.lower() in self.SHOWN_HEADERS or k[:10].lower() == "mcp-param-"}
         with self.lock:
             record = {"t": round(time.monotonic() - self.start, 6), "dir": arrow, **self.lane,
@@ -6414,6 +6415,8 @@ class _Trace:
             return {"kind": "batch", "count": len(items), "items": items[:50]}
         if type(message) is not dict:
             return {"kind": "not JSON-RPC"}
+        if message.get("jsonrpc") != "2.0":     # JSON of another kind (OAuth's): plain HTTP
+            return {}
         method, id_ = message.get("method"), message.get("id")
         if type(id_) is not int and id_ is not None:
             id_ = str(id_)[:40]     # a peer picks its size

@@ -9540,3 +9540,194 @@ class SkillsSwapTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(list(server.skill_entries), ["skill://swap/SKILL.md"])
         self.assertIn("skill://swap/d/d/d/at3.txt", server.resources)
         self.assertFalse([uri for uri in server.resources if uri.endswith("at30.txt")])
+
+
+class OAuthSignInRound3Test(unittest.IsolatedAsyncioTestCase):
+    """Issue 34 G, the client's side against `_OAuthWorld`: prompt=consent with offline_access (21),
+    the browser off the event loop (23), the sign-in's own requests in the trace, secrets masked (24)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.store = os.path.join(self.tmp, "config", "mcp_min", "tokens.json")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def world(self, **options):
+        world = _OAuthWorld(**options)
+        self.addCleanup(world.close)
+        return world
+
+    async def test_offline_access_is_asked_with_prompt_consent(self):
+        # 21. `scope=read offline_access` went without prompt=consent: an OpenID provider then
+        # drops offline_access (OIDC Core 11) and gives no refresh token.
+        from urllib.parse import urlsplit
+        for offline, scope, prompt in ((True, "read offline_access", "consent"), (False, "read", None)):
+            with self.subTest(offline_access_offered=offline):
+                world, opened = self.world(offline=offline), []
+
+                async def browser(url, opened=opened):
+                    opened.append(url)      # the address the browser is given
+                    await _follow(url)
+                async with mcp_min.Client(world.url, era="handshake", timeout=TIMEOUT,
+                                          auth=mcp_min.OAuth(browser=browser, store=None)) as client:
+                    await client.list_tools()
+                (url,) = opened
+                query = dict(parse_qsl(urlsplit(url).query))
+                self.assertEqual((query["scope"], query.get("prompt")), (scope, prompt))
+                self.assertEqual([q.get("prompt") for q in world.asked], [prompt])  # as it arrived
+
+    async def test_a_browser_that_waits_runs_off_the_loop_and_the_sign_in_ends(self):
+        # 23. webbrowser.open (or a sync `browser`) ran on the event loop: a browser that waits
+        # until it has been to the loopback listener waited for a listener that could not answer.
+        # This one fetches the authorization URL itself (urllib, synchronously), follows the
+        # 302 to the listener and returns once it has read the answer. On the old code it blocks
+        # the loop until urllib's own timeout (TIMEOUT) and the sign-in fails.
+        import urllib.request
+        world, pages, threads = self.world(), [], []
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))    # no $http_proxy
+
+        def browser(url):
+            threads.append(threading.current_thread())
+            with opener.open(url, timeout=TIMEOUT) as page:
+                pages.append((page.status, page.geturl(), page.read()))
+        loop_thread = threading.current_thread()
+        started = time.monotonic()
+        try:
+            async with mcp_min.Client(world.url, era="handshake", timeout=TIMEOUT,
+                                      auth=mcp_min.OAuth(browser=browser, store=None)) as client:
+                await client.list_tools()
+        except Exception as e:  # noqa: BLE001 — the old code: urllib timed out on a blocked loop
+            self.fail(f"the sign-in did not end ({time.monotonic() - started:.1f} s): {e!r}")
+        (status, where, text), = pages
+        self.assertEqual((status, text), (200, b"Signed in: you may close this window."))
+        self.assertRegex(where, r"^http://127\.0\.0\.1:\d+/callback\?")
+        self.assertNotIn(loop_thread, threads)
+        self.assertEqual(len(world.tokens), 1)
+        self.assertLess(time.monotonic() - started, TIMEOUT / 2)
+
+    async def test_the_sign_in_is_traced_between_the_401_and_the_request_sent_again(self):
+        # 24. The trace showed the 401, then the request sent again: nothing of the discovery,
+        # registration and token requests between. Now traced like any frame, secrets masked.
+        world = self.world()
+        base, path = world.base, os.path.join(self.tmp, "trace.jsonl")
+        trace = mcp_min._Trace(path, side="client")
+        try:
+            async with mcp_min.Client(world.url, era="handshake", timeout=TIMEOUT, trace=trace,
+                                      auth=mcp_min.OAuth(browser=_follow, store=self.store)) as client:
+                await client.list_tools()
+        finally:
+            trace.file.close()
+        first_tokens, first_refreshes = set(world.tokens), set(world.refreshes)
+        # A second run whose stored access token the server forgot: a refresh, in the text trace.
+        world.tokens.clear()
+        lines = []
+        text_trace = mcp_min._Trace("-", side="client")
+        text_trace.file = _Lines(lines)
+        async with mcp_min.Client(world.url, era="handshake", timeout=TIMEOUT, trace=text_trace,
+                                  auth=mcp_min.OAuth(browser=_follow, store=self.store)) as client:
+            await client.list_tools()
+
+        text = pathlib.Path(path).read_text(encoding="utf-8")
+        records = [json.loads(line) for line in text.splitlines()]
+        shown = [(r["dir"], r["head"] if r["dir"] == "C→S" else r["head"][:3]) for r in records]
+        at_401 = shown.index(("S→C", "401"))
+        again = shown.index(("C→S", "POST /mcp"), at_401)
+        self.assertEqual(shown[at_401 + 1:again], [
+            ("C→S", f"GET {base}/.well-known/oauth-protected-resource/mcp"), ("S→C", "200"),
+            ("C→S", f"GET {base}/.well-known/oauth-authorization-server"), ("S→C", "404"),
+            ("C→S", f"GET {base}/.well-known/openid-configuration"), ("S→C", "200"),
+            ("C→S", f"POST {base}/register"), ("S→C", "201"),
+            ("C→S", f"POST {base}/token"), ("S→C", "200")])
+        sign_in = records[at_401 + 1:again]
+        self.assertEqual(sign_in[1]["message"]["authorization_servers"], [base])     # metadata shown
+        self.assertEqual(sign_in[7]["message"], {"client_id": "dynamic-client", "client_secret": "***"})
+        asked = sign_in[8]["message"]
+        self.assertEqual((asked["grant_type"], asked["code"], asked["code_verifier"], asked["resource"]),
+                         ("authorization_code", "***", "***", world.url))
+        self.assertEqual(sign_in[9]["message"],
+                         {"access_token": "***", "token_type": "Bearer", "refresh_token": "***"})
+        self.assertEqual(records[again]["headers"]["Authorization"], "Bearer ***")
+        # OAuth's JSON is no JSON-RPC: not labelled as a reply; a Basic header says it is Basic
+        self.assertEqual([r.get("kind") for r in sign_in], [None] * len(sign_in))
+        self.assertEqual(sign_in[8]["headers"].get("Authorization"), "Basic ***")
+
+        seen = "".join(lines)      # the text trace: 401, metadata, the refresh, the request again
+        at_401 = seen.index("S→C 401")
+        metadata = seen.index(f"C→S GET {base}/.well-known/oauth-protected-resource/mcp", at_401)
+        refresh = seen.index(f"C→S POST {base}/token", metadata)
+        self.assertIn("C→S POST /mcp", seen[refresh:])
+        self.assertRegex(seen[refresh:], r'"grant_type": "refresh_token",\s+"refresh_token": "\*\*\*"')
+        forms = [dict(parse_qsl(b.decode())) for _, p, _, b in world.log if p == "/token"]
+        self.assertEqual([f["grant_type"] for f in forms], ["authorization_code", "refresh_token"])
+        hidden = {*first_tokens, *world.tokens, *first_refreshes, *world.refreshes,
+                  forms[0]["code"], forms[0]["code_verifier"], "dynamic-secret",
+                  base64.b64encode(b"dynamic-client:dynamic-secret").decode()}
+        self.assertEqual(len(hidden), 8)
+        for secret in hidden:
+            self.assertNotIn(secret, text)
+            self.assertNotIn(secret, seen)
+
+
+class IntrospectionRefusedTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 34 G 22: an introspection endpoint that refuses our client authentication (RFC 7662
+    2.1) is said so, with the options that give one; the request still gets 503 (no verdict)."""
+
+    class Refusing(AuthorizationServer):
+        """An authorization server whose introspection endpoint answers `status` {"error": `error`}."""
+
+        def __init__(self, status, error):
+            super().__init__()
+            self.answer = status, error
+
+        def _post(self, h):
+            if h.path != "/introspect":
+                return super()._post(h)
+            h.rfile.read(int(h.headers.get("Content-Length") or 0))
+            return self._reply(h, self.answer[0], {"error": self.answer[1]})
+
+    async def verdict(self, issuer_server, token, **client):
+        """The status of one request with `token` to a server checking tokens there, and the log."""
+        server, _ = make_server()
+        rs = mcp_min.ResourceServer(authorization_servers=[issuer_server.issuer], scopes=["mcp"], **client)
+        http = await start_http(server, "127.0.0.1", 0, auth=rs)
+        client = HttpClient(http.port)
+        try:
+            with self.assertLogs("mcp_min", "WARNING") as logs:
+                response = await client.post(call(1, "count"), headers=bearer(token))
+        finally:
+            await client.close()
+            await asyncio.wait_for(http.close(), TIMEOUT)
+        return response.status, "\n".join(logs.output)
+
+    async def test_a_refused_client_authentication_is_said_and_the_options_named(self):
+        # Before: "the introspection endpoint answered 400" (or 401), nothing of why or what to do.
+        standard = AuthorizationServer().start()     # its introspection wants HTTP Basic: 401
+        self.addCleanup(standard.stop)
+        token = standard.issue("alice", "mcp", None)
+        refusing = self.Refusing(400, "invalid_client").start()     # as oidc-provider answers
+        self.addCleanup(refusing.stop)
+        cases = [(standard, {}, "401"),
+                 (standard, {"client_id": "rs-client", "client_secret": "not-the-secret"}, "401"),
+                 (refusing, {}, "400")]
+        for issuer_server, client, status in cases:
+            with self.subTest(status=status, client=client):
+                got, log = await self.verdict(issuer_server, token, **client)
+                self.assertEqual(got, 503, log)     # no verdict: not a 401
+                self.assertIn("refused our client authentication", log)
+                self.assertIn(f"HTTP {status}", log)
+                self.assertIn("--auth-client-file", log)
+                self.assertIn("MCP_AUTH_CLIENT", log)
+                self.assertNotIn(token, log)
+        other = self.Refusing(400, "invalid_request").start()    # another 400: only its status
+        self.addCleanup(other.stop)
+        got, log = await self.verdict(other, token)
+        self.assertEqual(got, 503)
+        self.assertIn("the introspection endpoint answered 400", log)
+        self.assertNotIn("--auth-client-file", log)
+
+    def test_the_readme_names_the_introspection_client_options(self):
+        # The README's `serve --auth-server` example answered every token 503 against a standard
+        # server: --auth-client-file and $MCP_AUTH_CLIENT were only in --help.
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            section = f.read().split("\n## OAuth\n", 1)[1].split("\n## ", 1)[0]
+        for words in ("--auth-client-file", "MCP_AUTH_CLIENT", "introspection"):
+            self.assertTrue(words in section, f"the README's OAuth section does not name {words}")
