@@ -5143,6 +5143,18 @@ class TaskStore:
             _own_file(path)
         self.db = sqlite3.connect(path, timeout=TASK_STORE_WAIT, isolation_level=None,
                                   check_same_thread=False)
+        # Processes that start together set it up together: SQLite may refuse one at once
+        # ("database is locked", no busy wait for a change of journal mode), so it tries again.
+        for attempt in itertools.count(1):
+            try:
+                self._set_up()
+                break
+            except sqlite3.OperationalError:
+                if attempt * 0.1 > TASK_STORE_WAIT:
+                    raise
+                time.sleep(0.1)     # once, at start, before serving: the loop waits for nothing
+
+    def _set_up(self):
         if self.shared:
             self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
         # owner: the record's `client`, whose share it counts against; record: its JSON, as a BLOB

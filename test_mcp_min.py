@@ -9731,3 +9731,371 @@ class IntrospectionRefusedTest(unittest.IsolatedAsyncioTestCase):
             section = f.read().split("\n## OAuth\n", 1)[1].split("\n## ", 1)[0]
         for words in ("--auth-client-file", "MCP_AUTH_CLIENT", "introspection"):
             self.assertTrue(words in section, f"the README's OAuth section does not name {words}")
+
+
+# -- Issue 34: tasks and streams under abuse (items 1, 2, 4 and 5) ----------------------------
+
+class TaskResultBoundTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 34 item 1: a task's result was kept for TASK_TTL with no size bound, and with no
+    authentication each made-up Authorization header was another owner with a quota of its own.
+    Now: one result past MAX_TASK_RESULT, or past its client's quarter of MAX_TASK_BYTES or
+    everyone's MAX_TASK_BYTES, fails its task naming the bound; past a share, a call stays plain;
+    the client is its address (HTTP), never a header nobody checked."""
+
+    async def asyncSetUp(self):
+        self.server, self.state = task_server()
+        self.addCleanup(self.state.release.set)
+        patcher = mock.patch.object(mcp_min, "TASK_AFTER", 0.05)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        self.addAsyncCleanup(self.end_works)
+
+    async def end_works(self):
+        for work in list(self.server.works.values()):
+            work.cancel()
+        await until(lambda: not self.server.works, "the works ended")
+
+    async def ended(self, wire, task_id):
+        """The task, once it has ended (polled with tasks/get)."""
+        deadline = time.monotonic() + TIMEOUT
+        while (task := (await wire.request(task_request(f"get-{time.monotonic()}", "tasks/get", task_id)))[
+                "result"])["status"] not in ("completed", "failed", "cancelled"):
+            self.assertLess(time.monotonic(), deadline, task)
+            await asyncio.sleep(0.01)
+        return task
+
+    async def run_task(self, wire, label, id_=1):
+        """`slow` as a task, returning `label`: the task as it ended."""
+        created = (await wire.request(task_call(id_, "slow", {"seconds": 0.1, "label": label})))["result"]
+        self.assertEqual(created["resultType"], "task", created)
+        return await self.ended(wire, created["taskId"])
+
+    def assertFailedNaming(self, task, bound):
+        self.assertEqual(task["status"], "failed", task)
+        self.assertNotIn("result", task)
+        self.assertEqual(task["error"]["code"], INTERNAL_ERROR)
+        self.assertIn(f"({bound})", task["error"]["message"])
+
+    async def test_a_result_over_max_task_result_fails_its_task_naming_it(self):
+        wire = Wire(self.server)
+        with mock.patch.object(mcp_min, "MAX_TASK_RESULT", 2000):
+            fits = await self.run_task(wire, "y" * 1000, 1)
+            too_big = await self.run_task(wire, "x" * 3000, 2)
+        self.assertEqual((fits["status"], fits["result"]["content"][0]["text"]), ("completed", "y" * 1000))
+        self.assertFailedNaming(too_big, "MAX_TASK_RESULT")     # before: completed, 3000 bytes kept
+
+    async def test_a_clients_results_together_are_bounded_in_bytes(self):
+        # Results of ~6-8 KB against MAX_TASK_BYTES 40000: a quarter (10000) per client. A record
+        # without its result is ~0.45 KB, one that failed ~0.7 KB: the margins are KBs.
+        mine, other = Wire(self.server), Wire(self.server)
+        with mock.patch.object(mcp_min, "MAX_TASK_BYTES", 40_000):
+            first = await self.run_task(mine, "a" * 6000, 1)
+            self.assertEqual(first["status"], "completed", first)
+            second = await self.run_task(mine, "b" * 6000, 2)    # a task (room), whose result does not fit
+            self.assertFailedNaming(second, "MAX_TASK_BYTES")
+            self.assertEqual((await self.run_task(other, "c" * 6000))["status"], "completed")   # its own share
+        with mock.patch.object(mcp_min, "MAX_TASK_BYTES", 20_000):   # mine (~7 KB) past its quarter now
+            plain = (await mine.request(task_call(3, "slow", {"seconds": 0.2, "label": "plain"})))["result"]
+            self.assertEqual(plain["resultType"], "complete", plain)
+            self.assertEqual(tool_text({"result": plain}), "plain")
+            fresh = await Wire(self.server).request(task_call(4, "slow", {"seconds": 0.2}))
+            self.assertEqual(fresh["result"]["resultType"], "task")   # another client's share is its own
+
+    async def test_everyones_results_together_are_bounded_in_bytes(self):
+        # Four clients fill 4 x ~8.5 KB of MAX_TASK_BYTES 40000; a fifth's 8 KB fits its own
+        # share (10000) but not the store's.
+        crowd = [Wire(self.server) for _ in range(5)]
+        with mock.patch.object(mcp_min, "MAX_TASK_BYTES", 40_000):
+            self.assertEqual([task["status"] for task in await asyncio.gather(
+                *(self.run_task(wire, "d" * 8000) for wire in crowd[:4]))], ["completed"] * 4)
+            self.assertFailedNaming(await self.run_task(crowd[4], "e" * 8000), "MAX_TASK_BYTES")
+        with mock.patch.object(mcp_min, "MAX_TASK_BYTES", 32_000):   # all (~35 KB) past it: a new client
+            late = (await Wire(self.server).request(task_call(5, "slow", {"seconds": 0.2, "label": "late"})))
+            self.assertEqual(late["result"]["resultType"], "complete")     # a plain call
+
+    async def test_made_up_authorization_headers_share_one_quota(self):
+        # No authentication: the Authorization header is nobody's word. Before, each header was
+        # an owner of its own, MAX_TASKS each: one client could be as many owners as it liked.
+        http = await start_http(self.server, "127.0.0.1", 0)
+        self.addAsyncCleanup(http.close)
+        client = HttpClient(http.port)
+        self.addAsyncCleanup(client.close)
+
+        async def post(authorization, message):
+            params = message["params"]
+            headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": message["method"],
+                       "Mcp-Name": params.get("name", params.get("taskId")), "Authorization": authorization}
+            return (await client.post(message, headers=headers)).json()
+        with mock.patch.object(mcp_min, "MAX_TASKS", 2):
+            made = [(await post(f"Bearer made-up-{i}", task_call(i, "slow")))["result"] for i in (1, 2)]
+            self.assertEqual([task["resultType"] for task in made], ["task", "task"])
+            for i, authorization in enumerate(("Bearer made-up-3", None), 3):
+                plain = (await post(authorization, task_call(i, "slow", {"seconds": 0.2, "label": "plain"})))
+                self.assertEqual(plain["result"]["resultType"], "complete", (authorization, plain))
+                self.assertEqual(tool_text(plain), "plain")
+        # Who may see a task is still the one who made it (its header, hashed, with no auth).
+        seen = await post("Bearer made-up-2", task_request(5, "tasks/get", made[0]["taskId"]))
+        self.assertEqual(seen["error"]["code"], INVALID_PARAMS)
+        self.assertEqual((await post("Bearer made-up-1", task_request(6, "tasks/get", made[0]["taskId"])))[
+            "result"]["status"], "working")
+
+
+class HttpLeftStreamTest(HttpTestCase):
+    """Issue 34 item 2: answers that came for a POST's SSE stream after its client left were
+    queued without bound (3 sessions x 20 POSTs x 3 MB: +173 MiB, past MAX_REPLAY_BYTES). They go
+    to the replay log now: REPLAY_BYTES a stream, MAX_REPLAY_BYTES in all, oldest dropped first."""
+
+    async def asyncSetUp(self):
+        await super().asyncSetUp()
+        self.gates = collections.defaultdict(asyncio.Event)
+
+        async def answer(ctx: Context, key: str, size: int) -> str:
+            ctx.progress(1, 2)
+            await self.gates[key].wait()
+            return key * size
+        self.server.add_tool(answer)
+
+    async def resume(self, sid, last):
+        """GET with Last-Event-ID: (status, the events it replays, up to the stream's end)."""
+        reader, writer = await self.client.connect()
+        writer.write(self.client.build("GET", "/mcp", None, {
+            "Mcp-Session-Id": sid, "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION,
+            "Accept": "text/event-stream", "Last-Event-ID": last}))
+        head = await read_head(reader)
+        if head.status != 200:
+            return head.status, []
+        events = []
+        with contextlib.suppress(asyncio.IncompleteReadError):
+            while True:
+                events.append(json.loads((await read_event(reader))["data"]))
+        return head.status, events
+
+    async def test_answers_to_a_stream_whose_client_left_go_to_the_replay_log(self):
+        sid = await self.client.initialize()
+        entry, primed = self.http.sessions[sid], {}
+        # A stream keeps 3000 bytes, all of them 5000: "a"'s 4000-byte answer is over the first;
+        # b, c and d's 2000 bytes each are over the second, and b, written least recently, goes.
+        headers = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION}
+        with mock.patch.object(mcp_min, "REPLAY_BYTES", 3000), mock.patch.object(mcp_min, "MAX_REPLAY_BYTES", 5000):
+            for id_, (key, size) in enumerate((("a", 4000), ("b", 2000), ("c", 2000), ("d", 2000)), 1):
+                reader, writer = await self.client.connect()
+                writer.write(self.client.build("POST", "/mcp", call(id_, "answer", {"key": key, "size": size},
+                                                                    meta={"progressToken": key}), headers))
+                self.assertEqual((await read_head(reader)).status, 200)
+                primed[key] = (await read_event(reader, priming=True))["id"]
+                self.assertEqual(json.loads((await read_event(reader))["data"])["method"], "notifications/progress")
+                writer.transport.abort()        # the client leaves after the priming event and a progress
+            def streams():
+                return {*entry.posts, *entry.kept.values()}
+            await until(lambda: len(streams()) == 4 and not any(s.attached for s in streams()),
+                        "the server saw the four clients leave")
+            for id_, key in enumerate("abcd", 1):       # the answers come, one after another
+                self.assertIn(id_, entry.session.running)
+                self.gates[key].set()
+                await until(lambda id_=id_: id_ not in entry.session.running, f"{key}'s answer written")
+            kept = self.http.replay.size
+            held = [m for s in streams() for m in s.items if m is not mcp_min._FINISHED]
+            resumed = {key: await self.resume(sid, primed[key]) for key in "abcd"}
+        self.assertEqual((resumed["a"], resumed["b"]), ((400, []), (400, [])))    # not kept: 400
+        for id_, key in ((3, "c"), (4, "d")):       # what was kept comes again, then the stream ends
+            status, events = resumed[key]
+            self.assertEqual(status, 200)
+            self.assertEqual([e.get("method") for e in events], ["notifications/progress", None])
+            self.assertEqual((events[1]["id"], tool_text(events[1])), (id_, key * 2000))
+        self.assertLessEqual(kept, 5000)
+        self.assertEqual(held, [])      # nothing kept outside the replay log (before: every answer)
+
+
+_HELD_STORE = '''
+import asyncio, mcp_min
+mcp_min.TASK_AFTER, mcp_min.TASK_STALE, mcp_min.TASK_STORE_WAIT = 0.05, 1.0, 1.0
+server = mcp_min.Server("held")
+
+@server.tool(task="optional")
+async def wait(ctx: mcp_min.Context, seconds: float, mark: str = "") -> str:
+    if mark:    # the test's barrier: what comes next is the task's first write to the store
+        open(mark, "w").close()
+        await ctx.detach()
+    await asyncio.sleep(seconds)
+    return f"waited {seconds} s"
+'''
+
+# Another process on the machine holds the store's write lock until told (a line on stdin).
+_LOCKER = '''
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("ROLLBACK")
+'''
+
+
+class TaskStoreLockTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 34 item 4: store calls ran on the event loop: another process holding a shared
+    store's write lock for 3 s made /healthz take 2.59 s, and a second process read a task still
+    running in the first as failed ("The server process running this task stopped"), its
+    heartbeat having died of 'database is locked'. Real processes, a real lock."""
+
+    async def asyncSetUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.store = os.path.join(self.tmp, "tasks.db")
+        with open(os.path.join(self.tmp, "held.py"), "w") as f:
+            f.write(_HELD_STORE)
+
+    def process(self):
+        process = ServerProcess(os.path.join(self.tmp, "held.py"), "--task-store", self.store)
+        self.addCleanup(process.close)
+        process.lines = []      # what it logs from now on, read by a thread
+
+        def read():
+            with contextlib.suppress(ValueError, OSError):     # closed by process.close()
+                process.lines.extend(iter(process.proc.stderr.readline, b""))
+        threading.Thread(target=read, daemon=True).start()
+        return process
+
+    async def lock(self):
+        """A process that holds the store's write lock, once it said so; `release()` ends it."""
+        locker = subprocess.Popen([*PYTHON, "-c", _LOCKER, self.store], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, env=_clean_env())
+
+        def release():
+            if locker.poll() is None:
+                locker.stdin.write("\n")
+                locker.stdin.close()
+            self.assertEqual(locker.wait(TIMEOUT), 0)
+
+        def end():
+            if locker.poll() is None:
+                locker.kill()
+                locker.wait(TIMEOUT)
+            locker.stdin.close()
+            locker.stdout.close()
+        self.addCleanup(end)
+        self.assertEqual(await asyncio.wait_for(asyncio.to_thread(locker.stdout.readline), TIMEOUT), "locked\n")
+        locker.release = release
+        return locker
+
+    async def call(self, process, id_, method, params, timeout=TIMEOUT):
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method,
+                   "Mcp-Name": params.get("name", params.get("taskId"))}
+        return (await process.client.post(modern(id_, method, params, WITH_TASKS), headers=headers,
+                                          timeout=timeout)).json()
+
+    async def status(self, process, task_id, *statuses):
+        deadline = time.monotonic() + TIMEOUT
+        while (task := (await self.call(process, 9, "tasks/get", {"taskId": task_id}))["result"])[
+                "status"] not in statuses:
+            self.assertLess(time.monotonic(), deadline, task)
+            await asyncio.sleep(0.05)
+        return task
+
+    async def healthz(self, process):
+        """/healthz's status, or None if it was not answered within 2 s (it takes milliseconds)."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            return (await process.client.request("GET", "/healthz", timeout=2)).status
+
+    async def test_a_store_another_process_holds_blocks_no_request_and_is_waited_for(self):
+        one = self.process()
+        locker = await self.lock()
+        mark = os.path.join(self.tmp, "detaching")
+        calling = asyncio.ensure_future(self.call(one, 1, "tools/call", {"name": "wait", "arguments": {
+            "seconds": 0.1, "mark": mark}}))
+        await until(lambda: os.path.exists(mark), "the tool made its call a task")
+        self.assertEqual(await self.healthz(one), 200, "no answer while the store was held")    # before: none
+        # The task's first write waits on the lock for TASK_STORE_WAIT (1 s here); then it is
+        # tried again, and a warning says so.
+        await until(lambda: any(b"task store is busy" in line for line in one.lines),
+                    "the call waits for the store and tries again", timeout=5)
+        self.assertEqual(await self.healthz(one), 200)
+        self.assertIsNone(locker.poll())       # the lock is still held ...
+        self.assertFalse(calling.done())       # ... and the call still waits on it
+        locker.release()
+        created = (await asyncio.wait_for(calling, TIMEOUT))["result"]
+        self.assertEqual(created["resultType"], "task", created)
+        done = await self.status(one, created["taskId"], "completed")
+        self.assertEqual(done["result"]["content"][0]["text"], "waited 0.1 s")
+
+    async def test_a_runner_held_up_by_another_process_is_not_taken_for_dead(self):
+        # One after the other: two processes creating a new store at once can fail to start
+        # ("database is locked", before c4c00b5 and since), which is not what this test is about.
+        one, two = self.process(), self.process()
+        task_id = (await self.call(one, 1, "tools/call", {"name": "wait", "arguments": {"seconds": 60}}))[
+            "result"]["taskId"]
+        locker = await self.lock()
+        # The barrier: one's last heartbeat in the store is older than TASK_STALE (1 s), one's
+        # writes waiting on the lock; before, that alone made its task read failed elsewhere.
+        import sqlite3
+        reading = sqlite3.connect(self.store, isolation_level=None)     # reads pass a writer's lock (WAL)
+        self.addCleanup(reading.close)
+        runner = json.loads(reading.execute("SELECT record FROM tasks WHERE id = ?", (task_id,)).fetchone()[0])[
+            "runner"]
+        await until(lambda: time.time() - reading.execute("SELECT seen FROM runners WHERE id = ?",
+                                                          (runner,)).fetchone()[0] > 1.2,
+                    "one's heartbeat held up past TASK_STALE", timeout=5)
+        getting = asyncio.ensure_future(self.call(two, 2, "tasks/get", {"taskId": task_id}))
+        if not (await asyncio.wait((getting,), timeout=3))[0]:     # (before: two waited on the lock)
+            locker.release()
+            self.fail(f"two did not answer while the lock was held; then: {(await getting)['result']}")
+        self.assertIsNone(locker.poll())       # read while the lock was still held
+        held = getting.result()["result"]
+        self.assertEqual(held["status"], "working", held)    # before: failed, "...process ... stopped"
+        health = await one.client.request("GET", "/healthz", timeout=2)
+        self.assertEqual(health.status, 200)
+        locker.release()
+        self.assertEqual((await self.call(two, 3, "tasks/get", {"taskId": task_id}))["result"]["status"],
+                         "working")
+        # and it ends as a task does: cancelled from the other process
+        await self.call(two, 4, "tasks/cancel", {"taskId": task_id})
+        self.assertEqual((await self.status(one, task_id, "cancelled"))["status"], "cancelled")
+
+
+class TaskStoreFileTest(unittest.TestCase):
+    """Issue 34 item 5: a store file that already existed kept its mode (644, 666): every task's
+    result readable, or writable, by other users, and nothing said. Now it, its -wal and its
+    -shm are made 0600 and a warning says so; another user's is refused."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    @unittest.skipUnless(os.name == "posix", "file modes")
+    def test_a_store_open_to_others_is_made_0600_and_said(self):
+        path = os.path.join(self.tmp, "tasks.db")
+        modes = {path: 0o644, path + "-wal": 0o666, path + "-shm": 0o604}
+        for name, mode in modes.items():
+            open(name, "wb").close()
+            os.chmod(name, mode)
+        with self.assertLogs("mcp_min", "WARNING") as said:
+            store = mcp_min.TaskStore(path)
+        self.addCleanup(store.db.close)
+        self.assertEqual({name: os.stat(name).st_mode & 0o777 for name in modes}, dict.fromkeys(modes, 0o600))
+        self.assertEqual(len(said.output), 3, said.output)
+        for name, line in zip(modes, said.output):
+            self.assertIn(f"{name} was open to other users: made 0600", line)
+        with self.assertNoLogs("mcp_min", "WARNING"):       # a store that is its user's alone: nothing said
+            mcp_min.TaskStore(path).db.close()
+
+    @unittest.skipUnless(os.name == "posix" and os.getuid() == 0, "needs root to give a file to another user")
+    def test_a_store_of_another_user_is_refused_and_serve_says_why(self):
+        for part in ("", "-wal"):
+            path = os.path.join(self.tmp, f"theirs{part or '-db'}.db")
+            for name in {path, path + part}:
+                open(name, "ab").close()
+                os.chmod(name, 0o600)
+            os.chown(path + part, 65534, 65534)
+            with self.assertRaisesRegex(ValueError, f"^{re.escape(path + part)} belongs to another user"):
+                mcp_min.TaskStore(path)
+            self.assertEqual(os.stat(path + part).st_uid, 65534)    # left as it was
+        with subprocess.Popen([*PYTHON, MCP_MIN, "serve", "--port", "0", "--task-store", path], cwd=HERE,
+                              env=_clean_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) as served:
+            first = served.stderr.readline()
+            if "http://" in first:      # it served (before): stop it, and fail below
+                served.kill()
+            said = first + served.stderr.read()
+            code = served.wait(TIMEOUT)
+        self.assertEqual(code, 2, said)
+        self.assertEqual(said.count("\n"), 1, said)       # one line, saying why
+        self.assertTrue(said.startswith(f"mcp_min: {path}-wal belongs to another user"), said)
