@@ -4495,7 +4495,9 @@ class _StreamableHttp(_Transport):
                     await self._reinitialize()
             return await self._post(message, again=False)
         if response.status >= 300:     # a redirect not followed too: nothing will answer
-            raise _http_error(response.status, await response.body(READ_CHUNK), self.url)
+            body = await response.body(READ_CHUNK)
+            response.close()
+            raise _http_error(response.status, body, self.url)
         if response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream":
             return _background(self._tasks, self._events(response, id_), self._streams, id_)
         try:
@@ -5139,6 +5141,7 @@ class TaskStore:
         self.lock = threading.RLock()   # reentrant: `change` reads with `get`
         self.path, self.shared = path, path != ":memory:"
         self.alive_fd: int | None = None    # this process's liveness lock (`beat`, `alive`)
+        self.alive_path = ""
         if self.shared:     # results and answers are in it: the user's alone
             _own_file(path)
         self.db = sqlite3.connect(path, timeout=TASK_STORE_WAIT, isolation_level=None,
@@ -5201,7 +5204,8 @@ class TaskStore:
         """Process `runner` is alive: it says so each second while it runs tasks, and holds a lock
         on a file of its own from its first task on (`alive`)."""
         if self.shared and self.alive_fd is None:
-            self.alive_fd = _hold_lock(f"{self.path}.{runner}.alive")
+            self.alive_path = f"{self.path}.{runner}.alive"
+            self.alive_fd = _hold_lock(self.alive_path)
         self._rows("INSERT OR REPLACE INTO runners VALUES (?, ?)", runner, time.time())
 
     def alive(self, runner: str) -> bool:
@@ -5213,6 +5217,20 @@ class TaskStore:
             return held
         rows = self._rows("SELECT seen FROM runners WHERE id = ?", runner)
         return bool(rows) and rows[0][0] >= time.time() - TASK_STALE
+
+
+def _close_store(store):
+    """The store is done with (the server stops): its database closes, and this process's lock
+    file goes (a process that ends without this leaves it, for `alive` to find unlocked)."""
+    if store.__dict__.get("executor") is not None:
+        store.executor.shutdown(wait=True)
+    with store.lock:
+        store.db.close()
+    if store.alive_fd is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(store.alive_path)
+        os.close(store.alive_fd)
+        store.alive_fd = None
 
 
 def _own_file(path):
@@ -6742,11 +6760,15 @@ def _serve(server, args, stdout=1):
             code = 0 if stopping else 130
         if stdout != 1:
             os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
-        for work in list(server.works.values()):    # a task cannot outlive its process: it ends failed
+        works = list(server.works.values())
+        for work in works:      # a task cannot outlive its process: it ends failed
             work.cancel()
-        await asyncio.sleep(0)      # their last words (`_finish`) start, and are waited for
+        if works:   # once they are over, their last words (`_finish`) are written, and waited for
+            await asyncio.wait(works, timeout=SHUTDOWN_GRACE)
         if _WRITES:
             await asyncio.wait(list(_WRITES), timeout=3 * TASK_STORE_WAIT)
+        if isinstance(server.task_store, TaskStore):
+            _close_store(server.task_store)
         pool.shutdown(wait=False, cancel_futures=True)
         await asyncio.sleep(0.05)
         if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) or asyncio.all_tasks() - {task}:

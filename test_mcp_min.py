@@ -2304,6 +2304,20 @@ def task_server():
     return server, state
 
 
+async def close_task_store(server):
+    """The works stop, then the store (SQLite in memory) closes: 3.13 warns of a connection
+    left to the garbage collector."""
+    works = list(server.works.values())
+    for work in works:
+        work.cancel()
+    await asyncio.gather(*works, return_exceptions=True)
+    await asyncio.sleep(0)      # their last words (`_finish`) start
+    if mcp_min._WRITES:
+        await asyncio.wait(list(mcp_min._WRITES))
+    if server.task_store:
+        mcp_min._close_store(server.task_store)
+
+
 def task_call(id_, name, arguments=None, capabilities=WITH_TASKS):
     return modern(id_, "tools/call", {"name": name, "arguments": arguments or {}}, capabilities)
 
@@ -2317,6 +2331,7 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
 
     async def asyncSetUp(self):
         self.server, self.state = task_server()
+        self.addAsyncCleanup(close_task_store, self.server)     # the last cleanup
         self.wire = Wire(self.server)
         self.addCleanup(self.state.release.set)
         patcher = mock.patch.object(mcp_min, "TASK_AFTER", 0.05)
@@ -2519,6 +2534,7 @@ class TaskClientTest(unittest.IsolatedAsyncioTestCase):
 
     async def asyncSetUp(self):
         self.server, self.state = task_server()
+        self.addAsyncCleanup(close_task_store, self.server)     # the last cleanup
         self.addCleanup(self.state.release.set)
         for name, value in (("TASK_AFTER", 0.05), ("TASK_POLL", 0.02)):
             patcher = mock.patch.object(mcp_min, name, value)
@@ -4112,6 +4128,9 @@ class CliTest(unittest.TestCase):
             finally:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
+                process.stdout.close()      # read by communicate, or not if the test failed first
+                process.stderr.close()
+                process.wait(TIMEOUT)
         self.assertEqual(process.returncode, 130)
         self.assertEqual((out, err), ("", ""))
 
@@ -6645,7 +6664,8 @@ class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
         nested = json.dumps(modern(1, "subscriptions/listen", {"notifications": {"toolsListChanged": True},
                                                                "padding": "PAD"})).replace(
             '"PAD"', "[" + ",".join(["[]"] * 1_300_000) + "]")
-        _, _, refused = await open_listen(port, body=nested)
+        _, writer, refused = await open_listen(port, body=nested)
+        writer.close()
         self.assertIn("objects and arrays", refused["error"]["message"])
 
         def padded(id_):
@@ -7046,6 +7066,30 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             self.assertNotIn("token", wire.split("\n")[0])
         finally:
             await secure.close()
+
+    async def test_an_http_error_answer_closes_its_connection(self):
+        # Regression (issue 33): an error status to a POST (a 401; a legacy server's 404 to the
+        # probe) was read and raised, and its connection left open for the garbage collector.
+        closed = asyncio.Event()
+
+        async def refuse(reader, writer):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\n\r\nno")
+            await reader.read()     # to its end: the client closed the connection
+            closed.set()
+            writer.close()
+        refuser = await asyncio.start_server(refuse, "127.0.0.1", 0)
+        error = None
+        try:
+            try:
+                await mcp_min.Client(f"http://127.0.0.1:{refuser.sockets[0].getsockname()[1]}/mcp",
+                                     transport="http", era="handshake").connect()
+            except McpError as e:
+                error = e   # kept, with its traceback and all it holds: the collector closes nothing
+            self.assertIn("HTTP 401", getattr(error, "message", ""))
+            await asyncio.wait_for(closed.wait(), TIMEOUT)
+        finally:
+            refuser.close()
 
     async def test_endpoint_on_another_origin_is_refused(self):
         async def fake(reader, writer):
