@@ -66,25 +66,32 @@ Run it: ``python mcp_min.py serve --stdio`` (the built-in user-store demo),
 ``python mcp_min.py serve --port 8080`` (HTTP: legacy SSE at /sse and
 Streamable HTTP at /mcp), ``python mcp_min.py client URL tools/list``.
 
-Reading guide. The file follows the capture this project began from, a client
-over legacy HTTP+SSE: GET /sse -> the `endpoint` event -> initialize ->
-initialized -> tools/list -> tools/call -> the stream closes. Read, in order:
+Reading guide. The core comes first and stands alone; it follows the capture
+this project began from, VS Code talking to a server over legacy HTTP+SSE:
+GET /sse -> the `endpoint` event -> initialize -> initialized -> tools/list ->
+tools/call -> the stream closes. Its sections, in the file's order:
 
-1. Constants, errors and JSON-RPC framing: what travels, and what is refused.
-2. Schemas from type hints, and the registry: how ``@server.tool()`` turns a
-   function into a tool with an inputSchema (`Server`, `Tool`).
-3. The session: each frame goes in at `Session.receive`; initialize, then each
-   request runs its method handler (`_METHODS`: tools/list, tools/call ...).
-4. stdio: lines in, lines out (`serve_stdio`).
-5. HTTP: the front door (`HttpServer`: parsing, limits, Host and Origin), then the
-   legacy SSE endpoint (`_SseEndpoint`: the capture itself), then Streamable
-   HTTP (`_McpEndpoint`: a POST per message, the answer as JSON or a stream).
-6. The client: the same conversation from the other end (`Client`).
+1. The protocol's numbers, its errors, and JSON-RPC framing: what travels.
+2. HTTP, the legacy HTTP+SSE transport: the capture itself (`_sse_get`,
+   `_sse_post`): a stream, and POSTs whose answers come on it.
+3. The session: every frame goes in at `Session.receive`; its lifecycle is one
+   table (`_LIFECYCLE`); each request runs in a task of its own.
+4. Method handlers: initialize, tools/list, tools/call ... (`_METHODS`).
+5. Content blocks: what tools return.
+6. The registry: how ``@server.tool()`` makes a `Tool` of a function.
+7. Schemas from type hints, and the arguments checked against them.
+8. HTTP, the front door (`HttpServer`): request heads, limits, Host and
+   Origin, routing (`_ROUTES`); then Streamable HTTP at /mcp.
+9. stdio: lines in, lines out (`serve_stdio`).
+10. The client: the same conversation from the other end (`Client`).
+11. Running a server: `Server.run()`, over stdio or HTTP (--port).
 
-Skip on a first reading (each is a banner marked "Extension"): the JSON Schema
-validator; the 2026-07-28 multi round-trip requests and routing headers;
-resumable streams; the tasks and skills extensions; OAuth on both sides;
-tracing (--trace); and, last, the command line and the demo.
+Below the core, each extension is a banner marked "Extension", to skip on a
+first reading; each ends by plugging itself into the core's tables (methods,
+routes, tool options, eras ...): the JSON Schema keywords type hints do not
+make; the 2026-07-28 era (requests that stand alone); resumable streams; tasks;
+skills; OAuth, the resource server and the client; the trace (--trace); and,
+last, the command line, the demo and the options of a deployment.
 """
 
 # SPDX-License-Identifier: MIT  (c) the mcp_min authors; see LICENSE.
@@ -109,31 +116,21 @@ from collections import abc, deque
 from urllib.parse import parse_qsl, quote_plus, unquote, urlencode, urljoin, urlsplit
 
 __version__ = "0.1.0"
+# What users import; the limits are module settings beside the code they bound
+# (`mcp_min.MAX_BODY_BYTES = 1 << 20`), listed in the README.
 __all__ = [  # noqa: RUF022 — grouped by use, on purpose
     # building a server, and calling one
     "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError", "RequestError",
-    "UrlElicitationRequired", "TaskStore", "text", "image", "audio", "resource_link", "embedded_resource",
-    "Client", "SyncClient", "TaskHandle", "OAuth",
+    "UrlElicitationRequired", "text", "image", "audio", "resource_link", "embedded_resource",
+    "Client", "SyncClient", "CallToolResult", "ToolInfo", "ReadResourceResult", "GetPromptResult",
     # serving it, and the transport-free session every transport feeds
-    "serve_stdio", "serve_http", "start_http", "HttpServer", "Session", "main", "demo_server",
+    "serve_stdio", "serve_http", "start_http", "HttpServer", "Session",
     # JSON-RPC framing and JSON Schema, for transports and tests of one's own
     "decode", "encode", "classify", "validate",
     # the protocol's numbers
-    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "MODERN_VERSIONS", "BATCH_VERSIONS",
-    "LOG_LEVELS", "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS",
-    "INTERNAL_ERROR", "RESOURCE_NOT_FOUND", "CONNECTION_CLOSED", "REQUEST_TIMEOUT",
-    "HEADER_MISMATCH", "MISSING_CAPABILITY", "UNSUPPORTED_VERSION", "URL_ELICITATION_REQUIRED",
-    "REPLAY_BYTES", "MAX_REPLAY_BYTES", "KEPT_STREAMS", "SSE_RETRY",
-    # limits (module settings)
-    "MAX_LINE_BYTES", "MAX_CONTAINERS", "MAX_IN_FLIGHT", "MAX_WAITING", "PAGE_SIZE", "MAX_URI",
-    "MAX_SUBSCRIPTIONS", "TOOL_TIMEOUT", "SHUTDOWN_GRACE", "STATE_TTL", "MAX_LISTENS", "MAX_QUEUED_BYTES",
-    "HANDSHAKE_IDLE", "REPLY_TIMEOUT", "READ_CHUNK", "MAX_BODY_BYTES", "MAX_REQUEST_LINE", "MAX_HEAD_BYTES",
-    "MAX_HEADERS", "HEADER_TIMEOUT", "BODY_TIMEOUT", "IDLE_TIMEOUT", "WRITE_TIMEOUT", "WRITE_BUFFER",
-    "KEEPALIVE_INTERVAL", "MAX_CONNECTIONS", "MAX_SESSIONS", "MAX_SESSION_ID", "SESSION_IDLE", "MAX_QUEUED",
-    "MAX_MESSAGE_BYTES", "CONNECT_TIMEOUT", "KILL_STEP", "DISCOVER_TIMEOUT", "MAX_ROUNDS", "DRAIN_LINGER",
-    "TASK_AFTER", "TASK_TTL", "TASK_POLL", "MAX_TASKS", "MAX_TASK_ANSWERS", "MAX_TASK_BYTES",
-    "MAX_TASK_RESULT", "TASK_STORE_WAIT", "TASK_STALE", "MAX_SKILL_FILES",
-    "MAX_SKILL_BYTES", "MAX_SKILL_DEPTH",
+    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "BATCH_VERSIONS", "LOG_LEVELS",
+    "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
+    "RESOURCE_NOT_FOUND", "CONNECTION_CLOSED", "REQUEST_TIMEOUT", "URL_ELICITATION_REQUIRED",
     "__version__",
 ]
 
@@ -142,141 +139,71 @@ _Any = typing.Any
 _F = typing.TypeVar("_F", bound=typing.Callable[..., _Any])    # a handler, given back unchanged
 _T = typing.TypeVar("_T")
 _Json = dict[str, _Any]     # a JSON object as it travels
-_Answerer = typing.Callable[[_Json], _Any]  # answers what a server asks: a result, or an awaitable of one
+# answers what a server asks: a result, or an awaitable of one
+_Answerer = typing.Callable[[_Json], _Any]
 _Callback = typing.Callable[[_Json], object]
 
+
 ##############################################################################
-# Core: constants: versions, error codes, limits
+# Core: the protocol's numbers, its errors, and JSON-RPC framing
 ##############################################################################
+# What travels is JSON-RPC 2.0 (jsonrpc.org/specification): a request {"jsonrpc": "2.0", "id",
+# "method", "params"} gets one response with the same id, {"result"} or {"error": {"code",
+# "message", "data"}}; a notification has no id and gets none. The capture's first frame on
+# the stream, `event: endpoint`, is not JSON-RPC: it is the legacy transport's own (see HTTP).
 
 
-# Handshake-era revisions, oldest first. Compared by position, never as strings.
+# Handshake-era revisions, oldest first: compared by their place here, never as strings.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
-# Stateless-era revisions: no initialize; each request names its version and the client's
-# capabilities in params._meta (`_MODERN`). Served beside the handshake era (2026-07-28 versioning).
-MODERN_VERSIONS = ("2026-07-28",)
-# 2025-03-26 basic/index: receivers MUST accept batches; later revisions removed them.
+# 2025-03-26 basic/index: receivers MUST accept batches (JSON arrays of messages); 2025-06-18
+# removed them.
 BATCH_VERSIONS = ("2025-03-26",)
 
-# JSON-RPC 2.0 codes, and MCP's own.
+# JSON-RPC 2.0's error codes, and MCP's own.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-RESOURCE_NOT_FOUND = -32002         # handshake era resources/read of an unknown URI
-CONNECTION_CLOSED = -32000          # our own: the peer went away (never sent on the wire)
-REQUEST_TIMEOUT = -32001            # our own: a request we sent was not answered in time
-HEADER_MISMATCH = -32020            # 2026-07-28 HTTP: a Mcp-* header missing, or not the body's
-MISSING_CAPABILITY = -32021         # 2026-07-28: the request needs a client capability not declared
-UNSUPPORTED_VERSION = -32022        # 2026-07-28: data {supported, requested}
+RESOURCE_NOT_FOUND = -32002         # resources/read of a URI the server does not have
+CONNECTION_CLOSED = -32000          # ours: the other side went away (never sent on the wire)
+REQUEST_TIMEOUT = -32001            # ours: a request we sent was not answered in time
 URL_ELICITATION_REQUIRED = -32042   # 2025-11-25: the user must visit URLs first (data.elicitations)
-
-# Limits: module settings (set one before serving to change it). Each says what
-# happens at the edge; the HTTP ones answer with the status named, then close.
-MAX_LINE_BYTES = 16 * 1024 * 1024   # stdio: a longer line gets one error and is skipped to its "\n"
-MAX_CONTAINERS = 1 << 16            # JSON objects and arrays in one request (outside its strings);
-                                    # more -> -32600 / HTTP 400: [[],[],...] parses to ~20x its size
-MAX_IN_FLIGHT = 256                 # requests running per session; more wait their turn (stdio: reading
-                                    # pauses); while the client owes us an answer, more -> -32603
-MAX_WAITING = 10_000                # requests waiting per session, however they came; more -> -32603
-PAGE_SIZE = 100                     # items per tools/resources/prompts list page
-MAX_URI = 8 * 1024                  # characters in a URI a client subscribes to; longer -> -32002
-MAX_SUBSCRIPTIONS = 1000            # resource subscriptions per session; more -> -32602
-TOOL_TIMEOUT = 300.0                # seconds a request may run: a tool then gets an isError result,
-                                    # anything else -32603 (per server and per tool: `timeout=`)
-SHUTDOWN_GRACE = 5.0                # seconds in-flight work may finish after stdin closes, SIGTERM
-                                    # or Ctrl-C; what is left is then answered -32603
-DRAIN_LINGER = 1.0                  # seconds of that grace (HTTP) kept-alive connections are still
-                                    # served (a proxy may be sending on one) before idle ones close
-STATE_TTL = 900.0                   # seconds a requestState (2026-07-28 multi round-trip) stays good
-MAX_LISTENS = 256                   # subscriptions/listen streams open per server, and a sixteenth of it
-                                    # per client (per stdio session; HTTP: per user, else address) -> -32603
-REPLY_TIMEOUT = 60.0                # seconds to wait for the answer to a request we send -> -32001
-READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
-MAX_BODY_BYTES = 4 * 1024 * 1024    # HTTP: a POST body -> 413, checked before reading it
-MAX_REQUEST_LINE = 8 * 1024         # -> 414
-MAX_HEAD_BYTES = 64 * 1024          # request line + headers -> 431
-MAX_HEADERS = 100                   # -> 431
-HEADER_TIMEOUT = 10.0               # seconds to send a request head (from connecting) -> 408
-BODY_TIMEOUT = 30.0                 # seconds to send the body -> 408
-IDLE_TIMEOUT = 15.0                 # a kept-alive connection with no next request is closed
-WRITE_TIMEOUT = 30.0                # a reader that stops reading is cut off after this
-WRITE_BUFFER = 1 << 16              # bytes unsent to a reader before we wait for it to catch up
-KEEPALIVE_INTERVAL = 15.0           # SSE comment lines on quiet streams
-MAX_CONNECTIONS = 512               # -> 503
-MAX_SESSIONS = 10_000               # -> 503
-MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is not looked up: 404/400
-SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
-MAX_QUEUED = 1000                   # messages waiting per stream (and from sync tools' threads per
-                                    # session): beyond it log and progress notifications are dropped
-MAX_QUEUED_BYTES = 16 * 1024 * 1024  # bytes waiting behind the first on an SSE stream: a response or
-                                    # request past it or MAX_QUEUED ends the stream (legacy SSE: its session)
-REPLAY_BYTES = 4 << 20              # bytes of events a session's SSE stream keeps for a client that
-                                    # resumes it (GET + Last-Event-ID), sent or waiting; before -> 400
-MAX_REPLAY_BYTES = 64 << 20         # all streams together: the least recently written loses its oldest first
-KEPT_STREAMS = 64                   # POSTs' SSE streams a session keeps after their connection is
-                                    # over, to be resumed; past it the oldest answered one goes,
-                                    # else the oldest not in use (its resume -> 400)
-SSE_RETRY = 1000                    # ms a client waits before resuming a stream (SSE retry: field)
-HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize lives idle; at
-                                    # MAX_SESSIONS the one idle longest makes room if idle this long
-MAX_MESSAGE_BYTES = 64 << 20        # client: one message from a server (a stdio line, an HTTP body, an
-                                    # SSE event) past it is skipped, and the request it answers fails at
-                                    # once, naming it (per Client: max_message_bytes=)
-CONNECT_TIMEOUT = 10.0              # client: seconds to reach a server and see its endpoint
-DISCOVER_TIMEOUT = 5.0              # client: seconds (at most its timeout) a stdio server gets to
-                                    # answer server/discover; no answer: a handshake-era server
-MAX_ROUNDS = 10                     # client: input_required rounds answered for one request -> -32603
-KILL_STEP = 2.0                     # client: seconds a stdio server gets to exit after EOF, then
-                                    # after SIGTERM, before SIGKILL
-# The tasks and skills extensions (SEP-2663, SEP-2640):
-TASK_AFTER = 0.5                    # seconds a tools/call of a tool with task= runs before it becomes
-                                    # a task (if the request declared the extension)
-TASK_TTL = 3600.0                   # seconds a task and its result are kept (ttlMs); then they are
-                                    # freed, and its work, still running, cancelled
-TASK_POLL = 0.5                     # seconds between a client's polls of a task, as the server asks
-MAX_TASKS = 1000                    # unexpired tasks per client (its OAuth user, else its address or
-                                    # session), 16 times as many in all: past it a call stays a plain one
-MAX_TASK_BYTES = 64 << 20           # bytes of every task kept (a quarter of it per client): past it a
-                                    # call stays a plain one, and a result that does not fit fails its task
-MAX_TASK_RESULT = 4 << 20           # bytes of one task's result: more -> the task fails, naming it
-TASK_STORE_WAIT = 10.0              # seconds a call waits for a store another process holds busy
-MAX_TASK_ANSWERS = 256 << 10        # bytes of answers a task keeps (to what it asked): more -> -32602
-TASK_STALE = 10.0                   # seconds without a sign of life from the process running a task
-                                    # (a shared TaskStore) after which it reads failed
-MAX_SKILL_FILES = 512               # files in one skill, and bytes: a bigger skill is not served
-MAX_SKILL_BYTES = 16 << 20          # (a warning says so)
-MAX_SKILL_DEPTH = 16                # folders below a skills folder: deeper ones are not served (warned)
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
-##############################################################################
-# Core: errors
-##############################################################################
-
 
 class McpError(Exception):
-    """A JSON-RPC error: raised to answer a request with `code` and `message`. Raised
-    inside a tool it becomes an ``isError`` result: how a tool tells the model what went wrong."""
+    """A JSON-RPC error: raised to answer a request with `code` and `message`. Raised inside a
+    tool it becomes an ``isError`` result: how a tool tells the model what went wrong."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
 
 
+class RequestError(McpError):
+    """Raise from a tool to fail the request itself with this JSON-RPC error (code, message,
+    data), never an isError result: the client sent what cannot be served."""
+
+
+class UrlElicitationRequired(RequestError):
+    """Raise from a handler that cannot go on until the user has visited some URLs (2025-11-25,
+    -32042): `elicitations` are URL-mode elicitation/create params, each with its
+    elicitationId. The request gets this JSON-RPC error, never an isError result."""
+
+    def __init__(self, elicitations, message="This request needs you to visit a URL first."):
+        super().__init__(URL_ELICITATION_REQUIRED, message, {"elicitations": list(elicitations)})
+
+
 class _DuplicateKey(ValueError):
     pass
-
-##############################################################################
-# Core: JSON-RPC framing, pure functions from bytes to messages and back
-##############################################################################
 
 
 def _pairs(pairs):
     obj = dict(pairs)
-    if len(obj) != len(pairs):      # last-key-wins lets a message smuggle a second meaning
+    if len(obj) != len(pairs):      # last-key-wins would let a message smuggle a second meaning
         raise _DuplicateKey
     return obj
 
@@ -286,12 +213,14 @@ def _no_constant(name):
 
 
 def _finite(text):
-    if (number := float(text)) in (math.inf, -math.inf):
+    number = float(text)
+    if number in (math.inf, -math.inf):
         raise ValueError(text)      # 1e400: JSON, yet no number the wire can carry back
     return number
 
 
-_decoder = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant, parse_float=_finite)
+_decoder = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant,
+                            parse_float=_finite)
 
 
 def decode(data):
@@ -309,7 +238,7 @@ def decode(data):
         return _decoder.decode(data)
     except _DuplicateKey:
         raise McpError(INVALID_REQUEST, "Invalid request: duplicate key") from None
-    except (ValueError, RecursionError):  # includes bad UTF-8, NaN, 4300+ digit integers
+    except (ValueError, RecursionError):  # bad UTF-8, NaN, 4300+ digit integers, nesting too deep
         raise McpError(PARSE_ERROR, "Parse error") from None
 
 
@@ -319,18 +248,25 @@ _text_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 def encode(message):
-    """One message as compact JSON bytes, no newline; ASCII, so a lone surrogate cannot break the wire."""
+    """One message as compact JSON bytes, no newline; ASCII, so a lone surrogate cannot break the
+    wire."""
     return _wire_encoder.encode(message).encode("ascii")
+
+
+# JSON objects and arrays in one frame, outside its strings: more -> -32600 (HTTP 400), before
+# parsing, as [[],[],...] parses to ~20 times its size
+MAX_CONTAINERS = 1 << 16
 
 
 def _request_from(data):
     """A peer's frame parsed, refused first if parsing it would multiply it: past MAX_CONTAINERS
-    objects and arrays, counted by their ends (a cheap count, made exact only when it is high:
-    strings hold brackets too; an open "[[[[" is a parse error, soon found)."""
+    objects and arrays, counted by their ends. The count is cheap, and made exact only when it
+    is high (strings hold brackets too); an open "[[[[" is a parse error, soon found."""
     if data.count(b"]") + data.count(b"}") > MAX_CONTAINERS:
         bare = _STRINGS.sub(b"", data)
         if bare.count(b"]") + bare.count(b"}") > MAX_CONTAINERS:
-            raise McpError(INVALID_REQUEST, f"Invalid request: over {MAX_CONTAINERS} objects and arrays")
+            raise McpError(INVALID_REQUEST,
+                           f"Invalid request: over {MAX_CONTAINERS} objects and arrays")
     return decode(data)
 
 
@@ -340,18 +276,21 @@ _STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 
 
 def _encode_safely(message):
-    """encode(); what JSON cannot carry becomes an error for its request, or None (a notification)."""
+    """encode(); what JSON cannot carry becomes an error for its request, or None (a notification).
+    """
     try:
         return encode(message)
     except (TypeError, ValueError, RecursionError):
         _logger.error("a message is not JSON-serializable: %.200r", message)
-        return None if "method" in message else \
-            encode(_error(message.get("id"), INTERNAL_ERROR, "Internal error"))
+        if "method" in message:
+            return None
+        return encode(_error(message.get("id"), INTERNAL_ERROR, "Internal error"))
 
 
 def _encode_all(messages):
     """Messages as one JSON array: a batch's answers (JSON-RPC SHOULD send them together)."""
-    return b"[" + b",".join(filter(None, map(_encode_safely, messages))) + b"]"
+    encoded = [_encode_safely(message) for message in messages]
+    return b"[" + b",".join(data for data in encoded if data is not None) + b"]"
 
 
 def _is_id(value):
@@ -386,12 +325,1333 @@ def classify(message):
 
 
 def _error(id_, code, message, data=None):
-    error = {"code": code, "message": message, **({} if data is None else {"data": data})}
+    error = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
     return {"jsonrpc": "2.0", "id": id_, "error": error}
 
 
 def _result(id_, result):
     return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def _notification(method, params=None):
+    if params is None:
+        return {"jsonrpc": "2.0", "method": method}
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+def _object(value) -> _Json:
+    """`value` if it is a JSON object, else an empty one: a member a peer may have sent as
+    anything, read without a check at every use."""
+    if type(value) is dict:
+        return value
+    return {}
+
+
+##############################################################################
+# Core: HTTP, the legacy HTTP+SSE transport, as the capture shows it
+##############################################################################
+# The capture this project began from is VS Code talking to a server over HTTP+SSE (2024-11-05
+# basic/transports):
+#
+#   C->S  GET /sse                                  the session's stream opens, and stays open
+#   S->C  200 OK, text/event-stream
+#   S->C  event: endpoint                           its first event names where to POST
+#         data: /messages?sessionId=62ef...
+#   C->S  POST /messages?sessionId=62ef...          initialize
+#   S->C  202 Accepted                              each POST is answered at once, empty ...
+#   S->C  event: message                            ... and its answer comes on the stream
+#         data: {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2024-11-05",...}}
+#   C->S  POST ...  notifications/initialized, then tools/list, tools/call getUsers ...
+#   S->C  (the stream closes: the session ends with it)
+#
+# The two handlers below are that exchange; the session behind them is the next section, and
+# the front door that reads requests and writes answers (`HttpServer`, `_Connection`) follows
+# the registry. Streamable HTTP (2025-03-26 on, /mcp) serves the same session differently.
+
+
+class _HttpSession:
+    """A Session plus the HTTP streams its messages travel on (`sid` names it to the client).
+    One without an id serves a single POST (--stateless, a 2026-07-28 request) and ends with
+    it, as does a failed initialize's."""
+
+    def __init__(self, server, sid, legacy=False, version=None):
+        self.sid, self.legacy = sid, legacy
+        self.posts = set()      # the _Streams answering POSTs that are still open
+        self.standalone: _Stream | None = None  # the GET stream: legacy /sse, or GET /mcp
+        self.kept = {}          # number -> a stream kept beyond its connection (resumable streams)
+        self.last_active = _now()
+        self.session = Session(server, self.send, version)
+
+    def send(self, message, related):
+        """What no POST's answer carries goes on the GET stream (legacy: everything)."""
+        if message is None:     # a request ended unanswered: nothing to carry
+            return
+        if not self.legacy and related is not None and related not in self.session.replies:
+            return      # its request is over (answered or cancelled): nothing belongs to it
+        if self.standalone is not None and not self.standalone.closed:
+            self.standalone.put(message)
+        elif "method" in message and "id" in message:
+            self.session._fail(message["id"], McpError(CONNECTION_CLOSED,
+                                                       "No open stream can carry a request to the "
+                                                       "client"))
+
+    def quiet(self):
+        """A Streamable HTTP session with nothing open or running: it may expire."""
+        if self.legacy or self.session.running or self.posts:
+            return False
+        streams = [self.standalone, *self.kept.values()]
+        return not any(stream.attached for stream in streams if stream)
+
+    def close(self, cancel):
+        self.session.close(cancel=cancel)
+        for stream in [*self.posts, *self.kept.values(), self.standalone]:
+            if stream:
+                stream.close()
+        self.posts.clear()
+        self.kept.clear()
+
+
+async def _sse_get(http, conn):
+    """GET /sse: a new session, whose stream this response is. Its first event, `endpoint`, names
+    where to POST: a fixed relative path, never built from the Host header. The session ends
+    when the stream does."""
+    http.make_room()
+    import secrets
+    sid = http.node + secrets.token_hex(16)
+    entry = http.sessions[sid] = http.own(_HttpSession(http.server, sid, legacy=True), conn)
+    entry.standalone = _Stream()
+    conn.start_sse(conn.cors)
+    endpoint = conn.fields({"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"})
+    try:
+        await conn.hold(entry.standalone, endpoint,
+                        "(the GET /sse stream closed: the session ends with it)")
+    finally:    # the stream was the session: it ends with it
+        http.sessions.pop(sid, None)
+        entry.close(cancel=False)
+    return False
+
+
+async def _sse_post(http, conn):
+    """POST /messages?sessionId=...: 202 at once, empty; the answer goes to the session's stream."""
+    ids = _SESSION_IDS.findall(conn.request.query)
+    # Our ids are [node.]hex: anything else (escapes, CR/LF, a second id) is refused as it is.
+    if len(ids) != 1 or not (len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii()
+                             and ids[0].replace(".", "", 1).isalnum()):
+        raise _HttpError(400, "Missing or malformed sessionId")
+    entry = http.find(conn, ids[0], legacy=True)
+    message = _parsed_body(conn)
+    conn.write(202, conn.cors, b"")     # first: the answer goes to the stream
+    entry.session.receive(message)
+    return True
+
+
+_SESSION_IDS = re.compile(r"(?:^|&)(?:sessionId|session_id)=([^&]*)")
+
+
+def _parsed_body(conn):
+    """A POST's body parsed, as a frame for Session.receive; 400 if it is not JSON."""
+    try:
+        body = _request_from(conn.request.body)
+    except McpError as e:
+        raise _HttpError(400, e.message, e.code) from None
+    # traced already; a stream may stay open for hours: it keeps none of it
+    conn.request.body = b""
+    if conn.auth is not None:   # a tool may need more of the token than the endpoint did
+        conn.http.auth.step_up(conn.auth, body, conn.http.server)
+    if type(body) is str:       # a JSON string is no message; handed on parsed, never decoded again
+        return McpError(INVALID_REQUEST, "Invalid request")
+    return body
+
+
+##############################################################################
+# Core: the session, one client's conversation whatever carries it
+##############################################################################
+# In the capture, everything after `event: endpoint` is one session: initialize, its answer,
+# notifications/initialized, then tools/list and tools/call, until the stream drops. A Session
+# is that conversation with no transport in it: frames go in at one door (`receive`), and every
+# message out is handed to `send`. The lifecycle (2025-11-25 basic/lifecycle) is one table:
+#
+#   state        what the client may ask                   the server may notify unasked
+#   new          initialize, ping                          no
+#   initialized  anything the server offers                no: only a request's own messages, logs
+#   operating    anything the server offers                yes
+#   closed       nothing (the transport is gone)           no
+#
+# initialize answered moves it from new to initialized; notifications/initialized from
+# initialized to operating; the transport's end, from any state to closed. A second
+# initialize is refused (-32600): the session already has its version and capabilities.
+
+_LIFECYCLE = {      # state -> (the methods the client may call, None: any; may the server notify)
+    "new": (frozenset(("initialize", "ping")), False),
+    "initialized": (None, False),
+    "operating": (None, True),
+    "closed": (frozenset(), False),
+}
+_TRANSITIONS = {    # (state, what happened) -> the next state
+    ("new", "initialize"): "initialized",
+    ("initialized", "notifications/initialized"): "operating",
+}
+
+TOOL_TIMEOUT = 300.0    # seconds a request may run: a tool then gets an isError result, anything
+                        # else -32603, and it is cancelled (per server and per tool: `timeout=`)
+# requests running in a session; more wait their turn (stdio: reading pauses)
+MAX_IN_FLIGHT = 256
+MAX_WAITING = 10_000    # requests waiting in a session, however they came; more -> -32603
+MAX_QUEUED = 1000       # log and progress notifications from sync tools' threads not yet sent (the
+                        # loop is held up: the client does not read); more are dropped
+REPLY_TIMEOUT = 60.0    # seconds to wait for the answer to a request we send -> -32001
+
+
+class _Timer:
+    """A timer of the event loop's, moved cheaply: ``set(seconds, action)`` calls `action` then,
+    unless set again or cleared first; ``at_most(seconds, action)`` only ever brings it nearer.
+    Moving it later is an attribute write: the loop's own timer is armed again only when it
+    would fire too late (a call_later per read or per request cost a fifth of a request's work:
+    cancelled handles pile up in the loop's heap). One mechanism for every timeout here."""
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.when: float | None = None
+        self.action: _Any = None
+        self.handle: asyncio.TimerHandle | None = None
+
+    def set(self, seconds, action):
+        when = self.loop.time() + seconds
+        self.when, self.action = when, action
+        if self.handle is None or self.handle.when() > when:
+            self._arm()
+
+    def at_most(self, seconds, action):
+        when = self.loop.time() + seconds
+        if self.when is None or when < self.when:
+            self.when, self.action = when, action
+            if self.handle is None or self.handle.when() > when:
+                self._arm()
+
+    def clear(self):
+        self.when = None
+
+    def cancel(self):
+        """Its owner is over: the loop's timer goes too, and the action (no reference cycle
+        through it keeps its owner alive)."""
+        self.when = self.action = None
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+
+    def _arm(self):
+        if self.handle is not None:
+            self.handle.cancel()
+        self.handle = self.loop.call_at(self.when, self._fire)
+
+    def _fire(self):
+        self.handle = None
+        if self.when is None:
+            return
+        if self.loop.time() < self.when:    # moved later meanwhile
+            self._arm()
+            return
+        self.when = None
+        self.action()
+
+
+class _Peer:
+    """What `Session` and `Client` do alike as JSON-RPC peers: number the requests they send,
+    wait for each answer (on timeout the other side is told to stop), and fail every waiter
+    when the connection ends. A transport reports ``_fail(id, error)`` (a request it was to
+    carry can get no answer) and ``_closed(reason)`` (the connection has ended)."""
+
+    def __init__(self) -> None:
+        # id of a request we sent -> its answer
+        self._pending: dict[_Any, asyncio.Future[_Any]] = {}
+        self._ids = itertools.count(1)      # ids of the requests we send
+        self._gone: str | None = None       # why the connection ended, once it has
+
+    def _abandon(self, id_, method, reason, related):
+        """Tell the other side a request of ours is abandoned (`reason`: timeout or cancelled)."""
+
+    async def _exchange(self, id_, method, params, timeout, send, related=None):
+        """Send request `id_` with ``await send(message)`` and wait for its result."""
+        if self._gone:
+            raise McpError(CONNECTION_CLOSED, self._gone)
+        message = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            encode(message)     # fail here, in the caller, rather than on the wire
+        except (TypeError, ValueError) as e:
+            raise McpError(INVALID_PARAMS, f"{method}: parameters are not JSON ({e})") from None
+        future = self._pending[id_] = asyncio.get_running_loop().create_future()
+
+        async def exchange():   # sending counts against the timeout too
+            await send(message)
+            return await future
+        try:
+            return await asyncio.wait_for(exchange(), timeout)
+        except asyncio.TimeoutError:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
+            self._abandon(id_, method, "timeout", related)
+            raise McpError(REQUEST_TIMEOUT, f"{method}: no answer within {timeout} s") from None
+        except asyncio.CancelledError:      # our caller gave up: so may the other side
+            self._abandon(id_, method, "cancelled", related)
+            raise
+        finally:
+            self._pending.pop(id_, None)
+
+    def _settle(self, message):
+        """A response arrived: its waiter gets the result, or McpError."""
+        future = self._pending.pop(message["id"], None)
+        if future is None or future.done():
+            return
+        if "result" in message:
+            future.set_result(message["result"])
+            return
+        error = _object(message["error"])
+        future.set_exception(McpError(error.get("code", INTERNAL_ERROR),
+                                      str(error.get("message", "error")),
+                                      error.get("data")))
+
+    def _fail(self, id_, error):
+        future = self._pending.pop(id_, None)
+        if future is not None and not future.done():
+            future.set_exception(error)
+
+    def _closed(self, reason):
+        """The connection is gone: every waiting request fails now, and later ones at once."""
+        self._gone = reason
+        for id_ in list(self._pending):
+            self._fail(id_, McpError(CONNECTION_CLOSED, reason))
+
+
+class _Running(typing.NamedTuple):
+    """A request being served: when it started, its method and how it is served, its params,
+    and what its transport is told when it is over (`done`)."""
+    started: float
+    method: str
+    entry: "_Method"
+    params: _Json
+    done: _Any
+
+
+class Session(_Peer):
+    """One client's conversation with a `Server`, whatever carries it: all per-client state. A
+    transport makes one per client, feeds it every frame (`receive`), reads on while it is
+    `accepting` (again at `on_ready`), and `close`s it when the client is gone. Out goes
+    ``send(message, related)``: `related` is the id of the client request it belongs to (its
+    response, or sent while serving it), or None; ``send(None, id)``: that request ends with no
+    response (it was cancelled). A stateless one (HTTP --stateless, `version`) needs no handshake.
+    """
+
+    def __init__(self, server, send, stateless_version=None):
+        super().__init__()
+        self.server, self._send = server, send
+        self.protocol_version = stateless_version
+        self.state = "operating" if stateless_version is not None else "new"
+        self.client_capabilities, self.client_info = {}, {}
+        self.log_level = "info"
+        self.subscriptions = set()
+        # Who the client is, as its transport can tell: `principal` sends its requests (HTTP: the
+        # Authorization it came with, or the user its token names), `owner` is whose share of the
+        # server's limits it uses (HTTP: its address, or that user), `auth` what was verified of it.
+        self.principal, self.owner, self.auth = "", "", None
+        self.running = {}       # request id -> the task serving it
+        self.waiting = {}       # request id -> (message, done): taken in, waiting for a slot (FIFO)
+        self.replies = {}       # request id -> the reply its frame came with (see `receive`)
+        # called when `accepting` may be true
+        self.on_ready: typing.Callable[[], None] | None = None
+        self.on_close: list[typing.Callable[[], object]] = []   # what ends with the session
+        # each extension's own state for this session, by name
+        self.extensions: dict[str, _Any] = {}
+        self._cancelled = set()
+        # request id -> what `_sweep` needs to know of it
+        self._running: dict[_Any, _Running] = {}
+        self._timer: _Timer | None = None   # ends the requests that run past their time limit
+        self._crossing = 0      # messages from tools' threads not yet sent by the loop
+        self.dropped = 0        # ... and log or progress notifications dropped past MAX_QUEUED
+        self._lock = threading.Lock()
+        self.loop: _Any = None  # the event loop, from the first frame on
+        server.sessions.add(self)
+
+    @property
+    def closed(self):
+        return self.state == "closed"
+
+    def advance(self, event):
+        """The lifecycle moves on (`_TRANSITIONS`), or stays where it is."""
+        self.state = _TRANSITIONS.get((self.state, event), self.state)
+
+    def receive(self, frame, done=None, reply=None):
+        """The one door: a frame of JSON text (bytes or str) or parsed (a dict; a list is a batch).
+        All is answered, bad input too: nothing raises. Past MAX_IN_FLIGHT running, requests wait
+        their turn in order (see `accepting`). Answers go to ``reply(message)`` if given (HTTP: the
+        POST's own response; a reply returning False cannot carry a notification, which goes to
+        `send`), else to `send`; ``done()`` when the frame's work is over. Returns how many
+        requests it took in; None if it refused the frame whole (a batch it does not accept)."""
+        if self.closed:
+            if done:
+                done()
+            return 0
+        if self.loop is None:
+            self.loop = _running_loop()
+        if isinstance(frame, str):
+            frame = frame.encode()
+        message = frame
+        if isinstance(frame, (bytes, bytearray)):
+            try:
+                message = _request_from(frame)
+            except McpError as e:
+                message = e
+        if type(message) is not list:
+            return self._take(message, done, reply, None)
+        why = self._batch_refused(message)
+        if why:     # JSON-RPC: a batch that cannot be taken gets one error, not an array
+            self._over(_error(None, INVALID_REQUEST, "Invalid request: " + why), None, done, reply)
+            return None
+        left = [len(message)]
+
+        def one_done():
+            left[0] -= 1
+            if not left[0] and done:
+                done()
+        seen = set()    # a batch's ids: one twice in it is refused, answered or not
+        return sum([self._take(item, one_done, reply, seen) for item in message])
+
+    def _batch_refused(self, batch):
+        """Why a batch is not taken, or None: it is taken whole, or not at all."""
+        if not batch:
+            return "empty batch"
+        if self.protocol_version not in BATCH_VERSIONS:
+            return "batches are not accepted"
+        room = MAX_IN_FLIGHT - len(self.running) + MAX_WAITING - len(self.waiting)
+        if len(batch) > room:
+            return f"batch too large (room for {room} now)"
+        return None
+
+    @property
+    def accepting(self):
+        """Whether a transport should read on: false while as many requests wait as may run
+        (`on_ready` then says when to go on), unless the client owes us an answer, which must
+        get in (requests beyond are then refused)."""
+        return len(self.waiting) < MAX_IN_FLIGHT or bool(self._pending)
+
+    def _admit(self, message, batched):
+        """What a message is (`classify`), or McpError: a request may not reuse a live id (nor
+        one of its batch's: `batched`), and initialize and another era's requests come alone."""
+        if type(message) is McpError:
+            raise message
+        kind = classify(message)
+        if kind != "request":
+            return kind
+        id_ = message["id"]
+        if batched is not None:
+            another_era = self._era(message.get("params")) is not _HANDSHAKE
+            if message["method"] == "initialize" or another_era:
+                raise McpError(INVALID_REQUEST, "Invalid request: initialize and 2026-07-28 "
+                                                "requests may not be batched")
+            if id_ in batched:
+                raise McpError(INVALID_REQUEST, _ID_IN_USE)
+            batched.add(id_)
+        if id_ in self.running or id_ in self.waiting:
+            raise McpError(INVALID_REQUEST, _ID_IN_USE)     # two answers would cross
+        return kind
+
+    def _take(self, message, done, reply, batched):
+        try:
+            kind = self._admit(message, batched)
+        except McpError as e:
+            # Only a request's id is the client's own: never echo the id of a broken reply.
+            id_ = None
+            if type(message) is dict and not self._broken_reply(message) \
+                    and _is_id(message.get("id")):
+                id_ = message["id"]
+            self._over(_error(id_, e.code, e.message), None, done, reply)
+            return 0
+        if kind != "request":
+            self._handle(message, kind, done)
+            return 0
+        id_ = message["id"]
+        if reply is not None:
+            self.replies[id_] = reply
+        if len(self.running) < MAX_IN_FLIGHT and not self.waiting:
+            self._handle(message, kind, done)
+        elif len(self.waiting) < (MAX_IN_FLIGHT if self._pending else MAX_WAITING):
+            self.waiting[id_] = message, done
+        else:
+            self._over(_error(id_, INTERNAL_ERROR, "Too many requests in flight"), id_, done)
+        return 1
+
+    def _handle(self, message, kind, done):
+        """Act on one classified message; a bug in here is -32603 on every transport, not the end.
+        """
+        method, params, id_ = message.get("method"), message.get("params", {}), message.get("id")
+        try:
+            if kind == "response":
+                self._settle(message)
+            elif kind == "notification":
+                self._notified(method, params)
+            else:
+                self._start(id_, method, params, done)
+                return
+        except Exception:
+            _logger.exception("failed to handle a %s %r", kind, method)
+            if kind == "request" and id_ not in self.running:
+                self._over(_error(id_, INTERNAL_ERROR, "Internal error"), id_, done)
+                return
+        if done:
+            done()
+
+    def _notified(self, method, params):
+        handler = _NOTIFICATIONS.get(method)
+        if handler and (type(params) is dict or params is None):   # some clients send null
+            handler(self, params or {})
+        self.advance(method)
+
+    def _start(self, id_, method, params, done):
+        """A request is refused now, or starts: initialize here and now (the handshake is agreed
+        before the next message is read), anything else in a task of its own."""
+        era = self._era(params)
+        problem = self._refusal(method, params, era)
+        if problem:
+            self._over(_error(id_, *problem), id_, done)
+        elif method == "initialize":
+            _without_waiting(self._serve(id_, method, params, done, era))
+        else:   # a task: the handler may wait, and needs a task to (asyncio.timeout, an ask)
+            task = _start_task(self._serve(id_, method, params, done, era), self.loop)
+            if not task.done():
+                self.running[id_] = task
+
+    def _era(self, params) -> _Any:
+        """The era a request belongs to: another's that claims it (2026-07-28's requests stand
+        alone), else the handshake's, served in this session."""
+        for era in _ERAS:
+            if era.claims(self, params):
+                return era
+        return _HANDSHAKE
+
+    def _refusal(self, method, params, era):
+        """Why a request cannot run, as (code, message[, data]), or None."""
+        if type(params) is not dict:
+            return INVALID_PARAMS, "Invalid params: expected an object"
+        problem = era.refusal(self, method, params)
+        if problem:
+            return problem
+        entry = _METHODS.get(method)
+        if entry is None or not self.server.offers(entry.capability) \
+                or entry.era not in (None, era.name):
+            return METHOD_NOT_FOUND, "Method not found"
+        if not era.allows(self, method):
+            return INVALID_PARAMS, "Session not initialized: send initialize first"
+        # a synchronous caller: nothing to run it on
+        if self.loop is None and method != "initialize":
+            return INTERNAL_ERROR, "No event loop is running"
+        return None
+
+    async def _serve(self, id_, method, params, done, era):
+        if id_ in self._cancelled:      # cancelled before it started: no answer
+            self._finished(id_, None, done)
+            return
+        entry = _METHODS[method]
+        ctx = Context(self, id_, params.get("_meta"))
+        start = self.loop.time() if self.loop else 0.0
+        running = self._running[id_] = _Running(start, method, entry, params, done)
+        if self.loop is not None and not entry.endless:
+            self._time_limit(start, method, params)
+        try:
+            response = _result(id_, await era.run(self, method, entry.handler, params, ctx))
+        except McpError as e:
+            response = _error(id_, e.code, e.message, e.data)
+        except asyncio.CancelledError:
+            # answered already (see `_end`): nothing more
+            if self._running.get(id_) is not running:
+                raise
+            if id_ in self._cancelled or self.closed:
+                del self._running[id_]
+                self._finished(id_, None, done)
+                raise
+            _logger.error("request %r (%s): an inner task was cancelled", id_, method)
+            response = _error(id_, INTERNAL_ERROR, "Internal error")
+        except BaseException:   # SystemExit too (argparse in a handler): never the server's end
+            _logger.exception("request %r (%s) failed", id_, method)
+            response = _error(id_, INTERNAL_ERROR, "Internal error")
+        if self._running.get(id_) is not running:   # it ignored its cancel, and its answer is given
+            return
+        del self._running[id_]
+        self._finished(id_, response, done)
+
+    def _limit(self, method, params):
+        """Seconds a request may run: its tool's `timeout`, else the server's, else TOOL_TIMEOUT."""
+        if method == "tools/call":
+            name = params.get("name")
+            tool = self.server.tools.get(name) if type(name) is str else None
+            if tool is not None and tool.timeout is not None:
+                return tool.timeout
+        if self.server.timeout is not None:
+            return self.server.timeout
+        return TOOL_TIMEOUT
+
+    def _time_limit(self, start, method, params):
+        if self._timer is None:
+            self._timer = _Timer(self.loop)
+        self._timer.at_most(start + self._limit(method, params) - self.loop.time(), self._sweep)
+
+    def _sweep(self):
+        """The time limit of a running request is up: those past theirs end, answered; the timer
+        is set for the next one's."""
+        now, next_due = self.loop.time(), None
+        for id_, running in list(self._running.items()):
+            if running.entry.endless or id_ in self._cancelled or id_ not in self.running:
+                continue
+            limit = self._limit(running.method, running.params)
+            if now - running.started < limit:
+                due = running.started + limit - now
+                next_due = due if next_due is None else min(next_due, due)
+                continue
+            _logger.warning("request %r (%s) ran past %g s: cancelled", id_, running.method, limit)
+            if running.method == "tools/call":
+                name = running.params.get("name")
+                answer = _result(id_,
+                                 _tool_error(f"Tool '{name}' did not finish within {limit:g} s."))
+            else:
+                answer = _error(id_, INTERNAL_ERROR, "Request timed out")
+            self._end(id_, answer)
+        if next_due is not None and self._timer is not None:
+            self._timer.at_most(next_due, self._sweep)
+
+    def _end(self, id_, response):
+        """Answer a running request now, and cancel it: its id and slot are free again. What it
+        does after goes unheard (a handler may ignore the cancel, a thread cannot be stopped)."""
+        running = self._running.pop(id_)
+        task = self.running.pop(id_)
+        self._over(response, id_, running.done)
+        task.cancel()
+        if self.waiting:
+            self.loop.call_soon(self._start_waiting)
+
+    async def stop(self, grace=0.0, reason="Server shutting down"):
+        """The server is going away: what was taken in may finish within `grace` seconds; every
+        request then left is answered -32603 `reason`, and cancelled. What lives as long as the
+        session (`on_close`) ends at once."""
+        self._closing()
+        try:
+            await self.drain(grace)
+        finally:    # a cancel (a signal during the grace) ends the grace, not the answers
+            for id_ in list(self.waiting):
+                self._over(_error(id_, INTERNAL_ERROR, reason), id_, self.waiting.pop(id_)[1])
+            for id_ in list(self._running):
+                if id_ not in self._cancelled and id_ in self.running:
+                    self._end(id_, _error(id_, INTERNAL_ERROR, reason))
+
+    def _finished(self, id_, response, done):
+        # Done here, not in a done callback: that would cost a turn of the loop per request.
+        self.running.pop(id_, None)     # before the answer: the client may reuse the id at once
+        if response is None or id_ in self._cancelled:
+            self._cancelled.discard(id_)
+            self._answer(None, id_)     # cancelled: no response, even if the handler finished
+        elif not self.closed:
+            self._answer(response, id_)
+        if self.waiting:    # the next starts on the next turn: one answered at once would recurse
+            self.loop.call_soon(self._start_waiting)
+        if done:
+            done()
+
+    def _start_waiting(self):
+        while self.waiting and len(self.running) < MAX_IN_FLIGHT and not self.closed:
+            id_ = next(iter(self.waiting))
+            message, done = self.waiting.pop(id_)
+            self._handle(message, "request", done)
+        if self.on_ready and self.accepting:
+            self.on_ready()
+
+    def cancel(self, id_):
+        """Cancel a request that runs or waits: it ends without a response."""
+        if id_ in self.waiting:
+            self._over(None, id_, self.waiting.pop(id_)[1])
+            if self.on_ready and self.accepting:
+                self.on_ready()
+            return
+        self._cancelled.add(id_)
+        # else its task has not begun (3.10, 3.11): it sees the cancel then
+        if id_ in self._running:
+            self.running[id_].cancel()
+
+    async def drain(self, timeout=None):
+        """Wait until every request taken in has been answered (or `timeout` s passed)."""
+        loop = asyncio.get_running_loop()
+        end = None if timeout is None else loop.time() + timeout
+        while not self.closed:
+            # What was answered already (cancelled) is not waited for, unless it holds
+            # the slots a waiting request needs.
+            live = [task for id_, task in self.running.items() if id_ not in self._cancelled]
+            left = None if end is None else end - loop.time()
+            if not (live or self.waiting) or (left is not None and left <= 0):
+                return
+            if live or len(self.running) >= MAX_IN_FLIGHT:
+                await asyncio.wait(live or list(self.running.values()), timeout=left,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            else:
+                await asyncio.sleep(0)      # a waiting request starts on the next turn
+
+    def _answer(self, message, related, reply=None):
+        """Every outgoing message passes here: to the reply of its request's frame if any, else
+        `send`."""
+        if reply is None and related is not None:
+            reply = self.replies.get(related)
+        if reply is None:
+            self._send(message, related)
+        elif message is None or "method" not in message:    # the answer: that request is over
+            self.replies.pop(related, None)
+            reply(message)
+        elif not reply(message):
+            self._send(message, related)
+
+    def _over(self, message, related, done, reply=None):
+        """The last word on a message: answer it, and tell its transport its work is done."""
+        self._answer(message, related, reply)
+        if done:
+            done()
+
+    def notify(self, method, params=None, related=None):
+        """Send a notification (thread-safe: sync tools run in threads). The lifecycle: before
+        notifications/initialized, only what a request causes (`related`), and log messages."""
+        if self.closed:
+            return
+        if not _LIFECYCLE[self.state][1] and related is None and method != "notifications/message":
+            return
+        message = _notification(method, params)
+        loop = self.loop
+        if loop is None or _running_loop() is loop:
+            self._answer(message, related)
+            return
+        # From a thread. While the loop is held up (stdout not read), what threads send
+        # piles up: past MAX_QUEUED, logs and progress go; nothing else is dropped.
+        with self._lock:
+            if self._crossing >= MAX_QUEUED and method in _DROPPABLE:
+                self.dropped += 1
+                return
+            self._crossing += 1
+        loop.call_soon_threadsafe(self._crossed, message, related)
+
+    def _crossed(self, message, related):
+        with self._lock:
+            self._crossing -= 1
+            dropped, self.dropped = self.dropped, 0
+        if dropped:
+            _logger.warning("dropped %d log/progress notifications from tools: the client is not "
+                            "reading", dropped)
+        if not self.closed:
+            self._answer(message, related)
+
+    async def request(self, method, params=None, related=None, timeout=None):
+        """Send a request to the client and wait for its result (or McpError), REPLY_TIMEOUT at
+        most."""
+        async def send(message):
+            self._answer(message, related)
+            if self.on_ready:   # we owe the client's answer a way in
+                self.on_ready()
+        return await self._exchange(next(self._ids), method, params, timeout or REPLY_TIMEOUT, send,
+                                    related)
+
+    def _abandon(self, id_, method, reason, related):
+        self.notify("notifications/cancelled", {"requestId": id_, "reason": reason}, related)
+
+    def _broken_reply(self, message):
+        """Whether an invalid message has no "method", so may be a broken reply to a
+        request of ours (its id is then ours, not the client's); its waiter fails now."""
+        if type(message) is not dict or "method" in message:
+            return False
+        if _is_id(message.get("id")):
+            self._fail(message["id"],
+                       McpError(CONNECTION_CLOSED, "Invalid response from the client"))
+        return True
+
+    def _closing(self):
+        for end in list(self.on_close):
+            end()
+
+    def close(self, cancel=False):
+        """End the session: fail our pending requests; cancel running ones if asked
+        (a vanished connection is not a cancel: by default the work finishes)."""
+        self.state = "closed"
+        self._closing()
+        self.server.sessions.discard(self)
+        self._send, self.on_ready = _nowhere, None     # no cycle through the transport
+        if self._timer is not None and not self._running:
+            self._timer.cancel()
+        self._closed("Connection closed")
+        if cancel:
+            for id_ in list(self.running) + list(self.waiting):
+                self.cancel(id_)
+
+
+def _nowhere(*args):
+    """Where a closed session's messages go."""
+
+
+def _without_waiting(coroutine):
+    """Run a coroutine that never waits (initialize's) to its end, here and now: with no event
+    loop too (a synchronous caller), and before the next message is read."""
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    coroutine.close()
+    raise RuntimeError("a handler that must not wait waited")
+
+
+if sys.version_info >= (3, 12):
+    def _start_task(coroutine, loop):
+        """A request's handler as a task of its own, its first step taken now (an eager task,
+        3.12+): a request that never waits (ping, a list, most tool calls) is answered before the
+        next message is read, with no turn of the event loop (about a tenth of a stdio call)."""
+        return asyncio.Task(coroutine, loop=loop, eager_start=True)
+else:
+    def _start_task(coroutine, loop):
+        """3.10 and 3.11 have no eager tasks: the handler's first step comes on the loop's next
+        turn."""
+        return loop.create_task(coroutine)
+
+
+class _Handshake:
+    """The handshake era's requests (2024-11-05 ... 2025-11-25): in the session initialize opened,
+    as its lifecycle allows. Another era may claim a request first (`_ERAS`): 2026-07-28's stand
+    alone, each naming its version in its _meta (an extension, below)."""
+    name = None     # its methods are `_Method`s with no era
+    cancels_when_left = False   # over HTTP, a client that leaves does not cancel: the work finishes
+    watches = False             # ... so a quiet answer is not looked at each second
+
+    @staticmethod
+    def streams_only(message):
+        """Whether a POST's answer must be a stream, whatever --json-response says."""
+        return False
+
+    @staticmethod
+    def http_status(response):
+        """The HTTP status of a POST's JSON answer: a JSON-RPC error is still 200 (transports)."""
+        return 200
+
+    @staticmethod
+    def refusal(session, method, params):
+        """Why the era refuses a request before its method is looked up, or None: the
+        handshake's are all looked up (and the lifecycle says when each may come: `allows`)."""
+
+    @staticmethod
+    def allows(session, method):
+        """Whether the session's lifecycle allows the method now."""
+        allowed = _LIFECYCLE[session.state][0]
+        return allowed is None or method in allowed
+
+    @staticmethod
+    async def run(session, method, handler, params, ctx):
+        return await handler(session, params, ctx)
+
+
+_HANDSHAKE = _Handshake()
+# the eras beside the handshake that may claim a request (`Session._era`)
+_ERAS: list[_Any] = []
+_ID_IN_USE = "Invalid request: id already in use"
+_DROPPABLE = ("notifications/message", "notifications/progress")
+_running_loop = asyncio._get_running_loop   # the running loop, or None (no RuntimeError)
+_now = time.monotonic
+
+
+class Context:
+    """What a handler knows of the request it serves, and how it talks back. Declare a parameter
+    annotated ``Context`` to receive one. `log` and `progress` may be awaited or not; `sample`,
+    `elicit` and `list_roots` are coroutines (from a sync tool: ``ctx.run(ctx.sample(...))``):
+    in a session they send a request to the client and wait for its answer.
+
+    The extensions change how an ask travels, never how a handler is written. A 2026-07-28
+    request has no session to ask in: the server asks by answering (input_required), the client
+    calls again with the answers, and the handler runs again from the start, each ask then
+    returning its answer at once (asks are told apart by `key`, by default their order); so wrap
+    what must happen only once per request (a payment, an id) in `once`. A call that became a
+    task (`detach`) asks in the task, and the client answers with tasks/update."""
+
+    def __init__(self, session: Session, request_id: str | int | None = None,
+                 meta: _Any = None) -> None:
+        self.session, self.request_id = session, request_id
+        self.meta = _object(meta)
+        token = self.meta.get("progressToken")     # a string or a number, never a bool
+        self.progress_token = token if type(token) in (str, int, float) else None
+        self._last_progress: float | None = None
+        # The caller's verified token (over HTTP with auth: subject, scopes, client_id, claims),
+        # else None: this request's, which a later request of the same user cannot change.
+        self.auth = session.auth
+        self.version: str | None = None         # a request of another era: its own protocol version
+        self.client_capabilities: _Json = session.client_capabilities   # what the client can do
+        # the least level it wants logged (None: the session's)
+        self.log_level: str | None = None
+        self.kept: _Json = {}                   # what `once` kept
+        self.asks = _ask_in_session             # how an ask travels (the extensions change it)
+        self.extensions: dict[str, _Any] = {}   # each extension's own state for this request
+
+    def log(self, level: str, data: _Any, logger: str | None = None) -> typing.Awaitable[None]:
+        """Send a notifications/message to the client if `level` passes its filter
+        (logging/setLevel; 2026-07-28: only if the request asked, with a logLevel in its _meta)."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log level must be one of {LOG_LEVELS}")
+        least = self.log_level or self.session.log_level
+        if least in LOG_LEVELS and LOG_LEVELS.index(level) >= LOG_LEVELS.index(least):
+            params = {"level": level, "data": data}
+            if logger:
+                params["logger"] = logger
+            self.session.notify("notifications/message", params, self.request_id)
+        return _DONE
+
+    def progress(self, progress: float, total: float | None = None,
+                 message: str | None = None) -> typing.Awaitable[None]:
+        """Report progress; sent only when the client asked (progressToken)."""
+        if self.progress_token is None:
+            return _DONE
+        if self._last_progress is not None and progress <= self._last_progress:
+            return _DONE        # basic/utilities/progress: it MUST increase with each notification
+        self._last_progress = progress
+        params = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self.session.notify("notifications/progress", params, self.request_id)
+        return _DONE
+
+    def close_sse_stream(self) -> None:
+        """Over HTTP, in a 2025-11-25 session: end the SSE response this request is answered on
+        now (resumable streams: the client resumes it with GET and Last-Event-ID, and the rest
+        comes there, so that a long call outlives proxies that cut long responses, SEP-1699)."""
+        if "Context.close_sse_stream" in _PROVIDED:
+            _PROVIDED["Context.close_sse_stream"](self)
+
+    async def sample(self, messages: str | list[_Json], max_tokens: int = 1000,
+                     key: str | None = None,
+                     **options: _Any) -> _Json:
+        """Ask the client's model: sampling/createMessage. `messages` may be a string."""
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": text(messages)}]
+        params = {"messages": messages, "maxTokens": max_tokens}
+        params.update((_camel(name), value) for name, value in options.items())
+        return await self.asks(self, "sampling", "sampling/createMessage", params, key)
+
+    async def elicit(self, message: str, schema: _Json, key: str | None = None) -> _Json:
+        """Ask the user for input (form mode): returns {"action", "content"?}."""
+        if not isinstance(schema, dict) or "properties" not in schema:
+            schema = {"type": "object", "properties": schema or {}}
+        return await self.asks(self, "elicitation", "elicitation/create",
+                               {"message": message, "requestedSchema": schema}, key)
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str | None = None,
+                         key: str | None = None) -> _Json:
+        """Send the user to `url` (URL mode, 2025-11-25: for what must not pass through the
+        client, such as a password or a payment). Returns {"action"}: accept only means
+        the user agreed to go. Tell the client when the interaction there is over with
+        `elicitation_complete(elicitation_id)`, or raise UrlElicitationRequired."""
+        import secrets
+        params = {"mode": "url", "message": message, "url": url,
+                  "elicitationId": elicitation_id or secrets.token_urlsafe(16)}
+        return await self.asks(self, "elicitation", "elicitation/create", params, key)
+
+    def elicitation_complete(self, elicitation_id: str) -> None:
+        """notifications/elicitation/complete: the URL interaction `elicitation_id` is over."""
+        self.session.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+
+    async def list_roots(self, key: str | None = None) -> list[_Json]:
+        """The client's roots (file:// URIs it lets the server look at)."""
+        answer = await self.asks(self, "roots", "roots/list", {}, key)
+        return answer.get("roots", [])
+
+    async def once(self, key: str, fn: typing.Callable[..., _Any], *args: _Any) -> _Any:
+        """``fn(*args)`` (sync or async), run once per request however many rounds it takes
+        (see above); later rounds get the value it returned. In 2026-07-28 the value travels
+        in requestState, which the client can read: JSON, and nothing secret."""
+        if key not in self.kept:
+            value = fn(*args)
+            if asyncio.iscoroutine(value):
+                value = await value
+            self.kept[key] = value
+        return self.kept[key]
+
+    async def detach(self) -> bool:
+        """Make this call a task now (the tasks extension; else it becomes one after TASK_AFTER s):
+        the client gets its task id and polls. True once it is one; False if it cannot be (its
+        tool has no ``task=``, or the request did not declare the extension): the call then goes
+        on as it was."""
+        detach = self.extensions.get("detach")
+        if detach is None:
+            return False
+        return bool(await detach())
+
+    def run(self, coroutine: typing.Coroutine[_Any, _Any, _T]) -> _T:
+        """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
+        assert self.session.loop, "a tool's thread runs beside a loop"
+        return asyncio.run_coroutine_threadsafe(coroutine, self.session.loop).result()
+
+
+def _lacks(declared, capability, params):
+    """What of `capability` the client must have declared for this ask and did not, as (what,
+    the capabilities it needs), or None. 2025-11-25: tools in a sampling request and URL-mode
+    elicitation only to a client that said it takes them ({} for elicitation is form alone)."""
+    sub = None
+    if "tools" in params:
+        sub = "tools"
+    elif params.get("mode") == "url":
+        sub = "url"
+    elif capability == "elicitation" and type(declared) is dict and declared:
+        sub = "form"
+    if sub is None:
+        if declared is None:
+            return capability, {capability: {}}
+        return None
+    if type(declared) is not dict or declared.get(sub) is None:
+        return f"{capability}.{sub}", {capability: {sub: {}}}
+    return None
+
+
+async def _ask_in_session(ctx, capability, method, params, key=None):
+    """An ask of the handshake era: a request to the client in the session, whose answer must be
+    of the shape the spec gives."""
+    lacking = _lacks((ctx.client_capabilities or {}).get(capability), capability, params)
+    if lacking:
+        raise McpError(METHOD_NOT_FOUND, f"The client does not support {lacking[0]}.")
+    answer = await ctx.session.request(method, params, ctx.request_id)
+    problem = _answer_problem(method, params, answer)
+    if problem:
+        raise McpError(INVALID_PARAMS, f"The client's answer to {method} is malformed: {problem}")
+    return answer
+
+
+def _answer_problem(method, params, answer):
+    """What is wrong with the client's answer to what the server asked, or None: a
+    handler gets only answers of the shape the spec gives (elicited content as asked)."""
+    if type(answer) is not dict:
+        return "expected an object"
+    if method == "elicitation/create":
+        if answer.get("action") not in ("accept", "decline", "cancel"):
+            return "action must be accept, decline or cancel"
+        content = answer.get("content", {})
+        if type(content) is not dict:
+            return "content must be an object"
+        if answer["action"] == "accept" and "requestedSchema" in params:
+            return validate(content, params["requestedSchema"])
+        return None
+    if method == "sampling/createMessage":
+        if type(answer.get("content")) not in (dict, list) or type(answer.get("role")) is not str \
+                or type(answer.get("model")) is not str:
+            return "role and model must be strings, content an object or a list"
+        return None
+    roots = answer.get("roots")     # roots/list
+    if type(roots) is list and all(type(root) is dict and type(root.get("uri")) is str
+                                   for root in roots):
+        return None
+    return "roots must be a list of objects with a uri"
+
+
+class _Done:
+    """Lets ``ctx.log(...)`` be written with or without ``await``."""
+
+    def __await__(self) -> typing.Generator[None, None, None]:
+        yield from ()
+
+
+_DONE = _Done()
+
+
+def _camel(name):
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+##############################################################################
+# Core: method handlers, what each request does
+##############################################################################
+# Each handler takes (session, params, ctx) and returns the result, or raises McpError for a
+# JSON-RPC error. `_METHODS` says which serves which method, and what the server must offer
+# for it (2025-11-25 server/*: a server without tools answers tools/list -32601).
+
+PAGE_SIZE = 100         # items per tools/resources/prompts list page (a cursor names the next)
+MAX_URI = 8 * 1024      # characters in a URI a client subscribes to; longer -> -32002
+MAX_SUBSCRIPTIONS = 1000    # resource subscriptions per session; more -> -32602
+
+_CLIENT_CAPABILITIES = ("roots", "sampling", "elicitation", "experimental", "tasks")
+_CLIENT_INFO = ("name", "version", "title", "description", "websiteUrl")
+# a list method -> the key of the items in its result (the client and the command line read it too)
+_LISTS_OF = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
+             "resources/templates/list": "resourceTemplates"}
+
+
+async def _initialize(session, params, ctx):
+    """The handshake (basic/lifecycle): answered before anything else runs (it never waits), so
+    that every later message sees what was agreed. The capture's first POST, answered on the
+    stream: the version both speak, what each side can do, and who the server is."""
+    if session.state != "new":
+        raise McpError(INVALID_REQUEST, "Invalid request: already initialized")
+    version, caps = params.get("protocolVersion"), params.get("capabilities")
+    info = params.get("clientInfo")
+    if type(version) is not str or type(caps) is not dict or type(info) is not dict:
+        raise McpError(INVALID_PARAMS, "Invalid params: initialize needs protocolVersion, "
+                                       "capabilities and clientInfo")
+    # Echo a version we speak; otherwise offer our newest (lifecycle: never fail here).
+    if version in PROTOCOL_VERSIONS:
+        session.protocol_version = version
+    else:
+        session.protocol_version = LATEST_PROTOCOL_VERSION
+    # Kept for the session's life: only what is used, and small (4 MB of {} cost 96 MiB).
+    session.client_capabilities = {key: _small(caps[key]) for key in _CLIENT_CAPABILITIES
+                                   if key in caps}
+    session.client_info = {key: value[:256] for key, value in info.items()
+                           if key in _CLIENT_INFO and type(value) is str}
+    session.advance("initialize")
+    return _introduce(session.server, protocolVersion=session.protocol_version,
+                      serverInfo=session.server.info)
+
+
+def _introduce(server, **first):
+    """What initialize (and 2026-07-28's server/discover) says of the server: `first`, then its
+    capabilities and instructions."""
+    result = {**first, "capabilities": server.capabilities()}
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+def _small(value, limit=4096):
+    """A client's JSON value to keep: itself if its text is at most `limit` bytes, else {}."""
+    try:
+        if len(encode(value)) <= limit:
+            return value
+    except (TypeError, ValueError, RecursionError):
+        pass
+    return {}
+
+
+async def _ping(session, params, ctx):
+    return {}
+
+
+def _lister(method):
+    """The handler of a */list `method`: a page of definitions (resources/list holds no
+    templates, resources/templates/list only them)."""
+    key, kind = _LISTS_OF[method], method.partition("/")[0]
+    templates = method == "resources/templates/list"
+
+    async def handler(session, params, ctx):
+        items = getattr(session.server, kind).values()
+        shown = [item.definition for item in items
+                 if bool(getattr(item, "template", None)) == templates]
+        return _page(shown, params, key)
+    handler.__name__ = "_list_templates" if templates else "_list_" + kind
+    return handler
+
+
+def _page(items, params, key):
+    """A page of `items` from the cursor the params name (our cursors are offsets, as text)."""
+    cursor = params.get("cursor")
+    start = 0
+    if cursor is not None:
+        digits = type(cursor) is str and cursor.isascii() and cursor.isdigit() and len(cursor) < 10
+        if not digits \
+                or int(cursor) > len(items):
+            raise McpError(INVALID_PARAMS, "Invalid params: unknown cursor")
+        start = int(cursor)
+    result = {key: items[start:start + PAGE_SIZE]}
+    if start + PAGE_SIZE < len(items):
+        result["nextCursor"] = str(start + PAGE_SIZE)
+    return result
+
+
+def _arguments_of(params):
+    arguments = params.get("arguments")
+    # false, [] or "" is not "no arguments"
+    if arguments is not None and type(arguments) is not dict:
+        raise McpError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+    return arguments or {}
+
+
+def _name(params, key="name"):
+    value = params.get(key)
+    if type(value) is not str:
+        raise McpError(INVALID_PARAMS, f"Invalid params: {key} must be a string")
+    return value
+
+
+class _Unwind(BaseException):
+    """Raised through a handler by an extension, to end the request its own way (2026-07-28: the
+    handler asked, and the round ends with input_required): no error, and no tool's failure.
+    A BaseException, so that a handler's ``except Exception`` lets it through."""
+
+
+async def _call_tool(session, params, ctx):
+    """tools/call: the capture's getUsers and addUser. The arguments are checked against the
+    tool's inputSchema first; what goes wrong inside the tool is an isError result the model
+    reads (2025-11-25 server/tools), never a JSON-RPC error."""
+    name = _name(params)
+    tool = session.server.tools.get(name)
+    if tool is None:    # -32602, not -32601: tools/call itself exists
+        raise McpError(INVALID_PARAMS,
+                       f"Unknown tool {name[:100]!r}: call tools/list for the tools "
+                                       "there are")
+    arguments = _arguments_of(params)
+    # 2025-11-25: bad argument values are a tool error the model can read and fix.
+    problem = tool.check_input(arguments, "")
+    if problem:
+        return _tool_error(f"Invalid arguments for tool '{name}': {problem}")
+    try:
+        return tool.result(await tool.call(arguments, ctx))
+    except (RequestError, _Unwind):
+        raise
+    except McpError as e:
+        return _tool_error(e.message)
+    except asyncio.CancelledError:
+        if not tool.is_async:   # a thread cannot be stopped: it runs on, unheard
+            session.server.abandoned += 1
+            _logger.debug("tool %r was cancelled; its thread runs on (%d so far)", name,
+                          session.server.abandoned)
+        raise
+    except BaseException as e:  # SystemExit from a tool ends the call, not the server
+        if type(e) is RecursionError:   # a self-referential result: one line, not 100 KB of frames
+            _logger.error("tool %r failed: %r", name, e)
+        else:
+            _logger.error("tool %r failed: %r", name, e, exc_info=e)
+        return _tool_error(f"Tool '{name}' failed with an internal error.")
+
+
+def _find_resource(server, uri):
+    resource = server.resources.get(uri)
+    if resource and not resource.template:
+        return resource, {}
+    for resource in server.resources.values():
+        if resource.template:
+            found = resource.template.match(uri)
+            if found is not None:
+                return resource, found
+    return None, None
+
+
+async def _read_resource(session, params, ctx):
+    uri = _name(params, "uri")
+    resource, variables = _find_resource(session.server, uri)
+    if resource is None:    # 2026-07-28 (a request of that era: ctx.version) says -32602
+        code = INVALID_PARAMS if ctx.version else RESOURCE_NOT_FOUND
+        raise McpError(code, "Resource not found", {"uri": uri})
+    value = await resource.call(variables, ctx)
+    return {"contents": resource.contents(uri, value)}
+
+
+async def _subscribe(session, params, ctx):
+    uri = _name(params, "uri")
+    if len(uri) > MAX_URI or _find_resource(session.server, uri)[0] is None:
+        raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri[:MAX_URI]})
+    if len(session.subscriptions) >= MAX_SUBSCRIPTIONS and uri not in session.subscriptions:
+        raise McpError(INVALID_PARAMS, f"Too many subscriptions (at most {MAX_SUBSCRIPTIONS})")
+    session.subscriptions.add(uri)
+    return {}
+
+
+async def _unsubscribe(session, params, ctx):
+    session.subscriptions.discard(_name(params, "uri"))
+    return {}
+
+
+async def _get_prompt(session, params, ctx):
+    name = _name(params)
+    prompt = session.server.prompts.get(name)
+    if prompt is None:
+        raise McpError(INVALID_PARAMS,
+                       "Unknown prompt: call prompts/list for the prompts there are")
+    arguments = _arguments_of(params)
+    if not all(type(value) is str for value in arguments.values()):
+        raise McpError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
+    for pname, _, default in prompt.params:
+        if default is prompt.empty and pname not in arguments:
+            raise McpError(INVALID_PARAMS, f"Missing required argument: {pname}")
+    arguments = {key: value for key, value in arguments.items() if key in prompt.names}
+    result = {"messages": prompt.messages(await prompt.call(arguments, ctx))}
+    if "description" in prompt.definition:
+        result["description"] = prompt.definition["description"]
+    return result
+
+
+async def _set_level(session, params, ctx):
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise McpError(INVALID_PARAMS,
+                       f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
+    session.log_level = level
+    return {}
+
+
+async def _complete(session, params, ctx):
+    """completion/complete: the values a completion handler suggests for a prompt's argument or
+    a resource template's variable, at most 100 of them (2025-11-25 server/utilities/completion)."""
+    ref, argument = params.get("ref"), params.get("argument")
+    if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
+        raise McpError(INVALID_PARAMS, "Invalid params: completion needs ref and argument")
+    kind = ref.get("type")
+    key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
+    registry: _Json = {"ref/prompt": session.server.prompts,
+                       "ref/resource": session.server.resources}
+    if type(key) is not str or key not in registry.get(str(kind), ()):
+        raise McpError(INVALID_PARAMS, "Invalid params: unknown prompt or resource template")
+    handler = session.server.completions.get((kind, key, argument["name"]))
+    values = []
+    if handler is not None:
+        args: _Json = {}
+        if handler.params:      # the value typed so far
+            args[handler.params[0][0]] = str(argument.get("value", ""))
+        if len(handler.params) > 1:     # and the arguments already chosen
+            context = params.get("context")
+            chosen = context.get("arguments") if type(context) is dict else None
+            args[handler.params[1][0]] = _object(chosen)
+        values = [str(value) for value in (await handler.call(args, ctx) or [])]
+    return {"completion": {"values": values[:100], "total": len(values),
+                           "hasMore": len(values) > 100}}
+
+
+def _on_cancelled(session, params):
+    """notifications/cancelled: the request stops, and gets no answer
+    (basic/utilities/cancellation)."""
+    id_ = params.get("requestId")
+    # initialize never runs as a task
+    if _is_id(id_) and (id_ in session.running or id_ in session.waiting):
+        session.cancel(id_)
+
+
+def _on_roots_changed(session, params):
+    """notifications/roots/list_changed: a tool asks ctx.list_roots() again, nothing is cached."""
+    if session.server.on_roots_changed:
+        session.server.on_roots_changed(session)
+
+
+class _Method(typing.NamedTuple):
+    """How a method is served: its handler, the capability the server must offer for it (a name,
+    or an extension's test of the server), the one era that serves it (None: the handshake's,
+    which other eras may serve too), and whether it runs until cancelled (no time limit)."""
+    handler: typing.Callable[..., typing.Awaitable[_Any]]
+    capability: _Any = None
+    era: str | None = None
+    endless: bool = False
+
+
+# Every method the server answers; the extensions add theirs (tasks/get ...) and wrap some
+# (tools/call may become a task).
+_METHODS = {
+    "initialize": _Method(_initialize),
+    "ping": _Method(_ping),
+    "tools/list": _Method(_lister("tools/list"), "tools"),
+    "tools/call": _Method(_call_tool, "tools"),
+    "resources/list": _Method(_lister("resources/list"), "resources"),
+    "resources/templates/list": _Method(_lister("resources/templates/list"), "resources"),
+    "resources/read": _Method(_read_resource, "resources"),
+    "resources/subscribe": _Method(_subscribe, "resources"),
+    "resources/unsubscribe": _Method(_unsubscribe, "resources"),
+    "prompts/list": _Method(_lister("prompts/list"), "prompts"),
+    "prompts/get": _Method(_get_prompt, "prompts"),
+    "logging/setLevel": _Method(_set_level, "logging"),
+    "completion/complete": _Method(_complete, "completions"),
+}
+# notification -> handler (notifications/initialized moves the lifecycle on: `Session.advance`)
+_NOTIFICATIONS = {"notifications/cancelled": _on_cancelled,
+                  "notifications/roots/list_changed": _on_roots_changed}
+
 
 ##############################################################################
 # Core: content, what tools return and prompts hold
@@ -439,7 +1699,8 @@ class GetPromptResult(_GetPromptResult, total=False):
 
 
 class Content(dict[str, _Any]):
-    """A content block (a dict with a ``type``), marked so a tool's own dicts are never taken for one."""
+    """A content block (a dict with a ``type``), marked so a tool's own dicts are never taken for
+    one."""
 
 
 def text(value, **extra):
@@ -472,254 +1733,24 @@ def _b64(data):
 
 
 def _contents(uri, value, mime_type=None):
-    blob = isinstance(value, (bytes, bytearray, memoryview))
-    return {"uri": uri, **({"mimeType": mime_type} if mime_type else {}),
-            **({"blob": _b64(bytes(value))} if blob else {"text": str(value)})}
-
-##############################################################################
-# Core: schemas from type hints
-##############################################################################
-
-
-def _hint(tp, depth=0):
-    """A type hint as data: its JSON Schema, and the loader that turns JSON the schema accepted into
-    what the hint asks for (a date, a dataclass ...), or None where the JSON already is that. Built
-    at registration: a hint with no JSON form (a custom class, Callable) is a TypeError then.
-
-    >>> _hint(list[int])[0]
-    {'type': 'array', 'items': {'type': 'integer'}}
-    """
-    if depth > 20:      # deeper (a recursive dataclass): no schema, and the loader built when used
-        return {}, lambda value: _convert(value, tp)
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in _ORIGINS:      # Annotated[T, ...], Literal[...], a union, NotRequired[T] ...
-        return _ORIGINS[origin](args, depth + 1)
-    if hasattr(tp, "__supertype__"):    # NewType("Id", int)
-        return _hint(tp.__supertype__, depth + 1)
-    if tp in _SIMPLE_TYPES:
-        return {"type": _SIMPLE_TYPES[tp]}, _SIMPLE_LOADS.get(tp)
-    if tp is typing.Any or tp is object or isinstance(tp, typing.TypeVar):
-        return {}, None
-    return (origin is None and isinstance(tp, type) and _class_hint(tp, depth)) \
-        or _container_hint(tp, origin, args, depth)
+    """A resource's contents: text, or bytes as a base64 blob."""
+    contents = {"uri": uri}
+    if mime_type:
+        contents["mimeType"] = mime_type
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        contents["blob"] = _b64(bytes(value))
+    else:
+        contents["text"] = str(value)
+    return contents
 
 
-def _literal(args, depth=0):
-    schema: _Json = {"enum": list(args)}
-    kinds = {_SIMPLE_TYPES.get(type(a)) for a in args}
-    if len(kinds) == 1 and None not in kinds:   # one JSON type: say which
-        schema["type"] = kinds.pop()
-    return schema, None
-
-
-def _annotated(args, depth):
-    """Annotated[str, "what it is"], or Annotated[T, {more schema keywords}]."""
-    schema, load = _hint(args[0], depth)
-    for extra in args[1:]:
-        schema = {**schema, **({"description": extra} if isinstance(extra, str) else
-                               extra if isinstance(extra, dict) else {})}
-    return schema, load
-
-
-def _class_hint(tp, depth):
-    """An Enum, a type that travels as a string, a record, a str or int subclass; or None."""
-    if issubclass(tp, enum.Enum):
-        return _literal([m.value for m in tp])[0], tp
-    if (as_string := _string_type(tp)):
-        return dict(as_string[0]), functools.partial(as_string[1], tp)
-    if issubclass(tp, tuple) and hasattr(tp, "_fields"):      # a NamedTuple
-        hints = typing.get_type_hints(tp)
-        return _tuple_hint([hints.get(f, typing.Any) for f in typing.cast(_Any, tp)._fields], depth, tp)
-    if _is_dataclass(tp) or issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
-        return _record(tp, depth)
-    if (simple := next((_SIMPLE_TYPES[k] for k in tp.__mro__ if k in _SIMPLE_TYPES), None)):
-        return {"type": simple}, tp
-    return None
-
-
-def _container_hint(tp, origin, args, depth):
-    """An object for a mapping hint (dict[K, V] ...), an array for another collection (list[T], deque ...)."""
-    cls = origin or tp
-    if not isinstance(cls, type) or issubclass(cls, (str, bytes, bytearray, memoryview)) \
-            or not (issubclass(cls, abc.Collection) or cls is abc.Iterable):
-        raise TypeError(f"unsupported type hint {_hint_name(tp)}")
-    if issubclass(cls, abc.Mapping):
-        item, load = _hint(args[1] if len(args) == 2 else typing.Any, depth + 1)
-        schema = {"type": "object", **({"additionalProperties": item} if item else {})}
-        return schema, load and (lambda value: {k: _load(load, v) for k, v in value.items()}
-                                 if type(value) is dict else value)
-    if cls is tuple and args and args[-1] is not Ellipsis:    # tuple[int, str]
-        return _tuple_hint(args, depth, lambda *items: items)
-    item, load = _hint(args[0] if args else typing.Any, depth + 1)
-    schema, make = {"type": "array", **({"items": item} if item else {})}, typing.cast(_Any, cls)
-    if getattr(cls, "__abstractmethods__", None):     # Sequence, Set ...: a list, frozenset or set
-        make = list if not issubclass(cls, abc.Set) else set if issubclass(cls, abc.MutableSet) else frozenset
-    if make is list and load is None:
-        return schema, None
-    return schema, lambda value: make(_load(load, v) for v in value) if type(value) is list else value
-
-
-def _tuple_hint(args, depth, make):
-    items = [_hint(a, depth + 1) for a in args]
-    return ({"type": "array", "prefixItems": [schema for schema, _ in items],
-             "minItems": len(items), "maxItems": len(items)},
-            lambda value: make(*(_load(load, v) for (_, load), v in zip(items, value)))
-            if type(value) is list else value)
-
-
-def _load(load, value):
-    return value if load is None or value is None else load(value)
-
-
-def _union(args, depth):
-    """anyOf the options; the loader uses the first that validates and loads."""
-    options = [_hint(a, depth) for a in args]
-    any_of = {"anyOf": [schema for schema, _ in options]}
-    if not any(load for _, load in options):
-        return any_of, None
-    checks = {}     # compiled when first needed: recursive hints register fast
-
-    def first_that_loads(value):
-        failed = None
-        for i, (schema, load) in enumerate(options):
-            if (checks.get(i) or checks.setdefault(i, _checker(schema)))(value, "") is None:
-                try:
-                    return _load(load, value)
-                except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
-                    failed = e
-        if failed:
-            raise failed
-        return value
-    return any_of, first_that_loads
-
-
-def _record(tp, depth):
-    """A dataclass or TypedDict: an object of fields, arriving as the dataclass or a dict."""
-    hints, required, make, takes = _fields(tp)
-    fields = {k: _hint(v, depth + 1) for k, v in hints.items()}
-    schema = {"type": "object", "properties": {k: schema for k, (schema, _) in fields.items()},
-              **({"required": list(required)} if required else {})}
-    doc = _first_paragraph(tp.__doc__)
-    if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
-        schema["description"] = doc
-    loads = {k: load for k, (_, load) in fields.items() if load}
-
-    def load(value):    # unchecked (a prompt's text): left to the function
-        if type(value) is not dict:
-            return value
-        value = {k: _load(loads.get(k), v) for k, v in value.items()}
-        return make(**{k: v for k, v in value.items() if takes is None or k in takes})
-    return schema, load
-
-
-@functools.lru_cache(maxsize=256)     # a recursive record past depth 20 is built again for each value
-def _fields(tp):
-    """A record's field hints, the fields it requires, what makes one from keywords, and which
-    keywords that takes (None: any; others, as extra keys and init=False fields, are ignored)."""
-    hints = typing.get_type_hints(tp, include_extras=True)
-    if _is_dataclass(tp):
-        import dataclasses
-        import inspect
-        fields, missing = dataclasses.fields(tp), dataclasses.MISSING
-        required = [f.name for f in fields if f.init and f.default is missing
-                    and f.default_factory is missing]
-        params = inspect.signature(tp).parameters.values()
-        takes = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(p.name for p in params)
-        return {f.name: hints.get(f.name, typing.Any) for f in fields}, required, tp, takes
-    # A TypedDict. String annotations (from __future__) hide Required/NotRequired from __required_keys__.
-    marked = {k: typing.get_origin(h) for k, h in hints.items()}
-    required = [k for k in hints if _REQUIRED and marked[k] is _REQUIRED
-                or k in tp.__required_keys__ and not (_NOT_REQUIRED and marked[k] is _NOT_REQUIRED)]
-    return hints, required, dict, None
-
-
-def _convert(value, tp):
-    """JSON that `tp`'s schema accepted, as what `tp` asks for (built afresh: handlers keep theirs)."""
-    return _load(_hint(tp)[1], value)
-
-
-_SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null",
-                 None: "null"}      # list[None]'s argument is None, not NoneType
-# JSON's 2.0 is a valid integer, and 2 a valid number: each arrives as the hint's type.
-_SIMPLE_LOADS = {int: lambda v: int(v) if type(v) is float else v,
-                 float: lambda v: float(v) if type(v) is int else v}
-_REQUIRED, _NOT_REQUIRED = getattr(typing, "Required", None), getattr(typing, "NotRequired", None)
-_MARKERS = tuple(filter(None, (_REQUIRED, _NOT_REQUIRED, getattr(typing, "ReadOnly", None))))
-_UNIONS = (typing.Union, type(int | str))     # Optional[X], X | Y
-_ORIGINS = {typing.Annotated: _annotated, typing.Literal: _literal, **dict.fromkeys(_UNIONS, _union),
-            **dict.fromkeys(_MARKERS, lambda args, depth: _hint(args[0], depth))}
-
-
-def _hint_name(tp):
-    return tp.__qualname__ if isinstance(tp, type) else repr(tp).replace("typing.", "")
-
-
-def _from_iso(tp, value):
-    # 3.10's fromisoformat takes no "Z"; RFC 3339 date-times (JSON Schema's format) often end in one.
-    return tp.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
-
-
-# Standard-library types that travel as JSON strings: (schema, from JSON given the hint's
-# class, to JSON). Keyed by name, so that none of their modules is imported for the table.
-_STRING_TYPES = {
-    **{f"datetime.{name}": ({"type": "string", "format": form}, _from_iso, lambda v: v.isoformat())
-       for name, form in (("datetime", "date-time"), ("date", "date"), ("time", "time"))},
-    "uuid.UUID": ({"type": "string", "format": "uuid"}, lambda tp, v: tp(v), str),
-    "pathlib.PurePath": ({"type": "string", "format": "path"}, lambda tp, v: tp(v), str),
-    # A number or a string in (a float's shortest repr: 0.1 stays 0.1); a string out, exact.
-    "decimal.Decimal": ({"type": ["number", "string"]}, lambda tp, v: _decimal(tp(str(v))), str),
-    **dict.fromkeys(("builtins.bytes", "builtins.bytearray"), (
-        {"type": "string", "contentEncoding": "base64"},
-        lambda tp, v: tp(base64.b64decode(v, validate=True)), lambda v: _b64(v))),
-}
-
-
-def _decimal(number):
-    # NaN, Infinity or 1e999999999 would reach the tool as a trap (Overflow, a 1 GB string).
-    if not number.is_finite() or abs(number.adjusted()) > 1000:
-        raise ValueError("a finite number below 1e1000 is expected")
-    return number
-
-
-def _string_type(cls):
-    """The _STRING_TYPES entry for a class or its nearest base (datetime before date)."""
-    names = (f"{klass.__module__.partition('.')[0]}.{klass.__qualname__}" for klass in cls.__mro__)
-    return next((_STRING_TYPES[name] for name in names if name in _STRING_TYPES), None)
-
-
-def _first_paragraph(doc):
-    return " ".join((doc or "").strip().split("\n\n")[0].split()) or None
-
-
-def _is_dataclass(obj):
-    # What dataclasses.is_dataclass checks, without importing it for servers that use none.
-    return hasattr(obj, "__dataclass_fields__")
-
-
-def _to_json(value):
-    """A tool's return value as plain JSON data (dataclasses, enums, tuples, dates ...)."""
-    if type(value) in _SIMPLE_TYPES:
-        return value
-    if type(value) is dict:
-        return {str(k): _to_json(v) for k, v in value.items()}
-    if _is_dataclass(value) and not isinstance(value, type):
-        import dataclasses
-        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return _to_json(value.value)
-    if type(value) is list:
-        return [_to_json(v) for v in value]
-    if (as_string := _string_type(type(value))):
-        return as_string[2](value)
-    if isinstance(value, abc.Mapping):
-        return {str(k): _to_json(v) for k, v in value.items()}
-    if isinstance(value, abc.Iterable) and not isinstance(value, (str, bytes, bytearray, memoryview)):
-        return [_to_json(v) for v in value]    # a range, a generator, a deque ...
-    return value
 
 ##############################################################################
 # Core: the server's registry of tools, resources and prompts
 ##############################################################################
+# What tools/list, resources/list and prompts/list answer, and what tools/call, resources/read
+# and prompts/get run: functions registered with the decorators, each wrapped in a Tool,
+# Resource or Prompt that knows its definition (as the lists show it) and how to call it.
 
 
 class _Handler:
@@ -727,7 +1758,8 @@ class _Handler:
 
     def __init__(self, fn: typing.Callable[..., _Any], description: str | None = None) -> None:
         import inspect  # imported here: the cost is paid only when registering
-        self.fn, self.is_async, self.empty = fn, inspect.iscoroutinefunction(fn), inspect.Parameter.empty
+        self.fn, self.is_async = fn, inspect.iscoroutinefunction(fn)
+        self.empty = inspect.Parameter.empty
         try:
             self.hints = typing.get_type_hints(fn, include_extras=True)
         except Exception:  # noqa: BLE001 — unresolvable forward references: no hints, no schema
@@ -748,11 +1780,13 @@ class _Handler:
         self.description = description or _first_paragraph(fn.__doc__)
         built = {name: self.hint(name, hint) for name, hint, _ in self.params}
         self.schemas = {name: schema for name, (schema, _) in built.items()}
-        self.loads = {name: load for name, (_, load) in built.items() if load}  # where JSON is not the value
+        # where JSON is not the value
+        self.loads = {name: load for name, (_, load) in built.items() if load}
         self.names = frozenset(self.schemas)
 
     def hint(self, name, hint):
-        """Parameter `name`'s (or "return"'s) schema and loader: a bad hint is the author's TypeError."""
+        """Parameter `name`'s (or "return"'s) schema and loader: a bad hint is the author's
+        TypeError."""
         try:
             return _hint(hint)
         except TypeError as e:
@@ -762,35 +1796,48 @@ class _Handler:
                             "date/time, UUID, Decimal, Path, bytes, or typing.Any") from None
 
     def _schema(self):
+        """The inputSchema the parameters make: each one's, with its default if JSON can show it."""
         props: dict[str, _Json] = {name: dict(self.schemas[name]) for name, _, _ in self.params}
+        required = []
         for name, _, default in self.params:
-            if default is not self.empty:
-                with contextlib.suppress(TypeError, ValueError):    # no JSON form: no default shown
-                    json.dumps(default := _to_json(default), allow_nan=False)
-                    props[name]["default"] = default
-        required = [name for name, _, default in self.params if default is self.empty]
-        schema = {"type": "object", "properties": props, **({"required": required} if required else {})}
+            if default is self.empty:
+                required.append(name)
+                continue
+            try:    # a default with no JSON form is not shown
+                shown = _to_json(default)
+                json.dumps(shown, allow_nan=False)
+            except (TypeError, ValueError):
+                continue
+            props[name]["default"] = shown
+        schema: _Json = {"type": "object", "properties": props}
+        if required:
+            schema["required"] = required
         if not self.var_keyword:
             schema["additionalProperties"] = False
         return schema
 
     async def call(self, arguments, context):
-        loads = self.loads
-        kwargs = {name: self.convert(name, value) if name in loads else value
-                  for name, value in arguments.items() if self.var_keyword or name in self.names}
+        kwargs = {}
+        for name, value in arguments.items():
+            if name in self.loads:
+                kwargs[name] = self.convert(name, value)
+            elif self.var_keyword or name in self.names:
+                kwargs[name] = value
         if self.context_param:
             kwargs[self.context_param] = context
         if self.is_async:
             return await self.fn(**kwargs)
-        return await asyncio.to_thread(self.fn, **kwargs)     # off the loop: a slow tool stalls no other
+        # off the loop: a slow tool stalls no other
+        return await asyncio.to_thread(self.fn, **kwargs)
 
     def convert(self, name, value):
         try:
             return _load(self.loads[name], value)
         except _BAD_VALUE as e:     # "2024-13-01" for a date
             why = f" ({str(e)[:200]})" if isinstance(e, ValueError) else ""
-            raise McpError(INVALID_PARAMS, f"Invalid arguments: {name}: not a valid "
-                                           f"{_hint_name(_strip(self.hints.get(name)))}{why}") from None
+            wanted = _hint_name(_strip(self.hints.get(name)))
+            message = f"Invalid arguments: {name}: not a valid {wanted}{why}"
+            raise McpError(INVALID_PARAMS, message) from None
 
 
 # What converting JSON a schema passed may still raise: the value, not the server, is wrong.
@@ -801,60 +1848,74 @@ def _strip(hint):
     while typing.get_origin(hint) is typing.Annotated:
         hint = typing.get_args(hint)[0]
     if typing.get_origin(hint) in _UNIONS:
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        options = [arg for arg in typing.get_args(hint) if arg is not type(None)]
         if len(options) == 1:
             return _strip(options[0])
     return hint
+
+
+def _defined(**fields):
+    """A definition as the lists show it: the fields that have a value, in this order."""
+    return {key: value for key, value in fields.items() if value}
 
 
 class Tool(_Handler):
     """A tool. Options: `name` (default: the function's), `description` (default: the docstring's
     first paragraph), `title`, `annotations` (readOnlyHint ...), `input_schema` / `output_schema`
     (default: from the type hints), `meta`, `icons`, `timeout` (seconds a call may run; default
-    the server's, else TOOL_TIMEOUT), `scopes` (OAuth scopes a caller's token needs, over HTTP
-    with a ResourceServer: without them, 403 and the client may ask for more), `task`: "optional"
-    (a call may become a task, SEP-2663: see `Context.detach`) or "required" (only as a task)."""
+    the server's, else TOOL_TIMEOUT). The extensions add theirs (`_TOOL_OPTIONS`): `task`
+    (SEP-2663: a call may become a task) and `scopes` (the OAuth scopes a caller's token needs)."""
 
-    def __init__(self, fn, name=None, description=None, title=None, annotations=None, input_schema=None,
-                 output_schema=None, meta=None, icons=None, timeout=None, scopes=(), task=None):
+    def __init__(self, fn, name=None, description=None, title=None, annotations=None,
+                 input_schema=None,
+                 output_schema=None, meta=None, icons=None, timeout=None, **options):
         super().__init__(fn, description)
-        self.name, self.timeout, self.task = name or fn.__name__, timeout, task
-        if task not in (None, "optional", "required"):
-            raise ValueError(f"tool {self.name!r}: task must be None, 'optional' or 'required'")
-        self.scopes = frozenset(scopes.split() if isinstance(scopes, str) else scopes)
+        self.name, self.timeout = name or fn.__name__, timeout
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):    # 2025-11-25 server/tools
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
+        self.options = {}       # what the extensions' options said (`_TOOL_OPTIONS`)
+        self.extensions: dict[str, _Any] = {}   # each extension's own state for this tool
+        for option, value in options.items():
+            if option not in _TOOL_OPTIONS:
+                raise TypeError(f"tool {self.name!r}: unknown option {option!r}")
+            self.options[option] = _TOOL_OPTIONS[option](self, value)
         # A schema of the author's is copied: what is advertised stays what is checked.
-        self.input_schema = json.loads(json.dumps(input_schema)) if input_schema else self._schema()
+        if input_schema:
+            self.input_schema = json.loads(json.dumps(input_schema))
+        else:
+            self.input_schema = self._schema()
         self.check_input = _checker(self.input_schema)
-        # 2026-07-28 HTTP: the arguments marked x-mcp-header come in Mcp-Param-* headers too
-        if (headers := _header_params(self.input_schema)) is None:
-            _logger.warning("tool %r: its x-mcp-header marks are invalid: 2026-07-28 HTTP clients "
-                         "will leave it out", self.name)
-        self.param_headers = headers or ()
         self.wrap = False       # structured output must be an object: others go under "result"
-        if output_schema:
-            output_schema = json.loads(json.dumps(output_schema))
-        elif "return" in self.hints and not _mentions_content(returns := self.hints["return"]) \
-                and _strip(returns) not in (str, typing.Any, type(None), typing.NoReturn,
-                                            getattr(typing, "Never", None)):
-            output_schema = self.hint("return", returns)[0]
-            if output_schema and output_schema.get("type") != "object":
-                output_schema = {"type": "object", "properties": {"result": output_schema},
-                                 "required": ["result"]}
-                self.wrap = True
-        self.output_schema = output_schema or None
+        self.output_schema = self._output_schema(output_schema)
         self.check_output = _checker(self.output_schema)
-        self.definition = {"name": self.name, **{k: v for k, v in (
-            ("title", title), ("description", self.description), ("inputSchema", self.input_schema),
-            ("outputSchema", self.output_schema), ("annotations", annotations), ("icons", icons),
-            ("_meta", meta)) if v}}
+        self.definition = _defined(name=self.name, title=title, description=self.description,
+                                   inputSchema=self.input_schema, outputSchema=self.output_schema,
+                                   annotations=annotations, icons=icons, _meta=meta)
+        for check in _TOOL_CHECKS:
+            check(self)
+
+    def _output_schema(self, given):
+        """The author's outputSchema, else the return hint's (2025-06-18: structuredContent);
+        a result that is not an object goes under "result", as {"result": ...}."""
+        if given:
+            return json.loads(json.dumps(given))
+        returns = self.hints.get("return", typing.Any)
+        if _mentions_content(returns) or _strip(returns) in _UNSTRUCTURED:
+            return None
+        schema = self.hint("return", returns)[0]
+        if not schema:
+            return None
+        if schema.get("type") != "object":
+            self.wrap = True
+            return {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+        return schema
 
     def result(self, value):
         """A CallToolResult from whatever the function returned."""
         if isinstance(value, Content):
             return {"content": [value]}
-        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Content) for v in value):
+        blocks = isinstance(value, (list, tuple)) and value
+        if blocks and all(isinstance(item, Content) for item in value):
             return {"content": list(value)}
         if value is None and not self.output_schema:
             return {"content": []}
@@ -863,15 +1924,24 @@ class Tool(_Handler):
         data = _to_json(value)
         body = _text_encoder.encode(data)
         structured = {"result": data} if self.wrap or type(data) is not dict else data
-        if (problem := self.check_output(structured, "")):
+        problem = self.check_output(structured, "")
+        if problem:
             _logger.error("tool %s returned a value that does not match its outputSchema: %s",
-                       self.name, problem)
+                          self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
         return {"content": [text(body)], "structuredContent": structured}
 
 
+# Return hints that make no structured output: text, or nothing known
+_UNSTRUCTURED = (str, typing.Any, type(None), typing.NoReturn, getattr(typing, "Never", None))
+# A tool option of an extension's -> what it keeps of the value (its check: a bad one raises)
+_TOOL_OPTIONS: dict[str, typing.Callable[[Tool, _Any], _Any]] = {}
+# What the extensions check of each tool once it is made (a warning, say)
+_TOOL_CHECKS: list[typing.Callable[[Tool], None]] = []
+
+
 def _mentions_content(hint):
-    return hint is Content or any(_mentions_content(a) for a in typing.get_args(hint))
+    return hint is Content or any(_mentions_content(arg) for arg in typing.get_args(hint))
 
 
 def _tool_error(message):
@@ -880,23 +1950,25 @@ def _tool_error(message):
 
 class Resource(_Handler):
     """A resource, or a template when `uri` has {variables} (passed to the function by name). The
-    function returns str (text), bytes (blob), JSON-able data (as application/json text) or contents
-    dicts. Options: `name`, `description`, `mime_type`, `title`, `annotations`, `meta`, `icons`, `size`."""
+    function returns str (text), bytes (blob), JSON-able data (as application/json text) or
+    contents dicts. Options: `name`, `description`, `mime_type`, `title`, `annotations`, `meta`,
+    `icons`, `size`."""
 
     def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
                  annotations=None, meta=None, icons=None, size=None):
         super().__init__(fn, description)
         self.uri, self.mime_type = uri, mime_type
         self.template = _UriTemplate(uri) if "{" in uri else None
-        self.definition = {"uriTemplate" if self.template else "uri": uri, **{k: v for k, v in (
-            ("name", name or fn.__name__), ("title", title), ("description", self.description),
-            ("mimeType", mime_type), ("annotations", annotations), ("icons", icons), ("_meta", meta),
-            ("size", size)) if v is not None}}
+        fields = {"uriTemplate" if self.template else "uri": uri, "name": name or fn.__name__,
+                  "title": title, "description": self.description, "mimeType": mime_type,
+                  "annotations": annotations, "icons": icons, "_meta": meta, "size": size}
+        self.definition = {key: value for key, value in fields.items() if value is not None}
 
     def contents(self, uri, value):
         if isinstance(value, dict) and "uri" in value:
             return [value]
-        if isinstance(value, list) and all(isinstance(v, dict) and "uri" in v for v in value):
+        if isinstance(value, list) and all(isinstance(item, dict) and "uri" in item
+                                           for item in value):
             return value
         if isinstance(value, (str, bytes, bytearray, memoryview)):
             return [_contents(uri, value, self.mime_type)]
@@ -916,8 +1988,9 @@ class _UriTemplate:
 
     def __init__(self, template):
         self.parts = re.split(r"\{([^{}]*)\}", template)     # literal, variable name, literal ...
-        if any("{" in literal for literal in self.parts[::2]) \
-                or not all(name.isidentifier() for name in self.parts[1::2]):
+        literals, names = self.parts[::2], self.parts[1::2]
+        nested = any("{" in literal for literal in literals)
+        if nested or not all(name.isidentifier() for name in names):
             raise ValueError(f"bad URI template {template!r}: use {{name}} variables")
 
     def match(self, uri):
@@ -929,73 +2002,91 @@ class _UriTemplate:
             literal = parts[i + 1]
             if i + 2 == len(parts):        # the final variable runs to the final literal
                 end = len(uri) - len(literal) if uri.endswith(literal) else -1
+            elif literal:
+                end = uri.find(literal, pos)
             else:       # "{a}{b}": adjacent variables cannot be told apart
-                end = uri.find(literal, pos) if literal else -1
+                end = -1
             value = unquote(uri[pos:end])
-            if end <= pos or value in (".", "..") or any(c in value for c in "/\\\x00") or value[1:2] == ":":
+            if end <= pos or not _segment(value):
                 return None
             found[parts[i]] = value
             pos = end + len(literal)
         return found
 
 
+def _segment(value):
+    """Whether a variable's value stays within its path segment."""
+    if value in (".", "..") or value[1:2] == ":":
+        return False
+    return not any(c in value for c in "/\\\x00")
+
+
 class Prompt(_Handler):
     """A prompt: its arguments are the function's parameters (strings; a default makes one
     optional). The function returns a string (one user message), content blocks, {"role",
-    "content"} dicts, or a list of them. Options: `name`, `description`, `title`, `meta`, `icons`."""
+    "content"} dicts, or a list of them. Options: `name`, `description`, `title`, `meta`, `icons`.
+    """
 
     def __init__(self, fn, name=None, description=None, title=None, meta=None, icons=None):
         super().__init__(fn, description)
         self.name = name or fn.__name__
-        arguments = [{"name": pname, **({"description": self.schemas[pname]["description"]}
-                                        if self.schemas[pname].get("description") else {}),
-                      "required": default is self.empty} for pname, _, default in self.params]
-        self.definition = {"name": self.name, **{k: v for k, v in (
-            ("title", title), ("description", self.description),
-            ("arguments", arguments), ("icons", icons), ("_meta", meta)) if v}}
+        arguments = []
+        for pname, _, default in self.params:
+            argument = {"name": pname}
+            if self.schemas[pname].get("description"):
+                argument["description"] = self.schemas[pname]["description"]
+            argument["required"] = default is self.empty
+            arguments.append(argument)
+        self.definition = _defined(name=self.name, title=title, description=self.description,
+                                   arguments=arguments, icons=icons, _meta=meta)
 
     def messages(self, value):
         items = value if isinstance(value, (list, tuple)) else [value]
-        return [item if isinstance(item, dict) and "role" in item else
-                {"role": "user", "content": item if isinstance(item, Content) else text(str(item))}
-                for item in items]
+        messages = []
+        for item in items:
+            if isinstance(item, dict) and "role" in item:
+                messages.append(item)
+            elif isinstance(item, Content):
+                messages.append({"role": "user", "content": item})
+            else:
+                messages.append({"role": "user", "content": text(str(item))})
+        return messages
 
 
 class Server:
     """An MCP server: register tools, resources and prompts, then `run()`. Its capabilities
-    follow from what is registered; a change while clients are connected sends them list_changed."""
+    follow from what is registered; a change while clients are connected sends them list_changed.
+    `state_key` and `tasks` are the options of two extensions: 2026-07-28's multi round-trip
+    requests (the key that seals a requestState) and tasks (the TaskStore they are kept in)."""
 
     def __init__(self, name: str, version: str = "0.1.0", instructions: str | None = None,
-                 title: str | None = None, timeout: float | None = None, state_key: str | bytes | None = None,
-                 tasks: "TaskStore | None" = None, **info: _Any) -> None:
-        self.info = {"name": name, "version": version, **({"title": title} if title else {}), **info}
-        # Tools with task= run as tasks kept in `task_store` (default: made at the first, in memory);
-        # a TaskStore(path) that several processes share lets each answer for the others' tasks.
-        self.task_store = tasks
-        self.works: dict[str, asyncio.Future[_Any]] = {}    # task id -> the work this process runs
-        self.runner = os.urandom(8).hex()           # this process, as its tasks' records name it
-        self.skill_entries: dict[str, _Json] = {}   # SKILL.md URI -> skills/list entry (`skills`)
-        self.skill_dirs: dict[str, list[_Json]] = {}    # skill folder URI -> what is in it
+                 title: str | None = None, timeout: float | None = None,
+                 state_key: str | bytes | None = None,
+                 tasks: _Any = None, **info: _Any) -> None:
+        self.info = {"name": name, "version": version}
+        if title:
+            self.info["title"] = title
+        self.info.update(info)
         self.instructions = instructions
         self.timeout = timeout  # seconds any request may run (default TOOL_TIMEOUT)
         self.abandoned = 0      # sync tools' threads cancelled while running (they run on)
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}
-        self.completions: dict[tuple[str, str, str], _Handler] = {}     # (ref kind, name or URI, argument)
-        self.on_roots_changed: typing.Callable[[Session], object] | None = None     # the Session told
-        # 2026-07-28: how clients may cache lists, reads and discovery (ttlMs 0: stale at once).
-        self.cache = {"ttlMs": 0, "cacheScope": "private"}
+        # (ref kind, name or URI, argument)
+        self.completions: dict[tuple[str, str, str], _Handler] = {}
+        # the Session told
+        self.on_roots_changed: typing.Callable[[Session], object] | None = None
         self.sessions: set[Session] = set()     # live sessions, for change notifications
-        self.meta = {"io.modelcontextprotocol/serverInfo": self.info}  # on 2026-07-28 results
-        # Seals requestState (2026-07-28 multi round-trip requests): the processes that
-        # share it (MCP_MIN_STATE_KEY) each continue what another began.
-        key = state_key or os.environ.get("MCP_MIN_STATE_KEY") or os.urandom(32)
-        self.state_key = key.encode() if isinstance(key, str) else bytes(key)
-        if len(self.state_key) < 16:
-            raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
+        self.state_key, self.task_store = state_key, tasks      # the extensions' (see above)
+        # each extension's own state for this server, by name
+        self.extensions: dict[str, _Any] = {}
+        for prepare in _ON_SERVER:
+            prepare(self)
 
-    auth: "ResourceServer | None" = None    # guards it over HTTP, unless given token= or auth=
+    # Guards it over HTTP (the authorization extension's ResourceServer), unless serve_http is given
+    # its own token= or auth=.
+    auth: _Any = None
 
     # Each decorator returns the function unchanged, so it can still be called (and tested).
     @typing.overload
@@ -1005,9 +2096,12 @@ class Server:
 
     def tool(self, name: _Any = None, **options: _Any) -> _Any:
         """Decorator: register a function as a tool (see `Tool` options); ``@server.tool`` too."""
-        return _decorator(name, lambda fn, name: self.add_tool(fn, name, **options))
+        def add(fn, name):
+            self.add_tool(fn, name, **options)
+        return _decorator(name, add)
 
-    def add_tool(self, fn: typing.Callable[..., _Any], name: str | None = None, **options: _Any) -> "Tool":
+    def add_tool(self, fn: typing.Callable[..., _Any], name: str | None = None,
+                 **options: _Any) -> Tool:
         return self._add("tools", Tool(fn, name, **options))
 
     def remove_tool(self, name: str) -> None:
@@ -1016,10 +2110,14 @@ class Server:
     def resource(self, uri: str, **options: _Any) -> typing.Callable[[_F], _F]:
         """Decorator: a resource at `uri`, or a template if it has {variables}."""
         if not isinstance(uri, str):
-            raise TypeError('@server.resource needs the URI first: @server.resource("notes://today")')
-        return _decorator(None, lambda fn, _: self.add_resource(fn, uri, **options))
+            raise TypeError('@server.resource needs the URI first: '
+                            '@server.resource("notes://today")')
 
-    def add_resource(self, fn: typing.Callable[..., _Any], uri: str, **options: _Any) -> "Resource":
+        def add(fn, _):
+            self.add_resource(fn, uri, **options)
+        return _decorator(None, add)
+
+    def add_resource(self, fn: typing.Callable[..., _Any], uri: str, **options: _Any) -> Resource:
         return self._add("resources", Resource(fn, uri, **options), uri)
 
     def remove_resource(self, uri: str) -> None:
@@ -1032,10 +2130,12 @@ class Server:
 
     def prompt(self, name: _Any = None, **options: _Any) -> _Any:
         """Decorator: register a function returning messages as a prompt; ``@server.prompt`` too."""
-        return _decorator(name, lambda fn, name: self.add_prompt(fn, name, **options))
+        def add(fn, name):
+            self.add_prompt(fn, name, **options)
+        return _decorator(name, add)
 
     def add_prompt(self, fn: typing.Callable[..., _Any], name: str | None = None,
-                   **options: _Any) -> "Prompt":
+                   **options: _Any) -> Prompt:
         return self._add("prompts", Prompt(fn, name, **options))
 
     def remove_prompt(self, name: str) -> None:
@@ -1057,1094 +2157,1805 @@ class Server:
         if not isinstance(ref, str) or not isinstance(argument, str):
             raise TypeError('@server.completion needs a prompt name or URI template and an '
                             'argument name: @server.completion("greet", "name")')
+        kind = "ref/resource" if "://" in ref else "ref/prompt"
 
         def add(fn, _):
-            self.completions["ref/resource" if "://" in ref else "ref/prompt", ref, argument] = _Handler(fn)
+            self.completions[kind, ref, argument] = _Handler(fn)
         return _decorator(None, add)
 
     def skills(self, path: str) -> None:
-        """Serve the agent skills in folder `path` (SEP-2640): each folder under it holding a
-        SKILL.md (YAML front matter with name and description; the folder's name is the skill's)
-        is a skill, and every file in it a resource, ``skill://<folder>/<file>``. Call it again
-        when they change on disk: the last call's set is what is served."""
-        _add_skills(self, path)
+        """Serve the agent skills in folder `path` (SEP-2640, the skills extension): each folder
+        under it holding a SKILL.md (YAML front matter with name and description; the folder's
+        name is the skill's) is a skill, and every file in it a resource,
+        ``skill://<folder>/<file>``. Call it again when they change on disk: the last call's set
+        is what is served."""
+        _provided("Server.skills")(self, path)
 
-    def offers(self, capability: str) -> bool:
-        """Whether the server declares `capability` (without building the dict)."""
+    def offers(self, capability: _Any) -> bool:
+        """Whether the server declares `capability` (a name, or an extension's test of the server;
+        None: what every server does)."""
+        if capability is None:
+            return True
+        if callable(capability):
+            return bool(capability(self))
         return capability == "logging" or bool(getattr(self, capability))
 
-    @property
-    def task_tools(self) -> bool:
-        """Whether a tool may run as a task: the tasks extension is offered."""
-        return any(tool.task for tool in self.tools.values())
-
     def capabilities(self) -> _Json:
-        caps: _Json = {"logging": {}, "tools": {"listChanged": True},
-                "resources": {"subscribe": True, "listChanged": True},
-                "prompts": {"listChanged": True}, "completions": {}}
-        caps = {k: v for k, v in caps.items() if self.offers(k)}
-        extensions = {name: value for name, value, on in ((_TASKS, {}, self.task_tools),
-                      (_SKILLS, {"directoryRead": True}, self.skill_entries)) if on}
-        return {**caps, "extensions": extensions} if extensions else caps
+        """What initialize says the server can do: what is registered (2025-11-25 lifecycle)."""
+        caps: _Json = {"logging": {}}
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.resources:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.completions:
+            caps["completions"] = {}
+        extensions = {}
+        for offered in _EXTENSION_CAPABILITIES:
+            extensions.update(offered(self))
+        if extensions:
+            caps["extensions"] = extensions
+        return caps
 
     def _changed(self, kind):
-        for session in list(self.sessions):
-            session.notify(f"notifications/{kind}/list_changed")
-            session.publish(f"notifications/{kind}/list_changed", {},
-                            lambda wanted: wanted.get(kind + "ListChanged"))
+        self._tell(f"notifications/{kind}/list_changed", {})
 
     def resource_updated(self, uri: str) -> None:
         """Tell subscribed clients that the resource at `uri` changed."""
+        self._tell("notifications/resources/updated", {"uri": uri})
+
+    def _tell(self, method, params):
+        """A change, to the sessions that want it (resources/updated: those subscribed to it),
+        and to what the extensions keep listening (2026-07-28: subscriptions/listen)."""
         for session in list(self.sessions):
-            if uri in session.subscriptions:
-                session.notify("notifications/resources/updated", {"uri": uri})
-            session.publish("notifications/resources/updated", {"uri": uri},
-                            lambda wanted: uri in wanted.get("resourceSubscriptions", ()))
+            subscribed = params.get("uri") in session.subscriptions
+            if method != "notifications/resources/updated" or subscribed:
+                session.notify(method, params or None)
+        for hear in _ON_CHANGE:
+            hear(self, method, params)
 
     def run(self, argv: list[str] | None = None, exit: bool = True) -> int:
         """Serve over stdio, or HTTP with ``--port``: the same options as
         ``python mcp_min.py serve`` (call it from ``if __name__ == "__main__"``). Then end the
         process with the exit status, as ``unittest.main()`` does, so that a supervisor sees a
         failure (the port in use: 1); ``exit=False`` returns it instead."""
-        about = f"Serve the MCP server {self.info['name']!r} over stdio (the default) or HTTP (--port)."
-        args = _serve_parser(about).parse_args(_bare_trace(sys.argv[1:] if argv is None else argv))
+        about = (f"Serve the MCP server {self.info['name']!r} over stdio (the default) or HTTP "
+                 "(--port).")
+        if argv is None:
+            argv = sys.argv[1:]
+        args = _serve_parser(about).parse_args(_serve_argv(argv))
         code = _serve(self, args)
         if exit:
             sys.exit(code)
         return code
 
 
+# What the extensions prepare on each new Server (their state in server.extensions), what they
+# add to its capabilities' "extensions", and who hears of its changes besides its sessions.
+_ON_SERVER: list[typing.Callable[[Server], None]] = []
+_EXTENSION_CAPABILITIES: list[typing.Callable[[Server], _Json]] = []
+_ON_CHANGE: list[typing.Callable[[Server, str, _Json], None]] = []
+# Public methods whose work an extension does ("Server.skills" ...): name -> the function
+_PROVIDED: dict[str, typing.Callable[..., _Any]] = {}
+
+
+def _provided(name):
+    """What an extension provides for a public method; without it, a clear error (a copy of
+    mcp_min cut at its first extension has the core alone)."""
+    if name not in _PROVIDED:
+        raise RuntimeError(f"{name} needs an extension this copy of mcp_min does not have")
+    return _PROVIDED[name]
+
+
 def _decorator(name: _Any, add: typing.Callable[[_Any, _Any], object]) -> _Any:
+    """`@server.tool` with or without parentheses: the function is the name when there are none."""
     if not (name is None or isinstance(name, str) or callable(name)):
         raise TypeError(f"a name is a string, not {type(name).__name__}: @server.tool(\"name\")")
 
     def register(fn):
         add(fn, None if fn is name else name)
         return fn
-    return register(name) if callable(name) else register   # bare @server.tool: the function is the name
+    if callable(name):
+        return register(name)
+    return register
+
 
 ##############################################################################
-# Core: the session, one client's conversation whatever carries it
+# Core: schemas from type hints, and arguments checked against them
 ##############################################################################
+# tools/list shows each tool's inputSchema (JSON Schema), and tools/call's arguments must match
+# it (2025-11-25 server/tools: a mismatch is an isError result the model can read and fix).
+# Here the schema comes from the function's type hints, and so does the way back: JSON that
+# the schema accepted turned into what the hint asks for (a date, a dataclass, a set ...).
 
 
-class Context:
-    """What a handler knows of the request it serves, and how it talks back. Declare a parameter
-    annotated ``Context`` to receive one. `log` and `progress` may be awaited or not; `sample`,
-    `elicit` and `list_roots` are coroutines (from a sync tool: ``ctx.run(ctx.sample(...))``).
+def _hint(tp, depth=0):
+    """A type hint as data: its JSON Schema, and the loader that turns JSON the schema accepted into
+    what the hint asks for (a date, a dataclass ...), or None where the JSON already is that. Built
+    at registration: a hint with no JSON form (a custom class, Callable) is a TypeError then.
 
-    In a session (handshake era) those three send a request to the client and wait. A 2026-07-28
-    request cannot: the server asks by answering, with an ``input_required`` result, and the
-    client calls again with the answers. The handler then runs again from the start, and each ask
-    returns its answer at once (asks are told apart by `key`, by default their order). So code
-    before an ask runs once per round: wrap what must happen only once (a payment, an id) in `once`.
-
-    A tool registered with ``task=`` may become a task (SEP-2663): the client gets a task id at once,
-    and polls it. In a task, `sample`, `elicit` and `list_roots` wait for the client's tasks/update
-    (the code runs once), while `log` and `progress` go nowhere: the client is not listening.
+    >>> _hint(list[int])[0]
+    {'type': 'array', 'items': {'type': 'integer'}}
     """
-
-    def __init__(self, session: "Session", request_id: str | int | None = None, meta: _Any = None) -> None:
-        self.session, self.request_id = session, request_id
-        # the caller's verified token (AuthInfo: subject, scopes, client_id, claims) over HTTP with
-        # auth, else None: this request's, which a later request of the same user cannot change
-        self.auth = getattr(session, "auth", None)
-        self.meta = meta if type(meta) is dict else {}
-        version = self.meta.get(_VERSION_KEY)
-        self.version = version if type(version) is str else None  # a 2026-07-28 request's own
-        token = self.meta.get("progressToken")     # a string or a number, never a bool
-        self.progress_token = token if type(token) in (str, int, float) else None
-        self._last_progress: float | None = None
-
-    _rounds: "_Rounds | None" = None    # a 2026-07-28 request that may ask: its `_Rounds`
-    task_id: str | None = None          # the task's id, once this call is one (`detach`)
-    _asked = 0                          # what the task asked so far
-    _detach: "typing.Callable[[], typing.Awaitable[bool]] | None" = None   # makes the call a task, if it may
-
-    @property
-    def client_capabilities(self) -> _Json:
-        """The session's; a 2026-07-28 request declares its own."""
-        return self.meta[_CAPABILITIES_KEY] if self.version else self.session.client_capabilities
-
-    def log(self, level: str, data: _Any, logger: str | None = None) -> typing.Awaitable[None]:
-        """Send a notifications/message to the client if `level` passes its filter
-        (2026-07-28: only if the request asked, with a logLevel in its _meta)."""
-        if level not in LOG_LEVELS:
-            raise ValueError(f"log level must be one of {LOG_LEVELS}")
-        least = self.meta.get(_MODERN + "logLevel") if self.version else self.session.log_level
-        if least in LOG_LEVELS and not self.task_id and LOG_LEVELS.index(level) >= LOG_LEVELS.index(least):
-            params = {"level": level, "data": data, **({"logger": logger} if logger else {})}
-            self.session.notify("notifications/message", params, self.request_id)
-        return _DONE
-
-    def close_sse_stream(self) -> None:
-        """Over HTTP, in a 2025-11-25 session: end the SSE response this request is answered
-        on now. The client resumes it (GET with Last-Event-ID) after the `retry:` wait, and
-        the rest comes there: a long call outlives proxies that cut long responses (SEP-1699)."""
-        stream = getattr(self.session.replies.get(self.request_id), "__self__", None)
-        if isinstance(stream, _Stream) and stream.primes:     # from a sync tool's thread too
-            loop = self.session.loop
-            if loop is None or _running_loop() is loop:
-                stream.part()
-            else:
-                loop.call_soon_threadsafe(stream.part)
-
-    def progress(self, progress: float, total: float | None = None,
-                 message: str | None = None) -> typing.Awaitable[None]:
-        """Report progress; sent only when the client asked (progressToken)."""
-        if self.progress_token is None or (self._last_progress is not None
-                                           and progress <= self._last_progress):
-            return _DONE        # spec: progress MUST increase with each notification
-        self._last_progress = progress
-        params = {"progressToken": self.progress_token, "progress": progress,
-                  **{k: v for k, v in (("total", total), ("message", message)) if v is not None}}
-        self.session.notify("notifications/progress", params, self.request_id)
-        return _DONE
-
-    async def sample(self, messages: str | list[_Json], max_tokens: int = 1000, key: str | None = None,
-                     **options: _Any) -> _Json:
-        """Ask the client's model: sampling/createMessage. `messages` may be a string."""
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": text(messages)}]
-        params = {"messages": messages, "maxTokens": max_tokens}
-        params.update((_camel(k), v) for k, v in options.items())
-        return await self._ask("sampling", "sampling/createMessage", params, key)
-
-    async def elicit(self, message: str, schema: _Json, key: str | None = None) -> _Json:
-        """Ask the user for input (form mode): returns {"action", "content"?}."""
-        if not isinstance(schema, dict) or "properties" not in schema:
-            schema = {"type": "object", "properties": schema or {}}
-        return await self._ask("elicitation", "elicitation/create",
-                               {"message": message, "requestedSchema": schema}, key)
-
-    async def elicit_url(self, message: str, url: str, elicitation_id: str | None = None,
-                         key: str | None = None) -> _Json:
-        """Send the user to `url` (URL mode, 2025-11-25: for what must not pass through the
-        client, such as a password or a payment). Returns {"action"}: accept only means
-        the user agreed to go. Tell the client when the interaction there is over with
-        `elicitation_complete(elicitation_id)`, or raise UrlElicitationRequired."""
-        params = {"mode": "url", "message": message, "url": url}
-        if not self.version:    # 2026-07-28 has no elicitation ids: requestState ties it
-            import secrets
-            params["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
-        return await self._ask("elicitation", "elicitation/create", params, key)
-
-    def elicitation_complete(self, elicitation_id: str) -> None:
-        """notifications/elicitation/complete: the URL interaction `elicitation_id` is over."""
-        self.session.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
-
-    async def list_roots(self, key: str | None = None) -> list[_Json]:
-        """The client's roots (file:// URIs it lets the server look at)."""
-        return (await self._ask("roots", "roots/list", {}, key)).get("roots", [])
-
-    async def once(self, key: str, fn: typing.Callable[..., _Any], *args: _Any) -> _Any:
-        """``fn(*args)`` (sync or async), run once per request however many rounds it
-        takes (see above); later rounds get the value it returned. The value travels
-        in requestState, which the client can read: JSON, and nothing secret."""
-        kept = self._rounds.kept if self._rounds else {}
-        if key not in kept:
-            value = fn(*args)
-            kept[key] = await value if asyncio.iscoroutine(value) else value
-        return kept[key]
-
-    async def detach(self) -> bool:
-        """Make this call a task now (else it becomes one after TASK_AFTER s): the client gets
-        its task id and polls. True once it is one; False if it cannot be (its tool has no
-        ``task=``, or the request did not declare the extension): the call then goes on as it was."""
-        return bool(self._detach and await self._detach())
-
-    async def _ask(self, capability, method, params, key=None):
-        declared, need, what = (self.client_capabilities or {}).get(capability), {capability: {}}, capability
-        # 2025-11-25: tools, a URL, only to a client that said it takes them ({} is form alone)
-        if (sub := "tools" if "tools" in params else "url" if params.get("mode") == "url" else
-                capability == "elicitation" and type(declared) is dict and declared and "form"):
-            need, what = {capability: {str(sub): {}}}, f"{capability}.{sub}"
-            declared = declared.get(sub) if type(declared) is dict else None
-        if declared is None:
-            if self.version:
-                raise RequestError(MISSING_CAPABILITY, f"This needs the client's {what} capability",
-                               {"requiredCapabilities": need})
-            raise McpError(METHOD_NOT_FOUND, f"The client does not support {what}.")
-        if self.task_id:
-            return await _task_input(self, capability, method, params, key)
-        if not self.version:
-            answer = await self.session.request(method, params, self.request_id)
-            if (problem := _answer_problem(method, params, answer)):
-                raise McpError(INVALID_PARAMS, f"The client's answer to {method} is malformed: {problem}")
-            return answer
-        if not self._rounds:    # only tools/call, prompts/get and resources/read may ask
-            raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
-        return await self._rounds.ask(capability, method, params, key)
-
-    def run(self, coroutine: typing.Coroutine[_Any, _Any, _T]) -> _T:
-        """From a sync tool's thread: run `coroutine` on the session's loop and wait."""
-        assert self.session.loop, "a tool's thread runs beside a loop"
-        return asyncio.run_coroutine_threadsafe(coroutine, self.session.loop).result()
+    if depth > 20:      # deeper (a recursive dataclass): no schema, and the loader built when used
+        return {}, lambda value: _convert(value, tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in _ORIGINS:      # Annotated[T, ...], Literal[...], a union, NotRequired[T] ...
+        return _ORIGINS[origin](args, depth + 1)
+    if hasattr(tp, "__supertype__"):    # NewType("Id", int)
+        return _hint(tp.__supertype__, depth + 1)
+    if tp in _SIMPLE_TYPES:
+        return {"type": _SIMPLE_TYPES[tp]}, _SIMPLE_LOADS.get(tp)
+    if tp is typing.Any or tp is object or isinstance(tp, typing.TypeVar):
+        return {}, None
+    if origin is None and isinstance(tp, type):
+        found = _class_hint(tp, depth)
+        if found is not None:
+            return found
+    return _container_hint(tp, origin, args, depth)
 
 
-class RequestError(McpError):
-    """Raise from a tool to fail the request itself with this JSON-RPC error (code, message,
-    data), never an isError result: the client sent what cannot be served. A task ends failed."""
+def _literal(args, depth=0):
+    schema: _Json = {"enum": list(args)}
+    kinds = {_SIMPLE_TYPES.get(type(arg)) for arg in args}
+    if len(kinds) == 1 and None not in kinds:   # one JSON type: say which
+        schema["type"] = kinds.pop()
+    return schema, None
 
 
-class UrlElicitationRequired(RequestError):
-    """Raise from a handler that cannot go on until the user has visited some URLs (2025-11-25,
-    -32042): `elicitations` are URL-mode elicitation/create params, each with its
-    elicitationId. The request gets this JSON-RPC error, never an isError result."""
+def _annotated(args, depth):
+    """Annotated[str, "what it is"], or Annotated[T, {more schema keywords}]."""
+    schema, load = _hint(args[0], depth)
+    for extra in args[1:]:
+        if isinstance(extra, str):
+            schema = {**schema, "description": extra}
+        elif isinstance(extra, dict):
+            schema = {**schema, **extra}
+    return schema, load
 
-    def __init__(self, elicitations, message="This request needs you to visit a URL first."):
-        super().__init__(URL_ELICITATION_REQUIRED, message, {"elicitations": list(elicitations)})
 
-
-def _answer_problem(method, params, answer):
-    """What is wrong with the client's answer to what the server asked, or None: a
-    handler gets only answers of the shape the spec gives (elicited content as asked)."""
-    if type(answer) is not dict:
-        return "expected an object"
-    if method == "elicitation/create":
-        if answer.get("action") not in ("accept", "decline", "cancel"):
-            return "action must be accept, decline or cancel"
-        content = answer.get("content", {})
-        return "content must be an object" if type(content) is not dict else \
-            validate(content, params["requestedSchema"]) if answer["action"] == "accept" \
-            and "requestedSchema" in params else None
-    if method == "sampling/createMessage":
-        ok = type(answer.get("content")) in (dict, list) and type(answer.get("role")) is str
-        return None if ok and type(answer.get("model")) is str else \
-            "role and model must be strings, content an object or a list"
-    roots = answer.get("roots")     # roots/list
-    if type(roots) is not list or not all(type(r) is dict and type(r.get("uri")) is str for r in roots):
-        return "roots must be a list of objects with a uri"
+def _class_hint(tp, depth):
+    """An Enum, a type that travels as a string, a record, a str or int subclass; or None."""
+    if issubclass(tp, enum.Enum):
+        return _literal([member.value for member in tp])[0], tp
+    as_string = _string_type(tp)
+    if as_string:
+        return dict(as_string[0]), functools.partial(as_string[1], tp)
+    if issubclass(tp, tuple) and hasattr(tp, "_fields"):      # a NamedTuple
+        hints = typing.get_type_hints(tp)
+        fields = typing.cast(_Any, tp)._fields
+        return _tuple_hint([hints.get(field, typing.Any) for field in fields], depth, tp)
+    if _is_dataclass(tp) or (issubclass(tp, dict) and hasattr(tp, "__required_keys__")):
+        return _record(tp, depth)
+    for klass in tp.__mro__:    # a subclass of str, int ...: the JSON of its base, made into it
+        if klass in _SIMPLE_TYPES:
+            return {"type": _SIMPLE_TYPES[klass]}, tp
     return None
 
 
-class _Done:
-    """Lets ``ctx.log(...)`` be written with or without ``await``."""
-
-    def __await__(self) -> typing.Generator[None, None, None]:
-        yield from ()
-
-
-_DONE = _Done()
-
-
-def _camel(name):
-    head, *rest = name.split("_")
-    return head + "".join(w.title() for w in rest)
-
-
-class _Peer:
-    """What `Session` and `Client` do alike as JSON-RPC peers: number the requests they send,
-    wait for each answer (on timeout the other side is told to stop), and fail every waiter
-    when the connection ends. A transport reports ``_fail(id, error)`` (a request it was to
-    carry can get no answer) and ``_closed(reason)`` (the connection has ended)."""
-
-    def __init__(self) -> None:
-        self._pending: dict[_Any, asyncio.Future[_Any]] = {}    # id of a request we sent -> its answer
-        self._ids = itertools.count(1)      # ids of the requests we send
-        self._gone: str | None = None       # why the connection ended, once it has
-
-    def _abandon(self, id_, method, reason, related):
-        """Tell the other side a request of ours is abandoned (`reason`: timeout or cancelled)."""
-
-    async def _exchange(self, id_, method, params, timeout, send, related=None):
-        """Send request `id_` with ``await send(message)`` and wait for its result."""
-        if self._gone:
-            raise McpError(CONNECTION_CLOSED, self._gone)
-        message = {"jsonrpc": "2.0", "id": id_, "method": method,
-                   **({} if params is None else {"params": params})}
-        try:
-            encode(message)     # fail here, in the caller, rather than on the wire
-        except (TypeError, ValueError) as e:
-            raise McpError(INVALID_PARAMS, f"{method}: parameters are not JSON ({e})") from None
-        future = self._pending[id_] = asyncio.get_running_loop().create_future()
-
-        async def exchange():   # sending counts against the timeout too
-            await send(message)
-            return await future
-        try:
-            return await asyncio.wait_for(exchange(), timeout)
-        except asyncio.TimeoutError:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
-            self._abandon(id_, method, "timeout", related)
-            raise McpError(REQUEST_TIMEOUT, f"{method}: no answer within {timeout} s") from None
-        except asyncio.CancelledError:      # our caller gave up: so may the other side
-            self._abandon(id_, method, "cancelled", related)
-            raise
-        finally:
-            self._pending.pop(id_, None)
-
-    def _settle(self, message):
-        """A response arrived: its waiter gets the result, or McpError."""
-        future = self._pending.pop(message["id"], None)
-        if future is None or future.done():
-            return
-        if "error" in message:
-            error = message["error"] if type(message["error"]) is dict else {}
-            future.set_exception(McpError(error.get("code", INTERNAL_ERROR),
-                                          str(error.get("message", "error")), error.get("data")))
+def _container_hint(tp, origin, args, depth):
+    """An object for a mapping hint (dict[K, V] ...), an array for another collection (list[T],
+    deque ...)."""
+    cls = origin or tp
+    collection = isinstance(cls, type) and (issubclass(cls, abc.Collection) or cls is abc.Iterable)
+    if not collection or issubclass(cls, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"unsupported type hint {_hint_name(tp)}")
+    if issubclass(cls, abc.Mapping):
+        return _mapping_hint(args, depth)
+    if cls is tuple and args and args[-1] is not Ellipsis:    # tuple[int, str]
+        return _tuple_hint(args, depth, lambda *items: items)
+    item, load = _hint(args[0] if args else typing.Any, depth + 1)
+    schema: _Json = {"type": "array"}
+    if item:
+        schema["items"] = item
+    make: _Any = cls
+    if getattr(cls, "__abstractmethods__", None):     # Sequence, Set ...: a list, set or frozenset
+        if not issubclass(cls, abc.Set):
+            make = list
+        elif issubclass(cls, abc.MutableSet):
+            make = set
         else:
-            future.set_result(message["result"])
+            make = frozenset
+    if make is list and load is None:
+        return schema, None
 
-    def _fail(self, id_, error):
-        future = self._pending.pop(id_, None)
-        if future is not None and not future.done():
-            future.set_exception(error)
-
-    def _closed(self, reason):
-        """The connection is gone: every waiting request fails now, and later ones at once."""
-        self._gone = reason
-        for id_ in list(self._pending):
-            self._fail(id_, McpError(CONNECTION_CLOSED, reason))
+    def load_all(value):
+        if type(value) is not list:
+            return value
+        return make(_load(load, item) for item in value)
+    return schema, load_all
 
 
-class Session(_Peer):
-    """One client's conversation with a `Server`, whatever carries it: all per-client state. A
-    transport makes one per client, feeds it every frame (`receive`), reads on while it is
-    `accepting` (again at `on_ready`), and `close`s it when the client is gone. Out goes
-    ``send(message, related)``: `related` is the id of the client request it belongs to (its
-    response, or sent while serving it), or None; ``send(None, id)``: that request ends with no
-    response (it was cancelled)."""
+def _mapping_hint(args, depth):
+    """dict[str, T]: an object whose members are all T."""
+    item, load = _hint(args[1] if len(args) == 2 else typing.Any, depth + 1)
+    schema: _Json = {"type": "object"}
+    if item:
+        schema["additionalProperties"] = item
+    if load is None:
+        return schema, None
 
-    def __init__(self, server, send, stateless_version=None):
-        super().__init__()
-        self.server, self._send = server, send
-        self.protocol_version = stateless_version
-        self.initialized = stateless_version is not None  # stateless HTTP needs no handshake
-        self.client_capabilities, self.client_info = {}, {}
-        self.log_level = "info"
-        self.subscriptions = set()
-        self.listens = {}       # subscriptions/listen id -> (what it wants, future that ends it)
-        self.principal = ""     # who the client is (HTTP: its user, else Authorization), for requestState
-        self.owner = ""         # whose listens it holds (HTTP: the OAuth subject, else the peer address)
-        self.auth = None        # HTTP with auth: the AuthInfo of the client's latest request
-        self.running = {}       # request id -> task serving it
-        self.waiting = {}       # request id -> (message, done): taken in, waiting for a slot (FIFO)
-        self.replies = {}       # request id -> the reply its frame came with (see `receive`)
-        self.on_ready: typing.Callable[[], None] | None = None  # called when `accepting` may be true
-        self._cancelled = set()
-        self._started = {}      # request id -> [loop time, handler, params, done] while it runs
-        self._crossing = 0      # messages from tools' threads not yet sent by the loop
-        self.dropped = 0        # ... and log or progress notifications dropped past MAX_QUEUED
-        self._lock = threading.Lock()
-        self.closed = False
-        self.loop: _Any = None      # the event loop, from the first frame on
-        self.ready = self.initialized   # the client sent notifications/initialized
-        server.sessions.add(self)
+    def load_members(value):
+        if type(value) is not dict:
+            return value
+        return {key: _load(load, member) for key, member in value.items()}
+    return schema, load_members
 
-    task_tag = ""   # whose tasks are its own (the tasks extension, in a session that is not HTTP's)
 
-    def receive(self, frame, done=None, reply=None):
-        """The one door: a frame of JSON text (bytes or str) or parsed (a dict; a list is a batch).
-        All is answered, bad input too: nothing raises. Past MAX_IN_FLIGHT running, requests wait
-        their turn in order (see `accepting`). Answers go to ``reply(message)`` if given (HTTP: the
-        POST's own response; a reply returning False cannot carry a notification, which goes to
-        `send`), else to `send`; ``done()`` when the frame's work is over. Returns how many
-        requests it took in; None if it refused the frame whole (a batch it does not accept)."""
-        if self.closed:
-            if done:
-                done()
-            return 0
-        if self.loop is None:
-            self.loop = _running_loop()
-        try:
-            message = _request_from(frame.encode() if isinstance(frame, str) else frame) \
-                if isinstance(frame, (bytes, bytearray, str)) else frame
-        except McpError as e:
-            message = e
-        if type(message) is not list:
-            return self._take(message, done, reply, None)
-        room = MAX_IN_FLIGHT - len(self.running) + MAX_WAITING - len(self.waiting)
-        why = "empty batch" if not message else "batches are not accepted" if \
-            self.protocol_version not in BATCH_VERSIONS else len(message) > room and \
-            f"batch too large (room for {room} now)"    # taken whole, or not at all
-        if why:
-            self._over(_error(None, INVALID_REQUEST, "Invalid request: " + why), None, done, reply)
-            return None
-        left = [len(message)]
+def _tuple_hint(args, depth, make):
+    items = [_hint(arg, depth + 1) for arg in args]
+    schema = {"type": "array", "prefixItems": [schema for schema, _ in items],
+              "minItems": len(items), "maxItems": len(items)}
 
-        def one_done():
-            left[0] -= 1
-            if not left[0] and done:
-                done()
-        seen = set()    # a batch's ids: one twice in it is refused, answered or not
-        return sum([self._take(item, one_done, reply, seen) for item in message])
+    def load(value):
+        if type(value) is not list:
+            return value
+        return make(*(_load(item_load, item) for (_, item_load), item in zip(items, value)))
+    return schema, load
 
-    @property
-    def accepting(self):
-        """Whether a transport should read on: false while as many requests wait as may run
-        (`on_ready` then says when to go on), unless the client owes us an answer, which must
-        get in (requests beyond are then refused)."""
-        return len(self.waiting) < MAX_IN_FLIGHT or bool(self._pending)
 
-    def _admit(self, message, batched):
-        """What a message is (`classify`), or McpError: a request may not reuse a live id (nor
-        one of its batch's: `batched`), and initialize and 2026-07-28 requests come alone."""
-        if type(message) is McpError:
-            raise message
-        if (kind := classify(message)) == "request":
-            id_ = message["id"]
-            if batched is not None and (message["method"] == "initialize" or _modern(message.get("params"))):
-                raise McpError(INVALID_REQUEST, "Invalid request: initialize and 2026-07-28 "
-                                                "requests may not be batched")
-            if id_ in self.running or id_ in self.waiting or batched and id_ in batched:
-                raise McpError(INVALID_REQUEST, _ID_IN_USE)     # two answers would cross
-            if batched is not None:
-                batched.add(id_)
-        return kind
+def _load(load, value):
+    if load is None or value is None:
+        return value
+    return load(value)
 
-    def _take(self, message, done, reply, batched):
-        try:
-            kind = self._admit(message, batched)
-        except McpError as e:
-            # Only a request's id is the client's own: never echo the id of a broken reply.
-            id_ = message.get("id") if type(message) is dict and not self._broken_reply(message) else None
-            self._over(_error(id_ if _is_id(id_) else None, e.code, e.message), None, done, reply)
-            return 0
-        if kind != "request":
-            self._handle(message, kind, done)
-            return 0
-        id_ = message["id"]
-        if reply is not None:
-            self.replies[id_] = reply
-        if len(self.running) < MAX_IN_FLIGHT and not self.waiting:
-            self._handle(message, kind, done)
-        elif len(self.waiting) < (MAX_IN_FLIGHT if self._pending else MAX_WAITING):
-            self.waiting[id_] = message, done
-        else:
-            self._over(_error(id_, INTERNAL_ERROR, "Too many requests in flight"), id_, done)
-        return 1
 
-    def _handle(self, message, kind, done):
-        """Act on one classified message; a bug in here is -32603 on every transport, not the end."""
-        method, params, id_ = message.get("method"), message.get("params", {}), message.get("id")
-        try:
-            if kind == "response":
-                self._settle(message)
-            elif kind == "notification":
-                handler = _NOTIFICATIONS.get(method)
-                if handler and (type(params) is dict or params is None):   # some clients send null
-                    handler(self, params or {})
-            elif (problem := self._refusal(method, params, _modern(params)
-                                           or self.protocol_version in MODERN_VERSIONS)):
-                return self._over(_error(id_, *problem), id_, done)
-            elif method == "initialize":    # the handshake is agreed before the next message is read
-                _without_waiting(self._serve(id_, _initialize, params, done))
-                return None
-            else:   # a task of its own: the handler may wait, and needs a task to (asyncio.timeout)
-                task = _start_task(self._serve(id_, _METHODS[method][0], params, done), self.loop)
-                if not task.done():
-                    self.running[id_] = task
-                return None
-        except Exception:
-            _logger.exception("failed to handle a %s %r", kind, method)
-            if kind == "request" and id_ not in self.running:
-                self._over(_error(id_, INTERNAL_ERROR, "Internal error"), id_, done)
-                return None
-        if done:
-            done()
-        return None
+def _union(args, depth):
+    """anyOf the options; the loader uses the first that validates and loads."""
+    options = [_hint(arg, depth) for arg in args]
+    any_of = {"anyOf": [schema for schema, _ in options]}
+    if not any(load for _, load in options):
+        return any_of, None
+    checks = {}     # compiled when first needed: recursive hints register fast
 
-    def _refusal(self, method, params, modern):
-        """Why a request cannot run, as (code, message[, data]), or None. A modern
-        request (2026-07-28) stands alone: its _meta says all, no initialize needed."""
-        if type(params) is not dict:
-            return INVALID_PARAMS, "Invalid params: expected an object"
-        if modern:
-            meta = meta if type(meta := params.get("_meta")) is dict else {}
-            version = meta.get(_VERSION_KEY)
-            if type(version) is not str or type(meta.get(_CAPABILITIES_KEY)) is not dict:
-                return INVALID_PARAMS, ("Invalid params: _meta needs io.modelcontextprotocol/"
-                                        "protocolVersion and io.modelcontextprotocol/clientCapabilities")
-            if version not in MODERN_VERSIONS:
-                return UNSUPPORTED_VERSION, "Unsupported protocol version", {
-                    "supported": list(MODERN_VERSIONS), "requested": version}
-            if method in _HANDSHAKE_ONLY:
-                return METHOD_NOT_FOUND, f"Method not found: {method} is not in {version}"
-        entry = _METHODS.get(method)
-        if entry is None or entry[1] and not self.server.offers(entry[1]) \
-                or method in _MODERN_ONLY and not modern:
-            return METHOD_NOT_FOUND, "Method not found"
-        if not (self.initialized or modern) and method not in ("ping", "initialize"):
-            return INVALID_PARAMS, "Session not initialized: send initialize first"
-        if self.loop is None and method != "initialize":  # a synchronous caller: nothing to run it on
-            return INTERNAL_ERROR, "No event loop is running"
-        return None
-
-    async def _serve(self, id_, handler, params, done):
-        response = None
-        if id_ not in self._cancelled:     # else cancelled before it started: no answer
-            context = Context(self, id_, params.get("_meta"))
-            started = self._started[id_] = [self.loop and self.loop.time(), handler, params, done]
-            if self not in _watched and self.loop:
-                _watch(self)
-            try:
-                if context.version and handler in _ROUNDS:
-                    context._rounds = _Rounds(self, params, handler.__name__)
-                try:
-                    result = await handler(self, params, context)
-                    response = _result(id_, self._modern_result(result, handler) if context.version
-                                       else result)
-                except _InputRequired:      # the client is to answer, and call again
-                    response = _result(id_, typing.cast(_Rounds, context._rounds).result())
-            except McpError as e:
-                response = _error(id_, e.code, e.message, e.data)
-            except asyncio.CancelledError:
-                if started[3] is _ENDED:    # answered already (see `_end`): nothing more
-                    raise
-                if id_ in self._cancelled or self.closed:
-                    del self._started[id_]
-                    self._finished(id_, None, done)
-                    raise
-                _logger.error("request %r (%s): an inner task was cancelled", id_, handler.__name__)
-                response = _error(id_, INTERNAL_ERROR, "Internal error")
-            except BaseException:   # SystemExit too (argparse in a handler): never the server's end
-                _logger.exception("request %r (%s) failed", id_, handler.__name__)
-                response = _error(id_, INTERNAL_ERROR, "Internal error")
-            if started[3] is _ENDED:        # it ignored its cancel, and its answer is given
-                return
-            del self._started[id_]
-        self._finished(id_, response, done)
-
-    def _modern_result(self, result, handler):
-        """A 2026-07-28 result: its `resultType`, the server's identity, and for what may
-        be cached, how (`Server.cache`)."""
-        meta = self.server.meta if "_meta" not in result else {**result["_meta"], **self.server.meta}
-        result = {"resultType": "complete", **result, "_meta": meta}
-        return {**self.server.cache, **result} if handler in _CACHEABLE else result
-
-    def _sweep(self):
-        """Each second while requests run (`_watch`): those past their time limit end, answered."""
-        now = self.loop.time()
-        for id_, (started, handler, params, _) in list(self._started.items()):
-            name = params.get("name") if handler is _call_tool else None
-            tool = self.server.tools.get(name) if type(name) is str else None
-            limits = (tool and tool.timeout, self.server.timeout, TOOL_TIMEOUT)
-            seconds = float("inf") if handler is _listen else next(t for t in limits if t is not None)
-            if now - started < seconds or id_ in self._cancelled or id_ not in self.running:
+    def first_that_loads(value):
+        failed = None
+        for i, (schema, load) in enumerate(options):
+            if i not in checks:
+                checks[i] = _checker(schema)
+            if checks[i](value, "") is not None:
                 continue
-            _logger.warning("request %r (%s) ran past %g s: cancelled", id_, handler.__name__, seconds)
-            self._end(id_, _result(id_, _tool_error(
-                f"Tool '{params.get('name')}' did not finish within {seconds:g} s."))
-                if handler is _call_tool else _error(id_, INTERNAL_ERROR, "Request timed out"))
-        if not self._started:
-            _watched.discard(self)
-
-    def _end(self, id_, response):
-        """Answer a running request now, and cancel it: its id and slot are free again. What it
-        does after goes unheard (a handler may ignore the cancel, a thread cannot be stopped)."""
-        started = self._started.pop(id_)
-        done, started[3] = started[3], _ENDED
-        task = self.running.pop(id_)
-        self._over(response, id_, done)
-        task.cancel()
-        if self.waiting:
-            self.loop.call_soon(self._start_waiting)
-
-    async def stop(self, grace=0.0, reason="Server shutting down"):
-        """The server is going away: what was taken in may finish within `grace` seconds; every
-        request then left is answered -32603 `reason`, and cancelled. Listen streams end at once."""
-        self._end_listens()
-        try:
-            await self.drain(grace)
-        finally:    # a cancel (a signal during the grace) ends the grace, not the answers
-            for id_ in list(self.waiting):
-                self._over(_error(id_, INTERNAL_ERROR, reason), id_, self.waiting.pop(id_)[1])
-            for id_ in list(self._started):
-                if id_ not in self._cancelled and id_ in self.running:
-                    self._end(id_, _error(id_, INTERNAL_ERROR, reason))
-
-    def _finished(self, id_, response, done):
-        # Done here, not in a done callback: that would cost a turn of the loop per request.
-        self.running.pop(id_, None)     # before the answer: the client may reuse the id at once
-        if response is None or id_ in self._cancelled:
-            self._cancelled.discard(id_)
-            self._answer(None, id_)     # cancelled: no response, even if the handler finished
-        elif not self.closed:
-            self._answer(response, id_)
-        if self.waiting:    # the next starts on the next turn: one answered at once would recurse
-            self.loop.call_soon(self._start_waiting)
-        if done:
-            done()
-
-    def _start_waiting(self):
-        while self.waiting and len(self.running) < MAX_IN_FLIGHT and not self.closed:
-            id_ = next(iter(self.waiting))
-            message, done = self.waiting.pop(id_)
-            self._handle(message, "request", done)
-        if self.on_ready and self.accepting:
-            self.on_ready()
-
-    def cancel(self, id_):
-        """Cancel a request that runs or waits: it ends without a response."""
-        if id_ in self.waiting:
-            self._over(None, id_, self.waiting.pop(id_)[1])
-            if self.on_ready and self.accepting:
-                self.on_ready()
-            return
-        self._cancelled.add(id_)
-        if id_ in self._started:    # else its task has not begun (3.10, 3.11): it sees the cancel then
-            self.running[id_].cancel()
-
-    async def drain(self, timeout=None):
-        """Wait until every request taken in has been answered (or `timeout` s passed)."""
-        loop = asyncio.get_running_loop()
-        end = None if timeout is None else loop.time() + timeout
-        while not self.closed:
-            # What was answered already (cancelled) is not waited for, unless it holds
-            # the slots a waiting request needs.
-            live = [task for id_, task in self.running.items() if id_ not in self._cancelled]
-            left = None if end is None else end - loop.time()
-            if not (live or self.waiting) or left is not None and left <= 0:
-                return
-            if live or len(self.running) >= MAX_IN_FLIGHT:
-                await asyncio.wait(live or list(self.running.values()), timeout=left,
-                                   return_when=asyncio.FIRST_COMPLETED)
-            else:
-                await asyncio.sleep(0)      # a waiting request starts on the next turn
-
-    def _answer(self, message, related, reply=None):
-        """Every outgoing message passes here: to the reply of its request's frame if any, else `send`."""
-        if reply is None and related is not None:
-            reply = self.replies.get(related)
-        if reply is None:
-            self._send(message, related)
-        elif message is None or "method" not in message:    # the answer: that request is over
-            self.replies.pop(related, None)
-            reply(message)
-        elif not reply(message):
-            self._send(message, related)
-
-    def _over(self, message, related, done, reply=None):
-        """The last word on a message: answer it, and tell its transport its work is done."""
-        self._answer(message, related, reply)
-        if done:
-            done()
-
-    def notify(self, method, params=None, related=None):
-        """Send a notification (thread-safe: sync tools run in threads)."""
-        # lifecycle: before notifications/initialized, only what a request causes, and logs.
-        if self.closed or not (self.ready or related is not None or method == "notifications/message"):
-            return
-        message = {"jsonrpc": "2.0", "method": method, **({} if params is None else {"params": params})}
-        loop = self.loop
-        if loop is None or _running_loop() is loop:
-            return self._answer(message, related)      # `closed` was checked above
-        # From a thread. While the loop is held up (stdout not read), what threads send
-        # piles up: past MAX_QUEUED, logs and progress go; nothing else is dropped.
-        with self._lock:
-            if self._crossing >= MAX_QUEUED and method in _DROPPABLE:
-                self.dropped += 1
-                return
-            self._crossing += 1
-        loop.call_soon_threadsafe(self._crossed, message, related)
-
-    def _crossed(self, message, related):
-        with self._lock:
-            self._crossing -= 1
-            dropped, self.dropped = self.dropped, 0
-        if dropped:
-            _logger.warning("dropped %d log/progress notifications from tools: the client is "
-                         "not reading", dropped)
-        if not self.closed:
-            self._answer(message, related)
-
-    async def request(self, method, params=None, related=None, timeout=None):
-        """Send a request to the client and wait for its result (or McpError), REPLY_TIMEOUT at most."""
-        async def send(message):
-            self._answer(message, related)
-            if self.on_ready:   # we owe the client's answer a way in
-                self.on_ready()
-        return await self._exchange(next(self._ids), method, params, timeout or REPLY_TIMEOUT, send, related)
-
-    def publish(self, method, params, wants):
-        """Send to each of the client's subscriptions/listen streams that `wants` it."""
-        for id_, (wanted, _) in list(self.listens.items()):
-            if wants(wanted):
-                self.notify(method, {**params, "_meta": {_MODERN + "subscriptionId": id_}}, id_)
-
-    def _end_listens(self):
-        for _, end in self.listens.values():
-            if not end.done():
-                end.set_result(None)
-
-    def _abandon(self, id_, method, reason, related):
-        self.notify("notifications/cancelled", {"requestId": id_, "reason": reason}, related)
-
-    def _broken_reply(self, message):
-        """Whether an invalid message has no "method", so may be a broken reply to a
-        request of ours (its id is then ours, not the client's); its waiter fails now."""
-        if type(message) is not dict or "method" in message:
-            return False
-        if _is_id(message.get("id")):
-            self._fail(message["id"], McpError(CONNECTION_CLOSED, "Invalid response from the client"))
-        return True
-
-    def close(self, cancel=False):
-        """End the session: fail our pending requests; cancel running ones if asked
-        (a vanished connection is not a cancel: by default the work finishes)."""
-        self.closed = True
-        self._end_listens()
-        self.server.sessions.discard(self)
-        self._send, self.on_ready = lambda *_: None, None   # no cycle through the transport
-        if not self._started:
-            _watched.discard(self)
-        self._closed("Connection closed")
-        if cancel:
-            for id_ in list(self.running) + list(self.waiting):
-                self.cancel(id_)
-
-
-def _without_waiting(coroutine):
-    """Run a coroutine that never waits (initialize's) to its end, here and now: with no event
-    loop too (a synchronous caller), and before the next message is read."""
-    try:
-        coroutine.send(None)
-    except StopIteration:
-        return
-    coroutine.close()
-    raise RuntimeError("a handler that must not wait waited")
-
-
-if sys.version_info >= (3, 12):
-    def _start_task(coroutine, loop):
-        """A request's handler as a task of its own, its first step taken now (an eager task,
-        3.12+): a request that never waits (ping, a list, most tool calls) is answered before the
-        next message is read, with no turn of the event loop (about a tenth of a stdio call)."""
-        return asyncio.Task(coroutine, loop=loop, eager_start=True)
-else:
-    def _start_task(coroutine, loop):
-        """3.10 and 3.11 have no eager tasks: the handler's first step comes on the loop's next turn."""
-        return loop.create_task(coroutine)
-
-
-_ENDED = object()       # the `done` of a request answered early (see Session._end)
-_watched: "set[Session]" = set()    # sessions with requests running, swept each second
-_watchdog = None        # the thread that has them swept
-_SWEEP_EVERY = 1.0      # seconds between the sweeps
-
-
-def _watch(session):
-    """Have `session._sweep` run each second while it has requests running. A thread
-    does the counting: a timer in the event loop makes every turn of the loop dearer
-    (3 % of a stdio call), a call_later per request 9 %."""
-    global _watchdog
-    _watched.add(session)
-    if _watchdog is None:
-        _watchdog = threading.Thread(target=_watchdog_run, name="mcp-watchdog", daemon=True)
-        _watchdog.start()
-
-
-def _watchdog_run():
-    while True:
-        time.sleep(_SWEEP_EVERY)
-        for session in list(_watched):
             try:
-                session.loop.call_soon_threadsafe(session._sweep)
-            except RuntimeError:    # its loop is closed
-                _watched.discard(session)
+                return _load(load, value)
+            except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
+                failed = e
+        if failed:
+            raise failed
+        return value
+    return any_of, first_that_loads
 
 
-_ID_IN_USE = "Invalid request: id already in use"
-_MODERN = "io.modelcontextprotocol/"     # the prefix of 2026-07-28's _meta keys
-_VERSION_KEY, _CAPABILITIES_KEY = _MODERN + "protocolVersion", _MODERN + "clientCapabilities"
+def _record(tp, depth):
+    """A dataclass or TypedDict: an object of fields, arriving as the dataclass or a dict."""
+    hints, required, make, takes = _fields(tp)
+    fields = {name: _hint(hint, depth + 1) for name, hint in hints.items()}
+    schema: _Json = {"type": "object",
+                     "properties": {name: schema for name, (schema, _) in fields.items()}}
+    if required:
+        schema["required"] = list(required)
+    doc = _first_paragraph(tp.__doc__)
+    if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
+        schema["description"] = doc
+    loads = {name: load for name, (_, load) in fields.items() if load}
+
+    def load(value):    # unchecked (a prompt's text): left to the function
+        if type(value) is not dict:
+            return value
+        value = {name: _load(loads.get(name), field) for name, field in value.items()}
+        fields = {name: field for name, field in value.items() if takes is None or name in takes}
+        return make(**fields)
+    return schema, load
 
 
-def _modern(params):
-    """Whether a request claims the stateless era: its _meta names its protocol version."""
-    meta = params.get("_meta") if type(params) is dict else None
-    return type(meta) is dict and _VERSION_KEY in meta
+# a recursive record past depth 20 is built again for each value
+@functools.lru_cache(maxsize=256)
+def _fields(tp):
+    """A record's field hints, the fields it requires, what makes one from keywords, and which
+    keywords that takes (None: any; others, as extra keys and init=False fields, are ignored)."""
+    hints = typing.get_type_hints(tp, include_extras=True)
+    if _is_dataclass(tp):
+        import dataclasses
+        import inspect
+        fields, missing = dataclasses.fields(tp), dataclasses.MISSING
+        required = [f.name for f in fields if f.init and f.default is missing
+                    and f.default_factory is missing]
+        params = inspect.signature(tp).parameters.values()
+        takes = None
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            takes = frozenset(p.name for p in params)
+        return {f.name: hints.get(f.name, typing.Any) for f in fields}, required, tp, takes
+    # A TypedDict. String annotations (from __future__) hide Required/NotRequired from
+    # __required_keys__.
+    required = []
+    for name, hint in hints.items():
+        marked = typing.get_origin(hint)
+        explicit = _REQUIRED is not None and marked is _REQUIRED
+        opted_out = _NOT_REQUIRED is not None and marked is _NOT_REQUIRED
+        if explicit or (name in tp.__required_keys__ and not opted_out):
+            required.append(name)
+    return hints, required, dict, None
 
 
-_DROPPABLE = ("notifications/message", "notifications/progress")
-_CLIENT_CAPABILITIES = ("roots", "sampling", "elicitation", "experimental", "tasks")
-_CLIENT_INFO = ("name", "version", "title", "description", "websiteUrl")
+def _convert(value, tp):
+    """JSON that `tp`'s schema accepted, as what `tp` asks for (built afresh: handlers keep theirs).
+    """
+    return _load(_hint(tp)[1], value)
 
 
-def _small(value, limit=4096):
-    """A client's JSON value to keep: itself if its text is at most `limit` bytes, else {}."""
-    try:
-        return value if len(encode(value)) <= limit else {}
-    except (TypeError, ValueError, RecursionError):
-        return {}
+def _to_int(value):
+    return int(value) if type(value) is float else value
 
 
-_running_loop = asyncio._get_running_loop   # the running loop, or None (no RuntimeError)
-_now = time.monotonic
-
-##############################################################################
-# Core: method handlers, what each request does
-##############################################################################
+def _to_float(value):
+    return float(value) if type(value) is int else value
 
 
-_LISTS_OF = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
-             "resources/templates/list": "resourceTemplates"}    # -> its result's key (client, CLI too)
+_SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
+                 type(None): "null",
+                 None: "null"}      # list[None]'s argument is None, not NoneType
+# JSON's 2.0 is a valid integer, and 2 a valid number: each arrives as the hint's type.
+_SIMPLE_LOADS = {int: _to_int, float: _to_float}
+_REQUIRED, _NOT_REQUIRED = getattr(typing, "Required", None), getattr(typing, "NotRequired", None)
+_MARKERS = tuple(filter(None, (_REQUIRED, _NOT_REQUIRED, getattr(typing, "ReadOnly", None))))
+_UNIONS = (typing.Union, type(int | str))     # Optional[X], X | Y
 
 
-def _lister(method):
-    """The handler of a */list `method`: a page of definitions (resources/list holds no
-    templates, resources/templates/list only them)."""
-    key, kind, templates = _LISTS_OF[method], method.partition("/")[0], method == "resources/templates/list"
-
-    async def handler(session, params, ctx):
-        items = getattr(session.server, kind).values()
-        return _page([i.definition for i in items if bool(getattr(i, "template", None)) == templates],
-                     params, key)
-    handler.__name__ = "_list_" + ("templates" if templates else kind)
-    return handler
+def _marked(args, depth):
+    """Required[T], NotRequired[T], ReadOnly[T]: T (a record tells which fields it requires)."""
+    return _hint(args[0], depth)
 
 
-def _page(items, params, key):
-    cursor = params.get("cursor")
-    start = 0
-    if cursor is not None:
-        if type(cursor) is not str or not (cursor.isascii() and cursor.isdigit() and len(cursor) < 10) \
-                or int(cursor) > len(items):
-            raise McpError(INVALID_PARAMS, "Invalid params: unknown cursor")
-        start = int(cursor)
-    result = {key: items[start:start + PAGE_SIZE]}
-    if start + PAGE_SIZE < len(items):
-        result["nextCursor"] = str(start + PAGE_SIZE)
-    return result
+_ORIGINS = {typing.Annotated: _annotated, typing.Literal: _literal,
+            **dict.fromkeys(_UNIONS, _union),
+            **dict.fromkeys(_MARKERS, _marked)}
 
 
-def _arguments_of(params):
-    arguments = params.get("arguments")
-    if arguments is not None and type(arguments) is not dict:   # false, [] or "" is not "no arguments"
-        raise McpError(INVALID_PARAMS, "Invalid params: arguments must be an object")
-    return arguments or {}
+def _hint_name(tp):
+    if isinstance(tp, type):
+        return tp.__qualname__
+    return repr(tp).replace("typing.", "")
 
 
-def _name(params, key="name"):
-    value = params.get(key)
-    if type(value) is not str:
-        raise McpError(INVALID_PARAMS, f"Invalid params: {key} must be a string")
+def _from_iso(tp, value):
+    # 3.10's fromisoformat takes no "Z"; RFC 3339 date-times (JSON Schema's format) often end in
+    # one.
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    return tp.fromisoformat(value)
+
+
+def _isoformat(value):
+    return value.isoformat()
+
+
+def _made_from(tp, value):
+    return tp(value)
+
+
+def _from_base64(tp, value):
+    return tp(base64.b64decode(value, validate=True))
+
+
+def _decimal_from(tp, value):
+    # A number or a string in (a float's shortest repr: 0.1 stays 0.1); a string out, exact.
+    return _decimal(tp(str(value)))
+
+
+# Standard-library types that travel as JSON strings: (schema, from JSON given the hint's
+# class, to JSON). Keyed by name, so that none of their modules is imported for the table.
+_STRING_TYPES = {
+    "datetime.datetime": ({"type": "string", "format": "date-time"}, _from_iso, _isoformat),
+    "datetime.date": ({"type": "string", "format": "date"}, _from_iso, _isoformat),
+    "datetime.time": ({"type": "string", "format": "time"}, _from_iso, _isoformat),
+    "uuid.UUID": ({"type": "string", "format": "uuid"}, _made_from, str),
+    "pathlib.PurePath": ({"type": "string", "format": "path"}, _made_from, str),
+    "decimal.Decimal": ({"type": ["number", "string"]}, _decimal_from, str),
+    "builtins.bytes": ({"type": "string", "contentEncoding": "base64"}, _from_base64, _b64),
+    "builtins.bytearray": ({"type": "string", "contentEncoding": "base64"}, _from_base64, _b64),
+}
+
+
+def _decimal(number):
+    # NaN, Infinity or 1e999999999 would reach the tool as a trap (Overflow, a 1 GB string).
+    if not number.is_finite() or abs(number.adjusted()) > 1000:
+        raise ValueError("a finite number below 1e1000 is expected")
+    return number
+
+
+def _string_type(cls):
+    """The _STRING_TYPES entry for a class or its nearest base (datetime before date)."""
+    for klass in cls.__mro__:
+        name = f"{klass.__module__.partition('.')[0]}.{klass.__qualname__}"
+        if name in _STRING_TYPES:
+            return _STRING_TYPES[name]
+    return None
+
+
+def _first_paragraph(doc):
+    return " ".join((doc or "").strip().split("\n\n")[0].split()) or None
+
+
+def _is_dataclass(obj):
+    # What dataclasses.is_dataclass checks, without importing it for servers that use none.
+    return hasattr(obj, "__dataclass_fields__")
+
+
+def _to_json(value):
+    """A tool's return value as plain JSON data (dataclasses, enums, tuples, dates ...)."""
+    if type(value) in _SIMPLE_TYPES:
+        return value
+    if type(value) is dict:
+        return {str(key): _to_json(member) for key, member in value.items()}
+    if _is_dataclass(value) and not isinstance(value, type):
+        import dataclasses
+        fields = dataclasses.fields(value)
+        return {field.name: _to_json(getattr(value, field.name)) for field in fields}
+    if isinstance(value, enum.Enum):
+        return _to_json(value.value)
+    if type(value) is list:
+        return [_to_json(item) for item in value]
+    as_string = _string_type(type(value))
+    if as_string:
+        return as_string[2](value)
+    if isinstance(value, abc.Mapping):
+        return {str(key): _to_json(member) for key, member in value.items()}
+    if isinstance(value, abc.Iterable) and not isinstance(value,
+                                                          (str, bytes, bytearray, memoryview)):
+        return [_to_json(item) for item in value]    # a range, a generator, a deque ...
     return value
 
 
-async def _ping(session, params, ctx):
-    return {}
 
 
-async def _initialize(session, params, ctx):
-    """The handshake (lifecycle): answered before anything else runs (it never waits), so
-    that every later message sees what was agreed."""
-    if session.initialized:
-        raise McpError(INVALID_REQUEST, "Invalid request: already initialized")
-    version, caps, info = (params.get(k) for k in ("protocolVersion", "capabilities", "clientInfo"))
-    if type(version) is not str or type(caps) is not dict or type(info) is not dict:
-        raise McpError(INVALID_PARAMS, "Invalid params: initialize needs protocolVersion, "
-                                       "capabilities and clientInfo")
-    # Echo a version we speak; otherwise offer our newest (lifecycle: never fail here).
-    session.protocol_version = version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-    # Kept for the session's life: only what is used, and small (4 MB of {} cost 96 MiB).
-    session.client_capabilities = {k: _small(caps[k]) for k in _CLIENT_CAPABILITIES if k in caps}
-    session.client_info = {k: v[:256] for k, v in info.items() if k in _CLIENT_INFO and type(v) is str}
-    session.initialized = True
-    return _introduce(session.server, protocolVersion=session.protocol_version,
-                      serverInfo=session.server.info)
+# Checking JSON against a schema. A tool's arguments are checked against its inputSchema before
+# the function runs, and its result against its outputSchema: the core checks what type hints
+# produce (type, enum, properties, required, additionalProperties, items, prefixItems, minItems,
+# maxItems, anyOf; true and false); the extension below the core adds the rest of what servers
+# write by hand ($ref, const, allOf, oneOf, the bounds of strings and numbers).
+
+def validate(value, schema):
+    """The first reason `value` does not match `schema`, or None. Unknown keywords are ignored.
+    A tool keeps its schemas compiled (`_checker`); this compiles one for a single use.
+
+    >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
+    'a: expected integer, got string'
+    """
+    return _checker(schema)(value, "")
 
 
-async def _discover(session, params, ctx):
-    """2026-07-28 server/discover: what this server is, before anything else (who it is comes
-    in every 2026-07-28 result's _meta)."""
-    return _introduce(session.server, supportedVersions=[*MODERN_VERSIONS, *PROTOCOL_VERSIONS[::-1]])
+def _checker(schema, root=None, depth=0):
+    """`schema` compiled once into a function (value, path) -> the first problem, or None: one
+    small check from each maker its keywords name in `_KEYWORDS`, in the schema's order. `root`
+    holds the whole schema (under None) and what is compiled of it by name (a $ref's target)."""
+    if schema is False:
+        return _nothing
+    # deeper: not checked (a schema may nest for ever)
+    if depth > 64 or type(schema) is not dict:
+        return _fine
+    if root is None:
+        root = {None: schema}
+    makers = dict.fromkeys(_KEYWORDS[key] for key in schema if key in _KEYWORDS)
+    checks = []
+    for make in makers:
+        check = make(schema, root, depth)
+        # a malformed keyword is ignored, as JSON Schema ignores unknown ones
+        if check is not None:
+            checks.append(check)
+    return _all(checks)
 
 
-def _introduce(server, **first):
-    """What initialize and server/discover say of the server: `first`, then its capabilities and
-    instructions."""
-    result = {**first, "capabilities": server.capabilities()}
-    if server.instructions:
-        result["instructions"] = server.instructions
-    return result
+def _all(checks):
+    """Several checks as one: the first problem any of them finds."""
+    if not checks:
+        return _fine
+    if len(checks) == 1:
+        return checks[0]
+
+    def check(value, path):
+        for one in checks:
+            problem = one(value, path)
+            if problem:
+                return problem
+        return None
+    return check
 
 
-async def _call_tool(session, params, ctx, tasked=False):
-    name = _name(params)
-    tool = session.server.tools.get(name)
-    if tool is None:    # -32602, not -32601: tools/call itself exists
-        raise McpError(INVALID_PARAMS, f"Unknown tool {name[:100]!r}: call tools/list for the tools "
-                                       "there are")
-    if tool.task and not tasked:    # it may become a task (an extension, below)
-        return await _tasked(session, tool, params, ctx)
-    arguments = _arguments_of(params)
-    # 2025-11-25: bad argument values are a tool error the model can read and fix.
-    if (problem := tool.check_input(arguments, "")):
-        return _tool_error(f"Invalid arguments for tool '{name}': {problem}")
-    try:
-        return tool.result(await tool.call(arguments, ctx))
-    except (RequestError, _InputRequired):
-        raise
-    except McpError as e:
-        return _tool_error(e.message)
-    except asyncio.CancelledError:
-        if not tool.is_async:   # a thread cannot be stopped: it runs on, unheard
-            session.server.abandoned += 1
-            _logger.debug("tool %r was cancelled; its thread runs on (%d so far)", name,
-                       session.server.abandoned)
-        raise
-    except BaseException as e:  # SystemExit from a tool ends the call, not the server; a
-        # RecursionError (a self-referential result) logs one line, not 100 KB of frames
-        _logger.error("tool %r failed: %r", name, e, exc_info=None if type(e) is RecursionError else e)
-        return _tool_error(f"Tool '{name}' failed with an internal error.")
+def _fine(value, path):
+    return None
 
 
-def _find_resource(server, uri):
-    resource = server.resources.get(uri)
-    if resource and not resource.template:
-        return resource, {}
-    for resource in server.resources.values():
-        if resource.template and (found := resource.template.match(uri)) is not None:
-            return resource, found
-    return None, None
+def _nothing(value, path):
+    return f"{_where(path)}: no value is allowed here"
 
 
-async def _read_resource(session, params, ctx):
-    uri = _name(params, "uri")
-    resource, variables = _find_resource(session.server, uri)
-    if resource is None:    # 2026-07-28 says -32602
-        raise McpError(INVALID_PARAMS if ctx.version else RESOURCE_NOT_FOUND, "Resource not found",
-                       {"uri": uri})
-    value = await resource.call(variables, ctx)
-    return {"contents": resource.contents(uri, value)}
+def _where(path):
+    """How a problem names the place: the path in the arguments, or the arguments themselves."""
+    return path or "arguments"
 
 
-async def _subscribe(session, params, ctx):
-    uri = _name(params, "uri")
-    if len(uri) > MAX_URI or _find_resource(session.server, uri)[0] is None:
-        raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri[:MAX_URI]})
-    if len(session.subscriptions) >= MAX_SUBSCRIPTIONS and uri not in session.subscriptions:
-        raise McpError(INVALID_PARAMS, f"Too many subscriptions (at most {MAX_SUBSCRIPTIONS})")
-    session.subscriptions.add(uri)
-    return {}
+_JSON_NAMES: dict[_Any, str] = {**_SIMPLE_TYPES, list: "array", dict: "object"}
+_NUMBERS = (int, float)
 
 
-async def _unsubscribe(session, params, ctx):
-    session.subscriptions.discard(_name(params, "uri"))
-    return {}
+def _type(schema, root, depth):
+    kinds = schema["type"]
+    if type(kinds) is str:
+        kinds = [kinds]
+    elif type(kinds) is list:
+        kinds = [str(kind) for kind in kinds]
+    else:
+        return None
+    exact = {t for t, kind in _JSON_NAMES.items() if kind in kinds}
+    if "number" in kinds:
+        exact.add(int)          # an integer is a number
+    whole = "integer" in kinds  # and 2.0 is an integer
+    said = " or ".join(kinds)
+
+    def check(value, path):
+        if type(value) in exact:
+            return None
+        if whole and type(value) is float and value.is_integer():
+            return None
+        return f"{_where(path)}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
+    return check
 
 
-async def _get_prompt(session, params, ctx):
-    name = _name(params)
-    prompt = session.server.prompts.get(name)
-    if prompt is None:
-        raise McpError(INVALID_PARAMS, "Unknown prompt: call prompts/list for the prompts there are")
-    arguments = _arguments_of(params)
-    if not all(type(v) is str for v in arguments.values()):
-        raise McpError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
-    for pname, _, default in prompt.params:
-        if default is prompt.empty and pname not in arguments:
-            raise McpError(INVALID_PARAMS, f"Missing required argument: {pname}")
-    arguments = {k: v for k, v in arguments.items() if k in prompt.names}
-    result = {"messages": prompt.messages(await prompt.call(arguments, ctx))}
-    if "description" in prompt.definition:
-        result["description"] = prompt.definition["description"]
-    return result
+def _enum(schema, root, depth):
+    options = schema["enum"]
+    if type(options) is not list:
+        return None
+
+    def check(value, path):
+        if any(_same(value, option) for option in options):
+            return None
+        return f"{_where(path)}: must be one of {json.dumps(options)}"
+    return check
 
 
-async def _set_level(session, params, ctx):
-    level = params.get("level")
-    if level not in LOG_LEVELS:
-        raise McpError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
-    session.log_level = level
-    return {}
+def _same(a, b):
+    """JSON equality: 1 is 1.0 but true is not 1, in objects and arrays too."""
+    if type(a) is dict and type(b) is dict:
+        if len(a) != len(b):
+            return False
+        return all(key in b and _same(value, b[key]) for key, value in a.items())
+    if type(a) is list and type(b) is list:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if type(a) in _NUMBERS and type(b) in _NUMBERS:     # bool is not among them: type() is exact
+        return a == b
+    return type(a) is type(b) and a == b
 
 
-async def _complete(session, params, ctx):
-    ref, argument = params.get("ref"), params.get("argument")
-    if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
-        raise McpError(INVALID_PARAMS, "Invalid params: completion needs ref and argument")
-    kind = ref.get("type")
-    key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
-    registry: _Json = {"ref/prompt": session.server.prompts, "ref/resource": session.server.resources}
-    if type(key) is not str or key not in registry.get(str(kind), ()):
-        raise McpError(INVALID_PARAMS, "Invalid params: unknown prompt or resource template")
-    handler = session.server.completions.get((kind, key, argument["name"]))
-    values = []
-    if handler is not None:
-        context = params.get("context")
-        context = context.get("arguments") if type(context) is dict else None
-        args: _Json = {handler.params[0][0]: str(argument.get("value", ""))} if handler.params else {}
-        if len(handler.params) > 1:
-            args[handler.params[1][0]] = context if type(context) is dict else {}
-        values = [str(v) for v in (await handler.call(args, ctx) or [])]
-    return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
+def _bounds(schema, root, depth):
+    """The bounds `_BOUNDS` knows, each a number, checked in the schema's order."""
+    bounds = [(key, bound, *_BOUNDS[key]) for key, bound in schema.items()
+              if key in _BOUNDS and type(bound) in _NUMBERS]
+    if not bounds:
+        return None
+
+    def check(value, path):
+        for key, bound, kinds, past in bounds:
+            if type(value) not in kinds:
+                continue
+            measured = value if kinds is _NUMBERS else len(value)
+            if past(measured, bound):
+                return f"{_where(path)}: {key} is {bound}"
+        return None
+    return check
 
 
-async def _listen(session, params, ctx):
-    """2026-07-28 subscriptions/listen: the change notifications asked for, on this request's
-    own stream, until the client cancels it or leaves, or the server stops (then it is answered)."""
-    wanted = params.get("notifications")
-    if type(wanted) is not dict:
-        raise McpError(INVALID_PARAMS, "Invalid params: notifications must be an object")
-    server, sessions = session.server, list(session.server.sessions)
-    if sum(len(s.listens) for s in sessions if s.owner == session.owner) >= MAX_LISTENS // 16 or \
-            sum(len(s.listens) for s in sessions) >= MAX_LISTENS:
-        raise McpError(INTERNAL_ERROR, f"Too many subscriptions/listen streams open: {MAX_LISTENS // 16} "
-                                       f"a client at most, {MAX_LISTENS} in all (MAX_LISTENS)")
-    honoured: _Json = {key: True for key, kind in _LISTS if wanted.get(key) is True and server.offers(kind)}
-    uris = wanted.get("resourceSubscriptions")
-    if type(uris) is list and server.offers("resources"):
-        honoured["resourceSubscriptions"] = [u for u in uris if type(u) is str][:MAX_SUBSCRIPTIONS]
-    if (ids := wanted.get("taskIds")) is not None:     # the tasks extension: its tasks' status
-        _tasks_on(ctx, "This request")
-        ids = ids[:MAX_SUBSCRIPTIONS] if type(ids) is list else []
-        honoured["taskIds"] = [i for i in ids if type(i) is str and await _task_record(session, i)]
-    tag = {"_meta": {_MODERN + "subscriptionId": ctx.request_id}}
-    params.clear()      # open for hours, it keeps its filter, not the request it came in
-    ctx.meta = {}
-    session.notify("notifications/subscriptions/acknowledged", {"notifications": honoured, **tag},
-                   ctx.request_id)
-    session.listens[ctx.request_id] = honoured, session.loop.create_future()
-    try:
-        await session.listens[ctx.request_id][1]
-    finally:
-        del session.listens[ctx.request_id]
-    return tag
+# keyword: (the JSON types it measures, whether a measure is past it); a tuple hint gives the
+# item bounds, and the extension adds those of strings and numbers
+_BOUNDS: dict[str, tuple[tuple[type, ...], typing.Callable[[_Any, _Any], bool]]] = {
+    "minItems": ((list,), lambda n, bound: n < bound), "maxItems": ((list,),
+                                                                    lambda n, bound: n > bound)}
 
 
-_LISTS = (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"),
-          ("resourcesListChanged", "resources"))
+def _members(schema, root, depth):
+    """properties, required, additionalProperties (an object's members), or prefixItems and items
+    (an array's): each member checked by its own schema, else the rest's (false: none may be)."""
+    def compiled(sub):
+        if sub is True or sub is False:
+            return sub
+        return _checker(sub, root, depth + 1)
+    props, prefix = schema.get("properties"), schema.get("prefixItems")
+    names = schema.get("required")
+    props = {name: compiled(sub) for name, sub in props.items()} if type(props) is dict else {}
+    prefix = [compiled(sub) for sub in prefix] if type(prefix) is list else []
+    names = [name for name in names if type(name) is str] if type(names) is list else []
+    extra = compiled(schema.get("additionalProperties", True))
+    rest = compiled(schema.get("items", True))
+
+    def check(value, path):
+        if type(value) is dict:
+            return check_object(value, path)
+        if type(value) is list:
+            return check_array(value, path)
+        return None
+
+    def check_object(value, path):
+        inside = path + "." if path else ""
+        for name in names:
+            if name not in value:
+                return f"{inside}{name}: required property is missing"
+        if not props and extra is True:
+            return None
+        for name, item in value.items():
+            sub = props.get(name, extra)
+            if sub is False:
+                return f"{inside}{name}: unexpected property"
+            if sub is not True:
+                problem = sub(item, inside + name)
+                if problem:
+                    return problem
+        return None
+
+    def check_array(value, path):
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else rest
+            if sub is False:
+                return f"{path}[{i}]: unexpected item"
+            if sub is not True:
+                problem = sub(item, f"{path}[{i}]")
+                if problem:
+                    return problem
+        return None
+    return check
 
 
-def _on_cancelled(session, params):
-    id_ = params.get("requestId")
-    if _is_id(id_) and (id_ in session.running or id_ in session.waiting):  # initialize never runs as a task
-        session.cancel(id_)
+def _any_of(schema, root, depth):
+    """anyOf: at least one of the subschemas (Optional[X] and unions are written so)."""
+    subs = schema["anyOf"]
+    if type(subs) is not list:
+        return None
+    checks = [_checker(sub, root, depth + 1) for sub in subs]
+
+    def check(value, path):
+        for one in checks:
+            if one(value, path) is None:
+                return None
+        return f"{_where(path)}: does not match any allowed form"
+    return check
 
 
-# method -> (handler, server capability it needs)
-_METHODS = {
-    "initialize": (_initialize, None),
-    "ping": (_ping, None),
-    "server/discover": (_discover, None),
-    "tools/list": (_lister("tools/list"), "tools"),
-    "tools/call": (_call_tool, "tools"),
-    "resources/list": (_lister("resources/list"), "resources"),
-    "resources/templates/list": (_lister("resources/templates/list"), "resources"),
-    "resources/read": (_read_resource, "resources"),
-    "resources/subscribe": (_subscribe, "resources"),
-    "resources/unsubscribe": (_unsubscribe, "resources"),
-    "prompts/list": (_lister("prompts/list"), "prompts"),
-    "prompts/get": (_get_prompt, "prompts"),
-    "logging/setLevel": (_set_level, "logging"),
-    "completion/complete": (_complete, "completions"),
-    "subscriptions/listen": (_listen, None),
+# JSON Schema keywords, each with the maker of its check (keywords checked together share one);
+# the extension of the schema keywords adds its own here.
+_KEYWORDS = {
+    "type": _type, "enum": _enum, "anyOf": _any_of, **dict.fromkeys(_BOUNDS, _bounds),
+    **dict.fromkeys(("properties", "required", "additionalProperties", "prefixItems", "items"),
+                    _members),
 }
-_MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
-_ROUNDS = frozenset((_call_tool, _get_prompt, _read_resource))    # may answer input_required
-_HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe",
-                            "resources/unsubscribe"))
-_CACHEABLE = frozenset((_discover, _read_resource, *(_METHODS[m][0] for m in _LISTS_OF)))
-# notification -> handler (roots/list_changed: a tool asks ctx.list_roots() again, nothing is cached)
-_NOTIFICATIONS = {"notifications/cancelled": _on_cancelled,
-                  "notifications/initialized": lambda session, params: setattr(session, "ready", True),
-                  "notifications/roots/list_changed": lambda session, params:
-                      session.server.on_roots_changed and session.server.on_roots_changed(session)}
+
+
+##############################################################################
+# Core: HTTP, the front door: connections, request heads, limits, Host and Origin
+##############################################################################
+# One asyncio server on one port carries both HTTP transports: the legacy SSE endpoint (GET
+# /sse, POST /messages: the capture) and Streamable HTTP (/mcp, the next section). Here, what
+# every request goes through before an endpoint sees it: its head read strictly, within limits
+# that cost an attacker more than us; its Host and Origin checked (DNS rebinding); its body read
+# only then. Each limit answers with the status named, then closes the connection.
+
+# a POST body -> 413, checked on Content-Length before reading it
+MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_REQUEST_LINE = 8 * 1024         # -> 414
+MAX_HEAD_BYTES = 64 * 1024          # request line and headers -> 431
+MAX_HEADERS = 100                   # -> 431
+HEADER_TIMEOUT = 10.0               # seconds to send a request head (from connecting) -> 408
+BODY_TIMEOUT = 30.0                 # seconds to send the body -> 408
+IDLE_TIMEOUT = 15.0                 # a kept-alive connection with no next request is closed
+WRITE_TIMEOUT = 30.0                # a reader that stops reading is cut off after this
+WRITE_BUFFER = 1 << 16              # bytes unsent to a reader before we wait for it to catch up
+KEEPALIVE_INTERVAL = 15.0           # a ": keepalive" comment on a quiet SSE stream
+MAX_CONNECTIONS = 512               # -> 503
+MAX_SESSIONS = 10_000               # -> 503, once a quiet session cannot make room
+MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is not looked up: 404/400
+SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
+HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize lives idle; at
+                                    # MAX_SESSIONS the one idle longest makes room if idle this long
+MAX_QUEUED_BYTES = 16 * 1024 * 1024     # bytes waiting behind the first on an SSE stream, besides
+                                    # MAX_QUEUED messages: a response or request past them ends the
+                                    # stream (legacy SSE: its session)
+DRAIN_LINGER = 1.0                  # seconds of the shutdown grace that kept-alive connections are
+                                    # still served (a proxy may be sending on one)
+                                    # before idle ones close
+
+_REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
+            401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+            406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
+            413: "Content Too Large", 414: "URI Too Long", 415: "Unsupported Media Type",
+            431: "Request Header Fields Too Large", 501: "Not Implemented",
+            503: "Service Unavailable", 505: "HTTP Version Not Supported"}
+_LOOPBACK = ("localhost", "127.0.0.1", "[::1]", "::1")
+_SINGLE_HEADERS = frozenset(("host", "content-length", "content-type", "authorization", "origin",
+                             "mcp-session-id", "mcp-protocol-version", "transfer-encoding"))
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# Every header line at once: "token:value CRLF", no control byte but tab in the value.
+_HEADER_LINES = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
+_BAD_TARGET = re.compile(r"[\x00-\x20\x7f-\xff]")
+
+
+class _HttpError(Exception):
+    """An HTTP answer instead of the endpoint's: its status, what its body says (a JSON-RPC error
+    with `code`), and headers to send."""
+
+    def __init__(self, status, message="", code=None, headers=()):
+        super().__init__(message)
+        self.status, self.message, self.code, self.headers = status, message, code, headers
+
+
+class _Request:
+    __slots__ = ("body", "client", "headers", "method", "path", "query", "scheme", "traced",
+                 "version")
+
+    def header(self, name, default=""):
+        return self.headers.get(name, default)
+
+
+def _parse_head(head):
+    """A request head (ending in CRLF CRLF) parsed strictly, or _HttpError: lenient parsers
+    disagree with proxies (request smuggling), so bare LF, folded lines, control bytes and
+    repeated framing headers are 400."""
+    line, _, fields = head[:-2].decode("latin-1").partition("\r\n")
+    if len(line) > MAX_REQUEST_LINE:
+        raise _HttpError(414, "Request line too long")
+    parts, authority = line.split(" "), None
+    if len(parts) == 3 and _BAD_TARGET.search(parts[1]):     # the authority too (absolute-form)
+        raise _HttpError(400, "Bad request line")
+    if len(parts) == 3 and parts[1][:1] != "/" and parts[1][:8].lower().startswith(("http://",
+                                                                                    "https://")):
+        # absolute-form: the path (or query) after the authority
+        rest = parts[1].partition("//")[2]
+        authority = re.split(r"[/?]", rest, maxsplit=1)[0]
+        parts[1] = "/" + rest[len(authority):].lstrip("/")
+    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith("/") \
+            or _BAD_TARGET.search(parts[1]):
+        raise _HttpError(400, "Bad request line")
+    if parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
+        raise _HttpError(505 if parts[2].startswith("HTTP/") else 400, "Unsupported HTTP version")
+    if fields.count("\r\n") > MAX_HEADERS:
+        raise _HttpError(431, "Too many headers")
+    if not _HEADER_LINES.fullmatch(fields):
+        raise _HttpError(400, "Bad header line")    # includes folds, bare LF, "Name :"
+    headers = {}
+    for field in fields.split("\r\n")[:-1]:
+        name, _, value = field.partition(":")
+        name, value = name.lower(), value.strip(" \t")
+        if name not in headers:
+            headers[name] = value
+        elif name in _SINGLE_HEADERS:
+            raise _HttpError(400, "Repeated header")
+        else:
+            headers[name] += ", " + value
+    if authority is not None:   # the target's authority is the host (RFC 9112 3.2.2)
+        headers["host"] = authority
+    request = _Request()
+    request.method, request.version, request.headers = parts[0], parts[2], headers
+    request.path, _, request.query = parts[1].partition("?")
+    request.body, request.traced, request.client, request.scheme = b"", False, None, "http"
+    return request
+
+
+@functools.lru_cache(maxsize=64)
+def _media_types(value):
+    return frozenset(item.split(";")[0].strip().lower() for item in value.split(","))
+
+
+def _host_name(value):
+    """'localhost:8080' -> 'localhost', '[::1]:80' -> '[::1]'; None if malformed."""
+    if value.startswith("["):
+        name, bracket, rest = value.partition("]")
+        name += bracket
+    else:
+        name, colon, rest = value.partition(":")
+        if colon:
+            rest = ":" + rest
+    if rest and not (rest.startswith(":") and rest[1:].isascii() and rest[1:].isdigit()):
+        return None
+    return name.lower() or None
+
+
+def _is_loopback(host):
+    return host in _LOOPBACK or host.startswith("127.")
+
+
+class _Stream:
+    """Messages waiting to go out on one SSE stream, bounded (SECURITY.md R24): past MAX_QUEUED
+    messages or MAX_QUEUED_BYTES, a new notification is dropped, and a response or request drops
+    the notifications queued to make room, or else closes the stream (`overflowed`): never
+    silently. A stream of a POST's answer ends with _FINISHED, when the POST's work is over."""
+
+    def __init__(self, json_only=False):
+        self.items, self.sizes = [], []     # sizes: bytes of each item behind the first
+        self.size = 0
+        self.wake = asyncio.Event()
+        self.closed = self.poked = self.overflowed = False
+        self.dropped = 0
+        self.json_only = json_only  # a JSON answer to a POST: it carries responses alone
+        self.direct = None      # writes a message at once if it can (else it is queued)
+        self.abort = None       # drops the connection (on overflow)
+        self.ended = self.parting = self.attached = False
+
+    # Resumable streams (an extension) number their streams and events, open with a priming
+    # event (2025-11-25), and outlive their connection; in the core a stream does none of it.
+    number = 0          # its number among its session's streams (0: not resumable)
+    primes = False      # it opens with a priming event, and turns SSE soon (`_answer`)
+    opened = False      # a POST's stream whose SSE response began (the client has an event id)
+
+    def put(self, message):
+        """Queue `message`; False if this stream cannot carry it (a JSON-only answer
+        carries no notification or request). Once closed, everything is dropped."""
+        if message is None:     # the request ended without a response: nothing to carry
+            return True
+        if self.json_only and "method" in message:
+            return False
+        if self.closed:
+            return True
+        if not self.items and self.direct and self.direct(message):
+            return True         # no waking the stream's task for each message
+        size = 0
+        if self.items and not self.json_only and message is not _FINISHED:   # a backlog
+            if self._full():
+                if "id" not in message:
+                    self.dropped += 1
+                    return True
+                if not self._make_room():
+                    return True     # the stream is closed
+            size = len(_encode_safely(message) or b"")
+            self.size += size
+        self.items.append(message)
+        self.sizes.append(size)
+        self.wake.set()
+        return True
+
+    def _full(self):
+        return len(self.items) >= MAX_QUEUED or self.size >= MAX_QUEUED_BYTES
+
+    def _make_room(self):
+        """Drop the notifications queued; if that is not room enough, close: False."""
+        kept = [(item, size) for item, size in zip(self.items, self.sizes)
+                if item is _FINISHED or "id" in item]
+        self.dropped += len(self.items) - len(kept)
+        self.items, self.sizes = [item for item, _ in kept], [size for _, size in kept]
+        self.size = sum(self.sizes)
+        if not self._full():
+            return True
+        _logger.warning("a client fell %d messages (%d bytes) behind on its stream: closed",
+                        len(self.items), self.size)
+        self.overflowed = True
+        self.items.clear()      # the memory goes now, not when the client does
+        self.sizes.clear()
+        self.close()
+        if self.abort:
+            self.abort()
+        return False
+
+    def close(self):
+        self.closed = True
+        self.wake.set()
+
+    def part(self):
+        """Leave the connection, keep the stream (a client resumes it): `get` returns _PART."""
+        self.parting = True
+        self.wake.set()
+
+    def poke(self):
+        """The stream was quiet too long: have `get` return a keepalive."""
+        self.poked = True
+        self.wake.set()
+
+    async def get(self):
+        """Next message; None when closed; _KEEPALIVE when poked; _PART when parting."""
+        if not self.items and not self.closed and not self.poked and not self.parting:
+            self.wake.clear()
+            await self.wake.wait()
+        if self.parting and not self.closed:
+            self.parting = False
+            return _PART
+        if self.items:
+            self.size -= self.sizes.pop(0)
+            self.ended = self.items[0] is _FINISHED
+            return self.items.pop(0)
+        if self.closed:
+            return None
+        self.poked = False
+        return _KEEPALIVE
+
+
+_KEEPALIVE, _PART = object(), object()
+_FINISHED = {"finished": True}   # put on a POST's stream when its frame's work is over
+
+
+def _sse_event(message):
+    """A message as an SSE event (b"" if it is no JSON)."""
+    data = _encode_safely(message)
+    if data is None:
+        return b""
+    return b"event: message\ndata: " + data + b"\n\n"
+
+
+class _Streams:
+    """What becomes of a Streamable HTTP session's streams. In the core a stream lives and dies
+    with its connection. The resumable streams extension puts its own in place (`_STREAMS`):
+    streams that number their events, keep what they sent, and outlive the connection for a
+    client that comes back with Last-Event-ID."""
+
+    def open(self, entry, json_only=False):
+        """A new stream of the session's (the answer to a POST, or the GET stream)."""
+        return _Stream(json_only)
+
+    def prime(self, conn, stream):
+        """What the stream opens with, before its first message."""
+        return b""
+
+    def event(self, conn, stream, message):
+        """A message as the event the stream writes (and keeps, if it keeps any)."""
+        return _sse_event(message)
+
+    def left(self, conn, stream):
+        """The stream's connection is over: the stream ends with it."""
+        stream.close()
+        stream.items.clear()
+        stream.sizes.clear()
+
+    def after_post(self, entry, stream):
+        """A POST is over, and its stream with it."""
+        stream.close()
+
+    async def resume(self, http, entry, last) -> tuple[_Any, list[bytes]]:
+        """GET with Last-Event-ID: the stream it names, and the events to send again."""
+        raise _HttpError(400, "This server does not resume streams (Last-Event-ID)")
+
+    def unread(self, stream):
+        """What came for the GET stream while no connection read it."""
+        return []
+
+
+_STREAMS = _Streams()
+
+
+class _Connection:
+    """One connection and the request it is serving: what the endpoints read (`request`,
+    `reader`) and write (through `write`, `send` and `hold`)."""
+
+    def __init__(self, http, reader, writer):
+        self.http, self.reader, self.writer = http, reader, writer
+        self.timer = _Timer(asyncio.get_running_loop())   # its timeouts, one at a time
+        self.request: _Any = None   # the _Request being served
+        self.cors: list[tuple[str, str]] = []
+        self.auth: _Any = None      # what the authorization extension verified of `request`
+        self.peer = (writer.get_extra_info("peername") or ("?",))[0]   # the client, or its proxy
+        self.watcher: _Any = None   # reads on while an answer is pending: done when the client left
+        self.host = None        # the Host header last found good
+        self.frame = bytes      # an SSE answer's framing: `_chunk`, or none (it ends at close)
+        self.trace = http.trace.on() if http.trace else None    # its frames say which connection
+        self.extensions: dict[str, _Any] = {}   # each extension's own state for this connection
+
+    def left(self):
+        """Whether the client is gone while its answer is pending: reset, closed, or sending
+        more (read and not kept: the connection then ends with this answer)."""
+        if self.watcher is None:
+            self.watcher = asyncio.ensure_future(self.reader.read(1))
+        return self.watcher.done() or self.reader.at_eof() or self.writer.transport.is_closing()
+
+    async def authorized(self):
+        """Whether a long answer's token is still good (the authorization extension checks it again
+        at its expiry): False, and the client comes back for a new one."""
+        if self.auth is None:
+            return True
+        return await self.http.auth.still_good(self)
+
+    def write(self, status, headers=(), body: bytes | None = b"", close=False):
+        """A response head, and `body` unless it is None (a stream follows)."""
+        reason = _REASONS.get(status, "Status")
+        lines = [f"HTTP/1.1 {status} {reason}"]
+        lines += [f"{name}: {value}" for name, value in headers]
+        if body is not None and status != 204:
+            lines.append(f"Content-Length: {len(body)}")
+        if close or self.http.closing:     # draining: a proxy must not reuse this connection
+            lines.append("Connection: close")
+        if self.trace:
+            self.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
+
+    def error(self, e, close=False):
+        body, headers = b"", list(e.headers)
+        if e.message and e.status not in (408, 413, 414, 431):     # these need no explaining
+            code = INTERNAL_ERROR if e.status == 503 else (e.code or INVALID_REQUEST)
+            body = encode(_error(None, code, e.message))
+            headers.append(("Content-Type", "application/json"))
+        self.write(e.status, headers, body, close)
+
+    def timeout(self):
+        """A request came too slowly: 408, and close (a pending read then ends at EOF)."""
+        if not self.writer.is_closing():
+            self.error(_HttpError(408, "Request timeout"), close=True)
+        self.writer.close()
+
+    async def send(self, data):
+        writer = self.writer
+        if writer.is_closing():
+            raise ConnectionError("connection closed")
+        writer.write(data)
+        if writer.transport.get_write_buffer_size() > WRITE_BUFFER:
+            # The reader is slow: wait, but a reader that stopped is cut off (state freed).
+            self.timer.set(WRITE_TIMEOUT, writer.transport.abort)
+            try:
+                await writer.drain()
+            finally:
+                self.timer.clear()
+
+    def event(self, message, stream):
+        """A message as an SSE event of `stream`'s, as the trace shows it too."""
+        event = _STREAMS.event(self, stream, message)
+        if event and self.trace:
+            if stream.number:
+                self.trace.event("out", {"id": f"{stream.number}-{stream.seq}", "event": "message",
+                                         "data": message})
+            else:
+                self.trace.event("out", {"event": "message", "data": message})
+        return event
+
+    def fields(self, fields):
+        """An SSE event of our own (not a message), as the trace shows it too."""
+        if self.trace:
+            self.trace.event("out", fields)
+        return "".join(f"{key}: {value}\n" for key, value in fields.items()).encode() + b"\n"
+
+    def start_sse(self, headers, chunked=False):
+        """The head of an SSE response: a POST's answer on HTTP/1.1 goes in chunks; a GET's
+        stream (and any on HTTP/1.0) ends when the connection does."""
+        self.frame = _chunk if chunked else bytes
+        headers = headers + [("Content-Type", "text/event-stream"), ("X-Accel-Buffering", "no"),
+                             ("Cache-Control", "no-cache, no-transform")]
+        if chunked:
+            headers.append(("Transfer-Encoding", "chunked"))
+        self.write(200, headers, None, close=not chunked)
+
+    async def hold(self, stream, first, note=None):
+        """Write `first`, then what `stream` carries, until its answer is sent (_FINISHED), it
+        parts (_PART: resumed elsewhere) or the client leaves (None): which is returned. `note`
+        ends the trace. What becomes of the stream then is `_STREAMS`'s to say."""
+        writer, frame = self.writer, self.frame
+        self.left()     # nothing more is read here: whatever comes means the client left
+
+        def client_left(watcher):
+            if watcher.cancelled():
+                return
+            if stream.number:   # a resumable stream waits for its client to come back
+                stream.part()
+            else:
+                stream.close()
+        self.watcher.add_done_callback(client_left)
+        stream.attached, stream.parting = True, False
+
+        def direct(message):
+            busy = writer.transport.get_write_buffer_size() > WRITE_BUFFER
+            if message is _FINISHED or writer.is_closing() or busy or self.auth_due():
+                return False    # a slow reader, a token to check again: the task below
+            writer.write(frame(self.event(message, stream)))
+            return True
+        message = None
+        try:
+            if first:
+                await self.send(frame(first))
+            stream.direct, stream.abort = direct, writer.transport.abort
+            while True:
+                message = await self._next(stream)
+                if message is None or message is _FINISHED or message is _PART:
+                    break
+                if message is _KEEPALIVE:
+                    await self.send(frame(b": keepalive\n\n"))
+                else:
+                    await self.send(frame(self.event(message, stream)))
+        except ConnectionError:
+            writer.transport.abort()
+        finally:
+            stream.direct = stream.abort = None
+            stream.attached = False
+            _STREAMS.left(self, stream)
+            if note and self.trace:
+                self.trace.note("out", note)
+        if self.watcher.done():
+            return None
+        return message
+
+    def auth_due(self):
+        """Whether the token of a long answer is due to be checked again (see `authorized`)."""
+        return self.auth is not None and self.http.auth.due(self)
+
+    async def _next(self, stream):
+        """What `stream` gives next, once its token is known to be good; None if it is not
+        (what it took waits, for a client that resumes)."""
+        wait = KEEPALIVE_INTERVAL
+        if self.auth is not None:
+            wait = min(wait, self.http.auth.left(self))
+        self.timer.set(wait, stream.poke)
+        message = await stream.get()
+        if message is None or message is _FINISHED or message is _PART or await self.authorized():
+            return message
+        if message is not _KEEPALIVE:   # what it took waits, for a client that resumes
+            stream.items.insert(0, message)
+            stream.sizes.insert(0, 0)
+        return None
+
+
+class _Route(typing.NamedTuple):
+    """What serves a method and path: an async function (HttpServer, _Connection) -> whether the
+    connection may carry the next request. `public`: served before any token is asked for."""
+    handler: typing.Callable[..., typing.Awaitable[bool]]
+    public: bool = False
+
+
+class HttpServer:
+    """The HTTP front door: connections, parsing, limits, Host/Origin checks, and routing to the
+    endpoints (`_ROUTES`); the protocol is the Session's. Made by `serve_http` / `start_http`;
+    `port` is the bound port. `token`, `auth` (a ResourceServer), `trace`, and `forwarded_allow_ips`
+    are the options of extensions (authorization, tracing, deployment behind a proxy)."""
+
+    def __init__(self, server: Server, host: str = "127.0.0.1", port: int = 8080,
+                 token: str | None = None,
+                 allow_origins: typing.Iterable[str] = (), allow_hosts: typing.Iterable[str] = (),
+                 stateless: bool = False, json_response: bool = False, insecure: bool = False,
+                 trace: _Any = None, session_idle: float | None = None, auth: _Any = None,
+                 node: str | None = None,
+                 forwarded_allow_ips: str | typing.Iterable[str] = ()) -> None:
+        if token is not None and not token.strip(" \t"):
+            raise ValueError("an empty token would turn authentication off")
+        if token and auth:
+            raise ValueError("pass token= or auth= (a ResourceServer), not both")
+        if auth is None and not token:
+            auth = server.auth
+        # OAuth tokens name the server they are for: behind a proxy, or on an address of the
+        # network, this server cannot guess the URL its clients use (a fixed token names none)
+        if (not _is_loopback(host) or forwarded_allow_ips) and auth and not auth.resource:
+            raise ValueError("name the URL clients use, resource= (--resource)")
+        if token:
+            auth = _provided("HttpServer token")(token)
+        if not _is_loopback(host) and not auth and not insecure:
+            raise ValueError(f"refusing to serve on {host} without a token: pass --token or "
+                             "--auth-server (or --insecure if something else protects this port)")
+        if node is not None and not re.fullmatch(r"[A-Za-z0-9]{1,32}", node):
+            raise ValueError("a node name is 1 to 32 ASCII letters and digits")
+        self.server, self.host, self.port = server, host, port
+        self.auth: _Any = auth      # the authorization extension's guard (`ResourceServer`), or None
+        self.allow_origins = set(allow_origins)
+        self.allow_hosts = {name.lower() for name in allow_hosts}
+        self.stateless, self.json_response = stateless, json_response
+        self.node = f"{node}." if node else ""     # behind a balancer: session ids start with it
+        # what a trusted proxy says of the client is believed (an extension's)
+        self.forwarded = None
+        if forwarded_allow_ips:
+            self.forwarded = _provided("HttpServer forwarded_allow_ips")(forwarded_allow_ips)
+        self.trace, self.session_idle = trace, session_idle or SESSION_IDLE
+        self.sessions: dict[str, _HttpSession] = {}     # Mcp-Session-Id or sessionId -> its session
+        self.stateless_entries: set[_HttpSession] = set()   # sessions of one POST, while it lasts
+        self.connections = 0
+        # open connections, closed with it
+        self.writers: dict[asyncio.StreamWriter, _Connection] = {}
+        self.extensions: dict[str, _Any] = {}   # each extension's own state for this server
+        self._listener: _Any = None
+        self._reaper: _Timer | None = None      # ends the sessions idle too long
+        self.closing = self.stopping = False    # /healthz says 503; then every request does
+
+    async def start(self):
+        self._listener = await asyncio.start_server(self._connection, self.host, self.port,
+                                                    limit=MAX_HEAD_BYTES)
+        self.port = self._listener.sockets[0].getsockname()[1]
+        if self.auth and not self.auth.resource:
+            host = "[::1]" if self.host == "::1" else self.host
+            self.auth.resource = f"http://{host}:{self.port}/mcp"
+        self._reaper = _Timer(asyncio.get_running_loop())
+        self._reaper.set(self._reaping(), self._expire)
+        return self
+
+    async def close(self, grace: float = 0.0) -> None:
+        """Stop serving: no new connection, and /healthz says 503; for DRAIN_LINGER s (of
+        `grace`) what comes on a connection still open is served (with Connection: close); then
+        every request gets 503, what runs gets the rest of `grace`, then -32603; the answers go
+        out, every stream closes."""
+        loop = asyncio.get_running_loop()
+        end, self.closing = loop.time() + grace, True
+        if self._reaper is not None:
+            self._reaper.cancel()
+        self._listener.close()
+        linger = loop.time() + min(grace, DRAIN_LINGER)
+        while loop.time() < linger and any(conn.request is None for conn in self.writers.values()):
+            await asyncio.sleep(0.01)   # under load a proxy reuses (so ends) its idle ones at once
+        self.stopping = True
+        for conn in self.writers.values():
+            if conn.request is None:       # between requests: nothing to finish
+                conn.writer.close()
+        entries = list(self.sessions.values()) + list(self.stateless_entries)
+        left = max(0.0, end - loop.time())
+        await asyncio.gather(*(entry.session.stop(left) for entry in entries))
+        for entry in entries:
+            entry.close(cancel=True)
+        self.sessions.clear()
+        for tick in range(200):     # the answers are written, then each connection ends
+            if not self.connections:
+                break
+            if tick == 100:         # a second on: cut off (from 3.12 wait_closed() waits for all)
+                for writer in list(self.writers):
+                    writer.transport.abort()
+            await asyncio.sleep(0.01)
+        await self._listener.wait_closed()
+
+    def _reaping(self):
+        """Seconds between looks for sessions idle too long."""
+        return min(60.0, max(0.05, min(self.session_idle, HANDSHAKE_IDLE) / 4))
+
+    def _expire(self):
+        now = _now()
+        for sid, entry in list(self.sessions.items()):
+            idle = self.session_idle
+            if entry.session.state != "operating":     # never past notifications/initialized
+                idle = min(idle, HANDSHAKE_IDLE)
+            if entry.last_active < now - idle and entry.quiet():
+                del self.sessions[sid]
+                entry.close(cancel=True)
+        if self._reaper is not None:
+            self._reaper.set(self._reaping(), self._expire)
+
+    async def _connection(self, reader, writer):
+        self.connections += 1
+        conn = self.writers[writer] = _Connection(self, reader, writer)
+        try:
+            if self.connections > MAX_CONNECTIONS:
+                raise _HttpError(503, "Too many connections")
+            kept_alive = False
+            while await self._next_request(conn, kept_alive) and await self._respond(conn):
+                kept_alive = True
+        except _HttpError as e:
+            if conn.request is not None:
+                self._trace(conn)
+            if not writer.is_closing():
+                e.headers = list(e.headers) + conn.cors
+                conn.error(e, close=True)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass    # the client left, or the loop is shutting down: this connection just ends
+        except Exception:   # never let one connection take the server down
+            client = conn.request.client if conn.request and conn.request.client else conn.peer
+            _logger.exception("HTTP connection from %s failed", client)
+        finally:
+            self.connections -= 1
+            self.writers.pop(writer).timer.cancel()
+            if conn.watcher is not None:
+                conn.watcher.cancel()
+            try:
+                if not writer.is_closing():
+                    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)   # a big answer too
+                writer.close()
+            except Exception:  # noqa: BLE001 — a writer that cannot close is cut off
+                writer.transport.abort()
+
+    async def _respond(self, conn):
+        """Serve the request read: True if the connection may carry the next."""
+        request = conn.request
+        if conn.trace and request.method != "POST":      # a POST is traced with its body
+            self._trace(conn)
+        if self.allow_origins:
+            conn.cors = self._cors(request)
+        if not await self._route(conn):
+            return False
+        if request.headers.get("connection", "").lower() == "close" \
+                or request.version == "HTTP/1.0" \
+                or self.closing:
+            return False
+        if conn.watcher is not None:   # it read past the request: what it read is not kept
+            watched, conn.watcher = conn.watcher, None
+            watched.cancel()
+            await asyncio.wait([watched])   # its read ends before the next request's begins
+            if not watched.cancelled():
+                return False
+        if conn.writer.is_closing() or conn.writer.transport.get_write_buffer_size() > WRITE_BUFFER:
+            await conn.send(b"")   # a client that reads no answers is cut off
+        return True
+
+    async def _next_request(self, conn, kept_alive):
+        """Read the next request's head into `conn.request`; False at EOF."""
+        conn.cors, conn.request = [], None
+        # A new connection owes its head from the start: a silent one is cut off too.
+        if kept_alive:
+            conn.timer.set(IDLE_TIMEOUT, conn.writer.close)   # a pending read then ends at EOF
+        else:
+            conn.timer.set(HEADER_TIMEOUT, conn.timeout)
+        line = b""
+        try:
+            line = await conn.reader.readuntil(b"\n")
+            # RFC 9112 2.2: an empty line before a request is ignored
+            if line in (b"\r\n", b"\n"):
+                line = await conn.reader.readuntil(b"\n")
+            if kept_alive:
+                conn.timer.set(HEADER_TIMEOUT, conn.timeout)
+            if line[-2:] != b"\r\n":     # else it would wait for a CRLF CRLF that never comes
+                raise _HttpError(400, "Lines must end with CRLF")
+            end = await conn.reader.readexactly(2)
+            if end != b"\r\n":
+                end += await conn.reader.readuntil(b"\r\n\r\n")
+            head = line + end
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return False
+        except asyncio.LimitOverrunError:
+            raise _HttpError(431 if line else 414, "Request head too large") from None
+        conn.timer.clear()
+        conn.request = _parse_head(head)
+        # behind a proxy: who the client is, in the trace and the log
+        if self.forwarded is not None:
+            self.forwarded.apply(conn.request, conn)
+        return True
+
+    @staticmethod
+    def _trace(conn):
+        request = conn.request
+        if not conn.trace or request.traced:
+            return
+        request.traced = True
+        head = f"{request.method} {request.path}"
+        if request.query:
+            head += f"?{request.query}"
+        if request.client:
+            head += f"  (from {request.client})"
+        conn.trace.http("in", head, request.headers, request.body)
+
+    async def _route(self, conn):
+        """Serve one request (`_ROUTES`). Returns False when the connection must close."""
+        request, path = conn.request, conn.request.path
+        if self.stopping:
+            raise _HttpError(503, "Server shutting down")
+        route = _ROUTES.get((request.method, path))
+        if route is not None and route.public:  # a balancer's probe (no Host, no token), metadata
+            self._no_body(request)
+            return await route.handler(self, conn)
+        # a kept-alive connection's Host: checked once
+        conn.host = self._check_peer(request, conn.host)
+        if request.method == "OPTIONS" and conn.cors and path in _ALLOWED:
+            return self._preflight(conn)
+        # public: no token needed (RFC 9728 3)
+        if self.auth is not None and self.auth.publishes(path):
+            self._no_body(request)
+            return self.auth.publish(conn, self.server)
+        # no token needed to hear that (no authorization server lives here)
+        if path not in _ALLOWED:
+            raise _HttpError(404, "Not found")
+        if self.auth is not None:
+            conn.auth = await self.auth.check(request, conn)     # before any body is read
+        route = self._endpoint(request)
+        if request.method == "POST":
+            await self._read_body(conn)
+        else:
+            self._no_body(request)
+        return await route.handler(self, conn)
+
+    def _endpoint(self, request):
+        """The endpoint's route for a request's method and path (`_ROUTES`), or 405 or 400."""
+        path = request.path
+        version = request.header("mcp-protocol-version")
+        era = _http_era(request, None)
+        post_only = path == "/mcp" and (self.stateless or era is not _HANDSHAKE)
+        route = _ROUTES.get((request.method, path))
+        if post_only and request.method != "POST":
+            raise _HttpError(405,
+                             "/mcp takes POST only: 2026-07-28 requests and --stateless have no "
+                                  "session to stream or end", headers=[("Allow", "POST")])
+        if route is None:
+            allow, what = _ALLOWED[path]
+            raise _HttpError(405, what, headers=[("Allow", allow)])
+        spoken = (version or "2025-03-26") in PROTOCOL_VERSIONS
+        if path == "/mcp" and request.method != "POST" and not spoken:
+            raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # 2025-06-18 transports
+        return route
+
+    def _preflight(self, conn):
+        """A browser asks (CORS) whether it may: which methods, and which headers."""
+        self._no_body(conn.request)                # else its body would be read as a request
+        asked = conn.request.header("access-control-request-headers").split(",")
+        allowed = ("Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, "
+                   "Last-Event-ID")
+        for header in _CORS_HEADERS:   # and the extensions' (2026-07-28: Mcp-Method, Mcp-Name)
+            allowed += ", " + header
+        for name in asked:      # and those of the extensions' families (2026-07-28: Mcp-Param-*)
+            name = name.strip()
+            if name.lower().startswith(tuple(_CORS_PREFIXES)) and _TOKEN.fullmatch(name):
+                allowed += ", " + name
+        conn.write(204, conn.cors + [                 # browsers send no Authorization here
+            ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
+            ("Access-Control-Allow-Headers", allowed), ("Access-Control-Max-Age", "600")], b"")
+        return True
+
+    def _check_peer(self, request, known=None):
+        """The request's Host (if it is not `known`, found good before) and Origin checked; its
+        Host."""
+        # Host first: under DNS rebinding the Origin looks fine; only Host betrays it.
+        host = request.headers.get("host")
+        if not host and request.version == "HTTP/1.1":
+            raise _HttpError(400, "Missing Host header")
+        # on every bind: an empty allowlist means localhost only (fail closed)
+        if host and host != known:
+            name = _host_name(host)
+            allowed = name in _LOOPBACK or name in self.allow_hosts \
+                or host.lower() in self.allow_hosts
+            if name is None or not allowed:
+                raise _HttpError(403, "Host not allowed")
+        # ours (behind a proxy, the public one) is allowed
+        origin = request.headers.get("origin")
+        if origin and origin not in self.allow_origins \
+                and origin.lower() != f"{request.scheme}://{host}".lower():
+            scheme, sep, rest = origin.partition("://")
+            local = scheme in ("http", "https") and sep and "/" not in rest
+            if not local or _host_name(rest) not in _LOOPBACK:
+                raise _HttpError(403, "Origin not allowed")
+        return host
+
+    def _cors(self, request):
+        origin = request.header("origin")
+        if origin and origin in self.allow_origins:
+            return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                    ("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")]
+        return []
+
+    @staticmethod
+    def _no_body(request):
+        if request.header("content-length", "0") != "0" or request.header("transfer-encoding"):
+            raise _HttpError(400, "Unexpected request body")
+
+    async def _read_body(self, conn):
+        request, headers = conn.request, conn.request.headers
+        if "transfer-encoding" in headers:
+            # Chunked bodies are not needed by MCP clients; CL+TE is a smuggling attempt.
+            status = 400 if headers.get("content-length") or request.version == "HTTP/1.0" else 411
+            raise _HttpError(status, "Send the body with Content-Length")
+        length = headers.get("content-length")
+        if not length:
+            raise _HttpError(411, "Content-Length required")
+        if not (length.isascii() and length.isdigit()) or len(length) > 12:
+            raise _HttpError(400, "Bad Content-Length")
+        if int(length) > MAX_BODY_BYTES:
+            raise _HttpError(413)
+        if _media_types(headers.get("content-type", "")) != {"application/json"}:
+            raise _HttpError(415, "Content-Type must be application/json")
+        if headers.get("expect", "").lower() == "100-continue" and request.version == "HTTP/1.1":
+            conn.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
+
+        def too_slow():
+            self._trace(conn)
+            conn.timeout()
+        conn.timer.set(BODY_TIMEOUT, too_slow)
+        request.body = await conn.reader.readexactly(int(length))
+        conn.timer.clear()
+        if conn.trace:
+            self._trace(conn)
+
+    # The sessions, each its user's own, within MAX_SESSIONS (both endpoints keep theirs here).
+
+    def own(self, entry, conn):
+        """The client binds the session: requestState (2026-07-28), its listens' count, and with
+        authorization the session itself, which another user cannot take (see `find`)."""
+        session = entry.session
+        if self.auth is not None:
+            session.principal, session.owner = self.auth.who(conn)
+        else:
+            session.principal = conn.request.header("authorization")
+            session.owner = conn.request.client or conn.peer
+        session.auth = conn.auth
+        return entry
+
+    def make_room(self):
+        """At MAX_SESSIONS, one client must not lock out the rest: the quiet session
+        idle longest ends, first those never past initialize, else one idle for
+        HANDSHAKE_IDLE (its client gets 404 and initializes again). Else 503."""
+        if len(self.sessions) < MAX_SESSIONS:
+            return
+        quiet = (entry for entry in self.sessions.values() if entry.quiet())
+        entry = min(quiet, key=lambda e: (e.session.state == "operating", e.last_active),
+                    default=None)
+        busy = entry is not None and entry.session.state == "operating" \
+            and entry.last_active > _now() - HANDSHAKE_IDLE
+        if entry is None or busy:
+            raise _HttpError(503, "Too many sessions")
+        del self.sessions[entry.sid]
+        entry.close(cancel=True)
+
+    def find(self, conn, sid, legacy):
+        """The session `sid` names, of this kind and this user: another user's is as unknown
+        as none (SECURITY.md R7: its existence is not told)."""
+        entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
+        if entry is None or entry.legacy != legacy or self._not_theirs(entry, conn):
+            if "." in sid and not sid.startswith(self.node or "."):   # made by another --node
+                raise _HttpError(404, "Session not found: another process made it, and may have "
+                                      "stopped; start a new session")
+            raise _HttpError(404, "Session not found")
+        entry.session.auth = conn.auth
+        return entry
+
+    def _not_theirs(self, entry, conn):
+        return conn.auth is not None and entry.session.principal != self.auth.who(conn)[0]
+
+
+def _chunk(data):
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+# (method, path) -> what serves it; a path -> what a 405 there says it takes. The endpoints above
+# and below put theirs in; the extensions add theirs (a balancer's /healthz).
+_ROUTES: dict[tuple[str, str], _Route] = {("GET", "/sse"): _Route(_sse_get),
+                                          ("POST", "/messages"): _Route(_sse_post)}
+_ALLOWED = {"/sse": ("GET", ("/sse takes GET, the legacy SSE stream (which names where to POST); "
+                             "Streamable HTTP takes POSTs at /mcp")),
+            "/messages": ("POST", "/messages takes the POSTs of a legacy SSE session")}
+_CORS_HEADERS: list[str] = []   # request headers a browser may send besides the core's (extensions)
+_CORS_PREFIXES: list[str] = []  # ... and the families of them, lower case
+
+
+async def start_http(server, host="127.0.0.1", port=8080, **options):
+    """Start serving `server` over HTTP; returns the running HttpServer."""
+    return await HttpServer(server, host, port, **options).start()
+
+
+async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options):
+    """Serve `server` over HTTP until cancelled (SIGTERM, Ctrl-C); what runs then
+    gets `grace` seconds (SHUTDOWN_GRACE) to finish."""
+    http = await start_http(server, host, port, **options)
+    _logger.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)", host,
+                 http.port)
+    if not _is_loopback(host) and not options.get("allow_hosts"):
+        _logger.warning("only Host: localhost is accepted; name the hosts clients use with "
+                        "--allow-host")
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await http.close(SHUTDOWN_GRACE if grace is None else grace)
+
+
+##############################################################################
+# Core: HTTP, Streamable HTTP at /mcp (2025-03-26 on)
+##############################################################################
+# The transport today's clients use (2025-11-25 basic/transports): each message is a POST to
+# /mcp, and a request's answer comes back on the POST itself, as one JSON body, or as an SSE
+# stream of what the server says while serving it (progress, a log line, a request to the
+# client), the answer last. initialize's answer names the session (Mcp-Session-Id), which every
+# later request carries; GET /mcp opens a stream for what the server says unasked; DELETE ends
+# the session:
+#
+#   C->S  POST /mcp  initialize                  S->C  200 application/json, Mcp-Session-Id: ...
+#   C->S  POST /mcp  notifications/initialized   S->C  202 Accepted
+#   C->S  POST /mcp  tools/call getUsers         S->C  200 application/json  {"result": ...}
+
+
+def _http_era(request, message) -> _Any:
+    """The era of a POST (`message`), or of a GET or DELETE by its header alone: another's that
+    claims it (2026-07-28: its MCP-Protocol-Version header, or its _meta), else the handshake's."""
+    for era in _ERAS:
+        if era.claims_http(request, message):
+            return era
+    return _HANDSHAKE
+
+
+async def _mcp_post(http, conn):
+    """A POST of one message (or, in 2025-03-26, a batch): its answers on this response."""
+    body = _parsed_body(conn)
+    message = _object(body)
+    batch = type(body) is list
+    era = _http_era(conn.request, message)
+    streams_only = era.streams_only(message)    # 2026-07-28's subscriptions/listen
+    if not _accepts(conn, not http.json_response or streams_only):
+        raise _HttpError(406, "Accept must list application/json and text/event-stream")
+    initialize = era is _HANDSHAKE and message.get("method") == "initialize" and "id" in message
+    if era is _HANDSHAKE:
+        entry = _entry_for(http, conn, initialize)
+    else:
+        entry = era.http_entry(http, conn, body)
+    if entry is None:   # answered already (a request its headers do not match: 400)
+        return True
+    json_only = batch or (http.json_response and not streams_only)
+    if entry.sid in http.sessions and not json_only:
+        stream = _STREAMS.open(entry)
+    else:
+        stream = _Stream(json_only)
+    stream.abort, stream.attached = conn.writer.transport.abort, True
+    entry.posts.add(stream)
+    try:
+        entry.last_active = _now()
+
+        def finished():
+            stream.put(_FINISHED)
+        taken = entry.session.receive(body, finished, stream.put)
+        if not taken:   # None: a batch refused whole, answered with one error
+            return _no_request(conn, stream, taken is not None and batch)
+        headers = list(conn.cors)
+        opened = initialize and entry.sid and entry.sid not in http.sessions
+        if opened and "result" in stream.items[0]:
+            http.sessions[entry.sid] = entry    # a session exists once initialize succeeded
+            headers.append(("Mcp-Session-Id", entry.sid))
+        return await _answer(conn, stream, headers, batch, era)
+    finally:
+        _after_post(http, entry, stream, era)
+
+
+def _after_post(http, entry, stream, era):
+    """A POST is over: a one-request session, or a failed initialize's, goes with it."""
+    entry.posts.discard(stream)
+    stream.attached = False
+    _STREAMS.after_post(entry, stream)
+    entry.last_active = _now()
+    if entry.sid not in http.sessions:
+        entry.close(cancel=era.cancels_when_left)  # 2026-07-28: a client that leaves cancels
+        http.stateless_entries.discard(entry)
+
+
+def _entry_for(http, conn, initialize):
+    """The session a handshake-era POST speaks to: its own for every POST --stateless, a new one
+    for initialize, else the one its Mcp-Session-Id names (a second initialize too)."""
+    version = conn.request.header("mcp-protocol-version", "2025-03-26")   # absent: 2025-03-26
+    if version not in PROTOCOL_VERSIONS:
+        raise _HttpError(400, "Unsupported MCP-Protocol-Version")
+    if http.stateless:
+        entry = _HttpSession(http.server, None, version=None if initialize else version)
+        http.stateless_entries.add(entry)
+    elif initialize and not conn.request.header("mcp-session-id"):
+        import secrets
+        http.make_room()
+        entry = _HttpSession(http.server, http.node + secrets.token_urlsafe(24))
+    else:
+        return _lookup(http, conn)
+    return http.own(entry, conn)
+
+
+def _no_request(conn, stream, batch):
+    """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors."""
+    errors = [message for message in stream.items if message is not _FINISHED]
+    if not errors:
+        conn.write(202, conn.cors, b"")
+        return True
+    status = 400
+    if not batch and errors[0]["error"]["message"] == _ID_IN_USE:
+        status = 409
+    body = _encode_all(errors) if batch else encode(errors[0])
+    conn.write(status, conn.cors + [("Content-Type", "application/json")], body)
+    return True
+
+
+async def _answer(conn, stream, headers, batch, era):
+    """Write the responses to a POST: one JSON body if nothing came before the result,
+    else an SSE stream of everything related, result last (`_sse`)."""
+    responses, quiet = [], 0.0
+    # A stream that turns SSE early (resumable: primed, so that its client can resume it) or
+    # whose closing means a cancel (2026-07-28) is looked at each second.
+    step = KEEPALIVE_INTERVAL
+    if era.watches or stream.primes:
+        step = min(KEEPALIVE_INTERVAL, 1.0)
+    while True:
+        conn.timer.set(step, stream.poke)
+        message = await stream.get()
+        if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
+            break
+        if message is _PART or (message is not _KEEPALIVE and "method" in message):
+            return await _sse(conn, stream, headers, message)   # something before the result
+        if message is not _KEEPALIVE:
+            responses.append(message)
+            continue
+        if conn.left() or not await conn.authorized():    # its slot is freed (the work goes
+            return False        # on; a 2026-07-28 listen ends with its session)
+        quiet += step
+        if not stream.json_only and (stream.primes or quiet >= KEEPALIVE_INTERVAL):
+            keepalive = b": keepalive\n\n" if quiet >= KEEPALIVE_INTERVAL else b""
+            return await _sse(conn, stream, headers, keepalive)
+    conn.timer.clear()
+    if not responses and not stream.json_only:
+        # Every request was cancelled: no response (cancellation), yet a POST that
+        # carried requests is answered with a stream (transports): an empty one.
+        return await _sse(conn, stream, headers, None)
+    if not responses:
+        conn.write(202, headers, b"")
+        return True
+    body = _encode_all(responses) if batch else _encode_safely(responses[0])
+    conn.write(era.http_status(responses[0]), headers + [("Content-Type", "application/json")],
+               body)
+    return True
+
+
+async def _sse(conn, stream, headers, first):
+    """The answer as an SSE stream: what it opens with (`_STREAMS.prime`), `first` (what came
+    before the result, or a keepalive), then the rest (`hold`); `first` _PART ends it at once
+    (ctx.close_sse_stream(): the client resumes it), None leaves it empty (all cancelled)."""
+    conn.start_sse(headers, chunked=conn.request.version == "HTTP/1.1")
+    stream.opened = bool(stream.number) and first is not None
+    prime = _STREAMS.prime(conn, stream) if stream.opened else b""
+    if first is None or first is _PART:
+        await conn.send(conn.frame(prime) if prime else b"")
+    else:
+        if type(first) is not bytes:
+            first = conn.event(first, stream)
+        first = await conn.hold(stream, prime + first)
+        if first is None:
+            return False    # the client left (or its token ended): its connection ends
+    await conn.send(conn.frame(b""))     # chunked: the last chunk
+    if conn.trace:
+        if first is _PART:
+            conn.trace.note("out",
+                            "(the server ends the SSE stream: the client resumes it with GET)")
+        else:
+            conn.trace.note("out", "(the SSE stream ends: every answer was sent)")
+    return True
+
+
+async def _mcp_get(http, conn):
+    """GET /mcp: the session's stream for what the server says unasked (or, with Last-Event-ID,
+    a stream resumed: the resumable streams extension)."""
+    if not _accepts(conn, None):
+        raise _HttpError(406, "Accept must list text/event-stream")
+    entry, events = _lookup(http, conn), []
+    last = conn.request.header("last-event-id")
+    stream = entry.standalone
+    if last:
+        stream, events = await _STREAMS.resume(http, entry, last)
+    elif stream is not None and stream.attached:
+        raise _HttpError(409, "A stream is already open for this session")
+    elif stream is None or stream.closed:
+        stream = entry.standalone = _STREAMS.open(entry)
+    else:   # the session's own, which lost its connection: what came for it meanwhile first
+        events = _STREAMS.unread(stream)
+    conn.start_sse(conn.cors)
+    if last and conn.trace:
+        conn.trace.note("out",
+                        f"(the stream resumes after {last}; events sent again: {len(events)})")
+    first = b"" if last else _STREAMS.prime(conn, stream)
+    try:
+        await conn.hold(stream, first + b"".join(events), "(the GET /mcp stream closed)")
+    finally:
+        if stream.closed:
+            entry.kept.pop(stream.number, None)
+            if entry.standalone is stream:
+                entry.standalone = None
+        entry.last_active = _now()
+    return False
+
+
+async def _mcp_delete(http, conn):
+    """DELETE /mcp: the client is done with the session."""
+    entry = _lookup(http, conn)
+    del http.sessions[entry.sid]
+    entry.close(cancel=True)
+    conn.write(200, conn.cors, b"")
+    return True
+
+
+def _accepts(conn, sse_needed):
+    """Whether the Accept header lists what the answer may be (None: only SSE is asked about)."""
+    accept = _media_types(conn.request.header("accept"))
+    if "*/*" in accept:
+        return True
+    json_ok = "application/json" in accept or "application/*" in accept
+    sse_ok = "text/event-stream" in accept or "text/*" in accept
+    if sse_needed is None:
+        return sse_ok
+    return json_ok and (sse_ok or not sse_needed)
+
+
+def _lookup(http, conn):
+    sid = conn.request.header("mcp-session-id")
+    if not sid:
+        raise _HttpError(400, "Missing Mcp-Session-Id header")
+    return http.find(conn, sid, legacy=False)
+
+
+_ROUTES.update({("POST", "/mcp"): _Route(_mcp_post), ("GET", "/mcp"): _Route(_mcp_get),
+                ("DELETE", "/mcp"): _Route(_mcp_delete)})
+_ALLOWED["/mcp"] = ("GET, POST, DELETE", "/mcp takes POST, GET and DELETE")
+
 
 ##############################################################################
 # Core: stdio, one JSON message per line on stdin and stdout
 ##############################################################################
+# How VS Code and Claude Desktop run a server they start themselves (2025-11-25 basic/transports):
+# the client writes each message as one line of JSON to the server's stdin, and reads the server's
+# answers, one a line, from its stdout; stderr is the server's own, for logs.
+
+MAX_LINE_BYTES = 16 * 1024 * 1024   # a longer line gets one -32600 error and is skipped to its "\n"
+READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
+# seconds in-flight work may finish after stdin closes, SIGTERM or Ctrl-C; what is left is then
+# answered -32603
+SHUTDOWN_GRACE = 5.0
 
 
 class _Lines:
@@ -2184,7 +3995,9 @@ class _Lines:
 
     def end(self):
         """At EOF: a last line without "\n" still counts."""
-        return [bytes(self.buffer)] if self.buffer and self.head is None else []
+        if self.buffer and self.head is None:
+            return [bytes(self.buffer)]
+        return []
 
 
 _EDGE = 256     # bytes kept of each end of a message too long to read
@@ -2204,7 +4017,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     """Serve one session over stdin/stdout (a private copy: `_private_stdout`) until stdin closes
     or it is cancelled (SIGTERM, Ctrl-C); what runs then gets `grace` s (SHUTDOWN_GRACE). Framing
     only: lines in, lines out. Reading pauses while the session is not `accepting` (the pipe holds
-    the client back), until `on_ready`."""
+    the client back), until `on_ready`. `trace`: the trace extension's, shown every line."""
     loop = asyncio.get_running_loop()
     out = _private_stdout(stdout_fd)
     finished = asyncio.Event()
@@ -2212,8 +4025,10 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     go = threading.Event()              # the reader thread (if any) waits here to read on
 
     def send(message, related=None):   # a list: a batch's answers, one line (JSON-RPC SHOULD)
-        data = _encode_all(message) if type(message) is list else message and _encode_safely(message)
-        if data is None or session.closed:
+        if message is None or session.closed:     # None: a request ended unanswered (cancelled)
+            return
+        data = _encode_all(message) if type(message) is list else _encode_safely(message)
+        if data is None:
             return
         if trace:
             trace.message("out", "stdout", message)
@@ -2222,19 +4037,21 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
             while view:
                 view = view[os.write(out, view):]
         except OSError:     # the client stopped reading: end quietly
-            session.closed = True
+            session.state = "closed"
             session._closed("The client stopped reading")
             finished.set()
 
     session = Session(server, send)
     session.loop = loop
-    lines = _Lines(lambda head, tail: send(_error(None, INVALID_REQUEST,
-                                                  f"Message too long (over {MAX_LINE_BYTES} bytes)"), None))
+
+    def too_long(head, tail):
+        send(_error(None, INVALID_REQUEST, f"Message too long (over {MAX_LINE_BYTES} bytes)"))
+    lines = _Lines(too_long)
 
     def feed(chunk):                    # on the loop: every line of a chunk goes in
         nonlocal paused
         for line in lines.feed(chunk) if chunk else lines.end():
-            line = line[:-1] if line.endswith(b"\r") else line
+            line = line.removesuffix(b"\r")
             if line.strip():
                 if trace:
                     trace.line("in", "stdin", line)
@@ -2325,1127 +4142,22 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         raise asyncio.CancelledError
     return 0
 
-##############################################################################
-# Core: HTTP, legacy HTTP+SSE at /sse and Streamable HTTP at /mcp on one asyncio server
-##############################################################################
 
-
-_REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
-            401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-            406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
-            413: "Content Too Large", 414: "URI Too Long", 415: "Unsupported Media Type",
-            431: "Request Header Fields Too Large", 501: "Not Implemented",
-            503: "Service Unavailable", 505: "HTTP Version Not Supported"}
-_LOOPBACK = ("localhost", "127.0.0.1", "[::1]", "::1")
-_SINGLE_HEADERS = frozenset(("host", "content-length", "content-type", "authorization", "origin",
-                             "mcp-session-id", "mcp-protocol-version", "transfer-encoding"))
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-# Every header line at once: "token:value CRLF", no control byte but tab in the value.
-_HEADER_LINES = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
-_BAD_TARGET = re.compile(r"[\x00-\x20\x7f-\xff]")
-
-
-class _HttpError(Exception):
-    def __init__(self, status, message="", code=None, headers=()):
-        super().__init__(message)
-        self.status, self.message, self.code, self.headers = status, message, code, headers
-
-
-class _Request:
-    __slots__ = ("body", "client", "headers", "method", "path", "query", "scheme", "traced", "version")
-
-    def header(self, name, default=""):
-        return self.headers.get(name, default)
-
-
-def _parse_head(head):
-    """A request head (ending in CRLF CRLF) parsed strictly, or _HttpError: lenient parsers
-    disagree with proxies (request smuggling), so bare LF, folded lines, control bytes and
-    repeated framing headers are 400."""
-    line, _, fields = head[:-2].decode("latin-1").partition("\r\n")
-    if len(line) > MAX_REQUEST_LINE:
-        raise _HttpError(414, "Request line too long")
-    parts, authority = line.split(" "), None
-    if len(parts) == 3 and _BAD_TARGET.search(parts[1]):     # the authority too (absolute-form)
-        raise _HttpError(400, "Bad request line")
-    if len(parts) == 3 and parts[1][:1] != "/" and parts[1][:8].lower().startswith(("http://", "https://")):
-        rest = parts[1].partition("//")[2]      # absolute-form: the path (or query) after the authority
-        authority = re.split(r"[/?]", rest, maxsplit=1)[0]
-        parts[1] = "/" + rest[len(authority):].lstrip("/")
-    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith("/") \
-            or _BAD_TARGET.search(parts[1]):
-        raise _HttpError(400, "Bad request line")
-    if parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
-        raise _HttpError(505 if parts[2].startswith("HTTP/") else 400, "Unsupported HTTP version")
-    if fields.count("\r\n") > MAX_HEADERS:
-        raise _HttpError(431, "Too many headers")
-    if not _HEADER_LINES.fullmatch(fields):
-        raise _HttpError(400, "Bad header line")    # includes folds, bare LF, "Name :"
-    headers = {}
-    for line in fields.split("\r\n")[:-1]:
-        name, _, value = line.partition(":")
-        name, value = name.lower(), value.strip(" \t")
-        if name not in headers:
-            headers[name] = value
-        elif name in _SINGLE_HEADERS:
-            raise _HttpError(400, "Repeated header")
-        else:
-            headers[name] += ", " + value
-    if authority is not None:   # the target's authority is the host (RFC 9112 3.2.2)
-        headers["host"] = authority
-    request = _Request()
-    request.method, request.version, request.headers = parts[0], parts[2], headers
-    request.path, _, request.query = parts[1].partition("?")
-    request.body, request.traced, request.client, request.scheme = b"", False, None, "http"   # _forwarded
-    return request
-
-
-@functools.lru_cache(maxsize=64)
-def _media_types(value):
-    return frozenset(item.split(";")[0].strip().lower() for item in value.split(","))
-
-
-def _host_name(value):
-    """'localhost:8080' -> 'localhost', '[::1]:80' -> '[::1]'; None if malformed."""
-    if value.startswith("["):
-        name, bracket, rest = value.partition("]")
-        name += bracket
-    else:
-        name, _, rest = value.partition(":")
-        rest = ":" + rest if _ else ""
-    if rest and not (rest.startswith(":") and rest[1:].isascii() and rest[1:].isdigit()):
-        return None
-    return name.lower() or None
-
-
-class _Stream:
-    """Messages waiting to go out on one SSE stream, bounded (R24): past MAX_QUEUED messages or
-    MAX_QUEUED_BYTES, a new notification is dropped, and a response or request drops the
-    notifications queued to make room, or else closes the stream (`overflowed`): never silently."""
-
-    def __init__(self, json_only=False):
-        self.items, self.sizes = [], []     # sizes: bytes of each item behind the first
-        self.size = 0
-        self.wake = asyncio.Event()
-        self.closed = self.poked = self.overflowed = False
-        self.dropped = 0
-        self.json_only = json_only  # a JSON answer to a POST: it carries responses alone
-        self.direct = None      # writes a message at once if it can (else it is queued)
-        self.abort = None       # drops the connection (on overflow)
-        self.ended = self.parting = self.attached = False
-
-    # A resumable stream (a session's, 2025-03-26+) numbers its events "number-seq" and keeps
-    # those it sent (`log`, REPLAY_BYTES) for a client that comes back with Last-Event-ID.
-    number = seq = logged = 0
-    log: "deque[tuple[int, bytes]] | None" = None
-    replay: "_Replay | None" = None
-    unread: "_Replay | None" = None     # while no connection reads it: where its events go,
-    unread_from = 0                     # after which event
-    primes = False      # 2025-11-25: it opens with a priming event (an id, retry, no data)
-    opened = False      # a POST's stream: its SSE response began (the client has an id)
-
-    def put(self, message):
-        """Queue `message`; False if this stream cannot carry it (a JSON-only answer
-        carries no notification or request). Once closed, everything is dropped."""
-        if message is None:     # the request ended without a response: nothing to carry
-            return True
-        if self.json_only and "method" in message:
-            return False
-        if self.closed:
-            return True
-        if self.unread is not None and not self.attached and message is not _FINISHED:
-            if (event := _sse_event(message, self)):     # nobody reads it now (`unattended`)
-                self.unread.add(self, event)
-            return True
-        if not self.items and self.direct and self.direct(message):
-            return True         # no waking the stream's task for each message
-        size = 0
-        if self.items and not self.json_only and message is not _FINISHED:   # a backlog
-            if self._full():
-                if "id" not in message:
-                    self.dropped += 1
-                    return True
-                if not self._make_room():
-                    return True     # the stream is closed
-            size = len(_encode_safely(message) or b"")
-            self.size += size
-        self.items.append(message)
-        self.sizes.append(size)
-        self.wake.set()
-        return True
-
-    def _full(self):
-        return len(self.items) >= MAX_QUEUED or self.size >= MAX_QUEUED_BYTES
-
-    def _make_room(self):
-        """Drop the notifications queued; if that is not room enough, close: False."""
-        kept = [(m, n) for m, n in zip(self.items, self.sizes) if m is _FINISHED or "id" in m]
-        self.dropped += len(self.items) - len(kept)
-        self.items, self.sizes = [m for m, _ in kept], [n for _, n in kept]
-        self.size = sum(self.sizes)
-        if not self._full():
-            return True
-        _logger.warning("a client fell %d messages (%d bytes) behind on its stream: closed",
-                     len(self.items), self.size)
-        self.overflowed = True
-        self.items.clear()      # the memory goes now, not when the client does
-        self.sizes.clear()
-        self.close()
-        if self.abort:
-            self.abort()
-        return False
-
-    def unattended(self, replay):
-        """Its connection is gone; the stream waits for a client that resumes it. What comes for
-        it meanwhile goes to its replay log, as if sent: it counts against REPLAY_BYTES and
-        MAX_REPLAY_BYTES, oldest first, as everything kept for a client that may resume does."""
-        self.unread, self.unread_from = replay, self.seq
-        waiting, self.items, self.sizes, self.size = self.items, [], [], 0
-        for message in waiting:
-            self.put(message)
-
-    def close(self):
-        self.closed = True
-        self.wake.set()
-        if self.replay:
-            self.replay.forget(self)
-
-    def part(self):
-        """Leave the connection, keep the stream (a client resumes it): `get` returns _PART."""
-        self.parting = True
-        self.wake.set()
-
-    def since(self, seq):
-        """The events sent after `seq`, or None if some of them are no longer kept."""
-        events = [event for n, event in self.log or () if n > seq]
-        return events if self.seq - seq == len(events) else None
-
-    def poke(self):
-        """The stream was quiet too long: have `get` return a keepalive."""
-        self.poked = True
-        self.wake.set()
-
-    async def get(self):
-        """Next message; None when closed; _KEEPALIVE when poked; _PART when parting."""
-        if not self.items and not self.closed and not self.poked and not self.parting:
-            self.wake.clear()
-            await self.wake.wait()
-        if self.parting and not self.closed:
-            self.parting = False
-            return _PART
-        if self.items:
-            self.size -= self.sizes.pop(0)
-            self.ended = self.items[0] is _FINISHED
-            return self.items.pop(0)
-        if self.closed:
-            return None
-        self.poked = False
-        return _KEEPALIVE
-
-
-def _sse_event(message, stream=None):
-    """A message as an SSE event (b"" if it is no JSON); on a resumable stream, its next id."""
-    if (data := _encode_safely(message)) is None:
-        return b""
-    event = b"event: message\ndata: " + data + b"\n\n"
-    if stream is not None and stream.number:
-        stream.seq += 1
-        event = b"id: %d-%d\n%s" % (stream.number, stream.seq, event)
-    return event
-
-
-_KEEPALIVE, _PART = object(), object()
-_FINISHED = {"finished": True}   # put on a POST's stream when its frame's work is over
-
-
-class _HttpSession:
-    """A Session plus the HTTP streams its messages travel on. One without an id serves a
-    single POST (2026-07-28, --stateless) and ends with it, as does a failed initialize's."""
-
-    def __init__(self, server, sid, legacy=False, version=None):
-        self.sid, self.legacy = sid, legacy
-        self.posts = set()      # the _Streams answering POSTs that are still open
-        self.standalone: _Stream | None = None  # the GET stream: legacy /sse, or GET /mcp
-        self.kept = {}          # number -> a POST's SSE stream its client may resume
-        self.streams = 0        # resumable streams numbered so far
-        self.last_active = _now()
-        self.session = Session(server, self.send, version)
-
-    def number(self, stream):
-        """Make `stream` resumable: its events get ids, and a priming event from 2025-11-25."""
-        self.streams += 1
-        stream.number = self.streams
-        stream.primes = PROTOCOL_VERSIONS.index(self.session.protocol_version or "2025-03-26") >= 3
-        return stream
-
-    def keep(self, stream):
-        """A POST's stream, once its connection is over: kept to be resumed."""
-        self.kept[stream.number] = stream
-        if len(self.kept) > KEPT_STREAMS:   # the oldest answered one goes first; never one in use
-            kept = [s for s in self.kept.values() if not s.attached]
-            self.kept.pop(next((s for s in kept if s.ended), kept[0]).number).close()
-
-    def send(self, message, related):
-        """What no POST's answer carries goes on the GET stream (legacy: everything)."""
-        if message is None or not self.legacy and related is not None and related not in self.session.replies:
-            return      # nothing, or its request is over (answered or cancelled): nothing belongs to it
-        if self.standalone is not None and not self.standalone.closed:
-            self.standalone.put(message)
-        elif "method" in message and "id" in message:
-            self.session._fail(message["id"], McpError(CONNECTION_CLOSED,
-                                                       "No open stream can carry a request to the client"))
-
-    def quiet(self):
-        """A Streamable HTTP session with nothing open or running: it may expire."""
-        return not self.legacy and not self.session.running and not self.posts and not any(
-            s.attached for s in [self.standalone, *self.kept.values()] if s)
-
-    def close(self, cancel):
-        self.session.close(cancel=cancel)
-        for stream in [*self.posts, *self.kept.values(), self.standalone]:
-            if stream:
-                stream.close()
-        self.posts.clear()
-        self.kept.clear()
-
-
-
-class _Deadline:
-    """A connection's one timer: `set` calls `action` in `seconds` unless set again or cleared
-    first. Moving it is an attribute write; the timer is re-armed only when it would fire too
-    late. (A call_later per read cost a fifth of a request's work: cancelled handles pile up.)"""
-
-    def __init__(self):
-        self.loop = asyncio.get_running_loop()
-        self.when: float | None = None
-        self.action: _Any = None
-        self.timer: asyncio.TimerHandle | None = None
-
-    def set(self, seconds, action):
-        self.when, self.action = (when := self.loop.time() + seconds), action
-        if self.timer is None or self.timer.when() > when:
-            if self.timer is not None:
-                self.timer.cancel()
-            self.timer = self.loop.call_at(when, self._fire)
-
-    def clear(self):
-        self.when = None
-
-    def cancel(self):
-        """The connection is over: drop the timer too."""
-        self.when = None
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def _fire(self):
-        self.timer = None
-        if self.when is None:
-            return
-        if self.loop.time() < self.when:    # moved later meanwhile
-            self.timer = self.loop.call_at(self.when, self._fire)
-            return
-        self.when = None
-        self.action()
-
-
-def _is_loopback(host):
-    return host in _LOOPBACK or host.startswith("127.")
-
-
-class _Exchange:
-    """One connection and the request it is serving: what the endpoints read
-    (`request`, `reader`) and write (through `write`, `send` and `hold`)."""
-
-    def __init__(self, http, reader, writer):
-        self.http, self.reader, self.writer = http, reader, writer
-        self.deadline = _Deadline()
-        self.request: _Any = None   # the _Request being served
-        self.cors: list[tuple[str, str]] = []
-        self.auth: AuthInfo | None = None      # the AuthInfo of `request`
-        self.peer = (writer.get_extra_info("peername") or ("?",))[0]   # the client, or its proxy
-        self.proxy = http.proxies and http._trusts(self.peer)   # its X-Forwarded-* are believed
-        self.recheck = math.inf     # when `auth` is to be checked again (`authorized`)
-        self.watcher: _Any = None   # reads on while an answer is pending: done when the client left
-        self.host = None        # the Host header last found good
-        self.frame = bytes      # an SSE answer's framing: `_chunk`, or none (it ends at close)
-        self.trace = http.trace and http.trace.on()     # its frames say which connection
-
-    def left(self):
-        """Whether the client is gone while its answer is pending: reset, closed, or sending
-        more (read and not kept: the connection then ends with this answer)."""
-        if self.watcher is None:
-            self.watcher = asyncio.ensure_future(self.reader.read(1))
-        return self.watcher.done() or self.reader.at_eof() or self.writer.transport.is_closing()
-
-    async def authorized(self):
-        """A long answer's token, checked again at its expiry and each INTROSPECTION_TTL: False
-        once it is no good (the client comes back, and the 401 it gets starts a refresh)."""
-        if self.auth is None or _now() < self.recheck:
-            return True
-        try:
-            self.auth = await self.http.auth.check(self.request)
-        except _HttpError:
-            return False
-        self.recheck = _recheck(self.auth)
-        return True
-
-    def write(self, status, headers=(), body: bytes | None = b"", close=False):
-        """A response head, and `body` unless it is None (a stream follows)."""
-        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
-        lines += [f"{k}: {v}" for k, v in headers]
-        if body is not None and status != 204:
-            lines.append(f"Content-Length: {len(body)}")
-        if close or self.http.closing:     # draining: a proxy must not reuse this connection
-            lines.append("Connection: close")
-        if self.trace:
-            self.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
-        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
-
-    def error(self, e, close=False):
-        body = b""
-        if e.message and e.status not in (408, 413, 414, 431):     # these need no explaining
-            code = INTERNAL_ERROR if e.status == 503 else (e.code or INVALID_REQUEST)
-            body = encode(_error(None, code, e.message))
-        self.write(e.status, list(e.headers) + ([("Content-Type", "application/json")] if body else []),
-                   body, close)
-
-    def timeout(self):
-        """A request came too slowly: 408, and close (a pending read then ends at EOF)."""
-        if not self.writer.is_closing():
-            self.error(_HttpError(408, "Request timeout"), close=True)
-        self.writer.close()
-
-    async def send(self, data):
-        writer = self.writer
-        if writer.is_closing():
-            raise ConnectionError("connection closed")
-        writer.write(data)
-        if writer.transport.get_write_buffer_size() > WRITE_BUFFER:
-            # The reader is slow: wait, but a reader that stopped is cut off (state freed).
-            timer = asyncio.get_running_loop().call_later(WRITE_TIMEOUT, writer.transport.abort)
-            try:
-                await writer.drain()
-            finally:
-                timer.cancel()
-
-    def event(self, message, stream=None):
-        """A message as an SSE event; on a resumable stream with its id, kept to be replayed."""
-        event = _sse_event(message, stream)
-        if event and stream is not None and stream.number:
-            self.http.replay.add(stream, event)
-        if event and self.trace:
-            numbered = {"id": f"{stream.number}-{stream.seq}"} if stream and stream.number else {}
-            self.trace.event("out", {**numbered, "event": "message", "data": message})
-        return event
-
-    def fields(self, fields):
-        """An SSE event of our own (not a message), as the trace shows it too."""
-        if self.trace:
-            self.trace.event("out", fields)
-        return "".join(f"{k}: {v}\n" for k, v in fields.items()).encode() + b"\n"
-
-    def prime(self, stream):
-        """2025-11-25: an id before anything else, so that a client that loses the stream
-        can resume it, and how long to wait first (a priming event: no data)."""
-        return self.fields({"id": f"{stream.number}-{stream.seq}", "retry": SSE_RETRY, "data": ""}) \
-            if stream.primes else b""
-
-    def start_sse(self, headers, chunked=False):
-        """The head of an SSE response: a POST's answer on HTTP/1.1 goes in chunks; a GET's
-        stream (and any on HTTP/1.0) ends when the connection does."""
-        self.frame = _chunk if chunked else bytes
-        headers = headers + [("Content-Type", "text/event-stream"), ("X-Accel-Buffering", "no"),
-                             ("Cache-Control", "no-cache, no-transform")]
-        headers += [("Transfer-Encoding", "chunked")] * chunked
-        self.write(200, headers, None, close=not chunked)
-
-    async def hold(self, stream, first, note=None):
-        """Write `first`, then what `stream` carries, until its answer is sent (_FINISHED), it
-        parts (_PART: resumed elsewhere) or the client leaves (None): which is returned. A
-        resumable stream stays, to be resumed, unless its answer was sent. `note` ends the trace."""
-        writer, frame, message = self.writer, self.frame, None
-        self.left()     # nothing more is read here: whatever comes means the client left
-        self.watcher.add_done_callback(
-            lambda w: w.cancelled() or (stream.part() if stream.number else stream.close()))
-        stream.attached, stream.parting = True, False
-        try:
-            if first:
-                await self.send(frame(first))
-
-            def direct(message):
-                if message is _FINISHED or writer.is_closing() or self.auth and self.recheck <= _now() \
-                        or writer.transport.get_write_buffer_size() > WRITE_BUFFER:
-                    return False    # a slow reader, a token to check again: the task below
-                writer.write(frame(self.event(message, stream)))    # (a keepalive may still be due:
-                return True                                     # moving the timer costs more)
-            stream.direct, stream.abort = direct, writer.transport.abort
-            while (message := await self._next(stream)) not in (None, _FINISHED, _PART):
-                await self.send(frame(b": keepalive\n\n" if message is _KEEPALIVE
-                                      else self.event(message, stream)))
-        except ConnectionError:
-            writer.transport.abort()
-        finally:
-            stream.direct = stream.abort = None
-            stream.attached = False
-            if not stream.number or stream.ended:
-                stream.close()
-                stream.items.clear()
-                stream.sizes.clear()
-            else:
-                stream.unattended(self.http.replay)
-            if note and self.trace:
-                self.trace.note("out", note)
-        return None if self.watcher.done() else message
-
-    async def _next(self, stream):
-        """What `stream` gives next, once its token is known to be good; None if it is not
-        (what it took waits, for a client that resumes)."""
-        self.deadline.set(min(KEEPALIVE_INTERVAL, self.recheck - _now()), stream.poke)
-        message = await stream.get()
-        if message is None or message is _FINISHED or message is _PART or await self.authorized():
-            return message
-        if message is not _KEEPALIVE:   # what it took waits, for a client that resumes
-            stream.items.insert(0, message)
-            stream.sizes.insert(0, 0)
-        return None
-
-
-_SESSION_IDS = re.compile(r"(?:^|&)(?:sessionId|session_id)=([^&]*)")
-
-
-class _Endpoints:
-    """What the two endpoints share: the sessions, each its user's own, within MAX_SESSIONS."""
-    server: Server
-    sessions: "dict[str, _HttpSession]"     # session id -> _HttpSession (legacy and streamable)
-    stateless_entries: "set[_HttpSession]"  # the sessions of one POST each, being answered
-    stateless: bool
-    json_response: bool
-    trace: "_Trace | None"
-    auth: "ResourceServer | None"
-    node: str       # "NAME." (--node) or "": what every session id it makes starts with
-
-    def _own(self, entry, x):
-        """The user binds requestState and the session (see _lookup); ctx.auth is what they sent;
-        their listens count together (the OAuth subject; with a fixed token, the client's address:
-        behind a proxy named in --forwarded-allow-ips, the one it forwards)."""
-        session = entry.session
-        session.principal, session.auth = _principal(x), x.auth
-        session.owner = x.auth.subject if x.auth and not getattr(self.auth, "fixed", True) \
-            else x.request.client or x.peer
-        return entry
-
-    def _make_room(self):
-        """At MAX_SESSIONS, one client must not lock out the rest: the quiet session
-        idle longest ends, first those never past initialize, else one idle for
-        HANDSHAKE_IDLE (its client gets 404 and initializes again). Else 503."""
-        if len(self.sessions) < MAX_SESSIONS:
-            return
-        quiet = (entry for entry in self.sessions.values() if entry.quiet())
-        entry = min(quiet, key=lambda e: (e.session.ready, e.last_active), default=None)
-        if entry is None or entry.session.ready and entry.last_active > _now() - HANDSHAKE_IDLE:
-            raise _HttpError(503, "Too many sessions")
-        del self.sessions[entry.sid]
-        entry.close(cancel=True)
-
-    def _find(self, x, sid, legacy):
-        """The session `sid` names, of this kind and this user: another user's is as unknown
-        as none (SECURITY.md R7: its existence is not told)."""
-        entry = self.sessions.get(sid) if len(sid) <= MAX_SESSION_ID else None
-        if entry is None or entry.legacy != legacy or x.auth and entry.session.principal != _principal(x):
-            other = "." in sid and not sid.startswith(self.node or ".")    # made by another --node
-            raise _HttpError(404, "Session not found" + ": another process made it, and may have "
-                                                        "stopped; start a new session" * other)
-        entry.session.auth = x.auth
-        return entry
-
-
-class _SseEndpoint(_Endpoints):
-    """The legacy HTTP+SSE endpoint (2024-11-05), as the capture shows it: GET /sse opens
-    the session's stream, whose first event names where to POST (/messages?sessionId=...);
-    every answer comes on the stream, each POST is answered 202 at once."""
-
-    async def _sse_get(self, x):
-        self._make_room()
-        import secrets
-        sid = self.node + secrets.token_hex(16)
-        entry = self.sessions[sid] = self._own(_HttpSession(self.server, sid, legacy=True), x)
-        entry.standalone = _Stream()
-        x.start_sse(x.cors)
-        # The endpoint is a fixed relative path, never built from the Host header.
-        endpoint = x.fields({"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"})
-        try:
-            await x.hold(entry.standalone, endpoint, "(the GET /sse stream closed: the session ends with it)")
-        finally:    # the stream was the session: it ends with it
-            self.sessions.pop(sid, None)
-            entry.close(cancel=False)
-        return False
-
-    def _sse_post(self, x):
-        ids = _SESSION_IDS.findall(x.request.query)
-        # Our ids are [node.]hex: anything else (escapes, CR/LF, a second id) is refused as is.
-        if len(ids) != 1 or not (len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii()
-                                 and ids[0].replace(".", "", 1).isalnum()):
-            raise _HttpError(400, "Missing or malformed sessionId")
-        entry = self._find(x, ids[0], legacy=True)
-        message = _parsed_body(x)
-        x.write(202, x.cors, b"")     # first: the answer goes to the stream
-        entry.session.receive(message)
-        return True
-
-
-class _McpEndpoint(_Endpoints):
-    """The Streamable HTTP endpoint (2025-03-26 and later): POST, GET and DELETE /mcp."""
-
-    async def _mcp_post(self, x):
-        body = _parsed_body(x)
-        message, batch = body if type(body) is dict else {}, type(body) is list
-        # 2026-07-28 (its header, or its _meta claim) stands alone: a session of one request.
-        modern = x.request.header("mcp-protocol-version") in MODERN_VERSIONS or _modern(message.get("params"))
-        listen = modern and message.get("method") == "subscriptions/listen"
-        if not self._accepts(x, not self.json_response or listen):
-            raise _HttpError(406, "Accept must list application/json and text/event-stream")
-        initialize = not modern and message.get("method") == "initialize" and "id" in message
-        if (entry := self._entry_for(x, body, modern, initialize)) is None:
-            return True
-        stream = _Stream(json_only=self.json_response and not listen or batch)
-        if entry.sid in self.sessions and not stream.json_only:
-            entry.number(stream)
-        stream.abort, stream.attached = x.writer.transport.abort, True
-        entry.posts.add(stream)
-        try:
-            entry.last_active = _now()
-            taken = entry.session.receive(body, lambda: stream.put(_FINISHED), stream.put)
-            if not taken:   # None: a batch refused whole, answered with one error
-                return self._no_request(x, stream, taken is not None and batch)
-            headers = list(x.cors)
-            if initialize and entry.sid and entry.sid not in self.sessions and "result" in stream.items[0]:
-                self.sessions[entry.sid] = entry    # a session exists once initialize succeeded
-                headers.append(("Mcp-Session-Id", entry.sid))
-            return await self._answer(x, stream, headers, batch, modern)
-        finally:
-            self._after_post(entry, stream, modern)
-
-    def _after_post(self, entry, stream, modern):
-        """A POST is over: a one-request session, or a failed initialize's, goes with it."""
-        entry.posts.discard(stream)
-        stream.attached = False
-        if stream.opened and not stream.closed:
-            # Its client has an id, and may come back for the rest, or for the end it
-            # lost with a connection we took to be alive: TCP cannot tell us.
-            stream.abort = None
-            entry.keep(stream)
-        else:
-            stream.close()      # a client that left: what its requests still say is dropped
-        entry.last_active = _now()
-        if entry.sid not in self.sessions:
-            entry.close(cancel=modern)  # 2026-07-28: a client that leaves cancels
-            self.stateless_entries.discard(entry)
-
-    def _entry_for(self, x, body, modern, initialize):
-        """The session a POST speaks to: its own for a 2026-07-28 request (None if its
-        headers do not match it: answered 400) and for every POST --stateless, a new one
-        for initialize, else the one its Mcp-Session-Id names (a second initialize too)."""
-        version = x.request.header("mcp-protocol-version", "2025-03-26")   # absent: 2025-03-26
-        if modern and (mismatch := _mismatch(x.request, body, self.server)):
-            id_ = body.get("id") if type(body) is dict else None
-            x.write(400, x.cors + [("Content-Type", "application/json")],
-                    encode(_error(id_ if _is_id(id_) else None, *mismatch)))
-            return None
-        if not modern and version not in PROTOCOL_VERSIONS:
-            raise _HttpError(400, "Unsupported MCP-Protocol-Version")
-        if modern or self.stateless:
-            entry = _HttpSession(self.server, None, version=MODERN_VERSIONS[0] if modern else
-                                 None if initialize else version)
-            self.stateless_entries.add(entry)
-        elif initialize and not x.request.header("mcp-session-id"):
-            import secrets
-            self._make_room()
-            entry = _HttpSession(self.server, self.node + secrets.token_urlsafe(24))
-        else:
-            return self._lookup(x)
-        return self._own(entry, x)
-
-    def _no_request(self, x, stream, batch):
-        """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors."""
-        errors = [m for m in stream.items if m is not _FINISHED]
-        if not errors:
-            x.write(202, x.cors, b"")
-            return True
-        status = 409 if not batch and errors[0]["error"]["message"] == _ID_IN_USE else 400
-        x.write(status, x.cors + [("Content-Type", "application/json")],
-                _encode_all(errors) if batch else encode(errors[0]))
-        return True
-
-    async def _answer(self, x, stream, headers, batch, modern):
-        """Write the responses to a POST: one JSON body if nothing came before the result,
-        else an SSE stream of everything related, result last (`_sse`)."""
-        responses, quiet = [], 0.0
-        # 2026-07-28: a closed stream is a cancel, so it is looked for each second. A
-        # resumable stream turns SSE after a second, primed, so that a client can resume it.
-        step = min(KEEPALIVE_INTERVAL, 1.0) if modern or stream.primes else KEEPALIVE_INTERVAL
-        while True:
-            x.deadline.set(step, stream.poke)
-            message = await stream.get()
-            if message is None or message is _FINISHED:   # None: the session ended (DELETE, expiry)
-                break
-            if message is _KEEPALIVE:
-                if x.left() or not await x.authorized():    # its slot is freed (the work goes
-                    return False        # on; a 2026-07-28 listen ends with its session)
-                quiet += step
-                if not stream.json_only and (stream.primes or quiet >= KEEPALIVE_INTERVAL):
-                    due = quiet >= KEEPALIVE_INTERVAL
-                    return await self._sse(x, stream, headers, b": keepalive\n\n" * due)
-            elif message is _PART or "method" in message:      # something before the result
-                return await self._sse(x, stream, headers, message)
-            else:
-                responses.append(message)
-        x.deadline.clear()
-        if not responses and not stream.json_only:
-            # Every request was cancelled: no response (cancellation), yet a POST that
-            # carried requests is answered with a stream (transports): an empty one.
-            return await self._sse(x, stream, headers, None)
-        if not responses:
-            x.write(202, headers, b"")
-            return True
-        # 2026-07-28 says an error's HTTP status too: 400, or 404 for an unknown method.
-        code = modern and responses[0].get("error", {}).get("code")
-        x.write(_MODERN_STATUS.get(code, 200), headers + [("Content-Type", "application/json")],
-                _encode_all(responses) if batch else _encode_safely(responses[0]))
-        return True
-
-    async def _sse(self, x, stream, headers, first):
-        """The answer as an SSE stream: a priming event (2025-11-25), `first` (what came before
-        the result, or a keepalive), then the rest (`hold`); `first` _PART ends it at once
-        (ctx.close_sse_stream(): the client resumes it), None leaves it empty (all cancelled)."""
-        x.start_sse(headers, chunked=x.request.version == "HTTP/1.1")
-        stream.opened = bool(stream.number) and first is not None
-        prime = x.prime(stream) if stream.opened else b""
-        if first is None or first is _PART:
-            await x.send(x.frame(prime) if prime else b"")
-        else:
-            first = await x.hold(stream, prime + (first if type(first) is bytes else x.event(first, stream)))
-            if first is None:
-                return False    # the client left (or its token ended): its connection ends
-        await x.send(x.frame(b""))     # chunked: the last chunk
-        if x.trace:
-            x.trace.note("out", "(the server ends the SSE stream: the client resumes it with GET)"
-                         if first is _PART else "(the SSE stream ends: every answer was sent)")
-        return True
-
-    async def _mcp_get(self, x):
-        if not self._accepts(x, None):
-            raise _HttpError(406, "Accept must list text/event-stream")
-        entry, events = self._lookup(x), []
-        if (last := x.request.header("last-event-id")):
-            stream, events = await _resume(entry, last)
-        elif (stream := entry.standalone) is not None and stream.attached:
-            raise _HttpError(409, "A stream is already open for this session")
-        elif stream is None or stream.closed:   # the session's own (one that lost its connection goes on)
-            stream = entry.standalone = entry.number(_Stream())
-        else:   # it goes on: first what came for it while no connection read it
-            events = [event for n, event in stream.log or () if n > stream.unread_from]
-        x.start_sse(x.cors)
-        if last and x.trace:
-            x.trace.note("out", f"(the stream resumes after {last}; events sent again: {len(events)})")
-        try:
-            await x.hold(stream, (b"" if last else x.prime(stream)) + b"".join(events),
-                         "(the GET /mcp stream closed)")
-        finally:
-            if stream.closed:
-                entry.kept.pop(stream.number, None)
-                if entry.standalone is stream:
-                    entry.standalone = None
-            entry.last_active = _now()
-        return False
-
-    def _mcp_delete(self, x):
-        entry = self._lookup(x)
-        del self.sessions[entry.sid]
-        entry.close(cancel=True)
-        x.write(200, x.cors, b"")
-        return True
-
-    @staticmethod
-    def _accepts(x, sse_needed):
-        accept = _media_types(x.request.header("accept"))
-        if "*/*" in accept:
-            return True
-        json_ok = "application/json" in accept or "application/*" in accept
-        sse_ok = "text/event-stream" in accept or "text/*" in accept
-        return sse_ok if sse_needed is None else json_ok and (sse_ok or not sse_needed)
-
-    def _lookup(self, x):
-        if not (sid := x.request.header("mcp-session-id")):
-            raise _HttpError(400, "Missing Mcp-Session-Id header")
-        return self._find(x, sid, legacy=False)
-
-
-def _parsed_body(x):
-    """A POST's body parsed, as a frame for Session.receive; 400 if it is not JSON."""
-    try:
-        body = _request_from(x.request.body)
-    except McpError as e:
-        raise _HttpError(400, e.message, e.code) from None
-    x.request.body = b""    # traced already; a stream may stay open for hours: it keeps none of it
-    if x.auth:
-        x.http.auth.step_up(x.auth, body, x.http.server)
-    # A JSON string is no message; handed on parsed, it must not be decoded a second time.
-    return McpError(INVALID_REQUEST, "Invalid request") if type(body) is str else body
-
-
-# (method, path) -> its endpoint's handler; a path -> what a 405 there says it takes
-_ROUTES = {("POST", "/mcp"): "_mcp_post", ("GET", "/mcp"): "_mcp_get", ("DELETE", "/mcp"): "_mcp_delete",
-           ("GET", "/sse"): "_sse_get", ("POST", "/messages"): "_sse_post"}
-_ALLOWED = {"/mcp": ("GET, POST, DELETE", "/mcp takes POST, GET and DELETE"),
-            "/sse": ("GET", ("/sse takes GET, the legacy SSE stream (which names where to POST); "
-                             "Streamable HTTP takes POSTs at /mcp")),
-            "/messages": ("POST", "/messages takes the POSTs of a legacy SSE session")}
-
-
-class HttpServer(_SseEndpoint, _McpEndpoint):
-    """The HTTP front door: connections, parsing, limits, Host/Origin/token checks and routing
-    to the two endpoints (mixins, kept apart so each protocol reads on its own); the protocol
-    is the Session's. Created by `serve_http` / `start_http`; `port` is the bound port."""
-
-    def __init__(self, server: Server, host: str = "127.0.0.1", port: int = 8080, token: str | None = None,
-                 allow_origins: typing.Iterable[str] = (), allow_hosts: typing.Iterable[str] = (),
-                 stateless: bool = False, json_response: bool = False, insecure: bool = False,
-                 trace: "_Trace | None" = None, session_idle: float | None = None,
-                 auth: "ResourceServer | None" = None, node: str | None = None,
-                 forwarded_allow_ips: str | typing.Iterable[str] = ()) -> None:
-        if token is not None and not token.strip(" \t"):
-            raise ValueError("an empty token would turn authentication off")
-        if token and auth:
-            raise ValueError("pass token= or auth= (a ResourceServer), not both")
-        auth = auth or (None if token else server.auth)
-        if (not _is_loopback(host) or forwarded_allow_ips) and auth and not auth.resource:
-            raise ValueError("name the URL clients use, resource= (--resource)")
-        if not _is_loopback(host) and not token and not auth and not insecure:
-            raise ValueError(f"refusing to serve on {host} without a token: pass --token or --auth-server "
-                             "(or --insecure if something else protects this port)")
-        self.server, self.host, self.port = server, host, port
-        self.auth = ResourceServer(_fixed_token(token)) if token else auth     # see "Authorization"
-        self.allow_origins = set(allow_origins)
-        self.allow_hosts = {h.lower() for h in allow_hosts}
-        self.stateless, self.json_response = stateless, json_response
-        self.node = _node(node)     # session ids start with it: a balancer routes on it
-        self.proxies = _networks(forwarded_allow_ips)
-        self.trace, self.session_idle = trace, session_idle or SESSION_IDLE
-        self.sessions = {}
-        self.stateless_entries = set()
-        self.connections = 0
-        self.writers: dict[asyncio.StreamWriter, _Exchange] = {}    # open connections, closed with it
-        self.replay = _Replay()         # what resumable streams sent, to be sent again
-        self._listener: _Any = None
-        self._reaper: _Any = None
-        self.closing = self.stopping = False    # /healthz says 503; then every request does
-
-    async def start(self):
-        self._listener = await asyncio.start_server(self._connection, self.host, self.port,
-                                                    limit=MAX_HEAD_BYTES)
-        self.port = self._listener.sockets[0].getsockname()[1]
-        if self.auth and not self.auth.resource:
-            self.auth.resource = f"http://{'[::1]' if self.host == '::1' else self.host}:{self.port}/mcp"
-        self._reaper = asyncio.get_running_loop().create_task(self._expire())
-        return self
-
-    async def close(self, grace: float = 0.0) -> None:
-        """Stop serving: no new connection, and /healthz says 503; for DRAIN_LINGER s (of `grace`) what
-        comes on a connection still open is served (with Connection: close); then every request gets
-        503, what runs gets the rest of `grace`, then -32603; the answers go out, every stream closes."""
-        loop = asyncio.get_running_loop()
-        end, self.closing = loop.time() + grace, True
-        self._reaper.cancel()
-        self._listener.close()
-        linger = loop.time() + min(grace, DRAIN_LINGER)
-        while loop.time() < linger and any(x.request is None for x in self.writers.values()):
-            await asyncio.sleep(0.01)   # under load a proxy reuses (so ends) its idle ones at once
-        self.stopping = True
-        for x in self.writers.values():
-            if x.request is None:       # between requests: nothing to finish
-                x.writer.close()
-        entries = list(self.sessions.values()) + list(self.stateless_entries)
-        await asyncio.gather(*(entry.session.stop(max(0.0, end - loop.time())) for entry in entries))
-        for entry in entries:
-            entry.close(cancel=True)
-        self.sessions.clear()
-        for tick in range(200):     # the answers are written, then each connection ends
-            if not self.connections:
-                break
-            if tick == 100:         # a second on: cut off (from 3.12 wait_closed() waits for all)
-                for writer in list(self.writers):
-                    writer.transport.abort()
-            await asyncio.sleep(0.01)
-        await self._listener.wait_closed()
-
-    async def _expire(self):
-        interval = min(60.0, max(0.05, min(self.session_idle, HANDSHAKE_IDLE) / 4))
-        while True:
-            await asyncio.sleep(interval)
-            now = _now()
-            for sid, entry in list(self.sessions.items()):
-                idle = self.session_idle if entry.session.ready else min(self.session_idle, HANDSHAKE_IDLE)
-                if entry.last_active < now - idle and entry.quiet():
-                    del self.sessions[sid]
-                    entry.close(cancel=True)
-
-    async def _connection(self, reader, writer):
-        self.connections += 1
-        x = self.writers[writer] = _Exchange(self, reader, writer)
-        try:
-            if self.connections > MAX_CONNECTIONS:
-                raise _HttpError(503, "Too many connections")
-            kept_alive = False
-            while await self._next_request(x, kept_alive) and await self._respond(x):
-                kept_alive = True
-        except _HttpError as e:
-            if x.request is not None:
-                self._trace(x)
-            if not writer.is_closing():
-                e.headers = list(e.headers) + x.cors
-                x.error(e, close=True)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass    # the client left, or the loop is shutting down: this connection just ends
-        except Exception:   # never let one connection take the server down
-            _logger.exception("HTTP connection from %s failed", x.request and x.request.client or x.peer)
-        finally:
-            self.connections -= 1
-            self.writers.pop(writer).deadline.cancel()
-            if x.watcher is not None:
-                x.watcher.cancel()
-            try:
-                if not writer.is_closing():
-                    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)   # a big answer too
-                writer.close()
-            except Exception:  # noqa: BLE001 — a writer that cannot close is cut off
-                writer.transport.abort()
-
-    async def _respond(self, x):
-        """Serve the request read: True if the connection may carry the next."""
-        if x.trace and x.request.method != "POST":      # a POST is traced with its body
-            self._trace(x)
-        x.cors = self._cors(x.request) if self.allow_origins else []
-        if not await self._route(x) or x.request.headers.get("connection", "").lower() == "close" \
-                or x.request.version == "HTTP/1.0" or self.closing:
-            return False
-        if x.watcher is not None:   # it read past the request: what it read is not kept
-            watched, x.watcher = x.watcher, None
-            watched.cancel()
-            await asyncio.wait([watched])   # its read ends before the next request's begins
-            if not watched.cancelled():
-                return False
-        if x.writer.is_closing() or x.writer.transport.get_write_buffer_size() > WRITE_BUFFER:
-            await x.send(b"")   # a client that reads no answers is cut off
-        return True
-
-    async def _next_request(self, x, kept_alive):
-        """Read the next request's head into `x.request`; False at EOF."""
-        x.cors, x.request = [], None
-        # A new connection owes its head from the start: a silent one is cut off too.
-        if kept_alive:
-            x.deadline.set(IDLE_TIMEOUT, x.writer.close)   # a pending read then ends at EOF
-        else:
-            x.deadline.set(HEADER_TIMEOUT, x.timeout)
-        line = b""
-        try:
-            line = await x.reader.readuntil(b"\n")
-            if line in (b"\r\n", b"\n"):     # RFC 9112 2.2: an empty line before a request is ignored
-                line = await x.reader.readuntil(b"\n")
-            if kept_alive:
-                x.deadline.set(HEADER_TIMEOUT, x.timeout)
-            if line[-2:] != b"\r\n":     # else it would wait for a CRLF CRLF that never comes
-                raise _HttpError(400, "Lines must end with CRLF")
-            end = await x.reader.readexactly(2)
-            head = line + (end if end == b"\r\n" else end + await x.reader.readuntil(b"\r\n\r\n"))
-        except (asyncio.IncompleteReadError, ConnectionError):
-            return False
-        except asyncio.LimitOverrunError:
-            raise _HttpError(431 if line else 414, "Request head too large") from None
-        x.deadline.clear()
-        x.request = _parse_head(head)
-        if self.proxies:    # behind a proxy: who the client is, in the trace and the log
-            self._forwarded(x.request, x)
-        return True
-
-    def _trusts(self, address):
-        """Whether `address` is one of --forwarded-allow-ips."""
-        import ipaddress
-        with contextlib.suppress(ValueError):
-            address = ipaddress.ip_address(address)
-            return any((getattr(address, "ipv4_mapped", None) or address) in net for net in self.proxies)
-        return False
-
-    def _forwarded(self, request, x):
-        """What a trusted proxy says: the client's address (the last X-Forwarded-For entry not a
-        proxy's own: anybody can write those before it), the Host it asked for, its scheme."""
-        request.client = x.peer
-        if not x.proxy:
-            return
-        for address in reversed(request.header("x-forwarded-for").replace(" ", "").split(",")):
-            request.client = address[:64] or request.client
-            if not self._trusts(address):
-                break
-        host, proto = (request.header(h).rpartition(",")[2].strip() for h in ("x-forwarded-host",
-                                                                             "x-forwarded-proto"))
-        if host:
-            request.headers["host"] = host      # the name the client used: _check_peer checks it
-        if proto.lower() in ("http", "https"):
-            request.scheme = proto.lower()      # a page of the public origin may call: see _check_peer
-
-    @staticmethod
-    def _trace(x):
-        if x.trace and not (request := x.request).traced:
-            request.traced = True
-            x.trace.http("in", f"{request.method} {request.path}{'?' if request.query else ''}{request.query}"
-                               + (f"  (from {request.client})" if request.client else ""),
-                         request.headers, request.body)
-
-    async def _route(self, x):
-        """Serve one request (`_ROUTES`). Returns False when the connection must close."""
-        request, path = x.request, x.request.path
-        if self.stopping or self.closing and path == "/healthz":
-            raise _HttpError(503, "Server shutting down")
-        if path == "/healthz" and request.method == "GET":  # a balancer's probe: no Host, no token
-            self._no_body(request)
-            x.write(200, [("Content-Type", "text/plain")], b"ok\n")
-            return True
-        x.host = self._check_peer(request, x.host)    # a kept-alive connection's Host: checked once
-        if request.method == "OPTIONS" and x.cors and path in _ALLOWED:
-            return self._preflight(x)
-        if self.auth and path.startswith(_WELL_KNOWN):   # public: no token needed (RFC 9728 3)
-            self._no_body(request)
-            return self.auth.publish(x, self.server)
-        if path not in _ALLOWED:    # no token needed to hear that (no authorization server lives here)
-            raise _HttpError(404, "Not found")
-        x.auth = self.auth and await self.auth.check(request)     # before any body is read
-        x.recheck = _recheck(x.auth) if x.auth else math.inf
-        handler = self._handler(request)
-        if request.method == "POST":
-            await self._read_body(x)
-        else:
-            self._no_body(request)
-        answer = getattr(self, handler)(x)
-        return answer if type(answer) is bool else await answer
-
-    def _handler(self, request):
-        """The endpoint's handler for a request's method and path (`_ROUTES`), or 405 or 400."""
-        path, version = request.path, request.header("mcp-protocol-version")
-        post_only = path == "/mcp" and (self.stateless or version in MODERN_VERSIONS)
-        if (handler := _ROUTES.get((request.method, path))) is None or post_only and request.method != "POST":
-            allow, what = ("POST", ("/mcp takes POST only: 2026-07-28 requests and --stateless have no "
-                                    "session to stream or end")) if post_only else _ALLOWED[path]
-            raise _HttpError(405, what, headers=[("Allow", allow)])
-        if path == "/mcp" and request.method != "POST" and (version or "2025-03-26") not in PROTOCOL_VERSIONS:
-            raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # 2025-06-18 transports
-        return handler
-
-    def _preflight(self, x):
-        """A browser asks (CORS) whether it may: which methods, and which headers."""
-        self._no_body(x.request)                # else its body would be read as a request
-        asked = (h.strip() for h in x.request.header("access-control-request-headers").split(","))
-        params = "".join(f", {h}" for h in asked if h[:10].lower() == "mcp-param-" and _TOKEN.fullmatch(h))
-        x.write(204, x.cors + [                 # browsers send no Authorization here
-            ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
-            ("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
-                                             "MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
-                                             + params),    # 2026-07-28: and a tool's Mcp-Param-*
-            ("Access-Control-Max-Age", "600")], b"")
-        return True
-
-    def _check_peer(self, request, known=None):
-        """The request's Host (if it is not `known`, found good before) and Origin checked; its Host."""
-        # Host first: under DNS rebinding the Origin looks fine; only Host betrays it.
-        host = request.headers.get("host")
-        if not host and request.version == "HTTP/1.1":
-            raise _HttpError(400, "Missing Host header")
-        if host and host != known:  # on every bind: an empty allowlist means localhost only (fail closed)
-            name = _host_name(host)
-            if name is None or name not in _LOOPBACK and name not in self.allow_hosts \
-                    and host.lower() not in self.allow_hosts:
-                raise _HttpError(403, "Host not allowed")
-        origin = request.headers.get("origin")     # ours (behind a proxy, the public one) is allowed
-        if origin and origin not in self.allow_origins \
-                and origin.lower() != f"{request.scheme}://{host}".lower():
-            scheme, sep, rest = origin.partition("://")
-            if scheme not in ("http", "https") or not sep or "/" in rest or _host_name(rest) not in _LOOPBACK:
-                raise _HttpError(403, "Origin not allowed")
-        return host
-
-    def _cors(self, request):
-        origin = request.header("origin")
-        if origin and origin in self.allow_origins:
-            return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-                    ("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")]
-        return []
-
-    @staticmethod
-    def _no_body(request):
-        if request.header("content-length", "0") != "0" or request.header("transfer-encoding"):
-            raise _HttpError(400, "Unexpected request body")
-
-    async def _read_body(self, x):
-        request, headers = x.request, x.request.headers
-        if "transfer-encoding" in headers:
-            # Chunked bodies are not needed by MCP clients; CL+TE is a smuggling attempt.
-            raise _HttpError(400 if headers.get("content-length") or request.version == "HTTP/1.0"
-                             else 411, "Send the body with Content-Length")
-        if not (length := headers.get("content-length")):
-            raise _HttpError(411, "Content-Length required")
-        if not (length.isascii() and length.isdigit()) or len(length) > 12:
-            raise _HttpError(400, "Bad Content-Length")
-        if int(length) > MAX_BODY_BYTES:
-            raise _HttpError(413)
-        if _media_types(headers.get("content-type", "")) != {"application/json"}:
-            raise _HttpError(415, "Content-Type must be application/json")
-        if headers.get("expect", "").lower() == "100-continue" and request.version == "HTTP/1.1":
-            x.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
-        x.deadline.set(BODY_TIMEOUT, lambda: self._trace(x) or x.timeout())
-        request.body = await x.reader.readexactly(int(length))
-        x.deadline.clear()
-        if x.trace:
-            self._trace(x)
-
-
-def _chunk(data):
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-def _node(name):
-    """--node NAME as the start of the session ids this process makes: "NAME." (or "")."""
-    if name is not None and not re.fullmatch(r"[A-Za-z0-9]{1,32}", name):
-        raise ValueError("a node name is 1 to 32 ASCII letters and digits")
-    return f"{name}." if name else ""
-
-
-def _networks(spec):
-    """--forwarded-allow-ips: addresses or networks ("a, b", or an iterable); "*" is any."""
-    import ipaddress
-    return [ipaddress.ip_network(net, strict=False)
-            for a in map(str.strip, spec.split(",") if isinstance(spec, str) else spec)
-            for net in (("0.0.0.0/0", "::/0") if a == "*" else (a,) if a else ())]
-
-
-async def start_http(server, host="127.0.0.1", port=8080, **options):
-    """Start serving `server` over HTTP; returns the running HttpServer."""
-    return await HttpServer(server, host, port, **options).start()
-
-
-async def serve_http(server, host="127.0.0.1", port=8080, grace=None, **options):
-    """Serve `server` over HTTP until cancelled (SIGTERM, Ctrl-C); what runs then
-    gets `grace` seconds (SHUTDOWN_GRACE) to finish."""
-    http = await start_http(server, host, port, **options)
-    _logger.info("serving MCP on http://%s:%d/mcp (Streamable HTTP) and /sse (legacy SSE)", host, http.port)
-    if not _is_loopback(host) and not options.get("allow_hosts"):
-        _logger.warning("only Host: localhost is accepted; name the hosts clients use with --allow-host")
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await http.close(SHUTDOWN_GRACE if grace is None else grace)
 
 ##############################################################################
 # Core: the client, over stdio, Streamable HTTP and legacy HTTP+SSE
 ##############################################################################
+# The same conversation from the other end: the capture's VS Code. The client opens the
+# transport, sends initialize and notifications/initialized, then lists and calls; it answers
+# what the server asks (sampling, elicitation, roots) with the handlers it was given. A
+# transport (`_Transport`) moves messages; the Client is the JSON-RPC peer.
+
+# one message from a server (a stdio line, an HTTP body, an SSE event): past it, it is skipped, and
+# the request it answers fails at once, naming it (per Client: max_message_bytes=)
+MAX_MESSAGE_BYTES = 64 << 20
+CONNECT_TIMEOUT = 10.0          # seconds to reach a server and see its endpoint
+KILL_STEP = 2.0                 # seconds a stdio server gets to exit after EOF, then after SIGTERM,
+                                # before SIGKILL
 
 
 class Client(_Peer):
@@ -3453,35 +4165,39 @@ class Client(_Peer):
 
     `target`: an ``http(s)://`` URL (Streamable HTTP; a 4xx to that probe falls back to legacy
     HTTP+SSE, as VS Code does), a command that starts a stdio server (a list, or a string split
-    as a shell would, never run by one), or a `Server` in this process (no pipe or socket: for tests).
+    as a shell would, never run by one), or a `Server` in this process (no pipe or socket: for
+    tests). `transport` "http" or "sse" uses that one at once (VS Code's "type": "sse").
 
-    `era` "auto" tries 2026-07-28 (server/discover), then the handshake (initialize,
-    `protocol_version`); "2026-07-28" or "handshake" allow only one. The methods are the same
-    in both, but for `subscribe` (a session's) and `listen` (2026-07-28's).
+    `era` "auto" tries 2026-07-28 (server/discover, the extension of that era), then the handshake
+    (initialize, `protocol_version`); "2026-07-28" or "handshake" allow only one. The methods are
+    the same in both, but for `subscribe` (a session's) and `listen` (2026-07-28's).
 
     Handlers answer the server's requests (in 2026-07-28, its input_required results):
     ``sampling(params)`` (with `sampling_tools`, its params may hold tools), ``elicitation(params)``
     (form mode), ``elicit_url(params) -> {"action"}`` (URL mode: show the URL, ask, open it), and
     `roots` (Root dicts, or a function returning them). Callbacks see notifications:
     ``on_log(params)``, ``on_notification(method, params)``. Over HTTP, `token` is a fixed bearer
-    token; `auth` an `OAuth`, which signs in on a 401.
+    token; `auth` an `OAuth` (the authorization extension), which signs in on a 401. `trace`: a
+    file for JSON Lines, "-" for stderr (the trace extension).
     """
 
     def __init__(self, target: "str | list[str] | Server", *, token: str | None = None,
-                 auth: "OAuth | None" = None, timeout: float | None = None, name: str = "mcp_min",
+                 auth: _Any = None, timeout: float | None = None, name: str = "mcp_min",
                  era: str = "auto", protocol_version: str = LATEST_PROTOCOL_VERSION,
                  sampling: "_Answerer | None" = None, elicitation: "_Answerer | None" = None,
                  roots: list[_Json] | typing.Callable[[], list[_Json]] | None = None,
                  on_log: typing.Callable[[_Json], object] | None = None,
                  on_notification: typing.Callable[[str, _Json], object] | None = None,
-                 trace: "str | _Trace | None" = None, transport: str = "auto",
+                 trace: _Any = None, transport: str = "auto",
                  env: dict[str, str] | None = None, inherit_env: bool = True,
                  elicit_url: "_Answerer | None" = None, sampling_tools: bool = False,
                  max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         super().__init__()
-        if era not in ("auto", "handshake", *MODERN_VERSIONS):
-            raise ValueError(f"era must be 'auto', 'handshake' or one of {MODERN_VERSIONS}")
-        self.target, self.token, self.auth, self.timeout = target, token, auth, timeout or REPLY_TIMEOUT
+        eras = ("auto", "handshake", *_CLIENT_ERAS)
+        if era not in eras:
+            raise ValueError(f"era must be one of {eras}")
+        self.target, self.token, self.auth = target, token, auth
+        self.timeout = timeout or REPLY_TIMEOUT
         self.max_message = max_message_bytes
         self.client_info = {"name": name, "version": __version__}
         self.era, self.requested_version = era, protocol_version
@@ -3489,98 +4205,99 @@ class Client(_Peer):
         self.sampling, self.elicitation, self.roots = sampling, elicitation, roots
         self.elicit_url, self.sampling_tools = elicit_url, sampling_tools
         self.on_log, self.on_notification = on_log, on_notification
-        self.trace = _Trace(trace, side="client") if isinstance(trace, str) else trace
+        if isinstance(trace, str):
+            trace = _provided("Client trace")(trace, "client")
+        self.trace = trace
         # A stdio server's environment: ours plus `env` (only `env`, if not `inherit_env`)
         self.transport_kind, self.env, self.inherit_env = transport, env, inherit_env
-        self.server_info = self.server_capabilities = self.protocol_version = self.instructions = None
+        self.server_info = self.server_capabilities = None
+        self.protocol_version = self.instructions = None
+        self.stateless: _Any = None     # the era spoken, if not the handshake's (`_CLIENT_ERAS`)
+        self.extensions: dict[str, _Any] = {}   # each extension's own state for this client
         self._transport: _Transport | None = None
         self._progress: dict[_Any, _Callback] = {}     # progress token -> its request's callback
-        self._listens: dict[_Any, dict[str, _Any]] = {}    # listen id -> method -> callback
         self._tasks: set[asyncio.Task[_Any]] = set()
-        self._param_headers: dict[str, _Any] = {}   # 2026-07-28 HTTP: tool -> [(argument path, header)]
-        self._asked: dict[_Any, asyncio.Task[_Any]] = {}   # a request of the server's -> its answering
+        # a request of the server's -> its answering
+        self._asked: dict[_Any, asyncio.Task[_Any]] = {}
 
     async def __aenter__(self) -> "Client":  # noqa: PYI034 — typing.Self is 3.11's
-        return self if self._transport else await self.connect()
+        if self._transport:
+            return self
+        return await self.connect()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     def capabilities(self) -> _Json:
-        modes: _Json = {mode: {} for mode, on in (("form", self.elicitation), ("url", self.elicit_url))
-                        if on}
-        offered: tuple[tuple[str, _Json, object], ...] = (
-            ("sampling", {"tools": {}} if self.sampling_tools else {}, self.sampling),
-            ("elicitation", modes, modes),
-            ("roots", {}, self.roots is not None))  # roots: no listChanged, we announce none
-        caps = {k: v for k, v, on in offered if on}
-        return {**caps, "extensions": {_TASKS: {}}} if self.modern else caps    # we poll tasks (call_tool)
+        """What initialize says this client can do: what it was given handlers for."""
+        caps: _Json = {}
+        if self.sampling:
+            caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
+        modes: _Json = {}
+        if self.elicitation:
+            modes["form"] = {}
+        if self.elicit_url:
+            modes["url"] = {}
+        if modes:
+            caps["elicitation"] = modes
+        if self.roots is not None:
+            caps["roots"] = {}      # no listChanged: we announce none
+        if self.stateless:
+            caps = self.stateless.capabilities(self, caps)
+        return caps
 
     async def connect(self) -> "Client":
         self._gone = None
         target = self.target
-        kinds: list[type[_Transport]]
         try:
-            if isinstance(target, Server):
-                kinds = [_InMemory]
-            elif isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
-                kinds = [_StreamableHttp, _LegacySse] if self.transport_kind == "auto" else \
-                    [_StreamableHttp] if self.transport_kind == "http" else [_LegacySse]
-            else:
-                import shlex
-                kinds = [_StdioClient]
-                target = shlex.split(target) if isinstance(target, str) else list(target)
+            kinds, target = self._transports(target)
             for kind in kinds:
                 self._transport = transport = kind(target, self)
-                with contextlib.suppress(_Fallback):    # a 4xx to the probe: try legacy SSE (transports)
+                try:
                     await transport.start()
-                    era = _ERAS.get(repr(target)) if self.era == "auto" else self.era
-                    if era == "handshake" or kind is _LegacySse or not await self._discover():
-                        await self._initialize()
-                    if self.era == "auto":
-                        _ERAS[repr(target)] = "2026-07-28" if self.modern else "handshake"
+                    await self._open(kind, target)
                     return self
-                await transport.close()
+                except _Fallback:   # a 4xx to the probe: try legacy SSE (2025-11-25 transports)
+                    await transport.close()
             raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint")
         except BaseException:   # a failed connect leaves no child process or task behind
             await self.close()
             raise
 
-    @property
-    def modern(self) -> bool:
-        """Whether we speak 2026-07-28 with this server: no session, each request whole."""
-        return self.protocol_version in MODERN_VERSIONS
+    def _transports(self, target):
+        """The transports to try for `target`, in order, and the target as they take it."""
+        if isinstance(target, Server):
+            return [_InMemory], target
+        if isinstance(target, str) and target[:8].lower().startswith(("http://", "https://")):
+            if self.transport_kind == "http":
+                return [_StreamableHttp], target
+            if self.transport_kind == "sse":
+                return [_LegacySse], target
+            return [_StreamableHttp, _LegacySse], target
+        import shlex
+        if isinstance(target, str):
+            return [_StdioClient], shlex.split(target)
+        return [_StdioClient], list(target)
 
-    async def _discover(self):
-        """2026-07-28 first: server/discover. True if the server speaks it; False if
-        it is of the handshake era (any error but a version we share, or silence)."""
-        versions = [self.era] if self.era in MODERN_VERSIONS else list(MODERN_VERSIONS)
-        for again in (True, False):     # -32022 names what it speaks: once more with that
-            self.protocol_version = versions[0]
-            try:
-                result = await self.request("server/discover", timeout=min(DISCOVER_TIMEOUT, self.timeout)
-                                            if isinstance(self._transport, _StdioClient) else None)
-                # Not a DiscoverResult naming the version (a server that answers anything with {}):
-                if type(result) is not dict or type(result.get("supportedVersions")) is not list or \
-                        self.protocol_version not in result["supportedVersions"]:
-                    raise McpError(UNSUPPORTED_VERSION, f"the server does not speak {versions[0]}")
-            except McpError as e:
-                self.protocol_version = None
-                supported = e.data.get("supported") if type(e.data) is dict else None
-                if e.code == UNSUPPORTED_VERSION and type(supported) is list and again and \
-                        (versions := [v for v in versions if v in supported]):
-                    continue
-                if self.era != "auto" or e.code == CONNECTION_CLOSED and self._gone:
-                    raise
-                _logger.debug("server/discover: %s; the handshake then", e.message)
-                return False
-            meta = meta if type(meta := result.get("_meta")) is dict else {}
-            self.server_info = meta.get(_MODERN + "serverInfo") or result.get("serverInfo", {})
-            self.server_capabilities = result.get("capabilities", {})
-            self.instructions = result.get("instructions")
-            return True
+    async def _open(self, kind, target):
+        """The conversation begins: an era of the extensions' that the server speaks (a stateless
+        one needs no handshake), else initialize."""
+        era = self.era
+        if era == "auto":
+            era = _ERA_SPOKEN.get(repr(target))
+        if era != "handshake" and kind is not _LegacySse:
+            for name, speaks in _CLIENT_ERAS.items():
+                if era in (None, "auto", name) and await speaks.discover(self):
+                    self.stateless = speaks
+                    break
+        if self.stateless is None:
+            await self._initialize()
+        if self.era == "auto":
+            _ERA_SPOKEN[repr(target)] = self.protocol_version if self.stateless else "handshake"
 
     async def _initialize(self):
+        """The handshake (basic/lifecycle): the version we ask for, what we can do, who we are;
+        then notifications/initialized."""
         result = await self.request("initialize", {
             "protocolVersion": self.requested_version, "capabilities": self.capabilities(),
             "clientInfo": self.client_info})
@@ -3604,74 +4321,29 @@ class Client(_Peer):
 
     async def request(self, method: str, params: _Json | None = None, timeout: float | None = None,
                       on_progress: typing.Callable[[_Json], object] | None = None) -> _Any:
-        """Send a request; return its result or raise McpError. On timeout the
-        server is sent notifications/cancelled. In 2026-07-28 each request carries
-        who we are in its _meta, and an input_required result is answered (by the
-        same handlers as the server's requests) and the request sent again."""
+        """Send a request; return its result or raise McpError. On timeout the server is sent
+        notifications/cancelled. In another era (2026-07-28) the era sends it its own way."""
         if self._transport is None and not self._gone:
             raise McpError(CONNECTION_CLOSED, "Not connected")
-        params, first = self._whole(params), None
-        for round_ in range(1, MAX_ROUNDS + 1):
+        if self.stateless:
+            return await self.stateless.request(self, method, params, timeout, on_progress)
+        return await self._request_once(method, dict(params or {}), timeout, on_progress)
+
+    async def _request_once(self, method, params, timeout=None, on_progress=None, id_=None):
+        """One request and its answer (`id_`: the next, unless given)."""
+        if id_ is None:
             id_ = next(self._ids)
-            first = first or id_
-            if on_progress:
-                params["_meta"] = {**params.get("_meta", {}), "progressToken": id_}
-                self._progress[id_] = on_progress
-            why = _TRACE_WHY.set(f"round {round_} of {method} #{first}") if round_ > 1 else None
-            try:
-                result = await self._exchange(id_, method, params or None, timeout or self.timeout,
-                                              self._send)
-            finally:
-                self._progress.pop(id_, None)
-                if why:
-                    _TRACE_WHY.reset(why)
-            if type(result) is dict and result.get("resultType") == "task" and method != "tools/call":
-                raise McpError(INTERNAL_ERROR, f"{method}: the server answered with a task, which only "
-                                               "tools/call may")
-            if not self.modern or type(result) is not dict or result.get("resultType") != "input_required":
-                return result
-            params = {**params, "inputResponses": await self._answers(result.get("inputRequests"))}
-            params.pop("requestState", None)    # echoed byte for byte, and only if given
-            if "requestState" in result:
-                params["requestState"] = result["requestState"]
-        raise McpError(INTERNAL_ERROR, f"{method}: still asking for input after {MAX_ROUNDS} rounds")
-
-    def _whole(self, params):
-        """The params of a request; in 2026-07-28 with who we are in _meta."""
-        params = dict(params or {})
-        if self.modern:
-            params["_meta"] = {_VERSION_KEY: self.protocol_version, _CAPABILITIES_KEY: self.capabilities(),
-                               _MODERN + "clientInfo": self.client_info, **params.get("_meta", {})}
-            if self.log_level or self.on_log:   # log messages: only to a request that asks
-                params["_meta"][_MODERN + "logLevel"] = self.log_level or "info"
-        return params
-
-    async def listen(self, on_tools: "_Callback | None" = None, on_prompts: "_Callback | None" = None,
-                     on_resources: "_Callback | None" = None, on_updated: "_Callback | None" = None,
-                     uris: typing.Iterable[str] = ()) -> _Json:
-        """2026-07-28: hear of changes, until the server ends the stream (this then returns) or
-        this is cancelled. Each callback given is called with the params of its notification:
-        the tool, prompt or resource list changed, or a resource of `uris` was updated."""
-        if not self.modern:
-            raise McpError(METHOD_NOT_FOUND, "listen is 2026-07-28's: in a session the server's "
-                                             "notifications come to on_notification")
-        lists = zip(_LISTS, (on_tools, on_prompts, on_resources))
-        callbacks = {f"notifications/{kind}/list_changed": fn for (_, kind), fn in lists}
-        callbacks["notifications/resources/updated"] = on_updated
-        wanted: _Json = {key: True for (key, kind), fn in zip(_LISTS, callbacks.values()) if fn}
-        if on_updated:
-            wanted["resourceSubscriptions"] = list(uris)
-        id_ = next(self._ids)
-        self._listens[id_] = callbacks
+        if on_progress:
+            params["_meta"] = {**params.get("_meta", {}), "progressToken": id_}
+            self._progress[id_] = on_progress
         try:
-            return await self._exchange(id_, "subscriptions/listen", self._whole(
-                {"notifications": wanted}), None, self._send)
+            return await self._exchange(id_, method, params or None, timeout or self.timeout,
+                                        self._send)
         finally:
-            del self._listens[id_]
+            self._progress.pop(id_, None)
 
     async def notify(self, method: str, params: _Json | None = None) -> None:
-        message = {"jsonrpc": "2.0", "method": method, **({} if params is None else {"params": params})}
-        await asyncio.wait_for(self._send(message), self.timeout)
+        await asyncio.wait_for(self._send(_notification(method, params)), self.timeout)
 
     async def _send(self, message: _Json) -> None:
         if self._transport is None:
@@ -3680,14 +4352,17 @@ class Client(_Peer):
 
     def _abandon(self, id_, method, reason, related=None):
         """Tell the server a request is abandoned, in the background: never wait on it."""
-        # initialize is never cancelled; 2026-07-28 HTTP cancels by closing the request's stream
-        if method == "initialize" or self._transport is None or self.modern and self._transport.drop(id_):
+        if method == "initialize" or self._transport is None:     # initialize is never cancelled
+            return
+        # 2026-07-28 HTTP: by closing its stream
+        if self.stateless and self.stateless.drop(self, id_):
             return
 
         async def tell():
             try:
                 await self.notify("notifications/cancelled", {"requestId": id_, "reason": reason})
-            except Exception as e:  # noqa: BLE001 — the connection is going: nothing will run it anyway
+            # the connection is going: nothing will run it anyway
+            except Exception as e:  # noqa: BLE001
                 _logger.debug("could not cancel request %r: %s", id_, e)
         _background(self._tasks, tell())
 
@@ -3695,7 +4370,8 @@ class Client(_Peer):
         """Every message from the server comes through here (parsed, or JSON text); a
         response's id is returned (what its transport waits for)."""
         try:
-            message = decode(message) if isinstance(message, (bytes, str)) else message
+            if isinstance(message, (bytes, str)):
+                message = decode(message)
             kind = classify(message)
         except McpError:    # one bad message is skipped, never the whole stream
             _logger.warning("ignoring a malformed message from the server")
@@ -3711,14 +4387,12 @@ class Client(_Peer):
 
     def _notified(self, method, params):
         """A notification from the server, to whoever waits for it; bad params never raise."""
-        fields = params if type(params) is dict else {}
-        meta = fields["_meta"] if type(fields.get("_meta")) is dict else {}
+        fields = _object(params)
         asked, token = fields.get("requestId"), fields.get("progressToken")
-        listen = meta.get(_MODERN + "subscriptionId")
+        if self.stateless and self.stateless.notified(self, method, params):  # a listen's, say
+            return
         if method == "notifications/cancelled" and _is_id(asked) and asked in self._asked:
             self._asked.pop(asked).cancel()     # its handler stops: no answer
-        elif _is_id(listen) and self._listens.get(listen, {}).get(method):
-            self._call(self._listens[listen][method], params)
         elif method == "notifications/progress" and _is_id(token) and token in self._progress:
             self._call(self._progress[token], params)
         elif method == "notifications/message" and self.on_log:
@@ -3731,11 +4405,15 @@ class Client(_Peer):
         answers (`id_`, else the id read off its ends) fails now, naming the limit."""
         found = _EDGE_ID[0].match(head) or _EDGE_ID[1].search(tail)
         if id_ is None and found:
-            with contextlib.suppress(ValueError):   # "00", a control byte, \xff: no id, not an error
+            # "00", a control byte, \xff: no id, not an error
+            with contextlib.suppress(ValueError):
                 id_ = json.loads(found.group(1))
         _logger.error("a message from the server over %d bytes was skipped", self.max_message)
-        self._fail(id_, McpError(INTERNAL_ERROR, f"The server's answer is over {self.max_message} bytes, "
-                                 "this client's limit: raise it with Client(max_message_bytes=...)"))
+        self._fail(id_,
+                   McpError(INTERNAL_ERROR,
+                            f"The server's answer is over {self.max_message} bytes, "
+                                 "this client's limit: raise it with "
+                                 "Client(max_message_bytes=...)"))
 
     def _call(self, fn, *args):
         try:
@@ -3754,19 +4432,29 @@ class Client(_Peer):
         handler = getattr(self, option) if option else None
         if handler is None:     # ours to refuse, not the server's: say so, and how to answer it
             other_mode = method == "elicitation/create" and self.capabilities().get("elicitation")
-            raise McpError(INVALID_PARAMS if other_mode else METHOD_NOT_FOUND, f"This client declined the "
-                           f"server's {what}: it has no handler for it"
-                           + f" (Client({option}=...))" * bool(option))
+            message = f"This client declined the server's {what}: it has no handler for it"
+            if option:
+                message += f" (Client({option}=...))"
+            raise McpError(INVALID_PARAMS if other_mode else METHOD_NOT_FOUND, message)
         if method == "roots/list":
-            return {"roots": list(typing.cast(_Any, handler() if callable(handler) else handler))}
+            roots = handler() if callable(handler) else handler
+            return {"roots": list(typing.cast(_Any, roots))}
         result = handler(params)
-        return await result if asyncio.iscoroutine(result) else result
+        if asyncio.iscoroutine(result):
+            result = await result
+        return result
 
     async def _answers(self, asks, skip=()):
         """Our answers to the server's inputRequests (but those in `skip`): `_handle`'s."""
-        asks = asks if type(asks) is dict else {}
-        return {key: await self._handle(ask.get("method"), ask.get("params") or {}) if type(ask) is dict
-                else {} for key, ask in asks.items() if key not in skip}
+        answers = {}
+        for key, ask in _object(asks).items():
+            if key in skip:
+                continue
+            if type(ask) is dict:
+                answers[key] = await self._handle(ask.get("method"), ask.get("params") or {})
+            else:
+                answers[key] = {}
+        return answers
 
     async def _answer(self, message):
         method, params = message["method"], message.get("params") or {}
@@ -3784,106 +4472,60 @@ class Client(_Peer):
                 _logger.warning("could not answer the server's %s", method)
 
     async def _all(self, method):
+        """Every page of a list."""
         items, cursor, seen = [], None, set()
         while True:
             page = await self.request(method, {"cursor": cursor} if cursor else None)
-            items += page.get(_LISTS_OF[method]) or []
+            items += page.get(_LISTS_OF.get(method, method.partition("/")[0])) or []
             cursor = page.get("nextCursor")
             if not cursor:
-                return self._usable(items) if method == "tools/list" else items
+                if method == "tools/list" and self.stateless:
+                    return self.stateless.tools(self, items)
+                return items
             if cursor in seen or type(cursor) is not str:     # a server going round in circles
                 raise McpError(INVALID_REQUEST, f"{method}: the server repeated a cursor")
             seen.add(cursor)
 
-    def _usable(self, tools):
-        """2026-07-28 HTTP: the tools whose x-mcp-header marks are valid (the others MUST
-        be left out), and which arguments each mirrors in Mcp-Param-* headers."""
-        if not (self.modern and isinstance(self._transport, _StreamableHttp)):
-            return tools
-        usable = []
-        for tool in tools:
-            named = type(tool) is dict and type(tool.get("name")) is str
-            if (marks := _header_params(tool.get("inputSchema")) if named else None) is None:
-                _logger.warning("a tool left out: no name, or invalid x-mcp-header marks: %.100r", tool)
-            else:
-                usable.append(tool)
-                self._param_headers[tool["name"]] = marks
-        return usable
-
     async def ping(self) -> _Json:
         """{} if the server answers (2026-07-28 has no ping: server/discover stands in)."""
-        return await self.request("ping") if not self.modern else await self.request("server/discover") and {}
+        if self.stateless:
+            await self.request("server/discover")
+            return {}
+        return await self.request("ping")
 
     async def list_tools(self) -> list[ToolInfo]:
         return await self._all("tools/list")
 
     @typing.overload
-    async def call_tool(self, name: str, arguments: _Json | None = None, on_progress: _Callback | None = None,
+    async def call_tool(self, name: str, arguments: _Json | None = None,
+                        on_progress: _Callback | None = None,
                         timeout: float | None = None, task: typing.Literal[False] = False,
                         on_status: _Callback | None = None) -> CallToolResult: ...
     @typing.overload
-    async def call_tool(self, name: str, arguments: _Json | None = None, on_progress: _Callback | None = None,
+    async def call_tool(self, name: str, arguments: _Json | None = None,
+                        on_progress: _Callback | None = None,
                         timeout: float | None = None, *, task: typing.Literal[True],
                         on_status: _Callback | None = None) -> "TaskHandle": ...
 
-    async def call_tool(self, name: str, arguments: _Json | None = None, on_progress: _Callback | None = None,
+    async def call_tool(self, name: str, arguments: _Json | None = None,
+                        on_progress: _Callback | None = None,
                         timeout: float | None = None, task: bool = False,
                         on_status: _Callback | None = None) -> _Any:
         """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception. If the
         server answers with a task (2026-07-28's tasks extension), it is polled until it ends,
         within `timeout` (else its ttlMs), and cancelled if this is; ``on_status(task)`` sees its
         status change. With `task`, a `TaskHandle` instead, to poll or cancel yourself."""
-        if self.modern and isinstance(self._transport, _StreamableHttp) and not self._param_headers:
-            await self.list_tools()     # which arguments go in Mcp-Param-* headers too
-        began, params = asyncio.get_running_loop().time(), {"name": name, "arguments": arguments or {}}
-        answer = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
-        left = None if timeout is None else timeout - (asyncio.get_running_loop().time() - began)
-        handle = TaskHandle(self, answer, on_status)
-        return handle if task else await handle.result(left)
-
-    async def list_skills(self) -> list[_Json]:
-        """The skills the server offers (SEP-2640): skills/list entries {uri, frontmatter,
-        resources}, every page; [] if it offers none. Nothing is read ahead of need."""
-        extensions = typing.cast(_Json, self.server_capabilities or {}).get("extensions")
-        return await self._all("skills/list") if type(extensions) is dict and _SKILLS in extensions else []
-
-    async def load_skill(self, skill: "_Json | str") -> str:
-        """A skill's SKILL.md, checked against its entry (from `list_skills`, or skills/get of
-        this SKILL.md URI): its size, digest and front matter. McpError if one differs."""
-        if isinstance(skill, str):
-            skill = (await self.request("skills/get", {"uri": skill})).get("skill")
-        if type(skill) is not dict or type(skill.get("uri")) is not str \
-                or type(skill.get("frontmatter")) is not dict:
-            raise McpError(INTERNAL_ERROR, "Not a skill: a skill is {uri, frontmatter, resources}")
-        text = _text_or_bytes(await self.read_skill_file(skill, skill["uri"]))
-        if type(text) is not str or not _same(_front_matter(text), skill["frontmatter"]):
-            raise McpError(INTERNAL_ERROR, f"Skill {skill['uri']} refused: its front matter is not what "
-                                           "the server listed")
-        return text
-
-    async def read_skill_file(self, skill: _Json, uri: str) -> bytes:
-        """A file of `skill` (its URI, or its path in the skill's folder: "references/FORMS.md"),
-        checked: only a file its entry lists, of the size and sha256 listed (a "dynamic" skill
-        lists none: any file in its folder, unchecked). McpError if not."""
-        folder = str(skill.get("uri")).rpartition("/")[0]
-        uri = uri if "://" in uri else f"{folder}/{uri}"
-        files = skill.get("resources")
-        listed = next((f for f in files if type(f) is dict and f.get("uri") == uri), None) \
-            if type(files) is list else None
-        inside = uri.startswith(folder + "/") and not {".", ".."} & set(uri.split("/")[3:])
-        if not inside or listed is None and files != "dynamic":   # an entry naming files elsewhere is void
-            raise McpError(INTERNAL_ERROR, f"Skill file {uri} refused: the skill does not list it")
-        contents = (await self.read_resource(uri)).get("contents")
-        first = contents[0] if type(contents) is list and contents and type(contents[0]) is dict else {}
-        try:
-            data = first["text"].encode() if type(first.get("text")) is str else \
-                base64.b64decode(first["blob"])
-        except (KeyError, TypeError, ValueError):
-            data = None
-        if data is None or listed and _fingerprint(data) != {k: listed.get(k) for k in ("digest", "size")}:
-            raise McpError(INTERNAL_ERROR, f"Skill file {uri} refused: its size or sha256 is not what "
-                                           "the server listed")
-        return data
+        began = asyncio.get_running_loop().time()
+        answer = await self.request("tools/call", {"name": name, "arguments": arguments or {}},
+                                    timeout=timeout, on_progress=on_progress)
+        if type(answer) is not dict:
+            raise McpError(INTERNAL_ERROR, "The server's answer to tools/call is not an object")
+        if task or answer.get("resultType") == "task":
+            left = None
+            if timeout is not None:
+                left = timeout - (asyncio.get_running_loop().time() - began)
+            return await _provided("Client.call_tool task")(self, answer, task, left, on_status)
+        return answer
 
     async def list_resources(self) -> list[_Json]:
         return await self._all("resources/list")
@@ -3903,7 +4545,8 @@ class Client(_Peer):
     async def list_prompts(self) -> list[_Json]:
         return await self._all("prompts/list")
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+    async def get_prompt(self, name: str,
+                         arguments: dict[str, str] | None = None) -> GetPromptResult:
         return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
 
     async def complete(self, ref: _Json, argument: str, value: str,
@@ -3916,21 +4559,58 @@ class Client(_Peer):
         return (await self.request("completion/complete", params))["completion"]
 
     async def set_log_level(self, level: str) -> _Json:
-        if self.modern:     # 2026-07-28: each request asks for the log messages it wants
+        if self.stateless:  # 2026-07-28: each request asks for the log messages it wants
             self.log_level = level
             return {}
         return await self.request("logging/setLevel", {"level": level})
 
+    async def listen(self, on_tools: "_Callback | None" = None,
+                     on_prompts: "_Callback | None" = None,
+                     on_resources: "_Callback | None" = None, on_updated: "_Callback | None" = None,
+                     uris: typing.Iterable[str] = ()) -> _Json:
+        """2026-07-28: hear of changes, until the server ends the stream (this then returns) or
+        this is cancelled. Each callback given is called with the params of its notification:
+        the tool, prompt or resource list changed, or a resource of `uris` was updated."""
+        return await _provided("Client.listen")(self, on_tools, on_prompts, on_resources,
+                                                on_updated, uris)
 
-# Where the id of a message too big to read is: near its start, or (the TypeScript SDK's order) at its end.
-_EDGE_ID = (re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")'),
-            re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$'))
-# The server's requests a handler answers: (method, URL mode) -> what a refusal calls it, the Client option.
+    async def list_skills(self) -> list[_Json]:
+        """The skills the server offers (SEP-2640, the skills extension): skills/list entries
+        {uri, frontmatter, resources}, every page; [] if it offers none. Nothing is read ahead."""
+        return await _provided("Client.list_skills")(self)
+
+    async def load_skill(self, skill: "_Json | str") -> str:
+        """A skill's SKILL.md, checked against its entry (from `list_skills`, or skills/get of
+        this SKILL.md URI): its size, digest and front matter. McpError if one differs."""
+        return await _provided("Client.load_skill")(self, skill)
+
+    async def read_skill_file(self, skill: _Json, uri: str) -> bytes:
+        """A file of `skill` (its URI, or its path in the skill's folder: "references/FORMS.md"),
+        checked: only a file its entry lists, of the size and sha256 listed (a "dynamic" skill
+        lists none: any file in its folder, unchecked). McpError if not."""
+        return await _provided("Client.read_skill_file")(self, skill, uri)
+
+
+# Where the id of a message too big to read is: near its start, or (the TypeScript SDK's order)
+# at its end.
+_EDGE_ID = (
+    re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?'
+               rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")'),
+    re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,99}")'
+               rb'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$'),
+)
+# The server's requests a handler answers: (method, URL mode) -> what a refusal calls it, the
+# Client option.
 _ANSWERS = {("sampling/createMessage", False): ("sampling request", "sampling"),
             ("elicitation/create", False): ("form elicitation", "elicitation"),
             ("elicitation/create", True): ("URL elicitation", "elicit_url"),
             ("roots/list", False): ("roots/list request", "roots")}
-_ERAS: dict[str, str] = {}  # server (URL, command) -> the era it spoke (a handshake-era one: not asked again)
+# server (URL, command) -> the era it spoke (a handshake-era one: not asked again)
+_ERA_SPOKEN: dict[str, str | None] = {}
+# the eras beside the handshake a client may speak (2026-07-28's)
+_CLIENT_ERAS: dict[str, _Any] = {}
+# what else the client's methods return whose coroutines SyncClient waits for
+_SYNCED: list[type] = []
 
 
 def _background(tasks, coroutine, index=None, key=None):
@@ -3941,21 +4621,30 @@ def _background(tasks, coroutine, index=None, key=None):
     task.add_done_callback(tasks.discard)
     if index is not None:
         index[key] = task
-        task.add_done_callback(lambda _: index.get(key) is task and index.pop(key))
+
+        def forget(_):
+            if index.get(key) is task:
+                index.pop(key)
+        task.add_done_callback(forget)
     return task
 
 
 class SyncClient:
     """`Client` for scripts and the REPL: the same methods, without ``await``.
 
-    >>> with SyncClient(demo_server()) as c:     # or a URL, or "python3 mcp_min.py serve"
-    ...     c.call_tool("getUser", {"name": "John"})["structuredContent"]
-    {'name': 'John', 'email': 'john@example.com'}
+    >>> server = Server("greeter")
+    >>> @server.tool()
+    ... def greet(name: str) -> str:
+    ...     return f"Hello, {name}!"
+    >>> with SyncClient(server) as c:     # or a URL, or "python3 mcp_min.py serve"
+    ...     c.call_tool("greet", {"name": "Ada"})["content"][0]["text"]
+    'Hello, Ada!'
     """
 
     def __init__(self, target, **options):
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client",
+                                        daemon=True)
         self._thread.start()
         self.client = Client(target, **options)
         try:
@@ -4001,7 +4690,9 @@ class _Synced:
 
         def wait(*args, **kwargs):
             result = self.run(method(*args, **kwargs))
-            return _Synced(result, self.run) if isinstance(result, TaskHandle) else result
+            if isinstance(result, tuple(_SYNCED)):  # a TaskHandle (the tasks extension)
+                return _Synced(result, self.run)
+            return result
         return wait
 
 
@@ -4012,7 +4703,8 @@ class _Transport:
     every exchange goes through `_request`."""
     url = ""
 
-    def __init__(self, target: _Any, client: "Client") -> None:  # each kind has its own: this says how
+    # each kind has its own: this says how
+    def __init__(self, target: _Any, client: "Client") -> None:
         self.client = client                                        # Client.connect makes one
 
     async def start(self) -> None:
@@ -4036,29 +4728,26 @@ class _Transport:
             getattr(self.client.trace, kind)(*args)
 
     async def _request(self, method, url, headers, body=b"", sign_in=True):
-        """HTTP: one exchange with `url` (McpError if it cannot be reached), our token in its header,
-        never in the URL. After a 401, or a 403 insufficient_scope, an `OAuth` signs in and it goes
-        again (_AUTH_TRIES times at most); else the answer stays as it came."""
+        """HTTP: one exchange with `url` (McpError if it cannot be reached), our token in its
+        header, never in the URL. After a 401, or a 403 insufficient_scope, an `OAuth` (the
+        authorization extension) signs in and it goes again (`auth.tries` times at most); else
+        the answer stays as it came."""
         auth, tries = self.client.auth, 0
         while True:
             token = auth.token(self.url) if auth else self.client.token
             bearer = f"Bearer {token}" if token else None
+            sent = {**headers, "Authorization": bearer} if bearer else headers
             try:
-                sent = {**headers, "Authorization": bearer} if bearer else headers
                 response = await _http(url, method, sent, body, self.client.trace)
             except OSError as e:
                 raise McpError(CONNECTION_CLOSED, f"cannot reach {url}: {e}") from None
             challenge, status = response.headers.get("www-authenticate", ""), response.status
-            if not (auth and sign_in) or tries == _AUTH_TRIES or status != 401 and not (
-                    status == 403 and "insufficient_scope" in challenge):
+            refused = status == 401 or (status == 403 and "insufficient_scope" in challenge)
+            if not (auth and sign_in and refused) or tries == auth.tries:
                 return response
             response.close()
-            signing_in = _SIGN_IN_TRACE.set(self.client.trace)
-            try:
-                if not await auth.challenged(self.url, status, challenge, bearer):
-                    return response
-            finally:
-                _SIGN_IN_TRACE.reset(signing_in)
+            if not await auth.challenged(self.url, status, challenge, bearer, self.client.trace):
+                return response
             tries += 1
 
 
@@ -4071,7 +4760,10 @@ class _InMemory(_Transport):
         self.session = Session(server, self._deliver)
 
     def _deliver(self, message, related):
-        if message is not None and (data := _encode_safely(message)) is not None:
+        if message is None:
+            return
+        data = _encode_safely(message)
+        if data is not None:
             self._trace("message", "in", "memory", message)
             self.client._received(data)     # as from a pipe: a duplicate key ... is skipped
 
@@ -4100,24 +4792,33 @@ class _StdioClient(_Transport):
             raise ValueError("the command that starts the server is empty")
         # In a process group of its own, so that close() ends what it started too (npx, uvx
         # and shell wrappers run the server as a grandchild), and Ctrl-C here is ours alone.
-        group: _Json = {"start_new_session": True} if os.name == "posix" else {"creationflags": 0x200}
+        group: _Json = {"creationflags": 0x200}     # CREATE_NEW_PROCESS_GROUP
+        if os.name == "posix":
+            group = {"start_new_session": True}
+        env = self.client.env
+        if env is not None and self.client.inherit_env:
+            env = {**os.environ, **env}
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, **group,
-                env=self.client.env if self.client.env is None or not self.client.inherit_env
-                else {**os.environ, **self.client.env})
+                                                                env=env)
         except OSError as e:
-            url = " (a URL needs http:// or https://)" if len(self.argv) == 1 and ":" in self.argv[0] else ""
+            url = ""
+            if len(self.argv) == 1 and ":" in self.argv[0]:
+                url = " (a URL needs http:// or https://)"
             raise McpError(CONNECTION_CLOSED, f"cannot start the server {self.argv[0]!r}: "
                            f"{e.strerror}{url}") from None
         self._reader = asyncio.ensure_future(self._read())
 
     async def _read(self):
-        lines = _Lines(lambda head, tail: self.client._too_big(None, head, tail), self.client.max_message)
+        def too_big(head, tail):
+            self.client._too_big(None, head, tail)
+        lines = _Lines(too_big, self.client.max_message)
         try:
             while True:
                 chunk = await self.process.stdout.read(READ_CHUNK)
-                for line in lines.feed(chunk) if chunk else lines.end():    # at EOF: a last line without \n
+                # at EOF: a last line without \n
+                for line in lines.feed(chunk) if chunk else lines.end():
                     if line.strip():
                         self._trace("line", "in", "stdout", line)
                         self.client._received(line)
@@ -4143,14 +4844,17 @@ class _StdioClient(_Transport):
             return
         try:
             process.stdin.close()
-        except Exception as e:  # noqa: BLE001 — already broken: the steps below still end the process
+        # already broken: the steps below still end the process
+        except Exception as e:  # noqa: BLE001
             _logger.debug("closing the server's stdin: %s", e)
         for signum in (None, signal.SIGTERM, getattr(signal, "SIGKILL", None)):
             try:
                 if signum and os.name == "posix":
                     os.killpg(process.pid, signum)
+                elif signum == signal.SIGTERM:
+                    process.terminate()
                 elif signum:
-                    process.terminate() if signum == signal.SIGTERM else process.kill()
+                    process.kill()
             except (ProcessLookupError, PermissionError):
                 break
             if await self._ended(process):
@@ -4177,7 +4881,7 @@ class _HttpResponse:
     def __init__(self, status, headers, reader, writer, trace=None, head=""):
         self.status, self.headers, self.reader, self.writer = status, headers, reader, writer
         self.untraced = (trace, head) if trace else None    # traced with its body, if read
-        self.trace = trace      # this connection's view of the client's trace
+        self.trace = trace      # this connection's view of the client's trace (the trace extension)
 
     def _trace(self, body=None):
         if self.untraced:
@@ -4185,14 +4889,18 @@ class _HttpResponse:
             trace.http("in", head, self.headers, body)
 
     async def chunks(self, trace=True):
-        """The body, piece by piece, as framed by the headers: chunked, sized, or to the connection's end."""
+        """The body, piece by piece, as framed by the headers: chunked, sized, or to the
+        connection's end."""
         if trace:
             self._trace()   # a stream's head before its events
         reader = self.reader
         if self.status in (204, 304):
             return
         if "chunked" in self.headers.get("transfer-encoding", ""):
-            while (size := _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)):
+            while True:
+                size = _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
+                if not size:
+                    break
                 async for piece in self._pieces(size):
                     yield piece
                 await reader.readexactly(2)     # the chunk's CRLF
@@ -4201,7 +4909,10 @@ class _HttpResponse:
             async for piece in self._pieces(_size(self.headers["content-length"], 10)):
                 yield piece
         else:
-            while (data := await reader.read(READ_CHUNK)):
+            while True:
+                data = await reader.read(READ_CHUNK)
+                if not data:
+                    break
                 yield data
 
     async def _pieces(self, left):
@@ -4219,7 +4930,8 @@ class _HttpResponse:
         try:
             async for chunk in self.chunks(trace=False):
                 pieces.append(chunk)
-                if (size := size + len(chunk)) > limit:
+                size += len(chunk)
+                if size > limit:
                     raise McpError(INTERNAL_ERROR, f"HTTP response over {limit} bytes")
         except BaseException:   # timed out, cancelled, cut short: the connection goes too
             self.close()
@@ -4269,11 +4981,16 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
     at most, with the same method and body (RFC 9110 15.4.8)."""
     parts = urlsplit(url)
     tls = parts.scheme == "https"
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    if (trace := trace and trace.on()):     # before connecting: a refused one shows what was tried
+    target = parts.path or "/"
+    if parts.query:
+        target += f"?{parts.query}"
+    if trace:   # before connecting: a refused one shows what was tried
+        trace = trace.on()
         trace.http("out", f"{method} {target}", headers, body)
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(   # ssl=True: the default context
-        parts.hostname, parts.port or (443 if tls else 80), ssl=tls, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
+    port = parts.port or (443 if tls else 80)
+    # ssl=True: the default context
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(
+        parts.hostname, port, ssl=tls, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
     lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     if body or method == "POST":
@@ -4284,7 +5001,8 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
     except BaseException:   # cancelled too: the connection goes with the request
         writer.close()
         raise
-    if status in (307, 308) and hops and (location := response_headers.get("location")):
+    location = response_headers.get("location")
+    if status in (307, 308) and hops and location:
         target = urlsplit(urljoin(url, location))
         if target.scheme == "https" or target.scheme == parts.scheme:     # never down to plain http
             writer.close()
@@ -4304,8 +5022,12 @@ async def _response_head(reader):
         if not (version.startswith("HTTP/1.") and _ASCII_DIGITS.fullmatch(rest[:3])):
             raise ConnectionError(f"not an HTTP response: {status_line[:40]!r}")
         if int(rest[:3]) >= 200:
-            return int(rest[:3]), rest, {k.strip().lower(): v.strip()
-                                         for k, colon, v in (line.partition(":") for line in lines) if colon}
+            headers = {}
+            for line in lines:
+                name, colon, value = line.partition(":")
+                if colon:
+                    headers[name.strip().lower()] = value.strip()
+            return int(rest[:3]), rest, headers
 
 
 def _http_error(status, body, url):
@@ -4334,7 +5056,8 @@ class _SseParser:
         self.long: bytes | None = None  # ... and then its first bytes (field and value's start)
         self.length = 0             # ... and how long it is
         self.event, self.data, self.size = {}, [], 0
-        self.big: list[bytes] | None = None     # the event is too big: [head, tail] of its data alone
+        # the event is too big: [head, tail] of its data alone
+        self.big: list[bytes] | None = None
 
     def feed(self, data):
         if not data:
@@ -4372,7 +5095,8 @@ class _SseParser:
         return self.big is not None or self.size + value + 1 > self.limit
 
     def _too_big(self, head):
-        """Keep the data's first bytes (from the first data line, or this one) and go on without it."""
+        """Keep the data's first bytes (from the first data line, or this one) and go on without it.
+        """
         if self.big is None:
             first = self.data[0] if self.data else head
             self.big = [bytes(first[:_EDGE]), b""]
@@ -4413,13 +5137,16 @@ class _SseParser:
 
     def _dispatch(self, events):
         if self.big:
-            events.append({"event": self.event.get("event") or "message", "too_big": tuple(self.big)})
+            events.append({"event": self.event.get("event") or "message",
+                           "too_big": tuple(self.big)})
         elif self.data:
             self.event["event"] = self.event.get("event") or "message"
             self.event["data"] = b"\n".join(self.data).decode("utf-8", "replace")
             events.append(self.event)
-        elif (kept := {k: v for k, v in self.event.items() if k in ("id", "retry")}):
-            events.append(kept)     # no data, so no event: only its id and retry count
+        else:   # no data, so no event: only its id and retry count
+            kept = {key: value for key, value in self.event.items() if key in ("id", "retry")}
+            if kept:
+                events.append(kept)
         self.event, self.data, self.size, self.big = {}, [], 0, None
 
 
@@ -4438,7 +5165,8 @@ class _StreamableHttp(_Transport):
         self.url, self.client = url, client
         self.session_id = self._get_stream = None
         self._tasks, self._closing = set(), False
-        self._streams = {}      # request id -> the task carrying its answer (its POST, then its stream)
+        # request id -> the task carrying its answer (its POST, then its stream)
+        self._streams = {}
         self._reinitializing = asyncio.Lock()
 
     def _headers(self, accept="application/json, text/event-stream"):
@@ -4457,25 +5185,21 @@ class _StreamableHttp(_Transport):
         try:
             await self._post(message)
         except Exception as e:  # noqa: BLE001 — any failure fails its request, never the task
-            self.client._fail(message["id"], e if isinstance(e, McpError)
-                              else McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}"))
+            if not isinstance(e, McpError):
+                e = McpError(CONNECTION_CLOSED, f"{type(e).__name__}: {e}")
+            self.client._fail(message["id"], e)
 
     def drop(self, id_):
-        """2026-07-28: a request is abandoned by closing its connection."""
+        """Abandon a request by closing its connection (2026-07-28's way): True if it was open."""
         task = self._streams.pop(id_, None)
         return task is not None and task.cancel()
-
-    def _routing(self, message):
-        """2026-07-28: a request's routing headers (`_routing`), with the arguments its tool marks."""
-        tool = message["params"].get("name") if message["method"] == "tools/call" else None
-        marks = self.client._param_headers.get(tool, ()) if type(tool) is str else ()
-        return {k: _header_value(_text(v)) for k, v in _routing(message, marks).items()}
 
     async def _post(self, message, again=True):
         id_ = message["id"] if "method" in message and "id" in message else None
         headers = {**self._headers(), "Content-Type": "application/json"}
-        if self.client.modern and id_ is not None:  # 2026-07-28: what it is, so that it is routed unread
-            headers.update(self._routing(message))
+        # 2026-07-28: what it is, so that it is routed unread
+        if self.client.stateless and id_ is not None:
+            headers.update(self.client.stateless.headers(self.client, message))
         sent_with = self.session_id
         response = await self._request("POST", self.url, headers, encode(message))
         if message.get("method") == "initialize":
@@ -4498,16 +5222,20 @@ class _StreamableHttp(_Transport):
             body = await response.body(READ_CHUNK)
             response.close()
             raise _http_error(response.status, body, self.url)
-        if response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream":
+        media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media == "text/event-stream":
             return _background(self._tasks, self._events(response, id_), self._streams, id_)
         try:
             body = await response.body(self.client.max_message)
         except McpError:    # too big: what it answers fails now
             return self.client._too_big(id_)
         response.close()
-        data = decode(body) if body.strip() else []
+        if not body.strip():
+            return None
+        data = decode(body)
         for item in data if type(data) is list else [data]:
             self.client._received(item)
+        return None
 
     async def _reinitialize(self):
         self.session_id = None
@@ -4528,19 +5256,28 @@ class _StreamableHttp(_Transport):
         `forever` (no `response`): the GET stream, opened here and again whenever the server
         ends it, from the last event seen (2025-11-25 transports: polling)."""
         last, retry, pause = None, 1.0, 0.0
-        while response or (response := await self._resume(last, forever)):
+        while True:
+            if response is None:
+                response = await self._resume(last, forever)
+                if response is None:
+                    break
             seen = last
             answered, last, retry = await self._read(response, request_id, last, retry)
             response = None
-            if answered and not forever or self._closing or \
-                    not forever and request_id not in self.client._pending:
+            over = answered or request_id not in self.client._pending
+            if self._closing or (not forever and over):
                 return      # answered, or timed out or cancelled: nobody waits for the rest
-            if not forever and (last is None or self.client.modern):
-                break       # 2026-07-28 has no resumption: the request is lost
+            if not forever and (last is None or self.client.stateless):
+                # nothing to resume from (2026-07-28 has no resumption): the request is lost
+                break
             # a GET stream that ends with nothing new: waited for longer each time
-            pause = retry if last != seen else min(max(pause, retry) * 2, 60.0)
+            if last != seen:
+                pause = retry
+            else:
+                pause = min(max(pause, retry) * 2, 60.0)
             await asyncio.sleep(pause)
-        if not forever:     # gone, and cannot be resumed: the caller hears it now, not at its timeout
+        # gone, and cannot be resumed: the caller hears it now, not at its timeout
+        if not forever:
             self.client._fail(request_id, McpError(CONNECTION_CLOSED, "The response stream ended"))
 
     async def _read(self, response, request_id, last, retry):
@@ -4549,7 +5286,8 @@ class _StreamableHttp(_Transport):
         answered = request_id is None
         async for event in response.events(self.client, "(the SSE stream closed)"):
             last = event.get("id", last)
-            if _ASCII_DIGITS.fullmatch(event.get("retry", "")):   # SSE: ASCII digits only ("²" is no retry)
+            # SSE: ASCII digits only ("²" is no retry)
+            if _ASCII_DIGITS.fullmatch(event.get("retry", "")):
                 retry = min(max(int(event["retry"]) / 1000, 0.1), 60.0)
             if event.get("data") and event["event"] == "message":     # not a priming event
                 answered |= self.client._received(event["data"]) == request_id
@@ -4558,7 +5296,9 @@ class _StreamableHttp(_Transport):
     async def _resume(self, last, forever):
         """A GET for a stream: from after `last` if given; None if refused. The GET stream starts
         afresh when the server kept not what it missed."""
-        headers = {**self._headers("text/event-stream"), **({} if last is None else {"Last-Event-ID": last})}
+        headers = self._headers("text/event-stream")
+        if last is not None:
+            headers["Last-Event-ID"] = last
         with contextlib.suppress(McpError):
             response = await self._request("GET", self.url, headers)
             if forever and last is not None and response.status in (400, 409):
@@ -4576,14 +5316,18 @@ class _StreamableHttp(_Transport):
 
     async def close(self):
         self._closing = True
-        for task in list(self._tasks) + ([self._get_stream] if self._get_stream else []):
+        tasks = list(self._tasks)
+        if self._get_stream:
+            tasks.append(self._get_stream)
+        for task in tasks:
             task.cancel()
         if self.session_id:     # tell the server we are done with the session
             try:
                 response = await asyncio.wait_for(self._request("DELETE", self.url, self._headers(),
                                                                 sign_in=False), 5)
                 response.close()
-            except Exception as e:  # noqa: BLE001 — the server may be gone: the session is over anyway
+            # the server may be gone: the session is over anyway
+            except Exception as e:  # noqa: BLE001
                 _logger.debug("DELETE of the session failed: %r", e)
             self.session_id = None
 
@@ -4597,7 +5341,8 @@ class _LegacySse(_Transport):
         self.endpoint = self._reader = self._response = None
 
     async def start(self):
-        response = self._response = await self._request("GET", self.url, {"Accept": "text/event-stream"})
+        response = self._response = await self._request("GET", self.url,
+                                                        {"Accept": "text/event-stream"})
         if response.status != 200:
             response.close()
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.url}")
@@ -4616,8 +5361,10 @@ class _LegacySse(_Transport):
                     if "data" in event and event["event"] == "endpoint" and not found.done():
                         endpoint = urljoin(self.url, event["data"])
                         if urlsplit(endpoint)[:2] != urlsplit(self.url)[:2]:
-                            return found.set_exception(McpError(
-                                CONNECTION_CLOSED, "the server named an endpoint on another origin"))
+                            found.set_exception(McpError(CONNECTION_CLOSED,
+                                                         "the server named an endpoint on another "
+                                                         "origin"))
+                            return
                         found.set_result(endpoint)
                     elif "data" in event and event["event"] == "message":
                         self.client._received(event["data"])
@@ -4640,67 +5387,214 @@ class _LegacySse(_Transport):
         if self._response:
             self._response.close()
 
+
+
 ##############################################################################
-# Extension: a small JSON Schema validator (skip on a first reading)
+# Core: running a server: Server.run(), over stdio or HTTP (--port)
 ##############################################################################
+# `server.run()` as a script's last line: stdio by default (a client starts the script), HTTP
+# with --port. The extensions add their options here (`_SERVE_OPTIONS`: --trace, --token,
+# --task-store ...), and `python mcp_min.py serve` (the command line) uses the same parser.
 
 
-_JSON_NAMES: dict[_Any, str] = {**_SIMPLE_TYPES, list: "array", dict: "object"}
+def _argument_parser(**options):
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):       # one line saying what is wrong, not the usage block
+            self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    # Help 80 columns wide: asking the terminal its width imports shutil, 3 ms of every start.
+    formatter = functools.partial(argparse.RawDescriptionHelpFormatter, width=80)
+    return Parser(formatter_class=formatter, **options)
 
 
-def validate(value, schema):
-    """First reason `value` does not match `schema`, or None. A subset of JSON Schema 2020-12:
-    type, enum, const, properties, required, additionalProperties, items, prefixItems,
-    anyOf/oneOf/allOf, $ref to local $defs, min/max (length, items, value), and the schemas
-    true and false. Unknown keywords are ignored. A tool keeps its schemas compiled
-    (`_checker`); this compiles one for a single use.
-
-    >>> validate({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
-    'a: expected integer, got string'
-    """
-    return _checker(schema)(value, "")
+def _port(text):
+    if not (text.isdigit() and int(text) <= 65535):
+        import argparse
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0-65535; 0 picks a free "
+                                         "one)")
+    return int(text)
 
 
-def _checker(schema, root=None, depth=0):
-    """`schema` compiled once into a function (value, path) -> the first problem, or None:
-    one small check from each maker its keywords name in `_KEYWORDS`, in the schema's order.
-    `root` holds the $ref targets compiled so far, by (ref, depth), and under None the schema."""
-    if schema is False:
-        return _nothing
-    if depth > 64 or type(schema) is not dict:
-        return _fine
-    top = root is None
-    if top:
-        root = {None: schema}
-    makers = dict.fromkeys(_KEYWORDS[key] for key in schema if key in _KEYWORDS)
-    check = _all([check for make in makers if (check := make(schema, root, depth))])
-    if top and "refs" in root:  # it has $refs: each is checked once per value and place (`_ref`)
-        return functools.partial(_with_ref_memo, check)
-    return check
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if 0 < value < 1e9:
+        return value
+    import argparse
+    raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
 
 
-def _all(checks):
-    """Several checks as one: the first problem any of them finds."""
-    if len(checks) < 2:
-        return checks[0] if checks else _fine
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
-    def check(value, path):
-        for one in checks:
-            if (problem := one(value, path)):
-                return problem
-        return None
-    return check
+_SERVE_HELP = """\
+Serve MCP: the built-in user-store demo, or the Server found in TARGET.
+
+With --stdio (the default) a client starts this command and speaks JSON-RPC, one
+message a line, on its stdin and stdout. With --port it serves HTTP on
+127.0.0.1: Streamable HTTP at /mcp and the legacy HTTP+SSE transport at /sse.
+
+examples:
+  python3 mcp_min.py serve --stdio
+  python3 mcp_min.py serve --port 8080 --trace
+  python3 mcp_min.py serve path/to/server.py:app --port 0    (0: a free port)
+"""
 
 
-def _fine(value, path):
-    return None
+def _serve_parser(description=_SERVE_HELP):
+    parser = _argument_parser(description=description)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
+    where.add_argument("--port", type=_port,
+                       help="serve HTTP on this TCP port (0-65535; 0 picks a free one): /mcp and "
+                            "/sse")
+    parser.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
+                        help="the address to bind (default 127.0.0.1; another needs --token)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="a browser origin allowed to call, with CORS (repeatable)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                        help="a Host header to accept besides localhost (repeatable)")
+    parser.add_argument("--stateless", action="store_true",
+                        help="Streamable HTTP without sessions: every POST stands alone")
+    parser.add_argument("--json-response", action="store_true",
+                        help="Streamable HTTP: answer requests with JSON, never SSE")
+    parser.add_argument("--insecure", action="store_true",
+                        help="allow a non-loopback --host without --token")
+    parser.add_argument("--shutdown-grace", type=_seconds, default=SHUTDOWN_GRACE,
+                        metavar="SECONDS",
+                        help="after SIGTERM, Ctrl-C or the end of stdin, how long work in flight "
+                             "may "
+                        f"finish before it is answered with an error (default {SHUTDOWN_GRACE:g})")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=_LOG_LEVELS,
+                        metavar="LEVEL",
+                        help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} "
+                        "(default INFO)")
+    for options in _SERVE_OPTIONS:
+        options.add(parser)
+    return parser
 
 
-def _nothing(value, path):
-    return f"{path or 'arguments'}: no value is allowed here"
+def _serve_argv(argv):
+    """The command line as the parser takes it, once the extensions have read it (`--trace`
+    alone takes no next word)."""
+    for options in _SERVE_OPTIONS:
+        argv = options.argv(argv)
+    return argv
+
+
+class _ServeOptions:
+    """An extension's options of `serve` and `Server.run`: it adds them to the parser, may read the
+    command line first (`argv`), then sets the server up, and what serving is given (`options`:
+    serve_stdio's and serve_http's keywords). A bad option raises ValueError: one line, exit 2."""
+
+    def add(self, parser):
+        pass
+
+    def argv(self, argv):
+        return argv
+
+    def configure(self, server, args, options):
+        pass
+
+
+_SERVE_OPTIONS: list[_ServeOptions] = []
+# what the extensions end when serving ends
+_ON_STOP: list[typing.Callable[[Server], typing.Awaitable[None]]] = []
+
+
+def _serve(server, args, stdout=1):
+    """Serve until stdin ends, SIGTERM or Ctrl-C (a second: at once): the exit status."""
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    options: _Json = {}
+    try:
+        for extension in _SERVE_OPTIONS:
+            extension.configure(server, args, options)
+    # a bad option (an unreadable store too): said in one line
+    except Exception as e:  # noqa: BLE001
+        print(f"mcp_min: {e}", file=sys.stderr)
+        return 2
+    if args.port is None and os.isatty(0):
+        print("mcp_min: serving MCP on stdin/stdout; type one JSON-RPC message a line, starting "
+              "with initialize (see the README); Ctrl-D ends", file=sys.stderr)
+    import signal
+    # Signals left as they came (ignored, or an application's own) are left alone; asked here,
+    # before asyncio.run(), which puts a handler of its own on SIGINT (3.11+).
+    signals = [signum for signum in (signal.SIGINT, signal.SIGTERM)
+               if signal.getsignal(signum) in (signal.default_int_handler, signal.SIG_DFL)]
+    try:
+        return asyncio.run(_serving(server, args, options, stdout, signals))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return 130
+    except (OSError, ValueError) as e:
+        print(f"mcp_min: {e}", file=sys.stderr)
+        return 1
+
+
+async def _serving(server, args, options, stdout, signals):
+    from concurrent.futures import ThreadPoolExecutor
+    loop, task = asyncio.get_running_loop(), typing.cast(asyncio.Task[_Any], asyncio.current_task())
+    stopping = []
+
+    def stop(signum):       # the first SIGTERM or Ctrl-C ends serving gracefully, a second at once
+        if stopping:
+            sys.stderr.flush()
+            os._exit(128 + signum)
+        stopping.append(signum)
+        if args.port is not None and any(s.running or s.waiting for s in server.sessions):
+            _logger.info("stopping: work in flight has %g s to finish (a second signal: at once)",
+                         args.shutdown_grace)
+        task.cancel()
+    for signum in signals:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, stop, signum)   # Windows; not the main thread
+    # Sync tools share this pool: room for many slow ones at once.
+    pool = ThreadPoolExecutor(64, "mcp-tool")
+    loop.set_default_executor(pool)
+    try:
+        if args.port is None:
+            code = await serve_stdio(server, stdout_fd=stdout, trace=options.get("trace"),
+                                     grace=args.shutdown_grace)
+        else:
+            code = await serve_http(server, args.host, args.port, args.shutdown_grace,
+                                    allow_origins=args.allow_origin, allow_hosts=args.allow_host,
+                                    stateless=args.stateless, json_response=args.json_response,
+                                    insecure=args.insecure, **options)
+    except asyncio.CancelledError:      # a signal: it was a graceful end
+        code = 0 if stopping else 130
+    if stdout != 1:
+        os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
+    for end in _ON_STOP:
+        await end(server)
+    pool.shutdown(wait=False, cancel_futures=True)
+    await asyncio.sleep(0.05)
+    threads = any(thread.name.startswith("mcp-tool") for thread in threading.enumerate())
+    if threads or asyncio.all_tasks() - {task}:
+        # A tool runs on past the grace (a sync tool's thread, a handler ignoring its
+        # cancel): it cannot be stopped, and its caller has its answer, so leave without it.
+        if not stopping:
+            _logger.warning("exiting with a tool still running")
+        sys.stderr.flush()
+        os._exit(code or 0)
+    return code or 0
+
+
+# Extension: JSON Schema keywords beyond what type hints make (skip on a first reading)
+##############################################################################
+# Schemas written by hand (`input_schema=`, a server's inputSchema the client checks arguments
+# against, an elicitation's requestedSchema) use more of JSON Schema 2020-12 than type hints
+# make: $ref to local $defs, const, allOf, oneOf, and the bounds of strings and numbers.
 
 
 def _ref(schema, root, depth):
+    """$ref to a place in the same schema ("#/$defs/node"): that place's check, compiled when first
+    met (a schema may refer to itself), once. What it finds for a value at a place is kept for the
+    rest of the check (`_REF_MEMO`): else a schema whose anyOf names one $ref twice, level after
+    level, doubles the work at each level; and a $ref that comes back to the same value at the
+    same place, without consuming any of it, is a loop, said rather than followed for ever."""
     ref = schema["$ref"]
     if not (type(ref) is str and ref.startswith("#/")):
         return None
@@ -4708,155 +5602,275 @@ def _ref(schema, root, depth):
     for part in ref[2:].split("/"):
         target = target.get(part, {}) if type(target) is dict else {}
     key = ref, depth + 1
-    root["refs"] = True
 
     def check(value, path):
-        # What a $ref found for this value at this place is kept for the rest of the check: a
-        # schema whose anyOf names one $ref twice, level after level, doubles the work per level.
-        memo, seen = _REF_MEMO.get(), (ref, id(value), path)
+        memo = _REF_MEMO.get(None)
+        if memo is None:    # the outermost $ref of this check keeps the memo for what it holds
+            token = _REF_MEMO.set({})
+            try:
+                return check(value, path)
+            finally:
+                _REF_MEMO.reset(token)
+        seen = ref, id(value), path
         if seen in memo:
-            found = memo[seen]
-            return f"{path or 'arguments'}: $ref {ref} refers to itself without end" \
-                if found is _CHECKING else found
-        memo[seen] = _CHECKING      # compiled when first met (a schema may refer to itself), once
-        compiled = root.get(key) or root.setdefault(key, _checker(target, root, depth + 1))
-        memo[seen] = found = compiled(value, path)
-        return found
+            if memo[seen] is _CHECKING:
+                return f"{_where(path)}: $ref {ref} refers to itself without end"
+            return memo[seen]
+        memo[seen] = _CHECKING
+        if key not in root:
+            root[key] = _checker(target, root, depth + 1)
+        memo[seen] = root[key](value, path)
+        return memo[seen]
     return check
 
 
 _REF_MEMO: "contextvars.ContextVar[dict[_Any, _Any]]" = contextvars.ContextVar("mcp_min_refs")
-_CHECKING = object()
-
-
-def _with_ref_memo(check, value, path):
-    """A check of a schema with $refs, with a memo of its own (`_ref`)."""
-    token = _REF_MEMO.set({})
-    try:
-        return check(value, path)
-    finally:
-        _REF_MEMO.reset(token)
-
-
-def _type(schema, root, depth):
-    kinds = schema["type"]
-    kinds = [kinds] if type(kinds) is str else [str(k) for k in kinds] if type(kinds) is list else []
-    exact = {t for t, kind in _JSON_NAMES.items() if kind in kinds or kind == "integer" and "number" in kinds}
-    whole, said = "integer" in kinds, " or ".join(kinds)     # 2.0 is an integer too
-
-    def check(value, path):
-        if type(value) in exact or whole and type(value) is float and value.is_integer():
-            return None
-        return f"{path or 'arguments'}: expected {said}, got {_JSON_NAMES.get(type(value), 'null')}"
-    return check if kinds else None
-
-
-def _enum(schema, root, depth):
-    if type(options := schema["enum"]) is list:
-        return lambda value, path: None if any(_same(value, e) for e in options) \
-            else f"{path or 'arguments'}: must be one of {json.dumps(options)}"
-    return None
+_CHECKING = object()    # a $ref's check under way, in the memo
 
 
 def _const(schema, root, depth):
     const = schema["const"]
-    return lambda value, path: None if _same(value, const) \
-        else f"{path or 'arguments'}: must be {json.dumps(const)}"
-
-
-def _same(a, b):
-    """JSON equality: 1 is 1.0 but true is not 1, in objects and arrays too."""
-    if type(a) in (dict, list) and type(a) is type(b):
-        return len(a) == len(b) and (all(k in b and _same(v, b[k]) for k, v in a.items())
-                                     if type(a) is dict else all(map(_same, a, b)))
-    return type(a) is type(b) and a == b or type(a) in _NUMBERS and type(b) in _NUMBERS and a == b
-
-
-def _bounds(schema, root, depth):
-    """minLength ... exclusiveMaximum (`_BOUNDS`), each a number, checked in the schema's order."""
-    bounds = [(key, bound, *_BOUNDS[key]) for key, bound in schema.items()
-              if key in _BOUNDS and type(bound) in _NUMBERS]
 
     def check(value, path):
-        for key, bound, kinds, past in bounds:
-            if type(value) in kinds and past(value if kinds is _NUMBERS else len(value), bound):
-                return f"{path or 'arguments'}: {key} is {bound}"
+        if _same(value, const):
+            return None
+        return f"{_where(path)}: must be {json.dumps(const)}"
+    return check
+
+
+def _all_of(schema, root, depth):
+    subs = schema["allOf"]
+    if type(subs) is not list:
         return None
-    return check if bounds else None
+    return _all([_checker(sub, root, depth + 1) for sub in subs])
 
 
-_NUMBERS = (int, float)
-_BOUNDS = {     # keyword: (the JSON types it measures: a string's length, an array's, a number; when past it)
-    "minLength": ((str,), lambda n, b: n < b), "maxLength": ((str,), lambda n, b: n > b),
-    "minItems": ((list,), lambda n, b: n < b), "maxItems": ((list,), lambda n, b: n > b),
-    "minimum": (_NUMBERS, lambda n, b: n < b), "maximum": (_NUMBERS, lambda n, b: n > b),
-    "exclusiveMinimum": (_NUMBERS, lambda n, b: n <= b), "exclusiveMaximum": (_NUMBERS, lambda n, b: n >= b),
-}
-
-
-def _members(schema, root, depth):
-    """properties, required, additionalProperties (an object's members), or prefixItems and items
-    (an array's): each member checked by its own schema, else the rest's (False: none may be there)."""
-    def compiled(sub):
-        return sub if sub is True or sub is False else _checker(sub, root, depth + 1)
-    props, prefix, names = schema.get("properties"), schema.get("prefixItems"), schema.get("required")
-    props = {name: compiled(sub) for name, sub in props.items()} if type(props) is dict else {}
-    prefix = [compiled(sub) for sub in prefix] if type(prefix) is list else []
-    names = [name for name in names if type(name) is str] if type(names) is list else []
-    extra, rest = compiled(schema.get("additionalProperties", True)), compiled(schema.get("items", True))
+def _one_of(schema, root, depth):
+    subs = schema["oneOf"]
+    if type(subs) is not list:
+        return None
+    checks = [_checker(sub, root, depth + 1) for sub in subs]
 
     def check(value, path):
-        if type(value) is dict:
-            for name in names:
-                if name not in value:
-                    return f"{path + '.' if path else ''}{name}: required property is missing"
-            for name, item in value.items() if props or extra is not True else ():
-                sub = props.get(name, extra)
-                if sub is False:
-                    return f"{path + '.' if path else ''}{name}: unexpected property"
-                if sub is not True and (problem := sub(item, f"{path}.{name}" if path else name)):
-                    return problem
-        elif type(value) is list:
-            for i, item in enumerate(value):
-                sub = prefix[i] if i < len(prefix) else rest
-                if sub is False:
-                    return f"{path}[{i}]: unexpected item"
-                if sub is not True and (problem := sub(item, f"{path}[{i}]")):
-                    return problem
+        passed = sum(one(value, path) is None for one in checks)
+        if passed == 0:
+            return f"{_where(path)}: does not match any allowed form"
+        if passed > 1:
+            return f"{_where(path)}: matches more than one allowed form"
         return None
     return check
 
 
-def _some_of(key, most):
-    """anyOf (`most` inf) or oneOf (1): how many subschemas the value may match; allOf (None): all."""
-    def make(schema, root, depth):
-        if type(subs := schema[key]) is not list:      # a malformed keyword is ignored, as everywhere
-            return None
-        checks = [_checker(sub, root, depth + 1) for sub in subs]
-        if most is None:        # allOf: the first problem
-            return _all(checks)
-
-        def check(value, path):
-            passed = sum(one(value, path) is None for one in checks)
-            if not passed:
-                return f"{path or 'arguments'}: does not match any allowed form"
-            if passed > most:
-                return f"{path or 'arguments'}: matches more than one allowed form"
-            return None
-        return check
-    return make
-
-
-# JSON Schema keywords, each with the maker of its check; keywords checked together share one.
-_KEYWORDS = {
-    "$ref": _ref, "type": _type, "enum": _enum, "const": _const, **dict.fromkeys(_BOUNDS, _bounds),
-    **dict.fromkeys(("properties", "required", "additionalProperties", "prefixItems", "items"), _members),
-    "allOf": _some_of("allOf", None), "anyOf": _some_of("anyOf", float("inf")), "oneOf": _some_of("oneOf", 1),
+# keyword: (the JSON types it measures: a string's length, a number; when past it)
+_SCALAR_BOUNDS = {
+    "minLength": ((str,), lambda n, bound: n < bound),
+                  "maxLength": ((str,), lambda n, bound: n > bound),
+    "minimum": (_NUMBERS, lambda n, bound: n < bound),
+                  "maximum": (_NUMBERS, lambda n, bound: n > bound),
+    "exclusiveMinimum": (_NUMBERS, lambda n, bound: n <= bound),
+    "exclusiveMaximum": (_NUMBERS, lambda n, bound: n >= bound),
 }
 
+# The extension plugs in: its keywords join the core's.
+_BOUNDS.update(_SCALAR_BOUNDS)
+_KEYWORDS.update({"$ref": _ref, "const": _const, "allOf": _all_of, "oneOf": _one_of,
+                  **dict.fromkeys(_SCALAR_BOUNDS, _bounds)})
+
+
 ##############################################################################
-# Extension: 2026-07-28 multi round-trip requests (skip on a first reading)
+# Extension: the 2026-07-28 era: requests that stand alone (skip on a first reading)
 ##############################################################################
+# 2026-07-28 drops the handshake (PROTOCOL.md 4). No initialize, no session: each request names
+# its protocol version and the client's capabilities in its _meta, and stands alone, so that any
+# process behind a balancer can serve it:
+#
+#   C->S  {"id":1,"method":"tools/call","params":{"name":"deleteUser","arguments":{...},
+#          "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+#                   "io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}
+#   S->C  {"id":1,"result":{"resultType":"input_required","inputRequests":{...},
+#          "requestState":"..."}}
+#   C->S  the same call again, with "inputResponses" and the "requestState" it was given
+#   S->C  {"id":2,"result":{"resultType":"complete","content":[...]}}
+#
+# A server asks by answering (input_required, `_Rounds`); server/discover says what it is;
+# subscriptions/listen carries list changes; lists and reads carry caching hints; over HTTP the
+# routing headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*) must say what the
+# body says. The same server answers both eras: this era claims the requests that name it.
+
+MODERN_VERSIONS = ("2026-07-28",)
+HEADER_MISMATCH = -32020            # HTTP: an Mcp-* header missing, or not the body's
+MISSING_CAPABILITY = -32021         # the request needs a client capability it did not declare
+UNSUPPORTED_VERSION = -32022        # data {supported, requested}
+STATE_TTL = 900.0                   # seconds a requestState stays good
+# subscriptions/listen streams open per server, and a sixteenth of it per client (per stdio session;
+# HTTP: per user, else address) -> -32603
+MAX_LISTENS = 256
+# client: input_required rounds answered for one request -> -32603
+MAX_ROUNDS = 10
+# client: seconds (at most its timeout) a stdio server gets to answer server/discover; no answer: a
+# handshake-era server
+DISCOVER_TIMEOUT = 5.0
+
+_MODERN = "io.modelcontextprotocol/"     # the prefix of 2026-07-28's _meta keys
+_VERSION_KEY, _CAPABILITIES_KEY = _MODERN + "protocolVersion", _MODERN + "clientCapabilities"
+_SILENT = "none"    # a request's log level when it asked for no log messages: none is sent
+
+
+def _modern(params):
+    """Whether a request claims this era: its _meta names its protocol version."""
+    meta = params.get("_meta") if type(params) is dict else None
+    return type(meta) is dict and _VERSION_KEY in meta
+
+
+class _Stateless:
+    """How a 2026-07-28 request is served (`_ERAS`): it stands alone, its _meta says all."""
+    name = "2026-07-28"
+    cancels_when_left = True    # over HTTP, a client that closes the stream cancels the request
+    watches = True              # ... so it is looked for each second
+
+    @staticmethod
+    def claims(session, params):
+        return _modern(params) or session.protocol_version in MODERN_VERSIONS
+
+    @staticmethod
+    def refusal(session, method, params):
+        meta = params.get("_meta")
+        meta = _object(meta)
+        version = meta.get(_VERSION_KEY)
+        if type(version) is not str or type(meta.get(_CAPABILITIES_KEY)) is not dict:
+            return INVALID_PARAMS, ("Invalid params: _meta needs "
+                                    "io.modelcontextprotocol/protocolVersion and "
+                                    "io.modelcontextprotocol/clientCapabilities")
+        if version not in MODERN_VERSIONS:
+            return UNSUPPORTED_VERSION, "Unsupported protocol version", {
+                "supported": list(MODERN_VERSIONS), "requested": version}
+        if method in _HANDSHAKE_ONLY:
+            return METHOD_NOT_FOUND, f"Method not found: {method} is not in {version}"
+        return None
+
+    @staticmethod
+    def allows(session, method):
+        return True     # no lifecycle: nothing to wait for
+
+    @staticmethod
+    async def run(session, method, handler, params, ctx):
+        """The request served as its _meta says (its own version, capabilities and log level),
+        asking by answering if it may ask, its result marked complete and with caching hints."""
+        _read_meta(ctx)     # (no local keeps the _meta: a listen lives for hours)
+        if method in _ROUNDS:
+            rounds = _Rounds(session, params, method)
+            ctx.kept, ctx.asks = rounds.kept, rounds.ask
+            ctx.extensions["rounds"] = rounds
+            try:
+                result = await handler(session, params, ctx)
+            except _InputRequired:      # the client is to answer, and call again
+                return rounds.result()
+        else:
+            ctx.asks = _cannot_ask
+            result = await handler(session, params, ctx)
+        return _complete_result(session.server, method, result)
+
+    # Over HTTP: each request is a session of one POST, whose headers must match it.
+
+    @staticmethod
+    def claims_http(request, message):
+        if request.header("mcp-protocol-version") in MODERN_VERSIONS:
+            return True
+        return message is not None and _modern(message.get("params"))
+
+    @staticmethod
+    def streams_only(message):
+        return message.get("method") == "subscriptions/listen"
+
+    @staticmethod
+    def http_entry(http, conn, body):
+        """A session of this one POST; None if its headers do not match it (answered 400)."""
+        mismatch = _mismatch(conn.request, body, http.server)
+        if mismatch:
+            id_ = body.get("id") if type(body) is dict else None
+            conn.write(400, conn.cors + [("Content-Type", "application/json")],
+                       encode(_error(id_ if _is_id(id_) else None, *mismatch)))
+            return None
+        entry = _HttpSession(http.server, None, version=MODERN_VERSIONS[0])
+        http.stateless_entries.add(entry)
+        return http.own(entry, conn)
+
+    @staticmethod
+    def http_status(response):
+        """2026-07-28 says an error's HTTP status too: 400, or 404 for an unknown method."""
+        error = response.get("error")
+        code = error.get("code") if type(error) is dict else None
+        return _MODERN_STATUS.get(code, 200)
+
+
+def _read_meta(ctx):
+    """What a 2026-07-28 request's _meta says: its version, its client's capabilities, and the
+    least level of log messages it wants (none, unless it names one)."""
+    ctx.version = ctx.meta[_VERSION_KEY]
+    ctx.client_capabilities = ctx.meta[_CAPABILITIES_KEY]
+    level = ctx.meta.get(_MODERN + "logLevel")
+    ctx.log_level = _SILENT
+    if type(level) is str and level:
+        ctx.log_level = level
+
+
+# The handshake's methods 2026-07-28 has not; the requests that may ask (input_required); what
+# may be cached, and how (`server.cache`)
+_HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe",
+                             "resources/unsubscribe"))
+_ROUNDS = frozenset(("tools/call", "prompts/get", "resources/read"))
+_CACHEABLE = {"server/discover", "resources/read", *_LISTS_OF}
+_MODERN_STATUS: dict[_Any, int] = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
+                                   HEADER_MISMATCH: 400,
+                  MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
+
+
+def _complete_result(server, method, result):
+    """A 2026-07-28 result: its `resultType`, the server's identity, and for what may be cached,
+    how (`Server.cache`)."""
+    meta = server.meta
+    if "_meta" in result:
+        meta = {**result["_meta"], **server.meta}
+    result = {"resultType": "complete", **result, "_meta": meta}
+    if method in _CACHEABLE:
+        return {**server.cache, **result}
+    return result
+
+
+def _prepare_server(server):
+    """A server's 2026-07-28 parts: its identity on results, its caching hints (ttlMs 0: stale at
+    once; change `server.cache`), and the key that seals requestState: the processes that
+    share it (MCP_MIN_STATE_KEY) each continue what another began."""
+    server.cache = {"ttlMs": 0, "cacheScope": "private"}
+    server.meta = {_MODERN + "serverInfo": server.info}
+    key = server.state_key or os.environ.get("MCP_MIN_STATE_KEY") or os.urandom(32)
+    server.state_key = key.encode() if isinstance(key, str) else bytes(key)
+    if len(server.state_key) < 16:
+        raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
+
+
+async def _discover(session, params, ctx):
+    """server/discover: what this server is, before anything else (who it is comes in every
+    2026-07-28 result's _meta)."""
+    return _introduce(session.server,
+                      supportedVersions=[*MODERN_VERSIONS, *PROTOCOL_VERSIONS[::-1]])
+
+
+async def _cannot_ask(ctx, capability, method, params, key=None):
+    raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
+
+
+def _require_capability(ctx, capability, params):
+    """A 2026-07-28 request asks only what its client declared it can answer: else -32021,
+    naming the capability it needs."""
+    lacking = _lacks((ctx.client_capabilities or {}).get(capability), capability, params)
+    if lacking:
+        raise RequestError(MISSING_CAPABILITY, f"This needs the client's {lacking[0]} capability",
+                           {"requiredCapabilities": lacking[1]})
+
+
+class _InputRequired(_Unwind):
+    """A round ends: the handler asked what the client must answer."""
 
 
 class _Rounds:
@@ -4876,15 +5890,19 @@ class _Rounds:
         if state is not None:
             self.answers, self.kept = self.unseal(state)
 
-    async def ask(self, capability, method, params, key):
+    async def ask(self, ctx, capability, method, params, key=None):
         """The answer to this ask if the client gave it; else it joins this round's asks, which
         end the round (`_InputRequired`). Asks are told apart by `key`, by default their order."""
+        _require_capability(ctx, capability, params)
+        params.pop("elicitationId", None)   # no elicitation ids here: requestState ties it
         self.count += 1
         key = str(key or f"{capability}-{self.count}")
         if key not in self.answers and key in self.fresh:
-            if (problem := _answer_problem(method, params, self.fresh[key])):
-                raise RequestError(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
-                                               f"({method}): {problem}")
+            problem = _answer_problem(method, params, self.fresh[key])
+            if problem:
+                raise RequestError(INVALID_PARAMS, "Invalid params: "
+                                                   f"inputResponses[{key[:100]!r}] ({method}): "
+                                                   f"{problem}")
             self.answers[key] = self.fresh[key]
         if key in self.answers:
             return self.answers[key]
@@ -4894,17 +5912,20 @@ class _Rounds:
 
     def result(self):
         """The round's end: what the client is to answer, and what it sends back with them."""
-        return {"resultType": "input_required", "inputRequests": self.asks, "requestState": self.seal()}
+        return {"resultType": "input_required", "inputRequests": self.asks,
+                "requestState": self.seal()}
 
     def binding(self, data):
         """The seal on a requestState's `data`, binding it to this request (its method, and its
-        params less the rounds' own) and this user: made with the server's key, no client can alter it."""
+        params less the rounds' own) and this user: made with the server's key, no client can
+        alter it."""
         import hashlib
         import hmac
-        request = {k: v for k, v in self.params.items()
-                   if k not in ("_meta", "inputResponses", "requestState")}
+        request = {key: value for key, value in self.params.items()
+                   if key not in ("_meta", "inputResponses", "requestState")}
         try:
-            text = json.dumps([self.method, request, self.session.principal], sort_keys=True).encode()
+            bound = [self.method, request, self.session.principal]
+            text = json.dumps(bound, sort_keys=True).encode()
         except RecursionError:      # params that parsed, nested too deep to write out again
             raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply to be bound to a "
                                            "requestState") from None
@@ -4913,7 +5934,8 @@ class _Rounds:
 
     def seal(self):
         """A round's requestState: the answers so far and what `once` kept, until STATE_TTL."""
-        data = base64.urlsafe_b64encode(encode([int(time.time() + STATE_TTL), self.answers, self.kept]))
+        data = base64.urlsafe_b64encode(encode([int(time.time() + STATE_TTL), self.answers,
+                                                self.kept]))
         return (data + b"." + self.binding(data)).decode()
 
     def unseal(self, state):
@@ -4924,7 +5946,8 @@ class _Rounds:
                                            "this request (altered, or from another server or user)")
         try:    # sealed with our key, yet perhaps not of the shape we seal (another version's)
             expires, answers, kept = decode(base64.urlsafe_b64decode(data))
-            if type(expires) not in (int, float) or type(answers) is not dict or type(kept) is not dict:
+            if type(expires) not in (int, float) or type(answers) is not dict \
+                    or type(kept) is not dict:
                 raise ValueError
         except (ValueError, TypeError, McpError):
             raise McpError(INVALID_PARAMS, "Invalid params: requestState is malformed") from None
@@ -4934,13 +5957,457 @@ class _Rounds:
         return answers, kept
 
 
-class _InputRequired(BaseException):
-    """A 2026-07-28 round ends: the handler asked what the client must answer. A
-    BaseException, so that a handler's ``except Exception`` lets it through."""
+# subscriptions/listen: one long request, on whose stream the server says what changed.
+
+_LISTS = (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"),
+          ("resourcesListChanged", "resources"))
+# What a listen may also ask to hear of (the tasks extension: its tasks' status): async
+# functions (session, ctx, wanted, honoured) that fill `honoured` from `wanted`
+_LISTEN_FILTERS: list[typing.Callable[..., typing.Awaitable[None]]] = []
+
+
+def _listens(session):
+    """A session's open listens: request id -> (what it wants, the future that ends it)."""
+    return session.extensions.setdefault("listens", {})
+
+
+async def _listen(session, params, ctx):
+    """subscriptions/listen: the change notifications asked for, on this request's own stream,
+    until the client cancels it or leaves, or the server stops (then it is answered)."""
+    wanted = params.get("notifications")
+    if type(wanted) is not dict:
+        raise McpError(INVALID_PARAMS, "Invalid params: notifications must be an object")
+    server, sessions = session.server, list(session.server.sessions)
+    mine = sum(len(_listens(s)) for s in sessions if s.owner == session.owner)
+    if mine >= MAX_LISTENS // 16 or sum(len(_listens(s)) for s in sessions) >= MAX_LISTENS:
+        raise McpError(INTERNAL_ERROR,
+                       f"Too many subscriptions/listen streams open: {MAX_LISTENS // 16} "
+                                       f"a client at most, {MAX_LISTENS} in all (MAX_LISTENS)")
+    honoured: _Json = {}
+    for key, kind in _LISTS:
+        if wanted.get(key) is True and server.offers(kind):
+            honoured[key] = True
+    uris = wanted.get("resourceSubscriptions")
+    if type(uris) is list and server.offers("resources"):
+        named = [uri for uri in uris if type(uri) is str]
+        honoured["resourceSubscriptions"] = named[:MAX_SUBSCRIPTIONS]
+    for add in _LISTEN_FILTERS:
+        await add(session, ctx, wanted, honoured)
+    tag = {"_meta": {_MODERN + "subscriptionId": ctx.request_id}}
+    params.clear()      # open for hours, it keeps its filter, not the request it came in
+    ctx.meta = {}
+    session.notify("notifications/subscriptions/acknowledged", {"notifications": honoured, **tag},
+                   ctx.request_id)
+    ended = session.loop.create_future()
+
+    def end():
+        if not ended.done():
+            ended.set_result(None)
+    _listens(session)[ctx.request_id] = honoured, ended
+    session.on_close.append(end)
+    try:
+        await ended
+    finally:
+        del _listens(session)[ctx.request_id]
+        session.on_close.remove(end)
+    return tag
+
+
+def _publish(server, method, params):
+    """A change (`Server._tell`), to each listen that wants it."""
+    for session in list(server.sessions):
+        for id_, (wanted, _) in list(_listens(session).items()):
+            if _wants(wanted, method, params):
+                session.notify(method, {**params, "_meta": {_MODERN + "subscriptionId": id_}}, id_)
+
+
+def _wants(wanted, method, params):
+    if method == "notifications/resources/updated":
+        return params.get("uri") in wanted.get("resourceSubscriptions", ())
+    if method == "notifications/tasks":
+        return params.get("taskId") in wanted.get("taskIds", ())
+    kind = method.split("/")[1]     # notifications/<kind>/list_changed
+    return bool(wanted.get(kind + "ListChanged"))
+
+
+# Over HTTP: the routing headers must say what the body says.
+
+def _mismatch(request, body, server):
+    """The routing headers must say what the body says; why not as (code, message)."""
+    if type(body) is not dict:
+        if type(body) is list:
+            return INVALID_REQUEST, "Invalid request: batches are not accepted"
+        return INVALID_REQUEST, "Invalid request"
+    params = _object(body.get("params"))
+    meta = _object(params.get("_meta"))
+    version = request.header("mcp-protocol-version")
+    if not version:
+        return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
+    if type(meta.get(_VERSION_KEY)) is str and version != meta[_VERSION_KEY]:
+        return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
+    name = params.get("name") if body.get("method") == "tools/call" else None
+    tool = server.tools.get(name) if type(name) is str else None
+    marks = tool.extensions.get("headers", ()) if tool else ()
+    for header, value in _routing(body, marks).items():
+        sent = request.header(header.lower(), None)
+        got = None if sent is None else _header_text(sent)
+        if got == _text(value):
+            continue
+        if type(value) is int and got and _INTEGER.fullmatch(got) and int(got) == value:
+            continue        # integers compare as numbers
+        return HEADER_MISMATCH, f"{header} header does not match the body"
+    return None
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")    # what int() takes, in ASCII digits only
+# The Mcp-Name header repeats this param of these methods
+_NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def _header_text(value):
+    """A Mcp-* header's value: text, or =?base64?...?= for what a header cannot carry
+    (None if neither: raw bytes beyond ASCII, or broken base64)."""
+    if not value.isascii():
+        return None
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode()
+        except ValueError:
+            return None
+    return value
+
+
+def _header_value(text):
+    """A value as an Mcp-* header carries it: itself if plain printable ASCII with no
+    space at either end, else ``=?base64?...?=`` (its UTF-8)."""
+    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
+        return text
+    try:
+        return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+    except UnicodeEncodeError:  # a lone surrogate: JSON can carry it, UTF-8 and so a header cannot
+        raise McpError(INVALID_PARAMS, f"{text[:100]!r} is not Unicode text (a lone surrogate): "
+                                       "it cannot go in a 2026-07-28 Mcp-* header") from None
+
+
+def _header_params(schema, path=()):
+    """The (argument path, header name) pairs a tool's inputSchema marks with
+    x-mcp-header; None if a mark is invalid: not a token, on what is not a string,
+    integer or boolean, or a name used twice (in any case)."""
+    found = []
+    properties = schema.get("properties") if type(schema) is dict else None
+    for key, prop in properties.items() if type(properties) is dict else ():
+        if type(prop) is dict and "x-mcp-header" in prop:
+            name = prop["x-mcp-header"]
+            if type(name) is not str or not _TOKEN.fullmatch(name) or \
+                    prop.get("type") not in ("string", "integer", "boolean"):
+                return None
+            found.append(((*path, key), name))
+        inner = _header_params(prop, (*path, key))
+        if inner is None:
+            return None
+        found += inner
+    if len({name.lower() for _, name in found}) != len(found):
+        return None
+    return found
+
+
+def _routing(message, marks):
+    """What a request's routing headers say of it, so that it is routed unread (the client sends
+    them, the server checks them): Mcp-Method, Mcp-Name, and an Mcp-Param-* for each argument
+    present that its tool marks (`_header_params`), as header -> value."""
+    method, params = message.get("method"), _object(message.get("params"))
+    found = {}
+    if "id" in message and type(method) is str:
+        found["Mcp-Method"] = method
+    if type(method) is str and method in _NAME_KEY:
+        name = params.get(_NAME_KEY[method])
+        if type(name) is str:
+            found["Mcp-Name"] = name
+    for path, header in marks:
+        value = params.get("arguments")
+        for key in path:
+            value = value.get(key) if type(value) is dict else None
+        if value is not None:
+            found["Mcp-Param-" + header] = value
+    return found
+
+
+def _text(value):
+    """An argument as its Mcp-Param-* header's text says it (before base64)."""
+    return value if type(value) is str else json.dumps(value)
+
+
+def _check_header_marks(tool):
+    """The arguments a tool marks x-mcp-header come in Mcp-Param-* headers too."""
+    marks = _header_params(tool.input_schema)
+    if marks is None:
+        _logger.warning("tool %r: its x-mcp-header marks are invalid: 2026-07-28 HTTP clients "
+                        "will leave it out", tool.name)
+    tool.extensions["headers"] = marks or ()
+
+
+# The client's side: server/discover first, each request whole, input_required answered.
+
+class _StatelessClient:
+    """How a Client speaks 2026-07-28 (`_CLIENT_ERAS`), once server/discover said the server does.
+    """
+
+    async def discover(self, client):
+        """server/discover. True if the server speaks this era; False if it is of the handshake
+        era (any error but a version we share, or silence)."""
+        versions = [client.era] if client.era in MODERN_VERSIONS else list(MODERN_VERSIONS)
+        timeout = None
+        if isinstance(client._transport, _StdioClient):
+            timeout = min(DISCOVER_TIMEOUT, client.timeout)
+        client.stateless = self     # its request, headers and capabilities are this era's
+        for again in (True, False):     # -32022 names what it speaks: once more with that
+            client.protocol_version = versions[0]
+            try:
+                result = await client.request("server/discover", timeout=timeout)
+                # Not a DiscoverResult naming the version (a server that answers anything with {}):
+                supported = result.get("supportedVersions") if type(result) is dict else None
+                if type(supported) is not list or client.protocol_version not in supported:
+                    raise McpError(UNSUPPORTED_VERSION, f"the server does not speak {versions[0]}")
+            except McpError as e:
+                client.protocol_version = client.stateless = None
+                supported = e.data.get("supported") if type(e.data) is dict else None
+                if e.code == UNSUPPORTED_VERSION and type(supported) is list and again:
+                    versions = [version for version in versions if version in supported]
+                    if versions:
+                        client.stateless = self
+                        continue
+                if client.era != "auto" or (e.code == CONNECTION_CLOSED and client._gone):
+                    raise
+                _logger.debug("server/discover: %s; the handshake then", e.message)
+                return False
+            meta = _object(result.get("_meta"))
+            client.server_info = meta.get(_MODERN + "serverInfo") or result.get("serverInfo", {})
+            client.server_capabilities = result.get("capabilities", {})
+            client.instructions = result.get("instructions")
+            return True
+        return False
+
+    async def request(self, client, method, params, timeout, on_progress):
+        """Each request carries who we are in its _meta, and an input_required result is answered
+        (by the same handlers as a session's requests) and the request sent again."""
+        params, first = self.whole(client, params), None
+        if method == "tools/call" and isinstance(client._transport, _StreamableHttp) \
+                and "headers" not in client.extensions:
+            await client.list_tools()     # which arguments go in Mcp-Param-* headers too
+        for round_ in range(1, MAX_ROUNDS + 1):
+            id_ = next(client._ids)
+            first = first or id_
+            why = None
+            if round_ > 1:  # the trace says why it is sent again
+                why = _TRACE_WHY.set(f"round {round_} of {method} #{first}")
+            try:
+                result = await client._request_once(method, params, timeout, on_progress, id_)
+            finally:
+                if why:
+                    _TRACE_WHY.reset(why)
+            a_task = type(result) is dict and result.get("resultType") == "task"
+            if a_task and method != "tools/call":
+                raise McpError(INTERNAL_ERROR,
+                               f"{method}: the server answered with a task, which only "
+                                               "tools/call may")
+            if type(result) is not dict or result.get("resultType") != "input_required":
+                return result
+            params = {**params,
+                      "inputResponses": await client._answers(result.get("inputRequests"))}
+            params.pop("requestState", None)    # echoed byte for byte, and only if given
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+        raise McpError(INTERNAL_ERROR,
+                       f"{method}: still asking for input after {MAX_ROUNDS} rounds")
+
+    @staticmethod
+    def whole(client, params):
+        """The params of a request, with who we are in _meta."""
+        params = dict(params or {})
+        meta = {_VERSION_KEY: client.protocol_version, _CAPABILITIES_KEY: client.capabilities(),
+                _MODERN + "clientInfo": client.client_info, **params.get("_meta", {})}
+        if client.log_level or client.on_log:   # log messages: only to a request that asks
+            meta[_MODERN + "logLevel"] = client.log_level or "info"
+        params["_meta"] = meta
+        return params
+
+    @staticmethod
+    def capabilities(client, caps):
+        for add in _STATELESS_CAPABILITIES:
+            caps = add(client, caps)
+        return caps
+
+    @staticmethod
+    def headers(client, message):
+        """A request's routing headers, with the arguments its tool marks."""
+        tool = message["params"].get("name") if message["method"] == "tools/call" else None
+        marks = ()
+        if type(tool) is str:
+            marks = client.extensions.get("headers", {}).get(tool, ())
+        return {key: _header_value(_text(value)) for key, value in _routing(message, marks).items()}
+
+    @staticmethod
+    def tools(client, tools):
+        """Over HTTP: the tools whose x-mcp-header marks are valid (the others MUST be left out),
+        and which arguments each mirrors in Mcp-Param-* headers."""
+        if not isinstance(client._transport, _StreamableHttp):
+            return tools
+        usable, marked = [], client.extensions.setdefault("headers", {})
+        for tool in tools:
+            marks = None
+            if type(tool) is dict and type(tool.get("name")) is str:
+                marks = _header_params(tool.get("inputSchema"))
+            if marks is None:
+                _logger.warning("a tool left out: no name, or invalid x-mcp-header marks: %.100r",
+                                tool)
+                continue
+            usable.append(tool)
+            marked[tool["name"]] = marks
+        return usable
+
+    @staticmethod
+    def drop(client, id_):
+        """Over HTTP a request is abandoned by closing its stream."""
+        return bool(client._transport and client._transport.drop(id_))
+
+    @staticmethod
+    def notified(client, method, params):
+        """A notification of a listen's: to its callback. True if it was one."""
+        fields = _object(params)
+        meta = _object(fields.get("_meta"))
+        listen = meta.get(_MODERN + "subscriptionId")
+        callbacks = client.extensions.get("listens", {}).get(listen, {}) if _is_id(listen) else {}
+        if not callbacks.get(method):
+            return False
+        client._call(callbacks[method], params)
+        return True
+
+
+# What the extensions add to a 2026-07-28 client's capabilities (the tasks extension: it polls)
+_STATELESS_CAPABILITIES: list[typing.Callable[[Client, _Json], _Json]] = []
+
+
+async def _client_listen(client, on_tools, on_prompts, on_resources, on_updated, uris):
+    """Client.listen: subscriptions/listen, until the server ends it or this is cancelled."""
+    if not client.stateless:
+        raise McpError(METHOD_NOT_FOUND, "listen is 2026-07-28's: in a session the server's "
+                                         "notifications come to on_notification")
+    callbacks = {"notifications/tools/list_changed": on_tools,
+                 "notifications/prompts/list_changed": on_prompts,
+                 "notifications/resources/list_changed": on_resources,
+                 "notifications/resources/updated": on_updated}
+    wanted: _Json = {}
+    for (key, _), callback in zip(_LISTS, (on_tools, on_prompts, on_resources)):
+        if callback:
+            wanted[key] = True
+    if on_updated:
+        wanted["resourceSubscriptions"] = list(uris)
+    id_ = next(client._ids)
+    listens = client.extensions.setdefault("listens", {})
+    listens[id_] = callbacks
+    try:
+        params = _StatelessClient.whole(client, {"notifications": wanted})
+        return await client._exchange(id_, "subscriptions/listen", params, None, client._send)
+    finally:
+        del listens[id_]
+
+
+# The extension plugs in: its era on both sides, its methods, its listens, its headers.
+_ERAS.append(_Stateless())
+_CLIENT_ERAS["2026-07-28"] = _StatelessClient()
+_METHODS["server/discover"] = _Method(_discover, era="2026-07-28")
+_METHODS["subscriptions/listen"] = _Method(_listen, era="2026-07-28", endless=True)
+_ON_SERVER.append(_prepare_server)
+_ON_CHANGE.append(_publish)
+_TOOL_CHECKS.append(_check_header_marks)
+_PROVIDED["Client.listen"] = _client_listen
+_CORS_HEADERS.extend(("Mcp-Method", "Mcp-Name"))
+_CORS_PREFIXES.append("mcp-param-")
+
 
 ##############################################################################
 # Extension: resumable streams, 2025-03-26 on (skip on a first reading)
 ##############################################################################
+# A Streamable HTTP stream may break while its request still runs (a proxy that cuts long
+# responses, a laptop lid). 2025-03-26 basic/transports ("Resumability and Redelivery"): the
+# server MAY give each SSE event an id; a client that lost the stream GETs /mcp with
+# Last-Event-ID, and what came after that event is sent again, then the rest. Here each stream
+# of a session is numbered, and its events are "number-seq":
+#
+#   S->C  id: 3-0  retry: 1000  data:          2025-11-25: a priming event (an id, no data)
+#   S->C  id: 3-1  event: message  data: {"method":"notifications/progress",...}
+#         (the connection breaks)
+#   C->S  GET /mcp  Last-Event-ID: 3-1
+#   S->C  id: 3-2  event: message  data: {"jsonrpc":"2.0","id":7,"result":{...}}
+#
+# What a stream sent is kept (REPLAY_BYTES a stream, MAX_REPLAY_BYTES for all), as is a POST's
+# stream whose connection broke before its answer (KEPT_STREAMS a session).
+
+REPLAY_BYTES = 4 << 20          # bytes of events a session's SSE stream keeps for a client that
+                                # resumes it (GET + Last-Event-ID), sent or waiting; before -> 400
+# all streams together: the least recently written loses its oldest first
+MAX_REPLAY_BYTES = 64 << 20
+KEPT_STREAMS = 64               # POSTs' SSE streams a session keeps after their connection is over,
+                                # to be resumed; past it the oldest answered one goes, else the
+                                # oldest not in use (its resume -> 400)
+SSE_RETRY = 1000                # ms a client waits before resuming a stream (SSE retry: field)
+
+
+class _ResumableStream(_Stream):
+    """A stream of a session's that numbers its events "number-seq" and keeps those it sent
+    (`log`) for a client that comes back with Last-Event-ID. While no connection reads it,
+    what comes for it goes to the log too (`unattended`), as if sent."""
+
+    def __init__(self, number, primes):
+        super().__init__()
+        self.number, self.primes = number, primes
+        self.seq = 0            # the last event's
+        self.log: deque[tuple[int, bytes]] | None = None    # (seq, event) sent, oldest first
+        self.logged = 0         # bytes in `log`
+        self.replay: _Replay | None = None      # the server's, once it logged anything
+        self.unread: _Replay | None = None      # while no connection reads it: where its events go
+        self.unread_from = 0    # ... after which event
+
+    def put(self, message):
+        replay = self.unread
+        if replay is None or self.attached or self.closed:     # a connection reads it
+            return super().put(message)
+        if message is None or message is _FINISHED:
+            return super().put(message)
+        event = self.numbered(message)      # nobody reads it now: it is kept, as if sent
+        if event:
+            replay.add(self, event)
+        return True
+
+    def numbered(self, message):
+        """The message as this stream's next event, with its id (b"" if it is no JSON)."""
+        event = _sse_event(message)
+        if event:
+            self.seq += 1
+            event = b"id: %d-%d\n%s" % (self.number, self.seq, event)
+        return event
+
+    def unattended(self, replay):
+        """Its connection is gone; the stream waits for a client that resumes it. What comes for
+        it meanwhile goes to its replay log, as if sent: it counts against REPLAY_BYTES and
+        MAX_REPLAY_BYTES, oldest first, as everything kept for a client that may resume does."""
+        self.unread, self.unread_from = replay, self.seq
+        waiting = self.items
+        self.items, self.sizes, self.size = [], [], 0
+        for message in waiting:
+            self.put(message)
+
+    def close(self):
+        super().close()
+        if self.replay:
+            self.replay.forget(self)
+
+    def since(self, seq):
+        """The events sent after `seq`, or None if some of them are no longer kept."""
+        events = [event for number, event in self.log or () if number > seq]
+        if self.seq - seq != len(events):
+            return None
+        return events
 
 
 class _Replay:
@@ -4948,7 +6415,8 @@ class _Replay:
     written least recently loses its oldest events first (a resume from before them gets 400)."""
 
     def __init__(self):
-        self.streams, self.size = {}, 0     # in the order they were last written
+        self.streams: dict[_ResumableStream, _ResumableStream] = {}    # in the order last written
+        self.size = 0
 
     def add(self, stream, event):
         if stream.closed:   # what a closed stream still writes out is never replayed
@@ -4978,149 +6446,167 @@ class _Replay:
         stream.log, stream.logged = None, 0
 
 
-async def _resume(entry, last):
-    """The stream a Last-Event-ID names (2025-03-26 transports: resumability), and what it
-    sent after that id; 400 when it is over, or lost some of it, and nothing changes then. A
-    stream still open is one its client lost before we noticed: it leaves that connection."""
-    number, _, seq = last.partition("-")
-    if not (len(last) < 40 and last.isascii() and number.isdigit() and seq.isdigit()):
-        raise _HttpError(400, "Malformed Last-Event-ID")
-    streams = [entry.standalone, *entry.kept.values(), *entry.posts]
-    stream = next((s for s in streams if s and s.number == int(number) > 0 and not s.closed), None)
-    if stream is None:
-        raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
-    if int(seq) > stream.seq:
-        raise _HttpError(400, f"Last-Event-ID {last}: no such event was sent")
-    if stream.since(int(seq)) is None:
-        raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
+def _replay(http):
+    """The server's `_Replay`, made when first needed."""
+    if "replay" not in http.extensions:
+        http.extensions["replay"] = _Replay()
+    return http.extensions["replay"]
+
+
+class _Resumable(_Streams):
+    """A Streamable HTTP session's streams, resumable (`_STREAMS`, in place of the core's)."""
+
+    def open(self, entry, json_only=False):
+        count = entry.session.extensions.get("streams", 0) + 1
+        entry.session.extensions["streams"] = count
+        # 2025-11-25 transports: the server SHOULD open with a priming event (an id, no data)
+        version = entry.session.protocol_version or "2025-03-26"
+        primes = PROTOCOL_VERSIONS.index(version) >= PROTOCOL_VERSIONS.index("2025-11-25")
+        return _ResumableStream(count, primes)
+
+    def prime(self, conn, stream):
+        """2025-11-25: an id before anything else, so that a client that loses the stream
+        can resume it, and how long to wait first (a priming event: no data)."""
+        if not stream.primes:
+            return b""
+        return conn.fields({"id": f"{stream.number}-{stream.seq}", "retry": SSE_RETRY, "data": ""})
+
+    def event(self, conn, stream, message):
+        if not stream.number:   # a JSON-only answer, a one-request session's
+            return _sse_event(message)
+        event = stream.numbered(message)
+        if event:
+            _replay(conn.http).add(stream, event)
+        return event
+
+    def left(self, conn, stream):
+        """A stream whose answer was not all sent waits for its client (`unattended`)."""
+        if not stream.number or stream.ended:
+            super().left(conn, stream)
+        else:
+            stream.unattended(_replay(conn.http))
+
+    def after_post(self, entry, stream):
+        """A POST's stream whose client has an event id is kept: it may come back for the
+        rest, or for the end it lost with a connection we took to be alive (TCP cannot tell)."""
+        if not (stream.opened and not stream.closed):
+            stream.close()      # a client that left: what its requests still say is dropped
+            return
+        stream.abort = None
+        _keep_stream(entry, stream)
+
+    async def resume(self, http, entry, last):
+        """The stream a Last-Event-ID names (2025-03-26 transports: resumability), and what it
+        sent after that id; 400 when it is over, or lost some of it, and nothing changes then. A
+        stream still open is one its client lost before we noticed: it leaves that connection."""
+        number, _, seq = last.partition("-")
+        if not (len(last) < 40 and last.isascii() and number.isdigit() and seq.isdigit()):
+            raise _HttpError(400, "Malformed Last-Event-ID")
+        stream = None
+        for candidate in [entry.standalone, *entry.kept.values(), *entry.posts]:
+            if candidate and 0 < candidate.number == int(number) and not candidate.closed:
+                stream = candidate
+                break
+        if stream is None:
+            raise _HttpError(400, f"Last-Event-ID {last}: that stream is over, or was not kept")
+        if int(seq) > stream.seq:
+            raise _HttpError(400, f"Last-Event-ID {last}: no such event was sent")
+        if stream.since(int(seq)) is None:
+            raise _HttpError(400,
+                             f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
+        await _let_go(stream)
+        events = stream.since(int(seq))
+        if events is None:  # lost while it let go: kept, to be tried again
+            raise _HttpError(400,
+                             f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
+        return stream, events
+
+    def unread(self, stream):
+        return [event for number, event in stream.log or () if number > stream.unread_from]
+
+
+def _keep_stream(entry, stream):
+    """A POST's stream, once its connection is over: kept to be resumed, KEPT_STREAMS a session;
+    past it the oldest answered one goes first, else the oldest not in use."""
+    entry.kept[stream.number] = stream
+    if len(entry.kept) > KEPT_STREAMS:
+        idle = [kept for kept in entry.kept.values() if not kept.attached]
+        ended = [kept for kept in idle if kept.ended]
+        oldest = (ended or idle)[0]
+        entry.kept.pop(oldest.number).close()
+
+
+async def _let_go(stream):
+    """A stream still written to a connection leaves it (its client is resuming it elsewhere);
+    one stuck writing to a client that is gone is cut off after a second; 409 after two."""
     stream.part()
     for tick in range(200):
         if not stream.attached:
-            break
-        if tick == 100 and stream.abort:    # stuck writing to a client that is gone
+            return
+        if tick == 100 and stream.abort:
             stream.abort()
         await asyncio.sleep(0.01)
+    raise _HttpError(409, "That stream is open, and does not let go")
+
+
+def _close_sse_stream(ctx):
+    """`Context.close_sse_stream`: the request's stream parts from its connection (from a sync
+    tool's thread too); the client resumes it."""
+    stream = getattr(ctx.session.replies.get(ctx.request_id), "__self__", None)
+    if not (isinstance(stream, _ResumableStream) and stream.primes):
+        return
+    loop = ctx.session.loop
+    if loop is None or _running_loop() is loop:
+        stream.part()
     else:
-        raise _HttpError(409, "That stream is open, and does not let go")
-    if (events := stream.since(int(seq))) is None:  # lost while it let go: kept, to be tried again
-        raise _HttpError(400, f"Last-Event-ID {last}: later events were not kept (REPLAY_BYTES)")
-    return stream, events
+        loop.call_soon_threadsafe(stream.part)
+
+
+# The extension plugs in: a session's streams are resumable ones.
+_STREAMS = _Resumable()
+_PROVIDED["Context.close_sse_stream"] = _close_sse_stream
+
 
 ##############################################################################
-# Extension: the 2026-07-28 routing headers over HTTP (skip on a first reading)
+# Extension: tasks (SEP-2663), for 2026-07-28 requests (skip on a first reading)
 ##############################################################################
+# A tool registered with task= may answer a tools/call with a task instead of its result, if the
+# request declared the extension in its clientCapabilities. The client then polls:
+#
+#   C->S  tools/call slow_report, _meta: clientCapabilities
+#                                         {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+#   S->C  {"resultType": "task", "taskId": "9f...", "status": "working", "pollIntervalMs": 500, ...}
+#   C->S  tasks/get {"taskId": "9f..."}       S->C  {"status": "working", ...}
+#   C->S  tasks/get {"taskId": "9f..."}       S->C  {"status": "completed",
+#                                                  "result": {"content": [...]}}
+#
+# A task ends completed (its result inlined), failed (a JSON-RPC error inlined) or cancelled
+# (tasks/cancel); what it asks (input_required) the client answers with tasks/update. Tasks live
+# in a TaskStore, which processes behind a balancer may share: any of them answers for any task.
 
+# seconds a tools/call of a tool with task= runs before it becomes a task (if the request declared
+# the extension)
+TASK_AFTER = 0.5
+TASK_TTL = 3600.0           # seconds a task and its result are kept (ttlMs); then they are freed,
+                            # and its work, still running, cancelled
+TASK_POLL = 0.5             # seconds between a client's polls of a task, as the server asks
+# unexpired tasks per client (its OAuth user, else its address or session), 16 times as many in all:
+# past it a call stays a plain one
+MAX_TASKS = 1000
+MAX_TASK_BYTES = 64 << 20   # bytes of every task kept (a quarter of it per client): past it a call
+                            # stays a plain one, and a result that does not fit fails its task
+MAX_TASK_RESULT = 4 << 20   # bytes of one task's result: more -> the task fails, naming it
+TASK_STORE_WAIT = 10.0      # seconds a call waits for a store another process holds busy
+MAX_TASK_ANSWERS = 256 << 10    # bytes of answers a task keeps (to what it asked): more -> -32602
+TASK_STALE = 10.0           # seconds without a sign of life from the process running a task (a
+                            # shared TaskStore) after which it reads failed
 
-_MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-                  MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
-
-
-def _mismatch(request, body, server):
-    """2026-07-28: the routing headers must say what the body says; why not as (code, message)."""
-    if type(body) is not dict:
-        return INVALID_REQUEST, ("Invalid request: batches are not accepted" if type(body) is list
-                                 else "Invalid request")
-    params = params if type(params := body.get("params")) is dict else {}
-    meta = meta if type(meta := params.get("_meta")) is dict else {}
-    if not (version := request.header("mcp-protocol-version")):
-        return HEADER_MISMATCH, "Missing MCP-Protocol-Version header"
-    if type(meta.get(_VERSION_KEY)) is str and version != meta[_VERSION_KEY]:
-        return HEADER_MISMATCH, "MCP-Protocol-Version header does not match _meta"
-    name = params.get("name") if body.get("method") == "tools/call" else None
-    tool = server.tools.get(name) if type(name) is str else None
-    for header, value in _routing(body, tool.param_headers if tool else ()).items():
-        sent = request.header(header.lower(), None)
-        got = None if sent is None else _header_text(sent)
-        if got != _text(value) and not (type(value) is int and got and _INTEGER.fullmatch(got)
-                                        and int(got) == value):    # integers compare as numbers
-            return HEADER_MISMATCH, f"{header} header does not match the body"
-    return None
-
-
-_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")    # what int() takes, in ASCII digits only
-# 2026-07-28 HTTP: the Mcp-Name header repeats this param of these methods
-_NAME_KEY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-def _header_text(value):
-    """A Mcp-* header's value: text, or =?base64?...?= for what a header cannot carry
-    (None if neither: raw bytes beyond ASCII, or broken base64)."""
-    if not value.isascii():
-        return None
-    if value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode()
-        except ValueError:
-            return None
-    return value
-
-
-def _header_value(text):
-    """A value as an Mcp-* header carries it: itself if plain printable ASCII with no
-    space at either end, else ``=?base64?...?=`` (its UTF-8)."""
-    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
-        return text
-    try:
-        return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
-    except UnicodeEncodeError:  # a lone surrogate: JSON can carry it, UTF-8 and so a header cannot
-        raise McpError(INVALID_PARAMS, f"{text[:100]!r} is not Unicode text (a lone surrogate): it "
-                                       "cannot go in a 2026-07-28 Mcp-* header") from None
-
-
-def _header_params(schema, path=()):
-    """The (argument path, header name) pairs a tool's inputSchema marks with
-    x-mcp-header; None if a mark is invalid: not a token, on what is not a string,
-    integer or boolean, or a name used twice (in any case)."""
-    found = []
-    properties = schema.get("properties") if type(schema) is dict else None
-    for key, prop in properties.items() if type(properties) is dict else ():
-        if type(prop) is dict and "x-mcp-header" in prop:
-            name = prop["x-mcp-header"]
-            if type(name) is not str or not _TOKEN.fullmatch(name) or \
-                    prop.get("type") not in ("string", "integer", "boolean"):
-                return None
-            found.append(((*path, key), name))
-        if (inner := _header_params(prop, (*path, key))) is None:
-            return None
-        found += inner
-    return found if len({name.lower() for _, name in found}) == len(found) else None
-
-
-def _routing(message, marks):
-    """2026-07-28 HTTP: what a request's routing headers say of it, so that it is routed unread
-    (the client sends them, the server checks them): Mcp-Method, Mcp-Name, and an Mcp-Param-*
-    for each argument present that its tool marks (`_header_params`), as header -> value."""
-    method, params = message.get("method"), message.get("params")
-    params = params if type(params) is dict else {}
-    found = {"Mcp-Method": method} if "id" in message and type(method) is str else {}
-    if type(method) is str and type(name := params.get(_NAME_KEY.get(method))) is str:
-        found["Mcp-Name"] = name
-    for path, header in marks:
-        value = params.get("arguments")
-        for key in path:
-            value = value.get(key) if type(value) is dict else None
-        if value is not None:
-            found["Mcp-Param-" + header] = value
-    return found
-
-
-def _text(value):
-    """An argument as its Mcp-Param-* header's text says it (before base64)."""
-    return value if type(value) is str else json.dumps(value)
-
-##############################################################################
-# Extension: tasks (SEP-2663) and skills (SEP-2640), which no SDK has yet (skip on a first reading)
-##############################################################################
-# Tasks. A tool registered with task= may answer a tools/call with a task instead of its result,
-# if the request declared the extension in its clientCapabilities (2026-07-28: each request its
-# own): {"resultType": "task", "taskId", "status": "working", ...}. The client polls tasks/get
-# until the task is completed (the result inlined), failed (a JSON-RPC error inlined) or
-# cancelled (tasks/cancel); it answers what the task asks (input_required) with tasks/update.
-
-_TASKS, _SKILLS = _MODERN + "tasks", _MODERN + "skills"
+_TASKS = _MODERN + "tasks"      # the extension's name, in capabilities
 _TERMINAL = ("completed", "failed", "cancelled")
+# what a client sees of a task
 _TASK_FIELDS = ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs",
-                "pollIntervalMs", "result", "error", "inputRequests")     # what a client sees of a task
+                "pollIntervalMs", "result", "error", "inputRequests")
+_SWEEP_EVERY = 1.0      # seconds between a runner's signs of life, and its looks at a shared store
 
 
 class TaskStore:
@@ -5142,6 +6628,7 @@ class TaskStore:
         self.path, self.shared = path, path != ":memory:"
         self.alive_fd: int | None = None    # this process's liveness lock (`beat`, `alive`)
         self.alive_path = ""
+        self.executor: _Any = None      # the store's own thread (`_stored`)
         if self.shared:     # results and answers are in it: the user's alone
             _own_file(path)
         self.db = sqlite3.connect(path, timeout=TASK_STORE_WAIT, isolation_level=None,
@@ -5162,8 +6649,8 @@ class TaskStore:
             self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
         # owner: the record's `client`, whose share it counts against; record: its JSON, as a BLOB
         # (SQLite knows a blob's length without reading it: `usage` sums them often)
-        self.db.execute("CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, owner TEXT, expires REAL, "
-                        "record TEXT)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, owner TEXT, "
+                        "expires REAL, record TEXT)")
         self.db.execute("CREATE INDEX IF NOT EXISTS tasks_owner ON tasks (owner, expires)")
         self.db.execute("CREATE INDEX IF NOT EXISTS tasks_expires ON tasks (expires)")
         self.db.execute("CREATE TABLE IF NOT EXISTS runners (id TEXT PRIMARY KEY, seen REAL)")
@@ -5180,24 +6667,32 @@ class TaskStore:
 
     def get(self, task_id: str) -> _Json | None:
         """The task's record (a copy), or None: no such task, or expired."""
-        rows = self._rows("SELECT record FROM tasks WHERE id = ? AND expires >= ?", task_id, time.time())
-        return json.loads(rows[0][0]) if rows else None
+        rows = self._rows("SELECT record FROM tasks WHERE id = ? AND expires >= ?", task_id,
+                          time.time())
+        if not rows:
+            return None
+        return json.loads(rows[0][0])
 
     def change(self, task_id: str, change: typing.Callable[[_Json], _Json | None]) -> _Json | None:
         """Atomically, the record becomes ``change(record)``, unless that is None: the record as
         it is now (None: no such task)."""
         with self.lock, self.db:
             self.db.execute("BEGIN IMMEDIATE")  # no other process writes in between
-            if (record := self.get(task_id)) is None or (new := change(record)) is None:
+            record = self.get(task_id)
+            if record is None:
+                return None
+            new = change(record)
+            if new is None:
                 return record
-            self._rows("UPDATE tasks SET record = ? WHERE id = ?", json.dumps(new).encode(), task_id)
+            self._rows("UPDATE tasks SET record = ? WHERE id = ?", json.dumps(new).encode(),
+                       task_id)
             return new
 
     def usage(self, client: str | None = None) -> tuple[int, int]:
         """How many unexpired tasks `client` has, or all have (MAX_TASKS), and their bytes
         (MAX_TASK_BYTES), as the store holds them."""
-        rows = self._rows("SELECT COUNT(*), TOTAL(LENGTH(record)) FROM tasks WHERE (? IS NULL OR owner = ?) "
-                          "AND expires >= ?", client, client, time.time())
+        rows = self._rows("SELECT COUNT(*), TOTAL(LENGTH(record)) FROM tasks WHERE (? IS NULL OR "
+                          "owner = ?) AND expires >= ?", client, client, time.time())
         return rows[0][0], int(rows[0][1])
 
     def beat(self, runner: str) -> None:
@@ -5212,9 +6707,10 @@ class TaskStore:
         """Whether process `runner` is alive: it holds its lock (POSIX: the system lets go of it
         when the process ends, however it ends, and a store held busy by another process changes
         nothing); without one to ask, it said so within TASK_STALE."""
-        held = _lock_held(f"{self.path}.{runner}.alive") if self.shared else None
-        if held is not None:
-            return held
+        if self.shared:
+            held = _lock_held(f"{self.path}.{runner}.alive")
+            if held is not None:
+                return held
         rows = self._rows("SELECT seen FROM runners WHERE id = ?", runner)
         return bool(rows) and rows[0][0] >= time.time() - TASK_STALE
 
@@ -5222,7 +6718,7 @@ class TaskStore:
 def _close_store(store):
     """The store is done with (the server stops): its database closes, and this process's lock
     file goes (a process that ends without this leaves it, for `alive` to find unlocked)."""
-    if store.__dict__.get("executor") is not None:
+    if getattr(store, "executor", None) is not None:
         store.executor.shutdown(wait=True)
     with store.lock:
         store.db.close()
@@ -5237,20 +6733,25 @@ def _own_file(path):
     """Make `path` (0600), or take an existing one only if it is its user's alone: another user's
     is refused; one (or its -wal or -shm) that others may read or write is made 0600, and said."""
     os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
-    for name in (path, path + "-wal", path + "-shm") if os.name == "posix" else ():
+    if os.name != "posix":
+        return
+    for name in (path, path + "-wal", path + "-shm"):
         try:
             found = os.stat(name)
         except FileNotFoundError:
             continue
         if found.st_uid != os.getuid():
-            raise ValueError(f"{name} belongs to another user: a task store holds every task's result")
+            raise ValueError(f"{name} belongs to another user: a task store holds every task's "
+                             "result")
         if found.st_mode & 0o077:
             os.chmod(name, 0o600)
-            _logger.warning("%s was open to other users: made 0600 (it holds every task's result)", name)
+            _logger.warning("%s was open to other users: made 0600 (it holds every task's result)",
+                            name)
 
 
 def _hold_lock(path):
-    """A lock on `path`, held for this process's life (the descriptor stays open); None without flock."""
+    """A lock on `path`, held for this process's life (the descriptor stays open); None without
+    flock."""
     try:
         import fcntl
     except ImportError:     # Windows: the heartbeat alone tells
@@ -5282,11 +6783,11 @@ async def _stored(store, method, *args):
     """``store.method(*args)`` in the store's own thread: the event loop never waits on SQLite. A
     store another process holds busy past TASK_STORE_WAIT is tried twice more, then -32603."""
     import sqlite3
-    if store.__dict__.get("executor") is None:
+    if getattr(store, "executor", None) is None:
         from concurrent.futures import ThreadPoolExecutor
         store.executor = ThreadPoolExecutor(1, "mcp-task-store")
     call = functools.partial(getattr(store, method), *args)
-    for attempt in range(3):
+    for _ in range(3):
         try:
             return await asyncio.get_running_loop().run_in_executor(store.executor, call)
         except sqlite3.OperationalError as e:
@@ -5298,10 +6799,42 @@ def _iso(t):
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
+class _Tasks:
+    """A server's tasks in this process (`server.extensions["tasks"]`)."""
+
+    def __init__(self):
+        self.works: dict[str, asyncio.Future[_Any]] = {}    # task id -> the work this process runs
+        self.runner = os.urandom(8).hex()   # this process, as its tasks' records name it
+
+
+def _works(server):
+    return server.extensions["tasks"].works
+
+
+def _task_option(tool, value):
+    """A tool's `task=`: "optional" (a call may become a task: see `Context.detach`) or
+    "required" (only as a task)."""
+    if value not in (None, "optional", "required"):
+        raise ValueError(f"tool {tool.name!r}: task must be None, 'optional' or 'required'")
+    return value
+
+
+def _offers_tasks(server):
+    return any(tool.options.get("task") for tool in server.tools.values())
+
+
+def _tasks_capability(server):
+    if _offers_tasks(server):
+        return {_TASKS: {}}
+    return {}
+
+
 def _tasks_on(ctx, needed_by=None):
     """Whether this request declared the tasks extension; if not, and `needed_by` (a text) needs
     it, a RequestError (before any lookup: a client that did not declare it learns nothing)."""
-    extensions = ctx.client_capabilities.get("extensions") if ctx.version else None
+    extensions = None
+    if ctx.version:     # a 2026-07-28 request's own capabilities
+        extensions = ctx.client_capabilities.get("extensions")
     if type(extensions) is dict and _TASKS in extensions:
         return True
     if needed_by:
@@ -5310,14 +6843,20 @@ def _tasks_on(ctx, needed_by=None):
     return False
 
 
+def _task_tag(session):
+    """A session's own tag (a stdio session: its tasks are its own); "" for a 2026-07-28
+    request, whose session is of one POST."""
+    if session.protocol_version in MODERN_VERSIONS:
+        return ""
+    return session.extensions.setdefault("task tag", os.urandom(16).hex())
+
+
 def _task_owner(session):
     """Who may see a task: over HTTP its user (each 2026-07-28 POST is a session of its own;
     with no auth, whoever holds its id); elsewhere the session alone."""
     import hashlib
-    if session.protocol_version not in MODERN_VERSIONS:
-        session.task_tag = session.task_tag or os.urandom(16).hex()
     # hashed: without auth the principal is the Authorization header, which the store must not keep
-    return hashlib.sha256(f"{session.principal}|{session.task_tag}".encode()).hexdigest()
+    return hashlib.sha256(f"{session.principal}|{_task_tag(session)}".encode()).hexdigest()
 
 
 def _task_client(session):
@@ -5325,64 +6864,97 @@ def _task_client(session):
     else the address it came from, else its session. Never a header nobody checked, which a
     client could vary to be as many owners as it likes."""
     import hashlib
-    _task_owner(session)    # its session's tag, if it has no address
-    return hashlib.sha256(f"client|{session.owner or session.task_tag}".encode()).hexdigest()
+    who = session.owner or _task_tag(session)
+    return hashlib.sha256(f"client|{who}".encode()).hexdigest()
 
 
 async def _room_for_task(store, client):
     """Whether `client`, and the store, may take one more task (else a call stays a plain one)."""
     tasks, size = await _stored(store, "usage", client)
     all_tasks, all_size = await _stored(store, "usage")
-    return tasks < MAX_TASKS and size < MAX_TASK_BYTES // 4 and all_tasks < 16 * MAX_TASKS \
-        and all_size < MAX_TASK_BYTES
+    if tasks >= MAX_TASKS or size >= MAX_TASK_BYTES // 4:
+        return False
+    return all_tasks < 16 * MAX_TASKS and all_size < MAX_TASK_BYTES
+
+
+async def _call_tool_or_task(session, params, ctx):
+    """tools/call, where a tool with task= may become a task (in place of the core's `_call_tool`).
+    """
+    name = params.get("name")
+    tool = session.server.tools.get(name) if type(name) is str else None
+    if tool is None or not tool.options.get("task"):
+        return await _call_tool(session, params, ctx)
+    return await _tasked(session, tool, params, ctx)
 
 
 async def _tasked(session, tool, params, ctx):
     """tools/call of a tool with task=: if it has not ended within TASK_AFTER s, or it calls
     `ctx.detach()`, the client gets a task at once, and the work goes on without the request."""
-    if not _tasks_on(ctx, f"Tool '{tool.name}'" if tool.task == "required" else None):
-        return await _call_tool(session, params, ctx, True)
+    needed_by = None
+    if tool.options["task"] == "required":
+        needed_by = f"Tool '{tool.name}'"
+    if not _tasks_on(ctx, needed_by):
+        return await _call_tool(session, params, ctx)
     server, owner, client = session.server, _task_owner(session), _task_client(session)
-    store = server.task_store = server.task_store or TaskStore()
+    if server.task_store is None:
+        server.task_store = TaskStore()
+    store = server.task_store
     made = session.loop.create_future()     # the answer, once the call is a task
     detaching = asyncio.Lock()
 
-    async def detach():     # by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set then
+    # by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set then
+    async def detach():
         async with detaching:
             if not made.done() and await _room_for_task(store, client):
                 made.set_result(await _new_task(server, owner, client, ctx, work))
         return made.done()
-    ctx._detach = detach
-    work = asyncio.ensure_future(_call_tool(session, params, ctx, True))
-    # ctx and detach refer to each other: once the work is over, that cycle must not keep its result
-    work.add_done_callback(lambda _: setattr(ctx, "_detach", None))
+    ctx.extensions["detach"] = detach
+    work = asyncio.ensure_future(_call_tool(session, params, ctx))
+
+    # ctx and detach refer to each other: that cycle must not keep the result
+    def forget_detach(_):
+        ctx.extensions.pop("detach", None)
+    work.add_done_callback(forget_detach)
     try:
         await asyncio.wait((work, made), timeout=TASK_AFTER, return_when=asyncio.FIRST_COMPLETED)
-        if made.done() or not work.done() and await detach():
+        if made.done():
             return made.result()
-        return await work   # a quick call stays a plain one (an input_required round too), all past MAX_TASKS
+        if not work.done() and await detach():
+            return made.result()
+        # a quick call stays a plain one (an input_required round too), all past MAX_TASKS
+        return await work
     except asyncio.CancelledError:
         work.cancel()
         raise
 
 
 async def _new_task(server, owner, client, ctx, work):
-    """The call becomes a task: its record, from now on followed by `_finish` and `_keep`."""
-    now = time.time()
+    """The call becomes a task: its record, from now on followed by `_finish` and `_keep`. Nobody
+    hears the call any more: its log messages and progress go nowhere; its asks go to the task."""
+    tasks, now = server.extensions["tasks"], time.time()
     record = {"taskId": os.urandom(16).hex(), "status": "working", "createdAt": _iso(now),
               "lastUpdatedAt": _iso(now), "ttlMs": int(TASK_TTL * 1000),
               "pollIntervalMs": int(TASK_POLL * 1000), "owner": owner, "client": client,
-              "runner": server.runner, "expires": now + TASK_TTL, "answers": {}}
-    await _stored(server.task_store, "beat", server.runner)    # alive before any task of its is seen
+              "runner": tasks.runner, "expires": now + TASK_TTL, "answers": {}}
+    await _stored(server.task_store, "beat", tasks.runner)    # alive before any task of its is seen
     await _stored(server.task_store, "add", record)
-    ctx.task_id = task_id = record["taskId"]
-    ctx.progress_token = None   # nobody hears a task's call: its progress goes nowhere (and logs)
-    server.works[task_id] = work
-    work.add_done_callback(lambda work: _background(_WRITES, _finish(server, task_id, work)))
-    # When its record expires, so does its work (the timer holds no reference to it).
-    ctx.session.loop.call_later(TASK_TTL, lambda: task_id in server.works and server.works[task_id].cancel())
-    if (keeper := _KEEPING.get(server)) is None or keeper.get_loop() is not ctx.session.loop:
-        _background(_KEEPERS, _keep(server), _KEEPING, server)  # a keeper of a loop that ended is no more
+    task_id = record["taskId"]
+    ctx.extensions["task"], ctx.extensions["asked"] = task_id, 0
+    ctx.asks, ctx.log_level, ctx.progress_token = _task_input, _SILENT, None
+    tasks.works[task_id] = work
+
+    def finished(work):
+        _background(_WRITES, _finish(server, task_id, work))
+    work.add_done_callback(finished)
+
+    def expired():      # its record expires: so does its work (the timer holds no reference to it)
+        if task_id in tasks.works:
+            tasks.works[task_id].cancel()
+    _Timer(ctx.session.loop).set(TASK_TTL, expired)
+    keeper = _KEEPING.get(server)
+    # a keeper of a loop that ended
+    if keeper is None or keeper.get_loop() is not ctx.session.loop:
+        _background(_KEEPERS, _keep(server), _KEEPING, server)       # is no more
     return {"resultType": "task", **_task_view(record)}
 
 
@@ -5396,20 +6968,23 @@ async def _keep(server):
     """While this process runs tasks, each second: it tells the store it is alive (to another
     process its tasks are then not orphans), and, if the store is shared, stops the work of a
     task that another process cancelled. A busy store is tried again the next second."""
-    while server.works:
+    tasks, store = server.extensions["tasks"], server.task_store
+    while tasks.works:
         try:
-            await _stored(server.task_store, "beat", server.runner)
-            for task_id, work in list(server.works.items()) if server.task_store.shared else ():
-                record = await _stored(server.task_store, "get", task_id)
-                if record is None or record["status"] in _TERMINAL:
-                    work.cancel()
-        except Exception as e:  # noqa: BLE001 — the store is busy or broken: the next second tries again
+            await _stored(store, "beat", tasks.runner)
+            if store.shared:
+                for task_id, work in list(tasks.works.items()):
+                    record = await _stored(store, "get", task_id)
+                    if record is None or record["status"] in _TERMINAL:
+                        work.cancel()
+        # the store is busy or broken: the next second tries again
+        except Exception as e:  # noqa: BLE001
             _logger.warning("the task store: %s", e)
         await asyncio.sleep(_SWEEP_EVERY)
 
 
 def _task_view(record):
-    return {k: record[k] for k in _TASK_FIELDS if k in record}
+    return {key: record[key] for key in _TASK_FIELDS if key in record}
 
 
 def _failed(error):
@@ -5418,32 +6993,42 @@ def _failed(error):
             "error": _error(None, error.code, error.message, error.data)["error"]}
 
 
+def _outcome_of(work):
+    """How a task's work ended: (the fields the task ends with, the size of its result)."""
+    # and not by tasks/cancel (which ends the task first): the server is stopping
+    if work.cancelled():
+        return _failed(McpError(INTERNAL_ERROR, "The server stopped before the task ended")), 0
+    error = work.exception()    # a RequestError (a tool's error is a result), or a bug
+    if isinstance(error, McpError):
+        return _failed(error), 0
+    if error is not None:
+        return _failed(McpError(INTERNAL_ERROR, "Internal error")), 0
+    outcome = {"status": "completed", "result": work.result()}
+    return outcome, len(_encode_safely(outcome) or b"")
+
+
 async def _finish(server, task_id, work):
     """A task's work is over: so is the task (one that ended first, cancelled, stays so). Its
     result is kept if it fits: MAX_TASK_RESULT bytes, and the client's and the store's share of
     MAX_TASK_BYTES; else the task fails, naming the bound."""
-    server.works.pop(task_id, None)
+    _works(server).pop(task_id, None)
     store = server.task_store
-    # Cancelled, and not by tasks/cancel (which ends the task first): the server is stopping.
-    error = McpError(INTERNAL_ERROR, "The server stopped before the task ended") if work.cancelled() \
-        else work.exception()   # a RequestError (a tool's error is a result), or a bug
-    if error is not None:
-        outcome = _failed(error if isinstance(error, McpError) else McpError(INTERNAL_ERROR, "Internal error"))
-        size = 0
-    else:
-        outcome = {"status": "completed", "result": work.result()}
-        size = len(_encode_safely(outcome) or b"")
+    outcome, size = _outcome_of(work)
 
     def settled(record):    # in the store's thread, within the change: results that end at once
-        if error is not None:   # are each weighed against what the others left
+        if outcome["status"] != "completed":    # are each weighed against what the others left
             return outcome
         _, mine = store.usage(record["client"])
         _, everyone = store.usage()
-        bound = "MAX_TASK_RESULT" if size > MAX_TASK_RESULT else "MAX_TASK_BYTES" if \
-            mine + size > MAX_TASK_BYTES // 4 or everyone + size > MAX_TASK_BYTES else None
+        bound = None
+        if size > MAX_TASK_RESULT:
+            bound = "MAX_TASK_RESULT"
+        elif mine + size > MAX_TASK_BYTES // 4 or everyone + size > MAX_TASK_BYTES:
+            bound = "MAX_TASK_BYTES"
         if bound is None:
             return outcome
-        return _failed(McpError(INTERNAL_ERROR, f"The task's result ({size} bytes) is more than the "
+        return _failed(McpError(INTERNAL_ERROR,
+                                f"The task's result ({size} bytes) is more than the "
                                                 f"server keeps ({bound})"))
     await _change_task(server, task_id, settled)
 
@@ -5456,7 +7041,10 @@ async def _change_task(server, task_id, change):
     changed = []
 
     def stamped(record):
-        if record["status"] in _TERMINAL or not (fields := change(record)):
+        if record["status"] in _TERMINAL:
+            return None
+        fields = change(record)
+        if not fields:
             return None
         new = {**record, **fields, "lastUpdatedAt": _iso(time.time())}
         if new["status"] in _TERMINAL or not new.get("inputRequests"):  # only while some are open
@@ -5464,50 +7052,67 @@ async def _change_task(server, task_id, change):
         changed.append(new)
         return new
     record = await _stored(server.task_store, "change", task_id, stamped)
-    if (wake := _WAKE.pop(task_id, None)) and not wake.done():
+    wake = _WAKE.pop(task_id, None)
+    if wake is not None and not wake.done():
         wake.set_result(None)
-    for session in list(server.sessions) if changed else ():
-        session.publish("notifications/tasks", _task_view(changed[0]),
-                        lambda wanted: task_id in wanted.get("taskIds", ()))
+    if changed:
+        _publish(server, "notifications/tasks", _task_view(changed[0]))
     return record
 
 
-async def _task_input(ctx, capability, method, params, key):
-    """What a task asks (`Context._ask`) joins its inputRequests, and waits for the client's
-    tasks/update, which may reach another process sharing the store: that one is heard within
-    a second. An ask answered once has its answer: it is never asked twice."""
-    server, task_id = ctx.session.server, ctx.task_id
-    ctx._asked += 1
-    key = str(key or f"{capability}-{ctx._asked}")
-    await _change_task(server, task_id, lambda r: None if key in r["answers"] else {
-        "status": "input_required",
-        "inputRequests": {**r.get("inputRequests", {}), key: {"method": method, "params": params}}})
-    while (record := await _stored(server.task_store, "get", task_id)) and record["status"] not in _TERMINAL:
+async def _task_input(ctx, capability, method, params, key=None):
+    """How a task asks (`Context.asks`): the ask joins its inputRequests, and waits for the
+    client's tasks/update, which may reach another process sharing the store: that one is heard
+    within a second. An ask answered once has its answer: it is never asked twice."""
+    _require_capability(ctx, capability, params)
+    server, task_id = ctx.session.server, ctx.extensions["task"]
+    ctx.extensions["asked"] += 1
+    key = str(key or f"{capability}-{ctx.extensions['asked']}")
+
+    def ask(record):
+        if key in record["answers"]:
+            return None
+        asks = {**record.get("inputRequests", {}), key: {"method": method, "params": params}}
+        return {"status": "input_required", "inputRequests": asks}
+    await _change_task(server, task_id, ask)
+    while True:
+        record = await _stored(server.task_store, "get", task_id)
+        if record is None or record["status"] in _TERMINAL:
+            raise asyncio.CancelledError    # it ended (cancelled, expired): its work stops
         if key in record["answers"]:
             return record["answers"][key]
-        wake = _WAKE.get(task_id) or _WAKE.setdefault(task_id, ctx.session.loop.create_future())
-        await asyncio.wait((wake,), timeout=_SWEEP_EVERY)
-    raise asyncio.CancelledError    # it ended (cancelled, expired): its work stops
+        if task_id not in _WAKE:
+            _WAKE[task_id] = ctx.session.loop.create_future()
+        await asyncio.wait((_WAKE[task_id],), timeout=_SWEEP_EVERY)
 
 
 async def _task_record(session, task_id):
     """The caller's task, or None (another's is as unknown as none). A task whose process is
     gone (`TaskStore.alive`) has died with it: it reads failed."""
     server, store = session.server, session.server.task_store
-    record = await _stored(store, "get", task_id) if store and len(task_id) <= 64 else None
+    if store is None or len(task_id) > 64:
+        return None
+    record = await _stored(store, "get", task_id)
     if record is None or record["owner"] != _task_owner(session):
         return None
-    if record["status"] not in _TERMINAL and record["runner"] != server.runner and \
-            not await _stored(store, "alive", record["runner"]):
+    runner = record["runner"]
+    if record["status"] in _TERMINAL or runner == server.extensions["tasks"].runner:
+        return record
+    if not await _stored(store, "alive", runner):
         stopped = _failed(McpError(INTERNAL_ERROR, "The server process running this task stopped"))
-        record = await _change_task(server, task_id, lambda record: stopped)
+
+        def died(record):
+            return stopped
+        record = await _change_task(server, task_id, died)
     return record
 
 
 async def _task(session, params, ctx):
     _tasks_on(ctx, "This request")
-    if (record := await _task_record(session, _name(params, "taskId"))) is None:
-        raise McpError(INVALID_PARAMS, "Invalid params: no such task (unknown, expired, or another's)")
+    record = await _task_record(session, _name(params, "taskId"))
+    if record is None:
+        raise McpError(INVALID_PARAMS,
+                       "Invalid params: no such task (unknown, expired, or another's)")
     return record
 
 
@@ -5522,17 +7127,25 @@ async def _tasks_update(session, params, ctx):
     if type(answers) is not dict:
         raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
     for key, ask in record.get("inputRequests", {}).items():
-        if key in answers and (problem := _answer_problem(ask["method"], ask["params"], answers[key])):
+        if key not in answers:
+            continue
+        problem = _answer_problem(ask["method"], ask["params"], answers[key])
+        if problem:
             raise McpError(INVALID_PARAMS, f"Invalid params: inputResponses[{key[:100]!r}] "
                                            f"({ask['method']}): {problem}")
 
-    def take(r):
-        got = {k: answers[k] for k in r.get("inputRequests", {}) if k in answers}
-        left = {k: v for k, v in r.get("inputRequests", {}).items() if k not in got}
-        if len(encode(kept := {**r["answers"], **got})) > MAX_TASK_ANSWERS:
-            raise McpError(INVALID_PARAMS, "Invalid params: the answers are too big (MAX_TASK_ANSWERS)")
-        return got and {"answers": kept, "inputRequests": left,
-                        "status": "input_required" if left else "working"}
+    def take(record):
+        asked = record.get("inputRequests", {})
+        got = {key: answers[key] for key in asked if key in answers}
+        if not got:
+            return None
+        left = {key: ask for key, ask in asked.items() if key not in got}
+        kept = {**record["answers"], **got}
+        if len(encode(kept)) > MAX_TASK_ANSWERS:
+            raise McpError(INVALID_PARAMS,
+                           "Invalid params: the answers are too big (MAX_TASK_ANSWERS)")
+        status = "input_required" if left else "working"
+        return {"answers": kept, "inputRequests": left, "status": status}
     await _change_task(session.server, record["taskId"], take)
     return {}
 
@@ -5541,16 +7154,223 @@ async def _tasks_cancel(session, params, ctx):
     """The task ends cancelled (one that has ended stays as it is), and its work here is
     stopped (elsewhere, by its process's `_keep`, within a second)."""
     task_id = (await _task(session, params, ctx))["taskId"]
-    await _change_task(session.server, task_id, lambda record: {"status": "cancelled"})
-    if (work := session.server.works.get(task_id)):
+
+    def cancelled(record):
+        return {"status": "cancelled"}
+    await _change_task(session.server, task_id, cancelled)
+    work = _works(session.server).get(task_id)
+    if work is not None:
         work.cancel()
     return {}
 
-# Skills. A skill is a folder whose SKILL.md opens with YAML front matter (name, description),
-# served as resources skill://<folder>/<file>; skills/list gives each with its front matter and
-# the size and sha256 of every file, so that a client can check what it reads.
 
+async def _listen_to_tasks(session, ctx, wanted, honoured):
+    """subscriptions/listen may follow the caller's tasks (`taskIds`): notifications/tasks."""
+    ids = wanted.get("taskIds")
+    if ids is None:
+        return
+    _tasks_on(ctx, "This request")
+    if type(ids) is not list:
+        ids = []
+    honoured["taskIds"] = [id_ for id_ in ids if type(id_) is str and await _task_record(session,
+                                                                                         id_)]
+
+
+def _prepare_tasks(server):
+    server.extensions["tasks"] = _Tasks()
+
+
+async def _stop_tasks(server):
+    """Serving ends: a task cannot outlive its process, so it ends failed; its last words
+    (`_finish`) are written and waited for; the store closes."""
+    works = list(_works(server).values())
+    for work in works:
+        work.cancel()
+    if works:
+        await asyncio.wait(works, timeout=SHUTDOWN_GRACE)
+    if _WRITES:
+        await asyncio.wait(list(_WRITES), timeout=3 * TASK_STORE_WAIT)
+    if isinstance(server.task_store, TaskStore):
+        _close_store(server.task_store)
+
+
+class _TaskStoreOption(_ServeOptions):
+    """serve --task-store FILE."""
+
+    def add(self, parser):
+        parser.add_argument("--task-store", metavar="FILE",
+                            help="keep tasks in this SQLite file, which other "
+                            "processes serving the same tools may share (default: in memory)")
+
+    def configure(self, server, args, options):
+        if args.task_store:
+            server.task_store = TaskStore(args.task_store)
+
+
+# The client's side: a task is polled until it ends.
+
+class TaskHandle:
+    """A tools/call the server may run as a task (`Client.call_tool` with ``task=True``): `id`
+    (None if it answered at once: `last` is then its result), `last` (the task as last seen),
+    and coroutines `status()` (tasks/get), `result(timeout)` (polls until it ends: the
+    CallToolResult; McpError if it failed or was cancelled) and `cancel()` (tasks/cancel)."""
+
+    def __init__(self, client: "Client", answer: _Json,
+                 on_status: typing.Callable[[_Json], object] | None = None) -> None:
+        self.client, self.last, self.on_status = client, answer, on_status
+        if type(answer) is not dict:
+            raise McpError(INTERNAL_ERROR, "The server's answer to tools/call is not an object")
+        self.id: str | None = None
+        if answer.get("resultType") == "task":
+            self.id = answer.get("taskId")
+            if type(self.id) is not str:
+                raise McpError(INTERNAL_ERROR, "The server's task has no taskId")
+        if self.id and on_status:
+            on_status(answer)
+
+    async def status(self) -> _Json:
+        if self.id:
+            last = await self.client.request("tasks/get", {"taskId": self.id})
+            if type(last) is not dict or last.get("taskId") != self.id:
+                raise McpError(INTERNAL_ERROR, f"The server's tasks/get is not of task {self.id}")
+            if self.on_status and last.get("status") != self.last.get("status"):
+                self.on_status(last)
+            self.last = last
+        return self.last
+
+    async def cancel(self) -> None:
+        if self.id and self.last.get("status") not in _TERMINAL:
+            await self.client.request("tasks/cancel", {"taskId": self.id})
+
+    async def result(self, timeout: float | None = None) -> CallToolResult:
+        """Polls (as often as the server asks, less often while nothing changes) until the task
+        ends, within `timeout` s (else its ttlMs); what it asks is answered by the client's
+        handlers. If this fails or is cancelled, so is the task."""
+        loop = asyncio.get_running_loop()
+        if timeout is None:
+            timeout = _millis(self.last.get("ttlMs"), math.inf)
+        end = loop.time() + timeout
+        wait, answered = 0.0, set[str]()
+        try:
+            while self.id and self.last.get("status") not in _TERMINAL:
+                status = self.last.get("status")
+                if status != "input_required" or not await self._answer(answered):
+                    wait = max(_millis(self.last.get("pollIntervalMs"), 0.05), min(wait * 1.5, 5.0))
+                    await asyncio.sleep(max(0.0, min(wait, end - loop.time())))
+                now = (await self.status()).get("status")
+                if now != status:
+                    wait = 0.0
+                if now not in _TERMINAL and loop.time() >= end:
+                    raise McpError(REQUEST_TIMEOUT,
+                                   f"Task {self.id} had not ended within the call's time")
+        except BaseException:
+            _background(self.client._tasks, self._cancel_quietly())     # if it has not ended
+            raise
+        if not self.id:
+            return typing.cast(CallToolResult, self.last)
+        if self.last["status"] == "completed" and type(self.last.get("result")) is dict:
+            return self.last["result"]
+        error = self.last.get("error")
+        if type(error) is not dict:
+            error = {}
+        code = error.get("code")
+        if type(code) is not int:
+            code = INTERNAL_ERROR
+        message = str(error.get("message") or f"Task {self.id} ended {self.last['status']}")
+        raise McpError(code, message, error.get("data"))
+
+    async def _answer(self, answered):
+        """One tasks/update with the answers to what the task asks that was not answered yet."""
+        asks = self.last.get("inputRequests")
+        if type(asks) is not dict:
+            asks = {}
+        if len(answered | set(asks)) > MAX_ROUNDS * 10:     # a server asking on and on
+            raise McpError(INTERNAL_ERROR, f"Task {self.id} asked over {MAX_ROUNDS * 10} questions")
+        new = await self.client._answers(asks, answered)
+        if not new:
+            return False
+        await self.client.request("tasks/update", {"taskId": self.id, "inputResponses": new})
+        answered.update(new)
+        return True
+
+    async def _cancel_quietly(self):
+        with contextlib.suppress(McpError):     # the connection may be gone: the task then expires
+            await self.cancel()
+
+
+def _millis(value, otherwise):
+    """A server's ms (pollIntervalMs, ttlMs) as seconds, within 50 ms and a day; else `otherwise`.
+    """
+    if type(value) is not int:
+        return otherwise
+    return min(max(value, 50), 86_400_000) / 1000
+
+
+async def _client_task(client, answer, task, timeout, on_status):
+    """`Client.call_tool` of a call that is (or with `task`, may be) a task: its TaskHandle, or
+    its result once it ends."""
+    handle = TaskHandle(client, answer, on_status)
+    if task:
+        return handle
+    return await handle.result(timeout)
+
+
+def _polls_tasks(client, capabilities):
+    """A 2026-07-28 client declares the tasks extension: call_tool polls a task."""
+    return {**capabilities, "extensions": {_TASKS: {}}}
+
+
+# The extension plugs in: a tool option, tools/call that may become a task, the tasks/*
+# methods (2026-07-28 only), a capability, listens that follow tasks, the end of serving,
+# --task-store; on the client, the capability it declares and the handle it polls.
+_TOOL_OPTIONS["task"] = _task_option
+_ON_SERVER.append(_prepare_tasks)
+_METHODS["tools/call"] = _METHODS["tools/call"]._replace(handler=_call_tool_or_task)
+_METHODS.update({"tasks/get": _Method(_tasks_get, _offers_tasks, "2026-07-28"),
+                 "tasks/update": _Method(_tasks_update, _offers_tasks, "2026-07-28"),
+                 "tasks/cancel": _Method(_tasks_cancel, _offers_tasks, "2026-07-28")})
+_NAME_KEY.update(dict.fromkeys(("tasks/get", "tasks/update", "tasks/cancel"), "taskId"))
+_EXTENSION_CAPABILITIES.append(_tasks_capability)
+_LISTEN_FILTERS.append(_listen_to_tasks)
+_ON_STOP.append(_stop_tasks)
+_SERVE_OPTIONS.append(_TaskStoreOption())
+_STATELESS_CAPABILITIES.append(_polls_tasks)
+_SYNCED.append(TaskHandle)
+_PROVIDED["Client.call_tool task"] = _client_task
+__all__ += ["TaskHandle", "TaskStore"]
+
+
+##############################################################################
+# Extension: skills (SEP-2640), agent skills served as resources (skip on a first reading)
+##############################################################################
+# A skill is a folder whose SKILL.md opens with YAML front matter (name, description), served as
+# resources skill://<folder>/<file>; skills/list gives each with its front matter and the size
+# and sha256 of every file, so that a client can check what it reads:
+#
+#   C->S  skills/list
+#   S->C  {"skills": [{"uri": "skill://pdf/SKILL.md", "frontmatter": {"name": "pdf", ...},
+#                      "resources": [{"uri": "skill://pdf/SKILL.md", "digest": "sha256:...",
+#                                     "size": 812}]}]}
+#   C->S  resources/read {"uri": "skill://pdf/SKILL.md"}
+
+MAX_SKILL_FILES = 512       # files in one skill, and bytes: a bigger skill is not served
+MAX_SKILL_BYTES = 16 << 20  # (a warning says so)
+MAX_SKILL_DEPTH = 16        # folders below a skills folder: deeper ones are not served (warned)
+
+_SKILLS = _MODERN + "skills"    # the extension's name, in capabilities
 _SKILL_NAME = re.compile(r"(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
+
+
+class _Skills:
+    """What a server serves of its skills (`server.extensions["skills"]`): the last call's set."""
+
+    def __init__(self):
+        self.entries: dict[str, _Json] = {}     # SKILL.md URI -> skills/list entry
+        self.folders: dict[str, list[_Json]] = {}   # skill folder URI -> what is in it
+
+
+def _skills(server):
+    return server.extensions["skills"]
 
 
 def _add_skills(server, root):
@@ -5559,20 +7379,38 @@ def _add_skills(server, root):
     if not os.path.isdir(root):
         raise ValueError(f"{root}: not a folder of skills")
     files, folders = _skill_files(os.path.realpath(root))
-    entries = {uri: entry for uri in files if uri.endswith("/SKILL.md") and uri.count("/") > 2
-               and (entry := _skill_entry(uri, files))}
-    for entry in server.skill_entries.values():     # the last call's skills are what is served
+    entries = {}
+    for uri in files:
+        if uri.endswith("/SKILL.md") and uri.count("/") > 2:
+            entry = _skill_entry(uri, files)
+            if entry:
+                entries[uri] = entry
+    skills = _skills(server)
+    for entry in skills.entries.values():     # the last call's skills are what is served
         for listed in entry["resources"]:
             server.resources.pop(listed["uri"], None)
     served = tuple(uri[:-len("SKILL.md")] for uri in entries)
     for uri, (real, mime, size, listed) in files.items():
-        if uri.startswith(served):
-            front = entries[uri]["frontmatter"] if uri in entries else {"name": uri.rpartition("/")[2]}
-            server.resources[uri] = Resource(lambda real=real, listed=listed: _text_or_bytes(
-                _file_bytes(real, listed)), uri, front["name"], front.get("description"), mime, size=size)
-    server.skill_entries = entries
-    server.skill_dirs = {uri: inside for uri, inside in folders.items() if (uri + "/").startswith(served)}
+        if not uri.startswith(served):
+            continue
+        front = {"name": uri.rpartition("/")[2]}
+        if uri in entries:
+            front = entries[uri]["frontmatter"]
+        server.resources[uri] = Resource(_skill_reader(real, listed), uri, front["name"],
+                                         front.get("description"), mime, size=size)
+    skills.entries = entries
+    skills.folders = {}
+    for uri, inside in folders.items():
+        if (uri + "/").startswith(served):
+            skills.folders[uri] = inside
     server._changed("resources")
+
+
+def _skill_reader(real, listed):
+    """The function a skill file's Resource calls: the file as it is now (`_file_bytes`)."""
+    def read():
+        return _text_or_bytes(_file_bytes(real, listed))
+    return read
 
 
 def _skill_files(root):
@@ -5584,23 +7422,33 @@ def _skill_files(root):
     files, folders = {}, {}
     for here, subdirs, names in os.walk(root):
         at = os.path.relpath(here, root).replace(os.sep, "/")
-        prefix = "skill://" + ("" if at == "." else at + "/")
-        subdirs[:] = sorted(d for d in subdirs if _plain(d) and not os.path.islink(os.path.join(here, d)))
+        prefix = "skill://"
+        if at != ".":
+            prefix += at + "/"
+        subdirs[:] = sorted(name for name in subdirs
+                            if _plain(name) and not os.path.islink(os.path.join(here, name)))
         if subdirs and prefix.count("/") - 2 >= MAX_SKILL_DEPTH:    # os.walk recurses: no deeper
             _logger.warning("skills: %s is %d folders deep: what is below it is not served "
                             "(MAX_SKILL_DEPTH)", here, MAX_SKILL_DEPTH)
             subdirs[:] = []
-        inside = folders[prefix[:-1]] = [{"uri": prefix + d, "name": d, "mimeType": "inode/directory"}
+        inside = folders[prefix[:-1]] = [{"uri": prefix + d, "name": d,
+                                          "mimeType": "inode/directory"}
                                          for d in subdirs]
         for name in sorted(filter(_plain, names)):
-            real = os.path.realpath(os.path.join(here, name))   # a link, to a plain file of the folder
+            # a link, to a plain file of the folder
+            real = os.path.realpath(os.path.join(here, name))
             parts = os.path.relpath(real, root).split(os.sep)
-            found = os.stat(real) if real.startswith(root + os.sep) and all(map(_plain, parts)) else None
-            if found and stat.S_ISREG(found.st_mode):
-                mime = "text/markdown" if name.endswith(".md") else mimetypes.guess_type(name)[0]
-                files[prefix + name] = (real, mime or "application/octet-stream", found.st_size,
-                                        (found.st_dev, found.st_ino))
-                inside.append({"uri": prefix + name, "name": name, "mimeType": files[prefix + name][1]})
+            if not (real.startswith(root + os.sep) and all(map(_plain, parts))):
+                continue
+            found = os.stat(real)
+            if not stat.S_ISREG(found.st_mode):
+                continue
+            mime = mimetypes.guess_type(name)[0]
+            if name.endswith(".md"):
+                mime = "text/markdown"
+            mime = mime or "application/octet-stream"
+            files[prefix + name] = (real, mime, found.st_size, (found.st_dev, found.st_ino))
+            inside.append({"uri": prefix + name, "name": name, "mimeType": mime})
     return files, folders
 
 
@@ -5609,20 +7457,29 @@ def _skill_entry(uri, files):
     it cannot be served."""
     folder = uri[:-len("/SKILL.md")]
     mine, name = [u for u in files if u.startswith(folder + "/")], folder.rpartition("/")[2]
-    big = len(mine) > MAX_SKILL_FILES or sum(files[u][2] for u in mine) > MAX_SKILL_BYTES
-    # not UTF-8: no client could load it
-    text = None if big else _text_or_bytes(_file_bytes(files[uri][0], files[uri][3]))
-    front = _front_matter(text) if isinstance(text, str) else None
-    problem = "too big (MAX_SKILL_FILES, MAX_SKILL_BYTES)" if big else \
-        "it is not UTF-8 text opening with key: value YAML" if front is None else \
-        f"its front matter's name is not {name!r}, or not a valid name" if front.get("name") != name \
-        or not _SKILL_NAME.fullmatch(name) else "no description" if type(front.get("description")) \
-        is not str else None
-    if problem:
-        _logger.warning("skill %s is not served: %s", folder, problem)
+    front, why = _skill_front(uri, files, mine, name)
+    if why:
+        _logger.warning("skill %s is not served: %s", folder, why)
         return None
-    return {"uri": uri, "frontmatter": front,
-            "resources": [{"uri": u, **_fingerprint(_file_bytes(files[u][0], files[u][3]))} for u in mine]}
+    resources = [{"uri": u, **_fingerprint(_file_bytes(files[u][0], files[u][3]))} for u in mine]
+    return {"uri": uri, "frontmatter": front, "resources": resources}
+
+
+def _skill_front(uri, files, mine, name):
+    """A skill's front matter, and why it cannot be served ("" if it can)."""
+    if len(mine) > MAX_SKILL_FILES or sum(files[u][2] for u in mine) > MAX_SKILL_BYTES:
+        return None, "too big (MAX_SKILL_FILES, MAX_SKILL_BYTES)"
+    text = _text_or_bytes(_file_bytes(files[uri][0], files[uri][3]))
+    front = None
+    if isinstance(text, str):   # not UTF-8: no client could load it
+        front = _front_matter(text)
+    if front is None:
+        return None, "it is not UTF-8 text opening with key: value YAML"
+    if front.get("name") != name or not _SKILL_NAME.fullmatch(name):
+        return None, f"its front matter's name is not {name!r}, or not a valid name"
+    if type(front.get("description")) is not str:
+        return None, "no description"
+    return front, ""
 
 
 def _plain(name):
@@ -5635,8 +7492,8 @@ def _file_bytes(path, listed):
     through a folder or file put in its place since, a link or a hard link), a regular file (a
     FIFO would hang the read), and within MAX_SKILL_BYTES."""
     import stat
-    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)),
-              "rb") as f:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    with open(os.open(path, flags), "rb") as f:
         found = os.fstat(f.fileno())
         if not stat.S_ISREG(found.st_mode) or (found.st_dev, found.st_ino) != listed:
             raise McpError(INTERNAL_ERROR, "A skill file was replaced since it was listed")
@@ -5660,34 +7517,54 @@ def _fingerprint(data):
     return {"digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
+def _serves_skills(server):
+    return bool(_skills(server).entries)
+
+
+def _skills_capability(server):
+    if _serves_skills(server):
+        return {_SKILLS: {"directoryRead": True}}
+    return {}
+
+
 async def _skills_list(session, params, ctx):
-    return _page(list(session.server.skill_entries.values()), params, "skills")
+    return _page(list(_skills(session.server).entries.values()), params, "skills")
 
 
 async def _skills_get(session, params, ctx):
-    if (entry := session.server.skill_entries.get(_name(params, "uri"))) is None:
-        raise McpError(INVALID_PARAMS, "Invalid params: no skill has that SKILL.md URI (see skills/list)")
+    entry = _skills(session.server).entries.get(_name(params, "uri"))
+    if entry is None:
+        raise McpError(INVALID_PARAMS,
+                       "Invalid params: no skill has that SKILL.md URI (see skills/list)")
     return {"skill": entry}
 
 
 async def _read_directory(session, params, ctx):
-    if (inside := session.server.skill_dirs.get(_name(params, "uri"))) is None:
+    inside = _skills(session.server).folders.get(_name(params, "uri"))
+    if inside is None:
         raise McpError(INVALID_PARAMS, "Invalid params: not a folder of the skills served")
     return _page(inside, params, "resources")
 
 
+# SKILL.md's front matter: the YAML that skills use, read as YAML 1.2 would read it.
+
 _FRONT = re.compile(r"\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE)
 _YAML_LINE = re.compile(r"( *)([A-Za-z0-9_][\w./-]*):((?: .*)?)")     # indent, key, value
 _YAML_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*")(?:[ \t]+#.*)?[ \t]*""")
-_YAML_WORDS = {"": None, "~": None, "null": None, "Null": None, "NULL": None, "true": True, "True": True,
+_YAML_WORDS = {"": None, "~": None, "null": None, "Null": None, "NULL": None, "true": True,
+               "True": True,
                "TRUE": True, "false": False, "False": False, "FALSE": False}
+_YAML_INTEGER = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+_YAML_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_YAML_SPECIAL = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
 
 
 def _front_matter(text):
     """A SKILL.md's front matter as JSON, as YAML 1.2 (core schema) reads it, for what skills
     use: ``key: value`` lines, and under a key one level of them (metadata). None for other YAML
     (lists, block scalars, anchors ...): rather than guess, we do not read it."""
-    if not (found := _FRONT.match(text)) or _CONTROL.search(found.group(1)):
+    found = _FRONT.match(text)
+    if not found or _CONTROL.search(found.group(1)):
         return None
     result: _Json = {}
     parent: str | None = None   # the key the indented lines are under
@@ -5697,9 +7574,11 @@ def _front_matter(text):
         if "\r" in line:
             return None
         # YAML's white space is space and tab alone: Python's strip() would take more (NBSP ...)
-        if not (line := line.rstrip(" \t")) or line.lstrip(" ")[0] == "#":
+        line = line.rstrip(" \t")
+        if not line or line.lstrip(" ")[0] == "#":
             continue
-        if not (match := _YAML_LINE.fullmatch(line)) or type(_yaml_scalar(match[2])) is not str:
+        match = _YAML_LINE.fullmatch(line)
+        if not match or type(_yaml_scalar(match[2])) is not str:
             return None     # a key YAML would read as a number, a bool or null
         depth, key, value = len(match[1]), match[2], match[3].strip(" \t")
         if depth and (parent is None or indent not in (None, depth) or not value):
@@ -5708,135 +7587,169 @@ def _front_matter(text):
             indent = depth
             target = result[str(parent)] = result[str(parent)] or {}
         else:
-            target, parent, indent = result, None if value else key, None
-        if key in target or (scalar := _yaml_scalar(value)) is _NOT_YAML:
+            target, indent = result, None
+            parent = None if value else key
+        scalar = _yaml_scalar(value)
+        if key in target or scalar is _NOT_YAML:
             return None
         target[key] = scalar
     return result
 
 
 _NOT_YAML = object()
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")     # not in YAML text (tab and line ends are)
+# not in YAML text (tab and line ends are)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _yaml_scalar(text):
     """A plain or quoted scalar as YAML 1.2's core schema types it; _NOT_YAML for the rest."""
-    if (quoted := _YAML_QUOTED.fullmatch(text)):
+    quoted = _YAML_QUOTED.fullmatch(text)
+    if quoted:
         text = quoted.group(1)
+        if text[0] == "'":
+            return text[1:-1].replace("''", "'")
         try:
-            return text[1:-1].replace("''", "'") if text[0] == "'" else json.loads(text)
+            return json.loads(text)
         except ValueError:      # an escape YAML has and JSON not
             return _NOT_YAML
     text = re.sub(r"(?:^|[ \t])#.*", "", text).strip(" \t")   # a comment
-    if text[:1] and text[0] in "[]{}&*!|>%@`'\",?" or text[:2] in ("- ", "-") or ": " in text \
-            or text.endswith(":"):
-        return _NOT_YAML
+    if text[:1] and text[0] in "[]{}&*!|>%@`'\",?":
+        return _NOT_YAML    # flow collections, anchors, tags, block scalars ...
+    if text[:2] in ("- ", "-") or ": " in text or text.endswith(":"):
+        return _NOT_YAML    # a list, or a mapping
     if text in _YAML_WORDS:
         return _YAML_WORDS[text]
-    if re.fullmatch(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", text):     # past 15 digits: not exact in JSON
-        return _NOT_YAML if len(text) > 15 else int(text[2:], 8 if text[1] == "o" else 16) \
-            if text[:2] in ("0o", "0x") else int(text)
-    if re.fullmatch(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?", text):
-        return number if math.isfinite(number := float(text)) else _NOT_YAML
-    return _NOT_YAML if re.fullmatch(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", text) else text
+    if _YAML_INTEGER.fullmatch(text):
+        if len(text) > 15:      # past 15 digits: not exact in JSON
+            return _NOT_YAML
+        if text[:2] in ("0o", "0x"):
+            return int(text, 0)     # the prefix says the base
+        return int(text)
+    if _YAML_FLOAT.fullmatch(text):
+        number = float(text)
+        if math.isfinite(number):
+            return number
+        return _NOT_YAML
+    if _YAML_SPECIAL.fullmatch(text):
+        return _NOT_YAML
+    return text
 
 
-_METHODS.update({"tasks/get": (_tasks_get, "task_tools"), "tasks/update": (_tasks_update, "task_tools"),
-                 "tasks/cancel": (_tasks_cancel, "task_tools"), "skills/get": (_skills_get, "skill_entries"),
-                 "skills/list": (_skills_list, "skill_entries"),
-                 "resources/directory/read": (_read_directory, "skill_entries")})
-_MODERN_ONLY |= {"tasks/get", "tasks/update", "tasks/cancel"}
-_CACHEABLE |= {_skills_list, _skills_get}
-_NAME_KEY.update(dict.fromkeys(("tasks/get", "tasks/update", "tasks/cancel"), "taskId"))
+# The client's side: skills listed, and their files read and checked against the listing.
+
+async def _list_skills(client):
+    """`Client.list_skills`."""
+    extensions = typing.cast(_Json, client.server_capabilities or {}).get("extensions")
+    if type(extensions) is dict and _SKILLS in extensions:
+        return await client._all("skills/list")
+    return []
+
+
+async def _load_skill(client, skill):
+    """`Client.load_skill`."""
+    if isinstance(skill, str):
+        skill = (await client.request("skills/get", {"uri": skill})).get("skill")
+    if type(skill) is not dict or type(skill.get("uri")) is not str \
+            or type(skill.get("frontmatter")) is not dict:
+        raise McpError(INTERNAL_ERROR, "Not a skill: a skill is {uri, frontmatter, resources}")
+    text = _text_or_bytes(await _read_skill_file(client, skill, skill["uri"]))
+    if type(text) is not str or not _same(_front_matter(text), skill["frontmatter"]):
+        raise McpError(INTERNAL_ERROR,
+                       f"Skill {skill['uri']} refused: its front matter is not what "
+                                       "the server listed")
+    return text
+
+
+async def _read_skill_file(client, skill, uri):
+    """`Client.read_skill_file`: only a file the skill's entry lists, as listed."""
+    folder = str(skill.get("uri")).rpartition("/")[0]
+    if "://" not in uri:
+        uri = f"{folder}/{uri}"
+    files = skill.get("resources")
+    listed = None
+    if type(files) is list:
+        listed = next((f for f in files if type(f) is dict and f.get("uri") == uri), None)
+    inside = uri.startswith(folder + "/") and not {".", ".."} & set(uri.split("/")[3:])
+    # an entry naming files elsewhere is void
+    if not inside or (listed is None and files != "dynamic"):
+        raise McpError(INTERNAL_ERROR, f"Skill file {uri} refused: the skill does not list it")
+    contents = (await client.read_resource(uri)).get("contents")
+    first = {}
+    if type(contents) is list and contents and type(contents[0]) is dict:
+        first = contents[0]
+    data = None
+    try:
+        if type(first.get("text")) is str:
+            data = first["text"].encode()
+        else:
+            data = base64.b64decode(first["blob"])
+    except (KeyError, TypeError, ValueError):
+        pass
+    if listed and data is not None:
+        same = _fingerprint(data) == {"digest": listed.get("digest"), "size": listed.get("size")}
+        if not same:
+            data = None
+    if data is None:
+        raise McpError(INTERNAL_ERROR, f"Skill file {uri} refused: its size or sha256 is not what "
+                                       "the server listed")
+    return data
+
+
+def _prepare_skills(server):
+    server.extensions["skills"] = _Skills()
+
+
+class _SkillsOption(_ServeOptions):
+    """serve --skills DIR."""
+
+    def add(self, parser):
+        parser.add_argument("--skills", metavar="DIR", help="serve the agent skills in this folder "
+                            "(SKILL.md files)")
+
+    def configure(self, server, args, options):
+        if args.skills:
+            server.skills(args.skills)
+
+
+# The extension plugs in: Server.skills, its methods and capability, skills/list's pages and
+# caching, serve --skills; on the client, Client.list_skills and the rest.
+_ON_SERVER.append(_prepare_skills)
+_PROVIDED["Server.skills"] = _add_skills
+_METHODS.update({"skills/list": _Method(_skills_list, _serves_skills),
+                 "skills/get": _Method(_skills_get, _serves_skills),
+                 "resources/directory/read": _Method(_read_directory, _serves_skills)})
+_EXTENSION_CAPABILITIES.append(_skills_capability)
 _LISTS_OF["skills/list"] = "skills"
-
-
-class TaskHandle:
-    """A tools/call the server may run as a task (`Client.call_tool` with ``task=True``): `id`
-    (None if it answered at once: `last` is then its result), `last` (the task as last seen),
-    and coroutines `status()` (tasks/get), `result(timeout)` (polls until it ends: the
-    CallToolResult; McpError if it failed or was cancelled) and `cancel()` (tasks/cancel)."""
-
-    def __init__(self, client: "Client", answer: _Json,
-                 on_status: typing.Callable[[_Json], object] | None = None) -> None:
-        self.client, self.last, self.on_status = client, answer, on_status
-        if type(answer) is not dict:
-            raise McpError(INTERNAL_ERROR, "The server's answer to tools/call is not an object")
-        self.id: str | None = answer.get("taskId") if answer.get("resultType") == "task" else None
-        if answer.get("resultType") == "task" and type(self.id) is not str:
-            raise McpError(INTERNAL_ERROR, "The server's task has no taskId")
-        if self.id and on_status:
-            on_status(answer)
-
-    async def status(self) -> _Json:
-        if self.id:
-            last = await self.client.request("tasks/get", {"taskId": self.id})
-            if type(last) is not dict or last.get("taskId") != self.id:
-                raise McpError(INTERNAL_ERROR, f"The server's tasks/get is not of task {self.id}")
-            if self.on_status and last.get("status") != self.last.get("status"):
-                self.on_status(last)
-            self.last = last
-        return self.last
-
-    async def cancel(self) -> None:
-        if self.id and self.last.get("status") not in _TERMINAL:
-            await self.client.request("tasks/cancel", {"taskId": self.id})
-
-    async def result(self, timeout: float | None = None) -> CallToolResult:
-        """Polls (as often as the server asks, less often while nothing changes) until the task
-        ends, within `timeout` s (else its ttlMs); what it asks is answered by the client's
-        handlers. If this fails or is cancelled, so is the task."""
-        loop, ttl = asyncio.get_running_loop(), _millis(self.last.get("ttlMs"), math.inf)
-        end = loop.time() + (timeout if timeout is not None else ttl)
-        wait, answered = 0.0, set[str]()
-        try:
-            while self.id and (status := self.last.get("status")) not in _TERMINAL:
-                if status != "input_required" or not await self._answer(answered):
-                    wait = max(_millis(self.last.get("pollIntervalMs"), 0.05), min(wait * 1.5, 5.0))
-                    await asyncio.sleep(max(0.0, min(wait, end - loop.time())))
-                if (now := (await self.status()).get("status")) != status:
-                    wait = 0.0
-                if now not in _TERMINAL and loop.time() >= end:
-                    raise McpError(REQUEST_TIMEOUT, f"Task {self.id} had not ended within the call's time")
-        except BaseException:
-            _background(self.client._tasks, self._cancel_quietly())     # if it has not ended
-            raise
-        if not self.id:
-            return typing.cast(CallToolResult, self.last)
-        if self.last["status"] == "completed" and type(self.last.get("result")) is dict:
-            return self.last["result"]
-        error = error if type(error := self.last.get("error")) is dict else {}
-        code = error.get("code") if type(error.get("code")) is int else INTERNAL_ERROR
-        raise McpError(code, str(error.get("message") or f"Task {self.id} ended {self.last['status']}"),
-                       error.get("data"))
-
-    async def _answer(self, answered):
-        """One tasks/update with the answers to what the task asks that was not answered yet."""
-        asks = asks if type(asks := self.last.get("inputRequests")) is dict else {}
-        if len(answered | set(asks)) > MAX_ROUNDS * 10:     # a server asking on and on
-            raise McpError(INTERNAL_ERROR, f"Task {self.id} asked over {MAX_ROUNDS * 10} questions")
-        if not (new := await self.client._answers(asks, answered)):
-            return False
-        await self.client.request("tasks/update", {"taskId": self.id, "inputResponses": new})
-        answered.update(new)
-        return True
-
-    async def _cancel_quietly(self):
-        with contextlib.suppress(McpError):     # the connection may be gone: the task then expires
-            await self.cancel()
-
-def _millis(value, otherwise):
-    """A server's ms (pollIntervalMs, ttlMs) as seconds, within 50 ms and a day; else `otherwise`."""
-    return min(max(value, 50), 86_400_000) / 1000 if type(value) is int else otherwise
+_CACHEABLE.update(("skills/list", "skills/get"))
+_SERVE_OPTIONS.append(_SkillsOption())
+_PROVIDED["Client.list_skills"] = _list_skills
+_PROVIDED["Client.load_skill"] = _load_skill
+_PROVIDED["Client.read_skill_file"] = _read_skill_file
 
 
 ##############################################################################
 # Extension: authorization, the resource server (OAuth 2.1; PROTOCOL.md 8; skip on a first reading)
 ##############################################################################
+# Over HTTP a server may want a bearer token (2025-11-25 basic/authorization): it is an OAuth 2.1
+# resource server, and tokens come from an authorization server elsewhere. A request without a
+# good one gets 401, whose challenge says where the server's metadata is (RFC 9728):
+#
+#   C->S  POST /mcp  (no Authorization)
+#   S->C  401  WWW-Authenticate: Bearer
+#              resource_metadata="http://host/.well-known/oauth-protected-resource/mcp"
+#   C->S  GET /.well-known/oauth-protected-resource/mcp
+#   S->C  200  {"resource": "http://host/mcp", "authorization_servers": ["https://as.example"], ...}
+#         (the client signs in there: the client's side, the next section)
+#   C->S  POST /mcp  Authorization: Bearer eyJ...
+#
+# A token is checked before any body is read, by asking the authorization server (RFC 7662
+# introspection) or by a function of the application's; it must be for this server (its `aud`,
+# RFC 8707). A fixed --token is the simplest guard of all: one secret, no metadata.
 
-
-INTROSPECTION_TTL = 60.0    # seconds an introspection answer is reused: a revoked token works that long
-INTROSPECTION_CACHE = 1000  # answers kept at most, and refusals: past it the expired go, else the oldest
+# seconds an introspection answer is reused: a revoked token works that long
+INTROSPECTION_TTL = 60.0
+# answers kept at most, and refusals: past it the expired go, else the oldest
+INTROSPECTION_CACHE = 1000
 _WELL_KNOWN = "/.well-known/oauth-protected-resource"
 _SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 
@@ -5854,10 +7767,14 @@ def _refused(text):
 
 
 def _secure(url, what, error=_refused):
-    """`url` if https, or plain http to this machine only (OAuth 2.1 1.5): codes and tokens cross it."""
+    """`url` if https, or plain http to this machine only (OAuth 2.1 1.5): codes and tokens cross
+    it."""
     parts = urlsplit(url) if isinstance(url, str) else None
-    if not (parts and parts.hostname and (parts.scheme == "https" or parts.scheme == "http"
-                                          and _is_loopback(parts.hostname))):
+    secure = False
+    if parts and parts.hostname:
+        local = parts.scheme == "http" and _is_loopback(parts.hostname)
+        secure = parts.scheme == "https" or local
+    if not secure:
         raise error(f"refusing the {what} {str(url)[:200]!r}: https only (plain http on loopback)")
     return url
 
@@ -5867,10 +7784,15 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
     object or {}). A client signing in traces it (`_SIGN_IN_TRACE`), tokens, codes and secrets
     masked: a learner sees the discovery between the 401 and the request sent again."""
     headers = {"Accept": "application/json", **dict(headers)}
-    method = "GET" if form is None else "POST"
+    method, body = "GET", b""
     if form is not None:
-        headers["Content-Type"] = "application/json" if as_json else "application/x-www-form-urlencoded"
-    body = b"" if form is None else encode(form) if as_json else urlencode(form).encode()
+        method = "POST"
+        if as_json:
+            headers["Content-Type"] = "application/json"
+            body = encode(form)
+        else:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            body = urlencode(form).encode()
     trace = _SIGN_IN_TRACE.get()
     if trace:
         trace = trace.on()
@@ -5879,15 +7801,18 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
         response = await asyncio.wait_for(_http(url, method, headers, body, hops=0), REPLY_TIMEOUT)
         data = await asyncio.wait_for(response.body(READ_CHUNK * 4), REPLY_TIMEOUT)
         response.close()
-    except (OSError, asyncio.TimeoutError) as e:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
+    # 3.10's is not yet the builtin TimeoutError
+    except (OSError, asyncio.TimeoutError) as e:  # noqa: UP041
         raise _refused(f"cannot reach {url}: {e!r}") from None
     parsed = None
     with contextlib.suppress(ValueError, RecursionError):
         parsed = json.loads(data)
+    if type(parsed) is not dict:
+        parsed = None
     if trace:
-        trace.http("in", str(response.status), response.headers,
-                   encode(_masked(parsed)) if type(parsed) is dict else data)
-    return response.status, parsed if type(parsed) is dict else {}
+        shown = encode(_masked(parsed)) if parsed is not None else data
+        trace.http("in", str(response.status), response.headers, shown)
+    return response.status, parsed or {}
 
 
 # What an OAuth exchange's trace never shows (RFC 6749, 7591, 7662: tokens, codes, secrets)
@@ -5898,7 +7823,12 @@ _SIGN_IN_TRACE: "contextvars.ContextVar[_Trace | None]" = contextvars.ContextVar
 
 
 def _masked(fields):
-    return {k: "***" if k in _SECRET_FIELDS and v else v for k, v in fields.items()}
+    masked = {}
+    for key, value in fields.items():
+        if key in _SECRET_FIELDS and value:
+            value = "***"
+        masked[key] = value
+    return masked
 
 
 def _basic(client_id, secret):
@@ -5912,17 +7842,21 @@ async def _server_metadata(issuer):
     "Authorization Server Metadata Discovery"); the issuer must be the one asked for."""
     parts = urlsplit(_secure(issuer, "authorization server"))
     origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-    for where in [f"{origin}/.well-known/oauth-authorization-server{path}",
-                  f"{origin}/.well-known/openid-configuration{path}"] \
-            + [f"{origin}{path}/.well-known/openid-configuration"] * bool(path):
-        status, metadata = await _fetch_json(where)
-        if status == 200 and metadata:
+    places = [f"{origin}/.well-known/oauth-authorization-server{path}",
+              f"{origin}/.well-known/openid-configuration{path}"]
+    if path:
+        places.append(f"{origin}{path}/.well-known/openid-configuration")
+    metadata, where = None, ""
+    for where in places:
+        status, found = await _fetch_json(where)
+        if status == 200 and found:
+            metadata = found
             break
-    else:
+    if metadata is None:
         raise _refused(f"no authorization server metadata for {issuer}")
     if metadata.get("issuer") != issuer:    # RFC 8414 §3.3: else its endpoints could be anyone's
-        raise _refused(f"the metadata at {where} names issuer {str(metadata.get('issuer'))[:200]!r}, "
-                       f"not {issuer}")
+        raise _refused(f"the metadata at {where} names issuer "
+                       f"{str(metadata.get('issuer'))[:200]!r}, not {issuer}")
     for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
         if key in metadata or key == "token_endpoint":
             _secure(metadata.get(key), key.replace("_", " "))
@@ -5933,45 +7867,58 @@ class Introspection:
     """A verifier asking the authorization server `issuer` whether a token is active (RFC 7662)
     at the introspection_endpoint of its metadata; as `client_id` (HTTP Basic) if it wants. The
     answers are kept a while (INTROSPECTION_TTL), refusals apart from the rest so that a flood of
-    bad tokens cannot push a user's good one out; requests that ask of one token share one look-up."""
+    bad tokens cannot push a user's good one out; requests that ask of one token share one look-up.
+    """
 
     def __init__(self, issuer, client_id=None, client_secret=None):
         self.issuer = _secure(issuer, "authorization server", ValueError)
         self.endpoint, self.good, self.bad, self.asking = None, {}, {}, {}
-        self.basic = {"Authorization": _basic(client_id, client_secret)} if client_id else {}
+        self.basic = {}
+        if client_id:
+            self.basic = {"Authorization": _basic(client_id, client_secret)}
 
     async def __call__(self, token):
         import hashlib
         key, now = hashlib.sha256(token.encode()).digest(), _now()    # the caches hold no token
-        if (hit := self.good.get(key) or self.bad.get(key)) and hit[0] > now:
+        hit = self.good.get(key) or self.bad.get(key)
+        if hit and hit[0] > now:
             return hit[1]
         if key not in self.asking:
             self.asking[key] = asyncio.ensure_future(self._ask(token, key))
-            self.asking[key].add_done_callback(lambda _: self.asking.pop(key, None))
+
+            def asked(_):
+                self.asking.pop(key, None)
+            self.asking[key].add_done_callback(asked)
         return await asyncio.shield(self.asking[key])
 
     async def _ask(self, token, key):
         if not self.endpoint:
             endpoint = (await _server_metadata(self.issuer)).get("introspection_endpoint")
             self.endpoint = _secure(endpoint, "introspection endpoint")
-        status, claims = await _fetch_json(self.endpoint, {"token": token, "token_type_hint": "access_token"},
+        status, claims = await _fetch_json(self.endpoint,
+                                           {"token": token, "token_type_hint": "access_token"},
                                            self.basic)
-        if status in (400, 401) and (status == 401 or claims.get("error") == "invalid_client"):
+        if status == 401 or (status == 400 and claims.get("error") == "invalid_client"):
             # RFC 7662 2.1: the server may want its caller authenticated
-            raise _refused(f"the authorization server refused our client authentication at its "
-                           f"introspection endpoint (HTTP {status} {str(claims.get('error', ''))[:40]}): "
-                           "give a client id and secret with --auth-client-file or $MCP_AUTH_CLIENT")
+            raise _refused("the authorization server refused our client authentication at its "
+                           f"introspection endpoint (HTTP {status} "
+                           f"{str(claims.get('error', ''))[:40]}): give a client id and secret "
+                           "with --auth-client-file or $MCP_AUTH_CLIENT")
         if status != 200:
             raise _refused(f"the introspection endpoint answered {status}")
-        claims = claims if claims.get("active") is True else None     # RFC 7662 2.2
-        exp, now = claims and claims.get("exp"), _now()     # never kept past the token's own end
-        ttl = _ttl(exp)
-        cache = self.good if claims else self.bad
+        active = claims.get("active") is True     # RFC 7662 2.2
+        cache, now = self.bad, _now()
+        if active:
+            cache = self.good
         if len(cache) >= INTROSPECTION_CACHE:
-            expired = [k for k, (until, _) in cache.items() if until <= now]
+            expired = [old for old, (until, _) in cache.items() if until <= now]
             for old in expired or [next(iter(cache))]:
                 del cache[old]
-        cache[key] = (now + ttl, claims)
+        if not active:
+            cache[key] = (now + INTROSPECTION_TTL, None)
+            return None
+        # never kept past the token's own end
+        cache[key] = (now + _ttl(claims.get("exp")), claims)
         return claims
 
 
@@ -5981,7 +7928,9 @@ def _fixed_token(token):
     expected = token.strip(" \t").encode()
 
     async def verify(given):
-        return {"sub": "token"} if hmac.compare_digest(given.encode(), expected) else None
+        if hmac.compare_digest(given.encode(), expected):
+            return {"sub": "token"}
+        return None
     verify.fixed = True     # type: ignore[attr-defined]  # no metadata, a bare "Bearer" challenge,
     return verify           # no audience: as before OAuth
 
@@ -5991,7 +7940,10 @@ class ResourceServer:
     a thread) or async, from an access token to its claims as RFC 7662 names them (sub, scope,
     client_id, aud, exp) or None; default: `Introspection` at the first `authorization_servers`.
     `scopes`: what every request needs; `resource`: this server's canonical URI, which a token's
-    `aud` must name (RFC 8707; default http://HOST:PORT/mcp, set when the HttpServer starts)."""
+    `aud` must name (RFC 8707; default http://HOST:PORT/mcp, set when the HttpServer starts).
+    The HttpServer asks it, in this order: `publishes` and `publish` (its metadata, public),
+    `check` (a request's token), `who` (whose the session is), `step_up` (a tool's scopes),
+    and for a long answer `due`, `left` and `still_good` (its token, checked again)."""
 
     def __init__(self, verify=None, authorization_servers=(), scopes=(), resource=None,
                  client_id=None, client_secret=None):
@@ -6000,112 +7952,250 @@ class ResourceServer:
                                       for s in authorization_servers]
         if not (verify or self.authorization_servers):
             raise ValueError("a ResourceServer needs an authorization server, or a verify function")
-        self.verify = verify or Introspection(self.authorization_servers[0], client_id, client_secret)
+        self.verify = verify or Introspection(self.authorization_servers[0], client_id,
+                                              client_secret)
+        # an async function, or an object with an async __call__
         self.is_async = inspect.iscoroutinefunction(self.verify) or \
-            inspect.iscoroutinefunction(type(self.verify).__call__)     # an object's async __call__
+            inspect.iscoroutinefunction(type(self.verify).__call__)
         self.fixed, self.scopes = getattr(verify, "fixed", False), frozenset(scopes)
         self.resource: str = resource or ""     # "": the HttpServer names it when it starts
 
-    def publish(self, x, server):
+    def publishes(self, path):
+        return path.startswith(_WELL_KNOWN)
+
+    def publish(self, conn, server):
         """RFC 9728 2 metadata: who issues tokens for us, and the scopes our tools ask; at the root
         well-known URI and the one suffixed with /mcp (3.1; MCP clients try both)."""
-        if self.fixed or x.request.path not in (_WELL_KNOWN, _WELL_KNOWN + "/mcp"):
+        if self.fixed or conn.request.path not in (_WELL_KNOWN, _WELL_KNOWN + "/mcp"):
             raise _HttpError(404, "Not found")
-        if x.request.method != "GET":
+        if conn.request.method != "GET":
             raise _HttpError(405, headers=[("Allow", "GET")])
-        asked = set(self.scopes).union(*(t.scopes for t in server.tools.values()))
-        x.write(200, x.cors + [("Content-Type", "application/json")], encode({
+        asked = set(self.scopes).union(*(_scopes_of(tool) for tool in server.tools.values()))
+        conn.write(200, conn.cors + [("Content-Type", "application/json")], encode({
             "resource": self.resource, "authorization_servers": self.authorization_servers,
             "scopes_supported": sorted(asked), "bearer_methods_supported": ["header"]}))
         return True
 
     def _refuse(self, status, error=None, scopes=None):
-        """RFC 6750 3 and RFC 9728 5.1: where the metadata is, which scopes would do, what failed."""
+        """RFC 6750 3 and RFC 9728 5.1: where the metadata is, which scopes would do, what failed.
+        """
         if self.fixed:
             return _HttpError(status, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
         where = urlsplit(self.resource)
-        fields = [f'error="{error}"'] * bool(error) + [
-            f'resource_metadata="{where.scheme}://{where.netloc}{_WELL_KNOWN}{where.path.rstrip("/")}"']
+        fields = []
+        if error:
+            fields.append(f'error="{error}"')
+        metadata = f'{where.scheme}://{where.netloc}{_WELL_KNOWN}{where.path.rstrip("/")}'
+        fields.append(f'resource_metadata="{metadata}"')
+        if scopes is None:
+            scopes = self.scopes
         # only RFC 6749 3.3 scope characters reach the header (an introspected scope may hold any)
-        if scopes := sorted(s for s in (self.scopes if scopes is None else scopes) if _SCOPE.fullmatch(s)):
-            fields.append(f'scope="{" ".join(scopes)}"')
-        return _HttpError(status, "Insufficient scope" if status == 403 else "Unauthorized",
+        shown = sorted(scope for scope in scopes if _SCOPE.fullmatch(scope))
+        if shown:
+            fields.append(f'scope="{" ".join(shown)}"')
+        message = "Insufficient scope" if status == 403 else "Unauthorized"
+        return _HttpError(status, message,
                           headers=[("WWW-Authenticate", "Bearer " + ", ".join(fields))])
 
-    async def check(self, request):
-        """The AuthInfo of the request's bearer token, or _HttpError 401/403 (503: no verdict)."""
+    async def check(self, request, conn=None):
+        """The AuthInfo of the request's bearer token, or _HttpError 401/403 (503: no verdict).
+        Over a connection, when to check it again is kept with it (`due`)."""
         scheme, _, token = request.header("authorization").partition(" ")
-        token = token.strip(" \t")      # only HTTP's own whitespace: a Unicode strip() takes NBSP too
+        # only HTTP's own whitespace: a Unicode strip() takes NBSP too
+        token = token.strip(" \t")
         if scheme.lower() != "bearer" or not token:
             raise self._refuse(401)     # RFC 6750 3.1: no error code when no token came
         try:
-            claims = await (self.verify(token) if self.is_async else asyncio.to_thread(self.verify, token))
-        except Exception as e:  # noqa: BLE001 — the AS is down or confused: not the client's fault, no 401
+            if self.is_async:
+                claims = await self.verify(token)
+            else:
+                claims = await asyncio.to_thread(self.verify, token)
+        # the AS is down or confused: not the client's fault, no 401
+        except Exception as e:  # noqa: BLE001
             # a verifier's own message might quote the token: only ours are logged whole
-            _logger.warning("cannot verify an access token: %s",
-                         e if isinstance(e, (OSError, McpError)) else type(e).__name__)
+            said = e if isinstance(e, (OSError, McpError)) else type(e).__name__
+            _logger.warning("cannot verify an access token: %s", said)
             raise _HttpError(503, "Cannot verify the access token now") from None
-        if (auth := self._auth_info(claims)) is None:     # inactive, expired, or not for us
+        auth = self._auth_info(claims)
+        if auth is None:     # inactive, expired, or not for us
             raise self._refuse(401, "invalid_token")
         if not self.scopes <= auth.scopes:
             raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes)
+        if conn is not None:
+            conn.extensions["recheck"] = _now() + _ttl(auth.claims.get("exp"))
         return auth
 
     def _auth_info(self, claims):
         if type(claims) is not dict or claims.get("active") is False:
             return None
-        aud, iss, scope, client = (claims.get(k) for k in ("aud", "iss", "scope", "client_id"))
-        auds = [a.rstrip("/") for a in _strings(aud if type(aud) is list else [aud])]
-        if not self.fixed and self.resource.rstrip("/") not in auds:
-            return None     # MCP: never a token issued for another resource (RFC 8707, no passthrough)
+        aud, iss, scope, client = (claims.get(key) for key in ("aud", "iss", "scope", "client_id"))
+        if type(aud) is not list:
+            aud = [aud]
+        named = [audience.rstrip("/") for audience in _strings(aud)]
+        if not self.fixed and self.resource.rstrip("/") not in named:
+            # MCP: never a token issued for another resource (RFC 8707, no passthrough)
+            return None
         if not _timely(claims):
             return None
         if iss is not None and self.authorization_servers and iss not in self.authorization_servers:
             return None     # issued by a server we do not take tokens from
-        scopes = frozenset(scope.split() if type(scope) is str else _strings(scope))
-        client, subject = client if type(client) is str else None, claims.get("sub")
+        if type(scope) is str:
+            scopes = frozenset(scope.split())
+        else:
+            scopes = frozenset(_strings(scope))
+        if type(client) is not str:
+            client = None
+        subject = claims.get("sub")
         if not (subject or client):
             return None     # nobody to bind a session to: no user shares another's session
         return AuthInfo(str(subject or client), scopes, client, claims)
 
+    def who(self, conn):
+        """Who sends this request (`principal`: its verified user and client, whose sessions are
+        theirs alone: MCP security best practices, "Session Hijacking"), and whose share of the
+        limits it uses (`owner`: the OAuth subject; with a fixed token, the client's address)."""
+        principal = encode([conn.auth.subject, conn.auth.client_id]).decode()
+        if self.fixed:
+            return principal, conn.request.client or conn.peer
+        return principal, conn.auth.subject
+
     def step_up(self, auth, body, server):
         """403 insufficient_scope for a tools/call whose tool needs scopes the token lacks: the
         client asks the user for more and calls again (step-up). Granted scopes stay asked."""
-        for message in body if type(body) is list else [body]:
-            params = type(message) is dict and message.get("method") == "tools/call" and message.get("params")
+        messages = body if type(body) is list else [body]
+        for message in messages:
+            if type(message) is not dict or message.get("method") != "tools/call":
+                continue
+            params = message.get("params")
             name = params.get("name") if type(params) is dict else None
-            if type(name) is str and (tool := server.tools.get(name)) and not tool.scopes <= auth.scopes:
-                raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes | tool.scopes)
+            tool = server.tools.get(name) if type(name) is str else None
+            if tool is not None and not _scopes_of(tool) <= auth.scopes:
+                raise self._refuse(403, "insufficient_scope",
+                                   self.scopes | auth.scopes | _scopes_of(tool))
+
+    # A long answer (an SSE stream) outlives the token's verdict: it is checked again at its
+    # exp, INTROSPECTION_TTL at the latest; once no good, the stream ends, and the client
+    # comes back (its 401 starts a refresh).
+
+    def due(self, conn):
+        return conn.extensions.get("recheck", math.inf) <= _now()
+
+    def left(self, conn):
+        return conn.extensions.get("recheck", math.inf) - _now()
+
+    async def still_good(self, conn):
+        if not self.due(conn):
+            return True
+        try:
+            conn.auth = await self.check(conn.request, conn)
+        except _HttpError:
+            return False
+        return True
 
 
 def _strings(value):
     """The strings in `value` if it is a list (a list of anything else names nothing)."""
-    return [v for v in value if type(v) is str] if type(value) is list else []
+    if type(value) is not list:
+        return []
+    return [item for item in value if type(item) is str]
 
 
 def _timely(claims):
     """RFC 7662 2.2: now is before exp and not before nbf (numbers, if given: a malformed one
     is no good either)."""
-    times = {k: claims[k] for k in ("exp", "nbf") if claims.get(k) is not None}
-    return all(type(t) in (int, float) for t in times.values()) \
-        and times.get("nbf", 0) <= time.time() < times.get("exp", math.inf)
-
-
-def _recheck(auth):
-    """When a verified token is to be checked again: at its exp, INTROSPECTION_TTL at the latest."""
-    return _now() + _ttl(auth.claims.get("exp"))
+    times = {key: claims[key] for key in ("exp", "nbf") if claims.get(key) is not None}
+    if not all(type(t) in (int, float) for t in times.values()):
+        return False
+    return times.get("nbf", 0) <= time.time() < times.get("exp", math.inf)
 
 
 def _ttl(exp):
     """How long a token's verdict holds: until its exp, INTROSPECTION_TTL at most."""
-    return min(INTROSPECTION_TTL, exp - time.time()) if type(exp) in (int, float) else INTROSPECTION_TTL
+    if type(exp) not in (int, float):
+        return INTROSPECTION_TTL
+    return min(INTROSPECTION_TTL, exp - time.time())
 
 
-def _principal(x):
-    """Who sends this request: its verified user and client, whose sessions are theirs alone (MCP
-    security best practices, "Session Hijacking"); without auth, its Authorization as it came."""
-    return encode([x.auth.subject, x.auth.client_id]).decode() if x.auth \
-        else x.request.header("authorization")
+def _scopes_option(tool, scopes):
+    """A tool's `scopes=`: the OAuth scopes a caller's token needs (over HTTP with a
+    ResourceServer: without them, 403, and the client may ask for more)."""
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    return frozenset(scopes)
+
+
+def _scopes_of(tool):
+    return tool.options.get("scopes", frozenset())
+
+
+def _token_guard(token):
+    """HttpServer(token=...): a ResourceServer that takes that one token."""
+    return ResourceServer(_fixed_token(token))
+
+
+class _AuthOptions(_ServeOptions):
+    """serve's guards: --auth-server (OAuth) or a fixed token (--token-file, $MCP_TOKEN, --token).
+    """
+
+    def add(self, parser):
+        secret = parser.add_mutually_exclusive_group()
+        secret.add_argument("--auth-server", metavar="URL", help="accept OAuth access tokens this "
+                            "authorization server issued for this server (checked by "
+                            "introspection, RFC 7662)")
+        secret.add_argument("--token-file", metavar="FILE",
+                            help="require 'Authorization: Bearer TOKEN' "
+                            "on HTTP, the token read from FILE (default: $MCP_TOKEN)")
+        secret.add_argument("--token", help="the token itself (every local user can read it in the "
+                            "process list: prefer --token-file or $MCP_TOKEN)")
+        parser.add_argument("--scope", action="append", default=[],
+                            help="with --auth-server: a scope "
+                            "every request needs (repeatable)")
+        parser.add_argument("--resource", metavar="URL",
+                            help="with --auth-server: this server's URL as "
+                            "clients see it, which tokens must name (default http://HOST:PORT/mcp)")
+        parser.add_argument("--auth-client-file", metavar="FILE", help="with --auth-server: "
+                            "'client_id:secret' to introspect with, if the server wants it "
+                            "(default: $MCP_AUTH_CLIENT)")
+
+    def configure(self, server, args, options):
+        """serve's HttpServer options: auth= for --auth-server (introspection credentials,
+        'id:secret', from --auth-client-file or $MCP_AUTH_CLIENT: never the command line), else
+        token= (from --token-file, $MCP_TOKEN, or --token with a warning; never empty, which would
+        turn it off)."""
+        if args.port is None:
+            return
+        path = args.token_file
+        if args.auth_server:
+            path = args.auth_client_file
+        if path:
+            with open(path, encoding="utf-8") as f:
+                secret = f.read().strip()
+        elif args.token is not None:
+            secret = args.token
+        elif args.auth_server:
+            secret = os.environ.get("MCP_AUTH_CLIENT")
+        else:
+            secret = os.environ.get("MCP_TOKEN")
+        if args.auth_server:
+            client_id, _, client_secret = (secret or "").partition(":")
+            options["auth"] = ResourceServer(None, [args.auth_server], args.scope, args.resource,
+                                             client_id or None, client_secret or None)
+            return
+        if secret is not None and not secret.strip(" \t"):
+            raise ValueError("the token is empty, which would turn authentication off")
+        if args.token is not None:
+            _logger.warning("--token is visible to every local user (ps, /proc/PID/cmdline); pass "
+                            "it in $MCP_TOKEN or --token-file")
+        options["token"] = secret
+
+
+# The extension plugs in (the client's side, below, too): the tool option `scopes`, the token
+# guard of HttpServer(token=...), and serve's options.
+_TOOL_OPTIONS["scopes"] = _scopes_option
+_PROVIDED["HttpServer token"] = _token_guard
+_SERVE_OPTIONS.append(_AuthOptions())
+__all__ += ["AuthInfo", "Introspection", "ResourceServer"]
+
 
 ##############################################################################
 # Extension: authorization, the client's side (OAuth 2.1; skip on a first reading)
@@ -6117,8 +8207,6 @@ def _principal(x):
 # approve in a browser (authorization code + PKCE, a loopback redirect); trade the code for
 # tokens; resend. A 403 insufficient_scope asks again with more scope (step-up).
 
-
-_AUTH_TRIES = 2         # sign-ins for one request (a 401, then a 403 step-up); more could loop forever
 _CHALLENGE_PARAM = re.compile(r'([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 
 
@@ -6133,6 +8221,8 @@ class OAuth:
     Tokens are kept in `store`, a file only its owner may read (None: in memory only). A sign-in
     happens inside the request that met the 401: give a person time (the Client's `timeout`)."""
 
+    tries = 2       # sign-ins for one request (a 401, then a 403 step-up); more could loop forever
+
     def __init__(self, *, client_id=None, client_secret=None, issuer=None, client_metadata_url=None,
                  grant="authorization_code", headless=False, browser=None, store="default",
                  client_name="mcp_min"):
@@ -6141,15 +8231,20 @@ class OAuth:
         if grant == "client_credentials" and not (client_id and client_secret):
             raise ValueError("client_credentials needs client_id and client_secret")
         if client_secret and not issuer:    # else it goes to whichever server an MCP server names
-            raise ValueError("a client_secret needs issuer=: the authorization server it may be sent to")
+            raise ValueError("a client_secret needs issuer=: the authorization server it may be "
+                             "sent to")
         if client_metadata_url and not re.match(r"https://[^/?#]+/[^?#]", client_metadata_url):
-            raise ValueError("client_metadata_url must be an https URL with a path (a CIMD client id)")
-        self.client_id, self.client_secret, self.issuer, self.grant = client_id, client_secret, issuer, grant
+            raise ValueError("client_metadata_url must be an https URL with a path (a CIMD client "
+                             "id)")
+        self.client_id, self.client_secret = client_id, client_secret
+        self.issuer, self.grant = issuer, grant
         self.client_metadata_url = client_metadata_url
         self.headless, self.browser, self.client_name = headless, browser, client_name
-        config = os.environ.get("XDG_CONFIG_HOME") or os.environ.get("APPDATA") or os.path.expanduser(
-            "~/.config")
-        self.store = os.path.join(config, "mcp_min", "tokens.json") if store == "default" else store
+        config = os.environ.get("XDG_CONFIG_HOME") or os.environ.get("APPDATA") or \
+            os.path.expanduser("~/.config")
+        self.store = store
+        if store == "default":
+            self.store = os.path.join(config, "mcp_min", "tokens.json")
         self._entries, self._lock = None, asyncio.Lock()
 
     def token(self, url: str) -> str | None:
@@ -6160,7 +8255,8 @@ class OAuth:
         """What `store` keeps: a server's URL -> its sign-in (read once)."""
         if self._entries is None:
             self._entries = {}
-            with contextlib.suppress(OSError, ValueError, TypeError), open(self.store or "", "rb") as f:
+            with contextlib.suppress(OSError, ValueError, TypeError), \
+                    open(self.store or "", "rb") as f:
                 self._entries = dict(json.load(f))
         return self._entries
 
@@ -6175,70 +8271,92 @@ class OAuth:
                 json.dump(self._entries, f)
             os.replace(new, self.store)
 
-    async def challenged(self, url, status, challenge, sent):
-        """Sign in for `url` after a 401 (or a 403 insufficient_scope) with this challenge."""
-        async with self._lock:     # requests that hear it together share one sign-in
-            if ((token := self.token(url)) and f"Bearer {token}") != sent:
-                return True         # another request signed in while this one waited
-            entry = self._all().get(url, {})
-            params = {k.lower(): a or b for k, a, b in _CHALLENGE_PARAM.findall(challenge)}
-            if status == 403 and set(params.get("scope", "").split()) <= set(entry.get("scope", "").split()):
-                return False        # asked for and given already: signing in again would loop
-            resource, metadata, server = await self._protected_resource(url, params.get("resource_metadata"))
-            if (entry.get("issuer"), entry.get("resource")) != (server["issuer"], resource):
-                # first sign-in, or the server moved: a client id and tokens of one
-                # authorization server are never shown to another (SEP-2352)
-                entry = {"issuer": server["issuer"], "resource": resource}
-            entry["token_endpoint"] = server["token_endpoint"]
-            if status == 401 and entry.get("refresh_token"):
-                with contextlib.suppress(McpError):     # refused or expired: sign in afresh
-                    return await self._tokens(url, entry, {"grant_type": "refresh_token",
-                                                           "refresh_token": entry["refresh_token"]})
-            # Scope (spec "Scope Selection Strategy"): the challenge's, else all the resource
-            # lists, else none; a step-up keeps what was asked before (SEP-2350); offline_access
-            # for a refresh token if the server offers it (SEP-2207).
-            words = entry.get("scope", "").split() * (status == 403) + (
-                params.get("scope") or " ".join(metadata.get("scopes_supported") or ())).split()
-            offered = server.get("scopes_supported") or ()
-            words += ["offline_access"] * (self.grant == "authorization_code" and "offline_access" in offered)
-            scope = " ".join(dict.fromkeys(words))
-            if self.grant == "client_credentials":
-                self._credentials(entry, server, self.client_id, self.client_secret)
-                form = {"grant_type": "client_credentials", "scope": scope}
-            else:
-                form = await self._authorization_code(server, entry, resource, scope)
-            entry["scope"] = scope
-            return await self._tokens(url, entry, form)
+    async def challenged(self, url, status, challenge, sent, trace=None):
+        """Sign in for `url` after a 401 (or a 403 insufficient_scope) with this challenge; what
+        `sent` was the Authorization of the request refused. True if it may go again. `trace`:
+        the client's, which shows the sign-in's exchanges, their secrets masked."""
+        signing_in = _SIGN_IN_TRACE.set(trace)
+        try:
+            async with self._lock:     # requests that hear it together share one sign-in
+                return await self._sign_in(url, status, challenge, sent)
+        finally:
+            _SIGN_IN_TRACE.reset(signing_in)
+
+    async def _sign_in(self, url, status, challenge, sent):
+        token = self.token(url)
+        if token and f"Bearer {token}" != sent:
+            return True         # another request signed in while this one waited
+        entry = self._all().get(url, {})
+        params = {}
+        for key, quoted, bare in _CHALLENGE_PARAM.findall(challenge):
+            params[key.lower()] = quoted or bare
+        asked = set(params.get("scope", "").split())
+        if status == 403 and asked <= set(entry.get("scope", "").split()):
+            return False        # asked for and given already: signing in again would loop
+        resource, metadata, server = await self._protected_resource(url,
+                                                                    params.get("resource_metadata"))
+        if (entry.get("issuer"), entry.get("resource")) != (server["issuer"], resource):
+            # first sign-in, or the server moved: a client id and tokens of one
+            # authorization server are never shown to another (SEP-2352)
+            entry = {"issuer": server["issuer"], "resource": resource}
+        entry["token_endpoint"] = server["token_endpoint"]
+        if status == 401 and entry.get("refresh_token"):
+            with contextlib.suppress(McpError):     # refused or expired: sign in afresh
+                return await self._tokens(url, entry, {"grant_type": "refresh_token",
+                                                       "refresh_token": entry["refresh_token"]})
+        scope = self._scope(status, entry, params, metadata, server)
+        if self.grant == "client_credentials":
+            self._credentials(entry, server, self.client_id, self.client_secret)
+            form = {"grant_type": "client_credentials", "scope": scope}
+        else:
+            form = await self._authorization_code(server, entry, resource, scope)
+        entry["scope"] = scope
+        return await self._tokens(url, entry, form)
+
+    def _scope(self, status, entry, params, metadata, server):
+        """What to ask for (spec "Scope Selection Strategy"): the challenge's, else all the resource
+        lists, else none; a step-up keeps what was asked before (SEP-2350); offline_access for a
+        refresh token if the server offers it (SEP-2207)."""
+        words = []
+        if status == 403:
+            words += entry.get("scope", "").split()
+        words += (params.get("scope") or " ".join(metadata.get("scopes_supported") or ())).split()
+        offered = server.get("scopes_supported") or ()
+        if self.grant == "authorization_code" and "offline_access" in offered:
+            words.append("offline_access")
+        return " ".join(dict.fromkeys(words))
 
     async def _protected_resource(self, url, hinted):
         """RFC 9728: the resource's metadata from the challenge's URL, else the well-known URIs,
         path-suffixed first (spec "Protected Resource Metadata Discovery Requirements"); then
         its authorization server's: (the resource as published, unnormalized (RFC 8707), its
         metadata, the authorization server's)."""
-        def host(u):    # 127.0.0.1, ::1 and localhost are one machine
-            return "loopback" if _is_loopback(u.hostname or "") else u.hostname, u.port
         parts = urlsplit(_secure(url, "MCP server"))
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
         well_known = f"{origin}/.well-known/oauth-protected-resource"
-        where = hinted or well_known
-        for where in dict.fromkeys(filter(None, (hinted, path and well_known + path, well_known))):
-            status, metadata = await _fetch_json(_secure(where, "resource metadata URL"))
-            if status == 200 and metadata:
+        places = [hinted, path and well_known + path, well_known]
+        metadata, where = None, hinted or well_known
+        for where in dict.fromkeys(filter(None, places)):
+            status, found = await _fetch_json(_secure(where, "resource metadata URL"))
+            if status == 200 and found:
+                metadata = found
                 break
-        else:   # 2025-03-26 servers publish none: the MCP server is its own authorization server
+        # 2025-03-26 servers publish none: the MCP server is its own authorization server
+        if metadata is None:
             metadata = {"resource": url, "authorization_servers": [origin]}
         resource = metadata.get("resource")
-        named = urlsplit(resource) if type(resource) is str else None
-        # RFC 9728 §3.3, spec "Canonical Server URI": the metadata is about this server (its
-        # URL or a parent path), else its tokens would be minted for someone else
-        if not named or (named.scheme, host(named)) != (parts.scheme, host(parts)) \
-                or not (path + "/").startswith(named.path.rstrip("/") + "/"):
-            raise _refused(f"the resource metadata at {where} is about {str(resource)[:200]!r}, not {url}")
-        if type(servers := metadata.get("authorization_servers")) is not list or not servers:
-            raise _refused(f"the protected resource metadata of {url} names no authorization server")
-        if self.client_id and self.issuer not in (None, servers[0]):    # pre-registered: that server's
+        if not _about(resource, parts, path):
+            raise _refused(f"the resource metadata at {where} is about {str(resource)[:200]!r}, "
+                           f"not {url}")
+        servers = metadata.get("authorization_servers")
+        if type(servers) is not list or not servers:
+            raise _refused(f"the protected resource metadata of {url} names no authorization "
+                           "server")
+        # pre-registered: that server's
+        if self.client_id and self.issuer not in (None, servers[0]):
             # only (2026-07-28 "Authorization Server Binding")
-            raise _refused(f"{url} now signs in at {servers[0]}, but the client id is {self.issuer}'s")
+            raise _refused(f"{url} now signs in at {servers[0]}, but the client id is "
+                           f"{self.issuer}'s")
         return resource, metadata, await _server_metadata(servers[0])
 
     async def _authorization_code(self, server, entry, resource, scope):
@@ -6248,65 +8366,84 @@ class OAuth:
         import hmac
         import secrets
         if "S256" not in (server.get("code_challenge_methods_supported") or ()):
-            raise _refused(f"{server['issuer']} does not offer PKCE (S256): the spec says not to go on")
+            raise _refused(f"{server['issuer']} does not offer PKCE (S256): the spec says not to "
+                           "go on")
         _secure(server.get("authorization_endpoint"), "authorization endpoint")
         # Unguessable, and single-use: they live for this one sign-in only
         verifier, state = secrets.token_urlsafe(48), secrets.token_urlsafe(32)
         listener, redirect_uri, answered = await _loopback_redirect(state)
         try:
             await self._register(server, entry, redirect_uri)
-            challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
-            query = {"response_type": "code", "client_id": entry["client_id"], "redirect_uri": redirect_uri,
-                     "state": state, "code_challenge": challenge.decode(), "code_challenge_method": "S256",
+            digest = hashlib.sha256(verifier.encode()).digest()
+            challenge = base64.urlsafe_b64encode(digest).rstrip(b"=")
+            query = {"response_type": "code", "client_id": entry["client_id"],
+                     "redirect_uri": redirect_uri,
+                     "state": state, "code_challenge": challenge.decode(),
+                     "code_challenge_method": "S256",
                      "resource": resource, "scope": scope}
-            if "offline_access" in scope.split():   # else an OpenID provider MUST ignore it (OIDC Core 11)
+            # else an OpenID provider MUST ignore it (OIDC Core 11)
+            if "offline_access" in scope.split():
                 query["prompt"] = "consent"
             endpoint = server["authorization_endpoint"]
-            url = endpoint + "&?"["?" not in endpoint] + urlencode({k: v for k, v in query.items() if v})
-            if self.headless:
-                print(f"Open this address, sign in, then paste the address the browser ends on:\n{url}",
-                      file=sys.stderr)
-                answer = _query(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
-            else:
-                # Off the loop: a $BROWSER that waits for its user holds up no listener (an async
-                # `browser` only makes its coroutine there, which runs here)
-                opened: object = await asyncio.to_thread(self.browser or _open_browser, url)
-                if asyncio.iscoroutine(opened):
-                    await opened
-                answer = await asyncio.wait_for(answered, 300)    # 5 minutes for a person
+            joiner = "&" if "?" in endpoint else "?"
+            given = {key: value for key, value in query.items() if value}
+            url = endpoint + joiner + urlencode(given)
+            answer = await self._approve(url, answered)
         except asyncio.TimeoutError:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
             raise _refused("nobody signed in within 5 minutes") from None
         finally:
             listener.close()
         if not hmac.compare_digest(answer.get("state", ""), state):     # RFC 6749 §10.12: CSRF
             raise _refused("the redirect carries another sign-in's state: refused")
-        iss, supported = answer.get("iss"), server.get("authorization_response_iss_parameter_supported")
+        iss = answer.get("iss")
+        supported = server.get("authorization_response_iss_parameter_supported")
         if iss != server["issuer"] and (iss is not None or supported):
             # RFC 9207 §2.4: compared as strings; a server that says it sends iss must send it
-            raise _refused(f"the redirect's iss {iss!r} is not {server['issuer']}: refused (mix-up attack?)")
+            raise _refused(f"the redirect's iss {iss!r} is not {server['issuer']}: refused "
+                           "(mix-up attack?)")
         if "error" in answer or not answer.get("code"):
             raise _refused(f"the authorization server said {answer.get('error', 'nothing')}: "
                            f"{answer.get('error_description', '')[:300]}")
-        return {"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": redirect_uri,
+        return {"grant_type": "authorization_code", "code": answer["code"],
+                "redirect_uri": redirect_uri,
                 "code_verifier": verifier}
+
+    async def _approve(self, url, answered):
+        """The person approves at `url`: the redirect's query, pasted back (headless) or heard."""
+        if self.headless:
+            print(f"Open this address, sign in, then paste the address the browser ends on:\n{url}",
+                  file=sys.stderr)
+            pasted = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+            return _query(pasted)
+        # Off the loop: a $BROWSER that waits for its user holds up no listener (an async
+        # `browser` only makes its coroutine there, which runs here)
+        opened: object = await asyncio.to_thread(self.browser or _open_browser, url)
+        if asyncio.iscoroutine(opened):
+            await opened
+        return await asyncio.wait_for(answered, 300)    # 5 minutes for a person
 
     async def _register(self, server, entry, redirect_uri):
         """A client id at this authorization server, in the spec's order (2025-11-25 "Client
         Registration Approaches"); one registered before with it is kept with its issuer."""
         if self.client_id:
-            return self._credentials(entry, server, self.client_id, self.client_secret)
+            self._credentials(entry, server, self.client_id, self.client_secret)
+            return
         if entry.get("client_id"):
             return
         if self.client_metadata_url and server.get("client_id_metadata_document_supported"):
-            return self._credentials(entry, server, self.client_metadata_url, None)
+            self._credentials(entry, server, self.client_metadata_url, None)
+            return
         if not server.get("registration_endpoint"):
-            raise _refused(f"{server['issuer']} takes no registrations: pass a client id (--client-id)")
+            raise _refused(f"{server['issuer']} takes no registrations: pass a client id "
+                           "(--client-id)")
         status, answer = await _fetch_json(server["registration_endpoint"], {
-            "client_name": self.client_name, "redirect_uris": [redirect_uri], "application_type": "native",
+            "client_name": self.client_name, "redirect_uris": [redirect_uri],
+            "application_type": "native",
             "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
             "token_endpoint_auth_method": "none"}, as_json=True)
         if status not in (200, 201) or type(answer.get("client_id")) is not str:
-            raise _refused(f"registration at {server['registration_endpoint']} failed (HTTP {status})")
+            raise _refused(f"registration at {server['registration_endpoint']} failed (HTTP "
+                           f"{status})")
         self._credentials(entry, server, answer["client_id"], answer.get("client_secret"),
                           answer.get("token_endpoint_auth_method"))
 
@@ -6316,26 +8453,35 @@ class OAuth:
         offered (RFC 8414's default when none are listed), else in the form, else no secret."""
         offered = server.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
         if method not in ("client_secret_basic", "client_secret_post", "none"):
-            method = secret and next((m for m in ("client_secret_basic", "client_secret_post")
-                                      if m in offered), "none") or "none"
+            method = "none"
+            if secret:
+                for way in ("client_secret_basic", "client_secret_post"):
+                    if way in offered:
+                        method = way
+                        break
         entry.update(client_id=client_id, client_secret=secret, auth_method=method)
 
     async def _tokens(self, url, entry, form):
         """The token request: `resource` on every one (RFC 8707 §2), the client authenticated
         as registered (RFC 6749 §2.3.1: Basic with each part form-encoded)."""
         form, headers = {**form, "resource": entry["resource"]}, {}
-        client_id, secret, method = entry["client_id"], entry.get("client_secret"), entry["auth_method"]
+        client_id, secret = entry["client_id"], entry.get("client_secret")
+        method = entry["auth_method"]
         if method == "client_secret_basic":
             headers["Authorization"] = _basic(client_id, secret)
         else:
-            form.update(client_id=client_id, client_secret=secret if method == "client_secret_post" else None)
-        form = {k: v for k, v in form.items() if v}
+            form["client_id"] = client_id
+            if method == "client_secret_post":
+                form["client_secret"] = secret
+        form = {key: value for key, value in form.items() if value}
         status, answer = await _fetch_json(entry["token_endpoint"], form, headers)
         if status != 200 or type(answer.get("access_token")) is not str:
-            raise _refused(f"the token endpoint said {str(answer.get('error', f'HTTP {status}'))[:100]}: "
+            error = str(answer.get("error", f"HTTP {status}"))[:100]
+            raise _refused(f"the token endpoint said {error}: "
                            f"{str(answer.get('error_description', ''))[:300]}")
         if str(answer.get("token_type", "")).lower() != "bearer":
-            raise _refused(f"a token of type {str(answer.get('token_type'))[:40]!r}: only Bearer is spoken")
+            raise _refused(f"a token of type {str(answer.get('token_type'))[:40]!r}: only Bearer "
+                           "is spoken")
         # RFC 6749 §6: a refresh that brings no new refresh token leaves the old one good
         entry.update(access_token=answer["access_token"],
                      refresh_token=answer.get("refresh_token") or form.get("refresh_token"))
@@ -6343,6 +8489,25 @@ class OAuth:
         self._save()
         _logger.info("signed in to %s at %s", url, entry["issuer"])
         return True
+
+
+def _about(resource, parts, path):
+    """RFC 9728 §3.3, spec "Canonical Server URI": whether metadata naming `resource` is about the
+    server at `parts` (its URL, or a parent path): else its tokens would be minted for another."""
+    if type(resource) is not str:
+        return False
+    named = urlsplit(resource)
+    if (named.scheme, _host_of(named)) != (parts.scheme, _host_of(parts)):
+        return False
+    return (path + "/").startswith(named.path.rstrip("/") + "/")
+
+
+def _host_of(parts):
+    """A URL's host and port, 127.0.0.1, ::1 and localhost being one machine."""
+    host = parts.hostname
+    if _is_loopback(host or ""):
+        host = "loopback"
+    return host, parts.port
 
 
 async def _loopback_redirect(state):
@@ -6354,14 +8519,19 @@ async def _loopback_redirect(state):
 
     async def serve(reader, writer):
         try:
-            line = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), CONNECT_TIMEOUT)).split(b" ")
-            query = _query(line[1].decode("latin-1")) if line[0] == b"GET" and line[1].startswith(
-                b"/callback?") else {}
-            if ours := hmac.compare_digest(query.get("state", ""), state) and not answered.done():
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), CONNECT_TIMEOUT)
+            line = head.split(b" ")
+            query = {}
+            if line[0] == b"GET" and line[1].startswith(b"/callback?"):
+                query = _query(line[1].decode("latin-1"))
+            ours = hmac.compare_digest(query.get("state", ""), state) and not answered.done()
+            if ours:
                 answered.set_result(query)
-            text = b"Signed in: you may close this window." if ours else b"Not found"
-            writer.write(b"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close"
-                         b"\r\n\r\n%s" % (b"200 OK" if ours else b"404 Not Found", len(text), text))
+                status, text = b"200 OK", b"Signed in: you may close this window."
+            else:
+                status, text = b"404 Not Found", b"Not found"
+            writer.write(b"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: "
+                         b"%d\r\nConnection: close\r\n\r\n%s" % (status, len(text), text))
             await writer.drain()
         except Exception as e:  # noqa: BLE001 — a stray or broken connection: not our answer
             _logger.debug("the redirect listener dropped a connection: %r", e)
@@ -6380,9 +8550,22 @@ def _open_browser(url):
 def _query(url):
     return dict(parse_qsl(urlsplit(url.strip()).query))
 
+
+__all__ += ["OAuth"]
+
+
 ##############################################################################
 # Extension: seeing the wire, --trace (skip on a first reading)
 ##############################################################################
+# `serve --trace` and `client ... --trace` print every frame that enters or leaves as a packet
+# capture would, the capture this project began from in the same words:
+#
+#     0.002s C→S POST /messages?sessionId=62ef...  request #0 initialize
+#     0.003s S→C sse event: message  response #0 (initialize) ok
+#
+# `--trace FILE.jsonl` appends the same records as JSON Lines (examples/capture.py draws them).
+# The transports call it where the bytes are: `message` and `line` (stdio and in memory), `http`
+# (a request or status line, its headers, its body), `event` (an SSE event), `note`.
 
 
 class _Trace:
@@ -6392,15 +8575,18 @@ class _Trace:
     getUsers``, ``response #2 (tools/call) ok``; then the headers worth seeing and the JSON,
     indented. To a file (``--trace=FILE``): the same as JSON Lines."""
 
-    SHOWN_HEADERS = ("host", "origin", "accept", "content-type", "mcp-session-id", "mcp-protocol-version",
+    SHOWN_HEADERS = ("host", "origin", "accept", "content-type", "mcp-session-id",
+                     "mcp-protocol-version",
                      "last-event-id", "authorization", "location", "www-authenticate", "allow",
                      "mcp-method", "mcp-name")     # and every Mcp-Param-*
     ASKED = 1024        # request ids remembered so that a response can name its method
 
     def __init__(self, target, side="server"):
         self.start, self.side, self.jsonl = time.monotonic(), side, target != "-"
-        self.file = open(  # noqa: SIM115 — open for the trace's life
-            target, "a", encoding="utf-8", errors="backslashreplace") if self.jsonl else sys.stderr
+        self.file: _Any = sys.stderr
+        if self.jsonl:
+            self.file = open(  # noqa: SIM115 — open for the trace's life
+                target, "a", encoding="utf-8", errors="backslashreplace")
         self.lock = threading.Lock()
         self.asked = {}     # (arrow of the request, id) -> method
         self.lane, self.connections = {}, itertools.count(1)
@@ -6413,20 +8599,21 @@ class _Trace:
         return view
 
     def _emit(self, direction, channel, head, headers=None, message=None, data=None):
-        arrow = "C→S" if (direction == "in") == (self.side == "server") else "S→C"
+        server_hears = (direction == "in") == (self.side == "server")
+        arrow = "C→S" if server_hears else "S→C"
         if headers:
-            headers = {k: (v.partition(" ")[0] + " ***" if k.lower() == "authorization" else v)
-                       for k, v in headers.items()
-                       if k.lower() in self.SHOWN_HEADERS or k[:10].lower() == "mcp-param-"}
+            headers = _shown_headers(headers, self.SHOWN_HEADERS)
         with self.lock:
             record = {"t": round(time.monotonic() - self.start, 6), "dir": arrow, **self.lane,
                       "channel": channel, "head": head}
             if message is not None:
                 record.update(self._about(arrow, message))
-            if (why := _TRACE_WHY.get()) and record.get("kind") == "request":
+            why = _TRACE_WHY.get()
+            if why and record.get("kind") == "request":
                 record["why"] = why
             if self.jsonl:
-                for key, value in ("headers", headers), ("data", data), ("message", _shorten(message, None)):
+                for key, value in ("headers", headers), ("data", data), ("message",
+                                                                         _shorten(message, None)):
                     if value:
                         record[key] = value
                 text = json.dumps(record, ensure_ascii=False, default=str) + "\n"
@@ -6435,13 +8622,14 @@ class _Trace:
             try:
                 self.file.write(text)
                 self.file.flush()
-            except (OSError, ValueError):   # stderr closed, a full disk: the trace ends, not the server
+            # stderr closed, a full disk: the trace ends, not the server
+            except (OSError, ValueError):
                 self.file = open(os.devnull, "w")  # noqa: SIM115 — for the trace's life
 
     def _about(self, arrow, message):
         """What a message is, as record fields (kind, id, method, name, answers, outcome)."""
         if type(message) is list:
-            items = [self._about(arrow, m if type(m) is dict else None) for m in message]
+            items = [self._about(arrow, item if type(item) is dict else None) for item in message]
             return {"kind": "batch", "count": len(items), "items": items[:50]}
         if type(message) is not dict:
             return {"kind": "not JSON-RPC"}
@@ -6451,26 +8639,41 @@ class _Trace:
         if type(id_) is not int and id_ is not None:
             id_ = str(id_)[:40]     # a peer picks its size
         if type(method) is str:
-            method = method[:80]
-            about: _Json = {"kind": "notification" if "id" not in message else "request", "method": method}
-            params = params if type(params := message.get("params")) is dict else {}
-            if (why := _what_for(message, params)):
-                about["why"] = why
-            if "id" in message:
-                about["id"] = id_
-                if len(self.asked) >= self.ASKED:
-                    del self.asked[next(iter(self.asked))]
-                key = arrow, repr(id_)
-                # Sessions share a trace and may reuse an id: a reply then names no method, not a wrong one.
-                self.asked[key] = None if self.asked.get(key, method) != method else method
-                if method in _NAMED and type(name := params.get(_NAMED[method])) is str:
-                    about["name"] = name[:80]
-            return about
+            return self._about_call(arrow, message, method[:80], id_)
         about = {"kind": "response", "id": id_}
-        answers = self.asked.pop(("S→C" if arrow == "C→S" else "C→S", repr(id_)), None)
+        back = "S→C" if arrow == "C→S" else "C→S"
+        answers = self.asked.pop((back, repr(id_)), None)
         if answers:
             about["answers"] = answers
         about["outcome"] = _outcome(message.get("error"), message.get("result"))
+        return about
+
+    def _about_call(self, arrow, message, method, id_):
+        """A request's or a notification's record fields; a request is remembered, for its answer.
+        """
+        params = message.get("params")
+        if type(params) is not dict:
+            params = {}
+        about: _Json = {"kind": "request", "method": method}
+        if "id" not in message:
+            about["kind"] = "notification"
+        why = _what_for(message, params)
+        if why:
+            about["why"] = why
+        if "id" not in message:
+            return about
+        about["id"] = id_
+        if len(self.asked) >= self.ASKED:
+            del self.asked[next(iter(self.asked))]
+        key = arrow, repr(id_)
+        # Sessions share a trace and may reuse an id: a reply then names no method, not a wrong one.
+        if self.asked.get(key, method) != method:
+            self.asked[key] = None
+        else:
+            self.asked[key] = method
+        name = params.get(_NAMED[method]) if method in _NAMED else None
+        if type(name) is str:
+            about["name"] = name[:80]
         return about
 
     def message(self, direction, channel, message):
@@ -6478,32 +8681,57 @@ class _Trace:
 
     def line(self, direction, channel, data):
         message, shown = _parsed(data, repr(bytes(data[:200])))
-        self._emit(direction, channel, f"{channel} (not JSON)" if shown else channel, None, message, shown)
+        head = channel
+        if shown:
+            head = f"{channel} (not JSON)"
+        self._emit(direction, channel, head, None, message, shown)
 
     def http(self, direction, head, headers, body=None):
-        head = _SECRET_QUERY.sub(r"\1***", head)     # a token sent in a URL is shown no more than in a header
-        if any(k.lower() == "content-type" and v.startswith("text/event-stream")
-               for k, v in (headers or {}).items()):
-            head += "  (an SSE stream opens)"
-        parsed = _parsed(body, f"({len(body)} bytes, not JSON)") if body else ()
+        # a token sent in a URL is shown no more than in a header
+        head = _SECRET_QUERY.sub(r"\1***", head)
+        for name, value in (headers or {}).items():
+            if name.lower() == "content-type" and value.startswith("text/event-stream"):
+                head += "  (an SSE stream opens)"
+                break
+        parsed = ()
+        if body:
+            parsed = _parsed(body, f"({len(body)} bytes, not JSON)")
         self._emit(direction, "http", head, headers, *parsed)
 
     def event(self, direction, fields):
         """An SSE event as it is on the wire: its id, event and retry fields, then its data (the
         server's own events carry their message, not yet encoded)."""
-        head = " ".join(f"{k}: {fields[k]}" for k in ("id", "event", "retry") if k in fields)
-        data = fields.get("data")
-        message, data = _parsed(data, data) if isinstance(data, str) else (data, None)
+        head = " ".join(f"{key}: {fields[key]}" for key in ("id", "event", "retry")
+                       if key in fields)
+        message, data = fields.get("data"), None
+        if isinstance(message, str):
+            message, data = _parsed(message, message)
         self._emit(direction, "sse", head or "(no fields)", message=message, data=data)
 
     def note(self, direction, text):
         self._emit(direction, "sse", text)
 
 
-_SECRET_QUERY = re.compile(r"(?i)([?&][^=&#\s]*(?:token|secret|key|password|code)[^=&#\s]*=)[^&#\s]*")
-_NAMED = {**_NAME_KEY, "resources/subscribe": "uri", "resources/unsubscribe": "uri"}  # method -> its name
+def _shown_headers(headers, shown):
+    """The headers worth seeing, an Authorization's credentials masked (its scheme shown)."""
+    kept = {}
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower not in shown and lower[:10] != "mcp-param-":
+            continue
+        if lower == "authorization":
+            value = value.partition(" ")[0] + " ***"
+        kept[name] = value
+    return kept
+
+
+_SECRET_QUERY = re.compile(
+    r"(?i)([?&][^=&#\s]*(?:token|secret|key|password|code)[^=&#\s]*=)[^&#\s]*")
+# method -> its name
+_NAMED = {**_NAME_KEY, "resources/subscribe": "uri", "resources/unsubscribe": "uri"}
 # Set around a request the CLI makes for itself, so that the trace says why it was sent.
-_TRACE_WHY: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("mcp_min_why", default=None)
+_TRACE_WHY: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("mcp_min_why",
+                                                                          default=None)
 
 
 def _parsed(text, otherwise):
@@ -6516,15 +8744,23 @@ def _parsed(text, otherwise):
 
 def _capture_text(record, headers, data, message):
     """A record as the capture shows it: the header line, then the rest indented."""
-    lines = [f"{record['t']:8.3f}s {record['dir']} {record['head']}"
-             + (f"  {_summary(record)}" if "kind" in record else "")]
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-    lines += [f"data: {line}" for line in data.split("\n")] if data is not None else []
+    first = f"{record['t']:8.3f}s {record['dir']} {record['head']}"
+    if "kind" in record:
+        first += f"  {_summary(record)}"
+    lines = [first]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    if data is not None:
+        lines += [f"data: {line}" for line in data.split("\n")]
     if message is not None:
-        lines += json.dumps(_shorten(message), indent=2, ensure_ascii=False, default=str).splitlines()
+        shown = json.dumps(_shorten(message), indent=2, ensure_ascii=False, default=str)
+        lines += shown.splitlines()
     # A peer's words (a method, an id, a header) may hold ESC or a newline: shown, never obeyed
-    lines = [_CONTROLS.sub(lambda c: f"\\x{ord(c.group()):02x}", line) for line in lines]
+    lines = [_CONTROLS.sub(_escaped, line) for line in lines]
     return "\n".join(lines[:1] + [" " * 14 + line for line in lines[1:]]) + "\n"
+
+
+def _escaped(control):
+    return f"\\x{ord(control.group()):02x}"
 
 
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")     # C0 and C1: a terminal acts on them
@@ -6533,9 +8769,12 @@ _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")     # C0 and C1: a terminal acts
 def _what_for(message, params):
     """What a message is about, for the trace: the request it cancels, the listen stream it
     belongs to, or the answers a next round carries (2026-07-28)."""
-    meta = params.get("_meta") if type(params.get("_meta")) is dict else {}
-    if "id" not in message and _is_id(sub := meta.get(_MODERN + "subscriptionId")):
-        return f"listen #{str(sub)[:40]}"
+    meta = params.get("_meta")
+    if type(meta) is not dict:
+        meta = {}
+    listen = meta.get(_MODERN + "subscriptionId")
+    if "id" not in message and _is_id(listen):
+        return f"listen #{str(listen)[:40]}"
     if message.get("method") == "notifications/cancelled" and _is_id(params.get("requestId")):
         return f"#{str(params['requestId'])[:40]}"
     if "id" in message and type(params.get("inputResponses")) is dict:
@@ -6547,14 +8786,32 @@ def _outcome(error, result):
     """How a response ended, in a few words: ok, an error's code, or what it asks for."""
     if type(error) is dict:
         return f"error {error.get('code')}"
-    if type(result) is dict and type(result.get("inputRequests")) is dict:     # 2026-07-28
-        return "input required: " + ", ".join(f"{k} ({v.get('method') if type(v) is dict else '?'})"
-                                              for k, v in result["inputRequests"].items())[:200]
-    if type(result) is dict and type(result.get("taskId")) is str and type(result.get("status")) is str:
-        inner = result.get("result")    # the tasks extension: a task's step
-        return ("task created, " if result.get("resultType") == "task" else "task ") + result["status"][:40] \
-            + ", isError" * (type(inner) is dict and inner.get("isError") is True)
-    return "ok, isError" if type(result) is dict and result.get("isError") is True else "ok"
+    if type(result) is not dict:
+        return "ok"
+    asks = result.get("inputRequests")
+    if type(asks) is dict:     # 2026-07-28
+        named = []
+        for key, ask in asks.items():
+            method = ask.get("method") if type(ask) is dict else "?"
+            named.append(f"{key} ({method})")
+        return "input required: " + ", ".join(named)[:200]
+    if type(result.get("taskId")) is str and type(result.get("status")) is str:
+        return _task_outcome(result)
+    if result.get("isError") is True:
+        return "ok, isError"
+    return "ok"
+
+
+def _task_outcome(result):
+    """A task's step (the tasks extension): created, or its status now."""
+    words = "task "
+    if result.get("resultType") == "task":
+        words = "task created, "
+    words += result["status"][:40]
+    inner = result.get("result")
+    if type(inner) is dict and inner.get("isError") is True:
+        words += ", isError"
+    return words
 
 
 # A summary's words after the record's kind, in order: (field, how it is shown).
@@ -6564,11 +8821,16 @@ _WORDS = (("id", "#{}"), ("answers", "({})"), ("method", "{}"), ("name", "{}"), 
 def _summary(about: _Json) -> str:
     """A record's JSON-RPC fields as words: ``request #2 tools/call getUsers``."""
     if about["kind"] == "batch":
-        return f"batch of {about['count']}: " + "; ".join(_summary(a) for a in about["items"])
-    if about["kind"] == "response" and about.get("id") is None:     # JSON-RPC: it answers no request
+        return f"batch of {about['count']}: " + "; ".join(_summary(item) for item in about["items"])
+    # JSON-RPC: it answers no request
+    if about["kind"] == "response" and about.get("id") is None:
         return "error with no id: " + str(about.get("outcome", "")).removeprefix("error ")
-    words = [about["kind"], *(shown.format(about[key]) for key, shown in _WORDS if key in about)]
-    return " ".join(words) + (f"  [{about['why']}]" if "why" in about else "")
+    words = [about["kind"]]
+    words += [shown.format(about[key]) for key, shown in _WORDS if key in about]
+    text = " ".join(words)
+    if "why" in about:
+        text += f"  [{about['why']}]"
+    return text
 
 
 def _shorten(value, limit: int | None = 300, depth=0):
@@ -6579,29 +8841,16 @@ def _shorten(value, limit: int | None = 300, depth=0):
     if isinstance(value, str) and limit and len(value) > limit:
         return value[:limit] + f"... ({len(value) - limit} more characters)"
     if isinstance(value, dict):
-        return {k: _shorten(v, limit, depth + 1) for k, v in value.items()}
+        return {key: _shorten(item, limit, depth + 1) for key, item in value.items()}
     if isinstance(value, list):
-        shown = [_shorten(v, limit, depth + 1) for v in (value[:50] if limit else value)]
+        items = value
+        if limit:
+            items = value[:50]
+        shown = [_shorten(item, limit, depth + 1) for item in items]
         if len(shown) < len(value):
             shown.append("...")
         return shown
     return value
-
-##############################################################################
-# Extension: the command line, and the built-in demo (skip on a first reading)
-##############################################################################
-
-
-def _argument_parser(**options):
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message):       # one line saying what is wrong, not the usage block
-            self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-    # Help 80 columns wide: asking the terminal its width imports shutil, 3 ms of every start.
-    return Parser(formatter_class=functools.partial(argparse.RawDescriptionHelpFormatter, width=80),
-                  **options)
 
 
 def _bare_trace(argv):
@@ -6609,206 +8858,139 @@ def _bare_trace(argv):
     no next word but a .jsonl one: `serve --trace server.py` must not append to the server."""
     words = list(argv)
     for i, word in enumerate(words):
-        if word == "--trace":
-            following = words[i + 1] if i + 1 < len(words) else ""
-            if following.endswith(".jsonl"):
-                words[i], words[i + 1] = "--trace=" + following, None
-            else:
-                words[i] = "--trace=-"
+        if word != "--trace":
+            continue
+        following = ""
+        if i + 1 < len(words):
+            following = words[i + 1]
+        if following and following.endswith(".jsonl"):
+            words[i], words[i + 1] = "--trace=" + following, None
+        else:
+            words[i] = "--trace=-"
     return [word for word in words if word is not None]
 
 
-def _port(text):
-    if not (text.isdigit() and int(text) <= 65535):
-        import argparse
-        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0-65535; 0 picks a free one)")
-    return int(text)
+def _trace_option(parser):
+    parser.add_argument("--trace", nargs="?", const="-", metavar="FILE.jsonl",
+                        help="show every message on "
+                        "stderr as a packet capture would; --trace FILE.jsonl (or --trace=FILE) "
+                        "appends them to the file as JSON Lines")
 
 
-def _seconds(text):
-    with contextlib.suppress(ValueError):
-        if 0 < (value := float(text)) < 1e9:
-            return value
-    import argparse
-    raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-
-
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-
-
-def _common_options(p, level):
-    p.add_argument("--trace", nargs="?", const="-", metavar="FILE.jsonl", help="show every message on "
-                   "stderr as a packet capture would; --trace FILE.jsonl (or --trace=FILE) appends them "
-                   "to the file as JSON Lines")
-    p.add_argument("--log-level", default=level, type=str.upper, choices=_LOG_LEVELS, metavar="LEVEL",
-                   help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default {level})")
-
-
-_SERVE_HELP = """\
-Serve MCP: the built-in user-store demo, or the Server found in TARGET.
-
-With --stdio (the default) a client starts this command and speaks JSON-RPC, one
-message a line, on its stdin and stdout. With --port it serves HTTP on
-127.0.0.1: Streamable HTTP at /mcp and the legacy HTTP+SSE transport at /sse.
-
-examples:
-  python3 mcp_min.py serve --stdio
-  python3 mcp_min.py serve --port 8080 --trace
-  python3 mcp_min.py serve path/to/server.py:app --port 0    (0: a free port)
-"""
-
-
-def _serve_parser(description=_SERVE_HELP):
-    p = _argument_parser(description=description)
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
-    where.add_argument("--port", type=_port,
-                       help="serve HTTP on this TCP port (0-65535; 0 picks a free one): /mcp and /sse")
-    p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
-                   help="the address to bind (default 127.0.0.1; another needs --token)")
-    secret = p.add_mutually_exclusive_group()
-    secret.add_argument("--auth-server", metavar="URL", help="accept OAuth access tokens this "
-                        "authorization server issued for this server (checked by introspection, RFC 7662)")
-    secret.add_argument("--token-file", metavar="FILE", help="require 'Authorization: Bearer TOKEN' on "
-                        "HTTP, the token read from FILE (default: $MCP_TOKEN)")
-    secret.add_argument("--token", help="the token itself (every local user can read it in the "
-                        "process list: prefer --token-file or $MCP_TOKEN)")
-    p.add_argument("--scope", action="append", default=[], help="with --auth-server: a scope every "
-                   "request needs (repeatable)")
-    p.add_argument("--resource", metavar="URL", help="with --auth-server: this server's URL as clients "
-                   "see it, which tokens must name (default http://HOST:PORT/mcp)")
-    p.add_argument("--auth-client-file", metavar="FILE", help="with --auth-server: 'client_id:secret' "
-                   "to introspect with, if the server wants it (default: $MCP_AUTH_CLIENT)")
-    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                   help="a browser origin allowed to call, with CORS (repeatable)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                   help="a Host header to accept besides localhost (repeatable)")
-    p.add_argument("--stateless", action="store_true",
-                   help="Streamable HTTP without sessions: every POST stands alone")
-    p.add_argument("--json-response", action="store_true",
-                   help="Streamable HTTP: answer requests with JSON, never SSE")
-    p.add_argument("--node", metavar="NAME", help="behind a balancer: a name (letters, digits) to start "
-                   "the session ids this process makes, for the balancer to route on")
-    p.add_argument("--forwarded-allow-ips", default="", metavar="IPS", help="behind a proxy: addresses or "
-                   "networks (a,b; *: any) whose X-Forwarded-For/-Host/-Proto are believed (default: none)")
-    p.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without --token")
-    p.add_argument("--task-store", metavar="FILE", help="keep tasks in this SQLite file, which other "
-                   "processes serving the same tools may share (default: in memory)")
-    p.add_argument("--skills", metavar="DIR", help="serve the agent skills in this folder (SKILL.md files)")
-    p.add_argument("--shutdown-grace", type=_seconds, default=SHUTDOWN_GRACE, metavar="SECONDS",
-                   help="after SIGTERM, Ctrl-C or the end of stdin, how long work in flight may "
-                   f"finish before it is answered with an error (default {SHUTDOWN_GRACE:g})")
-    _common_options(p, "INFO")
-    return p
-
-
-def _serve(server, args, stdout=1):
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def _opened_trace(target, side):
+    """A _Trace to `target`, or ValueError saying why it cannot be written (one line)."""
     try:
-        trace = _Trace(args.trace) if args.trace else None
+        return _Trace(target, side)
     except OSError as e:
-        print(f"mcp_min: cannot write the trace to {args.trace}: {e.strerror}", file=sys.stderr)
-        return 2
-    try:
-        auth = _auth_options(args) if args.port is not None else {}
-        server.task_store = TaskStore(args.task_store) if args.task_store else server.task_store
-        if args.skills:
-            server.skills(args.skills)
-    except Exception as e:  # noqa: BLE001 — a bad option (an unreadable store too): said in one line
-        print(f"mcp_min: {e}", file=sys.stderr)
-        return 2
-    if args.port is None and os.isatty(0):
-        print("mcp_min: serving MCP on stdin/stdout; type one JSON-RPC message a line, starting "
-              "with initialize (see the README); Ctrl-D ends", file=sys.stderr)
+        raise ValueError(f"cannot write the trace to {target}: {e.strerror}") from None
 
-    import signal
-    # Signals left as they came (ignored, or an application's own) are left alone.
-    signals = [s for s in (signal.SIGINT, signal.SIGTERM)
-               if signal.getsignal(s) in (signal.default_int_handler, signal.SIG_DFL)]
 
-    async def main():
-        from concurrent.futures import ThreadPoolExecutor
-        loop, task = asyncio.get_running_loop(), typing.cast(asyncio.Task[_Any], asyncio.current_task())
-        stopping = []
+class _TraceOption(_ServeOptions):
+    """serve --trace [FILE.jsonl]."""
 
-        def stop(signum):       # the first SIGTERM or Ctrl-C ends serving gracefully, a second at once
-            if stopping:
-                sys.stderr.flush()
-                os._exit(128 + signum)
-            stopping.append(signum)
-            if args.port is not None and any(s.running or s.waiting for s in server.sessions):
-                _logger.info("stopping: work in flight has %g s to finish (a second signal: at "
-                          "once)", args.shutdown_grace)
-            task.cancel()
-        for signum in signals:
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(signum, stop, signum)   # Windows; not the main thread
-        # Sync tools share this pool: room for many slow ones at once.
-        pool = ThreadPoolExecutor(64, "mcp-tool")
-        loop.set_default_executor(pool)
+    def add(self, parser):
+        _trace_option(parser)
+
+    def argv(self, argv):
+        return _bare_trace(argv)
+
+    def configure(self, server, args, options):
+        if args.trace:
+            options["trace"] = _opened_trace(args.trace, "server")
+
+
+# The extension plugs in: Client(trace="FILE") and serve --trace.
+_PROVIDED["Client trace"] = _Trace
+_SERVE_OPTIONS.append(_TraceOption())
+
+
+##############################################################################
+# Extension: running behind a proxy or a balancer (skip on a first reading)
+##############################################################################
+# examples/deploy.py runs several processes behind nginx: a balancer probes /healthz, routes a
+# session's requests by the start of its id (--node), and a proxy says who the client is in
+# X-Forwarded-For, -Host and -Proto, believed from the addresses --forwarded-allow-ips names.
+
+
+async def _healthz(http, conn):
+    """GET /healthz: a balancer's probe (no Host, no token): ok, or 503 once the server stops."""
+    if http.closing:
+        raise _HttpError(503, "Server shutting down")
+    conn.write(200, [("Content-Type", "text/plain")], b"ok\n")
+    return True
+
+
+class _Forwarded:
+    """HttpServer(forwarded_allow_ips=...): the proxies ("a, b", networks too, or "*": any) whose
+    X-Forwarded-* headers are believed."""
+
+    def __init__(self, spec):
+        import ipaddress
+        self.ipaddress = ipaddress
+        self.proxies = []
+        names = spec.split(",") if isinstance(spec, str) else spec
+        for name in map(str.strip, names):
+            if name == "*":
+                self.proxies += [ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0")]
+            elif name:
+                self.proxies.append(ipaddress.ip_network(name, strict=False))
+
+    def trusts(self, address):
+        """Whether `address` is one of the proxies."""
         try:
-            if args.port is None:
-                code = await serve_stdio(server, stdout_fd=stdout, trace=trace, grace=args.shutdown_grace)
-            else:
-                code = await serve_http(server, args.host, args.port, args.shutdown_grace, **auth,
-                                        allow_origins=args.allow_origin, allow_hosts=args.allow_host,
-                                        stateless=args.stateless, json_response=args.json_response,
-                                        insecure=args.insecure, trace=trace, node=args.node,
-                                        forwarded_allow_ips=args.forwarded_allow_ips)
-        except asyncio.CancelledError:      # a signal: it was a graceful end
-            code = 0 if stopping else 130
-        if stdout != 1:
-            os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
-        works = list(server.works.values())
-        for work in works:      # a task cannot outlive its process: it ends failed
-            work.cancel()
-        if works:   # once they are over, their last words (`_finish`) are written, and waited for
-            await asyncio.wait(works, timeout=SHUTDOWN_GRACE)
-        if _WRITES:
-            await asyncio.wait(list(_WRITES), timeout=3 * TASK_STORE_WAIT)
-        if isinstance(server.task_store, TaskStore):
-            _close_store(server.task_store)
-        pool.shutdown(wait=False, cancel_futures=True)
-        await asyncio.sleep(0.05)
-        if any(t.name.startswith("mcp-tool") for t in threading.enumerate()) or asyncio.all_tasks() - {task}:
-            # A tool runs on past the grace (a sync tool's thread, a handler ignoring its
-            # cancel): it cannot be stopped, and its caller has its answer, so leave without it.
-            if not stopping:
-                _logger.warning("exiting with a tool still running")
-            sys.stderr.flush()
-            os._exit(code or 0)
-        return code or 0
-    try:
-        return asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        return 130
-    except (OSError, ValueError) as e:
-        print(f"mcp_min: {e}", file=sys.stderr)
-        return 1
+            address = self.ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        address = getattr(address, "ipv4_mapped", None) or address
+        return any(address in network for network in self.proxies)
+
+    def apply(self, request, conn):
+        """What a trusted proxy says: the client's address (the last X-Forwarded-For entry not a
+        proxy's own: anybody can write those before it), the Host it asked for, its scheme."""
+        request.client = conn.peer
+        if not self.trusts(conn.peer):
+            return
+        for address in reversed(request.header("x-forwarded-for").replace(" ", "").split(",")):
+            request.client = address[:64] or request.client
+            if not self.trusts(address):
+                break
+        host = request.header("x-forwarded-host").rpartition(",")[2].strip()
+        proto = request.header("x-forwarded-proto").rpartition(",")[2].strip().lower()
+        if host:
+            request.headers["host"] = host      # the name the client used: _check_peer checks it
+        if proto in ("http", "https"):
+            request.scheme = proto      # a page of the public origin may call: see _check_peer
 
 
-def _auth_options(args):
-    """serve's HttpServer options: auth= for --auth-server (introspection credentials, 'id:secret',
-    from --auth-client-file or $MCP_AUTH_CLIENT: never the command line), else token= (from
-    --token-file, $MCP_TOKEN, or --token with a warning; never empty, which would turn it off)."""
-    path = args.auth_client_file if args.auth_server else args.token_file
-    if path:
-        with open(path, encoding="utf-8") as f:
-            secret = f.read().strip()
-    else:
-        secret = os.environ.get("MCP_AUTH_CLIENT" if args.auth_server else "MCP_TOKEN") \
-            if args.token is None else args.token
-    if args.auth_server:
-        client_id, _, client_secret = (secret or "").partition(":")
-        return {"auth": ResourceServer(None, [args.auth_server], args.scope, args.resource,
-                                       client_id or None, client_secret or None)}
-    if secret is not None and not secret.strip(" \t"):
-        raise ValueError("the token is empty, which would turn authentication off")
-    if args.token is not None:
-        _logger.warning("--token is visible to every local user (ps, /proc/PID/cmdline); "
-                     "pass it in $MCP_TOKEN or --token-file")
-    return {"token": secret}
+class _DeployOptions(_ServeOptions):
+    """serve --node and --forwarded-allow-ips."""
+
+    def add(self, parser):
+        parser.add_argument("--node", metavar="NAME",
+                            help="behind a balancer: a name (letters, digits) to start the "
+                            "session ids this process makes, for the balancer to route on")
+        parser.add_argument("--forwarded-allow-ips", default="", metavar="IPS",
+                            help="behind a proxy: "
+                            "addresses or networks (a,b; *: any) whose "
+                            "X-Forwarded-For/-Host/-Proto are believed (default: none)")
+
+    def configure(self, server, args, options):
+        if args.port is not None:
+            options.update(node=args.node, forwarded_allow_ips=args.forwarded_allow_ips)
+
+
+# The extension plugs in: a public route for the probe, and serve's options.
+_ROUTES[("GET", "/healthz")] = _Route(_healthz, public=True)
+_PROVIDED["HttpServer forwarded_allow_ips"] = _Forwarded
+_SERVE_OPTIONS.append(_DeployOptions())
+
+
+##############################################################################
+# Extension: the command line, and the built-in demo (skip on a first reading)
+##############################################################################
+# `python3 mcp_min.py serve [TARGET]` serves the Server in TARGET (or the demo user store from
+# the capture) with `Server.run`'s options; `python3 mcp_min.py client TARGET METHOD [ARGS]`
+# connects, sends one request, prints its answer as JSON, and disconnects.
 
 
 def _load_server(target):
@@ -6819,8 +9001,8 @@ def _load_server(target):
         spec, name = target, None
     if spec.endswith(".py") or os.sep in spec or "/" in spec:
         path = os.path.abspath(spec)
-        module_spec = importlib.util.spec_from_file_location(
-            os.path.splitext(os.path.basename(path))[0], path)
+        module_name = os.path.splitext(os.path.basename(path))[0]
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
         if module_spec is None or module_spec.loader is None or not os.path.exists(path):
             raise ValueError(f"no such file: {spec}")
         module = importlib.util.module_from_spec(module_spec)
@@ -6835,12 +9017,15 @@ def _load_server(target):
         if not isinstance(server, Server):
             raise ValueError(f"{target} is of type {type(server).__name__}, not a Server")
         return server
-    found = [v for v in vars(module).values() if isinstance(v, Server)]
-    server = found[0] if len(found) == 1 else getattr(module, "server", None)
-    if not isinstance(server, Server):  # ValueError, not TypeError: a bad TARGET, said in one line
-        raise ValueError(f"{target}: {'several Servers' if found else 'no Server'} found "  # noqa: TRY004
-                         f"(name one with {spec}:NAME)")
-    return server
+    found = [value for value in vars(module).values() if isinstance(value, Server)]
+    if len(found) == 1:
+        return found[0]
+    server = getattr(module, "server", None)
+    if isinstance(server, Server):
+        return server
+    what = "several Servers" if found else "no Server"
+    # ValueError, not TypeError: a bad TARGET, said in one line
+    raise ValueError(f"{target}: {what} found (name one with {spec}:NAME)")
 
 
 def _load_error(e):
@@ -6849,16 +9034,20 @@ def _load_error(e):
         return f"{type(e).__name__} at {os.path.basename(e.filename)}:{e.lineno}: {e.msg}"
     import traceback
     stdlib = os.path.dirname(os.__file__)
-    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename != __file__
-              and not f.filename.startswith(("<frozen", stdlib))]
+    frames = [frame for frame in traceback.extract_tb(e.__traceback__) if frame.filename != __file__
+              and not frame.filename.startswith(("<frozen", stdlib))]
     if not frames:      # our own word (no such file, no such name), or importlib's
-        return str(e) if type(e) is ValueError else f"{type(e).__name__}: {e}"
+        if type(e) is ValueError:
+            return str(e)
+        return f"{type(e).__name__}: {e}"
     return f"{type(e).__name__} at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}: {e}"
 
 
 # What the CLI's methods need after METHOD, for a usage error before anything is sent.
-_CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]", "resources/read": "URI",
-              "resources/subscribe": "URI", "resources/unsubscribe": "URI", "logging/setLevel": "LEVEL"}
+_CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]",
+              "resources/read": "URI",
+              "resources/subscribe": "URI", "resources/unsubscribe": "URI",
+              "logging/setLevel": "LEVEL"}
 
 
 def _client_usage(args):
@@ -6868,20 +9057,26 @@ def _client_usage(args):
         raise ValueError("TARGET is empty: give a URL or the command that starts a server")
     if re.fullmatch(r"[\w.\-\[\]:]+:\d+(/\S*)?", target):        # 127.0.0.1:8080/mcp
         raise ValueError(f"{target} is not a URL: write http://{target}")
-    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) \
-            and target.partition(":")[0].lower() not in ("http", "https"):
-        raise ValueError(f"{target}: only http:// and https:// URLs, or a command that starts a server")
+    scheme = target.partition(":")[0].lower()
+    if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) and scheme not in ("http", "https"):
+        raise ValueError(f"{target}: only http:// and https:// URLs, or a command that starts a "
+                         "server")
     if method in _CLI_NEEDS and not words:
-        raise ValueError(f"{method} needs {_CLI_NEEDS[method]}: client TARGET {method} {_CLI_NEEDS[method]}")
+        raise ValueError(f"{method} needs {_CLI_NEEDS[method]}: client TARGET {method} "
+                         f"{_CLI_NEEDS[method]}")
     if method in ("tools/call", "prompts/get"):
         return (words[0], *_cli_arguments(words[1:]))
     if method in _CLI_NEEDS or method in _LISTS_OF:
-        return (words[0] if words else None), None, None
-    return None, _cli_arguments(words)[0] if words else None, None
+        name = words[0] if words else None
+        return name, None, None
+    if not words:
+        return None, None, None
+    return None, _cli_arguments(words)[0], None
 
 
 def _cli_arguments(words):
-    """``k=v`` pairs (values parsed as JSON when they are JSON) or one JSON object: (arguments, raw)."""
+    """``k=v`` pairs (values parsed as JSON when they are JSON) or one JSON object: (arguments,
+    raw)."""
     if len(words) == 1 and words[0].lstrip().startswith("{"):
         try:
             return json.loads(words[0]), {}
@@ -6902,7 +9097,8 @@ def _cli_arguments(words):
 
 
 def _client_main(args, name, arguments, raw):
-    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
     try:
         result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
@@ -6910,17 +9106,16 @@ def _client_main(args, name, arguments, raw):
         if "client declined" in e.message and not sys.stdin.isatty():
             print("mcp_min: on a terminal, the CLI asks you for the form's fields", file=sys.stderr)
         asked = e.data.get("elicitations") if type(e.data) is dict else None
-        for params in asked if e.code == URL_ELICITATION_REQUIRED and type(asked) is list else ():
-            if type(params) is dict:
-                _show_url(params, ask=False)
+        if e.code == URL_ELICITATION_REQUIRED and type(asked) is list:
+            for params in asked:
+                if type(params) is dict:
+                    _show_url(params, ask=False)
         return 1
     except KeyboardInterrupt:
         return 130
     except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
         _logger.debug("client failed", exc_info=True)
-        what = (f"{e.strerror}: {e.filename}" if e.filename else e.strerror) \
-            if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
-        print(f"mcp_min: {what}", file=sys.stderr)
+        print(f"mcp_min: {_said(e)}", file=sys.stderr)
         return 1
     try:
         print(json.dumps(result, indent=2, ensure_ascii=False), flush=True)
@@ -6933,29 +9128,60 @@ def _client_main(args, name, arguments, raw):
     return 0
 
 
+def _said(e):
+    """An error as one line: an OSError's own words and file, else its type and message."""
+    if isinstance(e, OSError) and e.strerror:
+        if e.filename:
+            return f"{e.strerror}: {e.filename}"
+        return e.strerror
+    return f"{type(e).__name__}: {e}"
+
+
+def _print_log(params):
+    print(f"[{params.get('level')}] {params.get('data')}", file=sys.stderr)
+
+
+def _print_status(task):
+    """A task's status, as it changes (the tasks extension)."""
+    print(f"task {task.get('taskId')}: {task.get('status')}", file=sys.stderr)
+
+
 async def _client_run(args, name, arguments, raw):
-    version, show = args.protocol, functools.partial(asyncio.to_thread, _show_url)
-    client = Client(args.target, token=args.token, auth=_cli_auth(args), trace=args.trace,
-                    era=version if version in MODERN_VERSIONS else "handshake" if version else "auto",
-                    protocol_version=version if version in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
-                    on_log=lambda p: print(f"[{p.get('level')}] {p.get('data')}", file=sys.stderr),
-                    elicit_url=show, elicitation=show if sys.stdin.isatty() else None, timeout=args.timeout)
+    version, era = args.protocol, "auto"
+    if version in MODERN_VERSIONS:
+        era = version
+    elif version:
+        era = "handshake"
+    requested = LATEST_PROTOCOL_VERSION
+    if version in PROTOCOL_VERSIONS:
+        requested = version
+    show = functools.partial(asyncio.to_thread, _show_url)
+    fill_in = show if sys.stdin.isatty() else None
+    client = Client(args.target, token=args.token, auth=_cli_auth(args), trace=args.trace, era=era,
+                    protocol_version=requested, on_log=_print_log, elicit_url=show,
+                    elicitation=fill_in,
+                    timeout=args.timeout)
     method = args.method
     async with client:
         if method in _LISTS_OF:
             return {_LISTS_OF[method]: await client._all(method)}
         if method == "prompts/get":     # prompt arguments are strings, as typed
-            return await client.get_prompt(name, {k: raw.get(k, v if type(v) is str else json.dumps(v))
-                                                  for k, v in arguments.items()})
+            texts = {}
+            for key, value in arguments.items():
+                if type(value) is not str:
+                    value = json.dumps(value)
+                texts[key] = raw.get(key, value)
+            return await client.get_prompt(name, texts)
         if method == "tools/call":
-            def shown(task):    # a task's status, as it changes
-                print(f"task {task.get('taskId')}: {task.get('status')}", file=sys.stderr)
-            return await client.call_tool(name, await _typed(client, name, arguments, raw), on_status=shown)
+            typed = await _typed(client, name, arguments, raw)
+            return await client.call_tool(name, typed, on_status=_print_status)
         if method == "logging/setLevel":
             return await client.set_log_level(name)
         if method == "ping":
             return await client.ping()
-        return await client.request(method, {"uri": name} if name else arguments)
+        if name:
+            return await client.request(method, {"uri": name})
+        return await client.request(method, arguments)
 
 
 async def _typed(client, name, arguments, raw):
@@ -6968,14 +9194,15 @@ async def _typed(client, name, arguments, raw):
         tools = await client._all("tools/list")
     finally:
         _TRACE_WHY.reset(why)
-    tool = next((t for t in tools if t["name"] == name), None)
+    tool = next((tool for tool in tools if tool["name"] == name), None)
     if tool is None:
         raise McpError(INVALID_PARAMS, f"The server has no tool named {name!r}")
     props = tool.get("inputSchema", {}).get("properties", {})
     for key, text in raw.items():
         prop = props.get(key)
-        if type(prop) is dict and not validate(text, prop) and (
-                validate(arguments[key], prop) or "string" in (prop.get("type") or ())):
+        if type(prop) is not dict or validate(text, prop):
+            continue    # the text itself would not do
+        if validate(arguments[key], prop) or "string" in (prop.get("type") or ()):
             arguments[key] = text
     return arguments
 
@@ -6983,20 +9210,33 @@ async def _typed(client, name, arguments, raw):
 def _show_url(params, ask=True):
     """Elicitation at the CLI. URL mode: the whole URL (never fetched here; no control character
     can hide part of it), and the user's consent; form mode: each field typed in (JSON where it
-    parses, a string field as typed; none typed: declined). A terminal asks, anything else declines."""
-    url, (message, where) = "url" in params, (
-        "".join(c if c.isprintable() else "?" for c in str(params.get(k))) for k in ("message", "url"))
-    print(f"the server asks you to visit a URL: {message}\n  {where}" if url else
-          f"the server asks: {message}", file=sys.stderr)
+    parses, a string field as typed; none typed: declined). A terminal asks, anything else declines.
+    """
+    message = "".join(c if c.isprintable() else "?" for c in str(params.get("message")))
+    if "url" in params:
+        where = "".join(c if c.isprintable() else "?" for c in str(params.get("url")))
+        print(f"the server asks you to visit a URL: {message}\n  {where}", file=sys.stderr)
+    else:
+        print(f"the server asks: {message}", file=sys.stderr)
     if not (ask and sys.stdin.isatty()):
         return {"action": "decline"}
-    if url:
-        return {"action": "accept" if input("Will you open it? [y/N] ").strip().lower() == "y" else "decline"}
+    if "url" in params:
+        if input("Will you open it? [y/N] ").strip().lower() == "y":
+            return {"action": "accept"}
+        return {"action": "decline"}
     fields = (params.get("requestedSchema") or {}).get("properties") or {}
-    typed = {k: input(f"  {k}: ").strip() for k in fields}
-    content = {k: v if (fields[k] or {}).get("type") == "string" else _cli_arguments([f"v={v}"])[0]["v"]
-               for k, v in typed.items() if v}
-    return {"action": "accept", "content": content} if content else {"action": "decline"}
+    content = {}
+    for key in fields:
+        typed = input(f"  {key}: ").strip()
+        if not typed:
+            continue
+        if (fields[key] or {}).get("type") == "string":
+            content[key] = typed
+        else:
+            content[key] = _cli_arguments([f"v={typed}"])[0]["v"]
+    if not content:
+        return {"action": "decline"}
+    return {"action": "accept", "content": content}
 
 
 def _cli_auth(args):
@@ -7005,11 +9245,15 @@ def _cli_auth(args):
     if not (args.auth or args.client_id):
         return None
     if args.client_id and args.client_secret and not args.issuer:
-        raise ValueError("--client-secret needs --issuer: the authorization server it may be sent to")
-    args.timeout = args.timeout if args.auth == "machine" else max(args.timeout, 300)
+        raise ValueError("--client-secret needs --issuer: the authorization server it may be sent "
+                         "to")
+    grant = "authorization_code"
+    if args.auth == "machine":
+        grant = "client_credentials"
+    else:
+        args.timeout = max(args.timeout, 300)
     return OAuth(client_id=args.client_id, client_secret=args.client_secret, issuer=args.issuer,
-                 headless=args.auth == "paste",
-                 grant="client_credentials" if args.auth == "machine" else "authorization_code")
+                 headless=args.auth == "paste", grant=grant)
 
 
 def demo_server():
@@ -7022,11 +9266,11 @@ def demo_server():
     @server.tool(annotations={"readOnlyHint": True})
     async def getUsers() -> list:
         """List every user with their email address."""
-        return [{"name": n, "email": e} for n, e in users.items()]
+        return [{"name": name, "email": email} for name, email in users.items()]
 
     @server.tool()
     async def addUser(name: typing.Annotated[str, "The user's name"],
-                      email: typing.Annotated[str, "An email address, like ada@example.com"]) -> str:
+                      email: typing.Annotated[str, "An email address: ada@example.com"]) -> str:
         """Add a user to the directory."""
         name, email = name.strip(), email.strip()
         if not name:
@@ -7034,7 +9278,8 @@ def demo_server():
         if name in users:
             raise McpError(INVALID_PARAMS, f"A user named {name!r} already exists.")
         if not _looks_like_email(email):
-            raise McpError(INVALID_PARAMS, f"{email!r} is not an email address (like ada@example.com).")
+            raise McpError(INVALID_PARAMS,
+                           f"{email!r} is not an email address (like ada@example.com).")
         users[name] = email
         server.resource_updated("users://all")
         return f"Added {name} <{email}>."
@@ -7043,7 +9288,8 @@ def demo_server():
     async def getUser(name: str) -> dict:
         """Look up one user by name."""
         if name not in users:
-            raise McpError(INVALID_PARAMS, f"No user named {name!r}. Call getUsers to see who exists.")
+            raise McpError(INVALID_PARAMS,
+                           f"No user named {name!r}. Call getUsers to see who exists.")
         return {"name": name, "email": users[name]}
 
     @server.tool(annotations={"destructiveHint": True, "idempotentHint": True})
@@ -7062,7 +9308,7 @@ def demo_server():
     @server.resource("users://all", mime_type="application/json")
     async def all_users():
         """Every user, as JSON."""
-        return [{"name": n, "email": e} for n, e in users.items()]
+        return [{"name": name, "email": email} for name, email in users.items()]
 
     @server.resource("users://{name}", mime_type="application/json")
     async def one_user(name: str):
@@ -7079,15 +9325,16 @@ def demo_server():
     @server.completion("greet", "name")
     @server.completion("users://{name}", "name")
     async def user_names(prefix: str):
-        return [n for n in users if n.lower().startswith(prefix.lower())]
+        return [name for name in users if name.lower().startswith(prefix.lower())]
 
     return server
 
 
 def _looks_like_email(value):
     local, at, domain = value.partition("@")
-    return bool(local and at and "." in domain.strip(".") and not domain.startswith(".")
-                and not any(c.isspace() or c == "@" for c in value.replace("@", "", 1)))
+    if not (local and at and "." in domain.strip(".") and not domain.startswith(".")):
+        return False
+    return not any(c.isspace() or c == "@" for c in value.replace("@", "", 1))
 
 
 _MAIN_HELP = """\
@@ -7117,57 +9364,80 @@ examples:
 
 
 def main(argv=None):
-    p = _argument_parser(prog="mcp_min", description=_MAIN_HELP)
-    p.add_argument("--version", action="version", version=f"mcp_min {__version__}")
-    commands = p.add_subparsers(dest="command", required=True, metavar="{serve,client}")
+    """The command line: ``serve`` (Server.run's options, and TARGET) or ``client``."""
+    parser = _argument_parser(prog="mcp_min", description=_MAIN_HELP)
+    parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{serve,client}")
     serve = commands.add_parser("serve", parents=[_serve_parser()], add_help=False,
-                                formatter_class=p.formatter_class, description=_SERVE_HELP,
+                                formatter_class=parser.formatter_class, description=_SERVE_HELP,
                                 help="serve a Server (default: the user-store demo)")
     serve.add_argument("target", nargs="?", metavar="TARGET",
                        help="path/to/file.py[:name] or package.module[:name]")
-    client = commands.add_parser("client", formatter_class=p.formatter_class, description=_CLIENT_HELP,
+    client = commands.add_parser("client", formatter_class=parser.formatter_class,
+                                 description=_CLIENT_HELP,
                                  help="call a server: TARGET METHOD [ARGS...]")
-    client.add_argument("target", help="an http(s):// URL, or a quoted command that starts a stdio server")
+    _client_options(client)
+    # the serve options' own reading of the command line (--trace alone takes no next word)
+    args = parser.parse_args(_serve_argv(sys.argv[1:] if argv is None else argv))
+    if args.command == "serve":
+        # stdio: stdout is the protocol's from here on, before TARGET's imports can print.
+        stdout = 1
+        if args.port is None:
+            stdout = _private_stdout()
+        try:
+            if args.target:
+                server = _load_server(args.target)
+            else:
+                server = demo_server()
+        # the user's file may raise anything: shown in one line
+        except Exception as e:  # noqa: BLE001
+            print(f"mcp_min: cannot load {args.target}: {_load_error(e)}", file=sys.stderr)
+            return 2
+        return _serve(server, args, stdout)
+    try:
+        request = _client_usage(args)
+        if args.trace:
+            args.trace = _opened_trace(args.trace, "client")
+    except ValueError as e:
+        client.error(str(e))
+    return _client_main(args, *request)
+
+
+def _client_options(client):
+    client.add_argument("target",
+                        help="an http(s):// URL, or a quoted command that starts a stdio server")
     client.add_argument("method", metavar="METHOD",
                         help="tools/list, tools/call, resources/read, prompts/get, ping ...")
     client.add_argument("args", nargs="*", default=[], metavar="ARGS",
                         help="NAME, URI, k=v pairs or one JSON object")
     client.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
                         help="bearer token for HTTP (default: $MCP_TOKEN)")
-    client.add_argument("--auth", nargs="?", const="browser", choices=("browser", "paste", "machine"),
-                        help="sign in with OAuth on a 401: in the browser (default), by pasting the "
+    client.add_argument("--auth", nargs="?", const="browser",
+                        choices=("browser", "paste", "machine"),
+                        help="sign in with OAuth on a 401: in the browser (default), by pasting "
+                             "the "
                         "address back (paste), or as a program with --client-secret (machine)")
     client.add_argument("--client-id", help="a client id registered with the authorization server")
     client.add_argument("--issuer", metavar="URL", help="that authorization server: with a secret, "
-                        "required (the secret goes there only, whichever server the MCP server names)")
+                        "required (the secret goes there only, whichever server the MCP server "
+                        "names)")
     client.add_argument("--client-secret", default=os.environ.get("MCP_CLIENT_SECRET"),
                         help="its secret (default: $MCP_CLIENT_SECRET; prefer it: every local user "
                         "can read the command line)")
-    client.add_argument("--protocol", choices=PROTOCOL_VERSIONS + MODERN_VERSIONS, metavar="VERSION",
+    versions = PROTOCOL_VERSIONS + MODERN_VERSIONS
+    client.add_argument("--protocol", choices=versions, metavar="VERSION",
                         help="speak this protocol version only (default: 2026-07-28 if the server "
-                        "does, else the handshake); one of " + ", ".join(PROTOCOL_VERSIONS + MODERN_VERSIONS))
+                        "does, else the handshake); one of " + ", ".join(versions))
     client.add_argument("--timeout", type=_seconds, default=REPLY_TIMEOUT, metavar="SECONDS",
                         help=f"how long to wait for each answer (default {REPLY_TIMEOUT:g})")
-    _common_options(client, "WARNING")
-    args = p.parse_args(_bare_trace(sys.argv[1:] if argv is None else argv))
-    if args.command == "serve":
-        # stdio: stdout is the protocol's from here on, before TARGET's imports can print.
-        stdout = _private_stdout() if args.port is None else 1
-        try:
-            server = _load_server(args.target) if args.target else demo_server()
-        except Exception as e:  # noqa: BLE001 — the user's file may raise anything: shown in one line
-            print(f"mcp_min: cannot load {args.target}: {_load_error(e)}", file=sys.stderr)
-            return 2
-        return _serve(server, args, stdout)
-    try:
-        request = _client_usage(args)
-        args.trace = args.trace and _Trace(args.trace, side="client")
-    except ValueError as e:
-        client.error(str(e))
-    except OSError as e:
-        client.error(f"cannot write the trace to {args.trace}: {e.strerror}")
-    return _client_main(args, *request)
+    _trace_option(client)
+    client.add_argument("--log-level", default="WARNING", type=str.upper, choices=_LOG_LEVELS,
+                        metavar="LEVEL",
+                        help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} (default "
+                             "WARNING)")
 
+
+__all__ += ["demo_server", "main"]
 
 if __name__ == "__main__":
     # Make `import mcp_min` (in a TARGET file) find this very module, not a second copy.
