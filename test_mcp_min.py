@@ -69,8 +69,31 @@ PYTHON_CMD = f"{sys.executable} -S"
 # command line and of start-up run `python mcp_min.py` as a user does.
 SERVE = (sys.executable, "-S", "-m", "mcp_min")
 SERVE_CMD = " ".join(SERVE)
+# The demo's user store as a script serves it (`server.run()`: the core alone); give it --db.
+USER_STORE = os.path.join(HERE, "examples", "user_store.py")
 ROOT = HERE
 TIMEOUT = 10.0          # upper bound on any single wait; tests normally take milliseconds
+
+
+def extension(marker, what):
+    """A test (class or method) of an extension: skipped when mcp_min is cut at its core (the lines
+    above its first "# Extension:" banner, which CI tests alone). `marker`: a module attribute
+    that only that extension defines."""
+    return unittest.skipUnless(hasattr(mcp_min, marker),
+                               f"needs the {what} extension (mcp_min cut at its core)")
+
+
+# The extensions, in the file's order
+needs_schema_keywords = extension("_ref", "JSON Schema keywords")
+needs_2026 = extension("MODERN_VERSIONS", "2026-07-28 era")
+needs_resumable = extension("_Resumable", "resumable streams")
+needs_tasks = extension("TaskStore", "tasks")
+needs_skills = extension("_add_skills", "skills")
+needs_auth_server = extension("ResourceServer", "authorization (resource server)")
+needs_auth_client = extension("OAuth", "authorization (client)")
+needs_trace = extension("_Trace", "trace")
+needs_deploy = extension("_Forwarded", "deployment options")
+needs_cli = extension("main", "command line and demo")
 
 
 def setUpModule():
@@ -263,6 +286,7 @@ class ModuleTest(unittest.TestCase):
         self.assertGreater(result.attempted, 0)
         self.assertEqual(result.failed, 0)
 
+    @needs_cli
     def test_readme_snippets_run(self):
         # STYLE.md 10: the README's Python snippets are real code. The server ones are
         # served over stdio and asked for their tools; the client one needs a URL.
@@ -299,6 +323,8 @@ class ModuleTest(unittest.TestCase):
         for target in targets:
             self.assertTrue(os.path.exists(os.path.join(HERE, target)), target)
 
+    @needs_2026
+    @needs_cli
     def test_readme_2026_session_is_what_the_demo_says(self):
         # Issue 33: the second request carries the requestState of the first answer, as the
         # README says to paste it (a state from another run is another server's: -32602).
@@ -323,6 +349,7 @@ class ModuleTest(unittest.TestCase):
             want["result"].pop("requestState", None)
             self.assertEqual(got, want)
 
+    @needs_cli
     def test_readme_transcript_is_what_the_demo_says(self):
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
             block = f.read().split("$ python3 mcp_min.py serve --stdio\n", 1)[1].split("```", 1)[0]
@@ -338,6 +365,8 @@ class ModuleTest(unittest.TestCase):
             if "..." not in expected:       # the README shortens the long tools/list
                 self.assertEqual(json.loads(expected), json.loads(actual))
 
+    @needs_trace
+    @needs_cli
     def test_readme_whole_conversation_is_what_the_walkthrough_traces(self):
         # The capture, replayed: the README's command runs, and its trace's header lines are the
         # README's (times and session ids aside; a 202 and the event it announces travel on two
@@ -936,13 +965,16 @@ class ValidateTest(unittest.TestCase):
         self.assertIsNotNone(validate("c", {"enum": ["a", "b"]}))
         self.assertIsNone(validate(1, {"enum": [1.0]}))
         self.assertIsNotNone(validate(True, {"enum": [1]}))
+        self.assertIsNotNone(validate([], {"minItems": 1}))
+        self.assertIsNone(validate(None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}))
+        self.assertIsNotNone(validate("x", {"anyOf": [{"type": "integer"}, {"type": "null"}]}))
+
+    @needs_schema_keywords
+    def test_keywords_beyond_type_hints(self):
         self.assertIsNotNone(validate("b", {"const": "a"}))
         self.assertIsNotNone(validate(0, {"minimum": 1}))
         self.assertIsNotNone(validate(1, {"exclusiveMaximum": 1}))
         self.assertIsNotNone(validate("abc", {"maxLength": 2}))
-        self.assertIsNotNone(validate([], {"minItems": 1}))
-        self.assertIsNone(validate(None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}))
-        self.assertIsNotNone(validate("x", {"anyOf": [{"type": "integer"}, {"type": "null"}]}))
         self.assertIsNotNone(validate(1, {"oneOf": [{"type": "integer"}, {"type": "number"}]}))
         self.assertIsNotNone(validate(1, {"allOf": [{"type": "integer"}, {"minimum": 5}]}))
         ref = {"$defs": {"n": {"type": "integer"}}, "type": "object",
@@ -950,6 +982,7 @@ class ValidateTest(unittest.TestCase):
         self.assertIsNone(validate({"v": 1}, ref))
         self.assertEqual(validate({"v": "1"}, ref), "v: expected integer, got string")
 
+    @needs_schema_keywords
     def test_hostile_inputs_terminate(self):
         loop_schema = {"$ref": "#"}             # refers to itself
         self.assertIsNone(validate(1, loop_schema))
@@ -1819,19 +1852,9 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len([m for m in self.wire.messages if m.get("method") == "notifications/progress"]), 2)
 
 
-def sweep_often(test):
-    """The watchdog that ends requests past their time sweeps each 0.05 s, not each second,
-    for the rest of `test` (one already asleep finishes its second first)."""
-    patcher = mock.patch.object(mcp_min, "_SWEEP_EVERY", 0.05)
-    patcher.start()
-    test.addCleanup(patcher.stop)
-
-
 class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
-    """R32: a request that runs past its time is answered, and cancelled."""
-
-    def setUp(self):
-        sweep_often(self)
+    """R32: a request that runs past its time is answered, and cancelled (the session's timer
+    wakes at the first limit due: no sweep to wait for)."""
 
     async def test_requests_past_their_time_are_answered_and_cancelled(self):
         server, cancelled, gate, release = Server("slow", timeout=0.2), [], asyncio.Event(), threading.Event()
@@ -1962,6 +1985,7 @@ def modern(id_, method, params=None, capabilities=None, version="2026-07-28", **
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}, **meta}})
 
 
+@needs_2026
 class ModernSessionTest(unittest.IsolatedAsyncioTestCase):
     """2026-07-28 beside the handshake era: a request that names its version stands alone."""
 
@@ -2018,6 +2042,7 @@ class ModernSessionTest(unittest.IsolatedAsyncioTestCase):
                                                           {"requiredCapabilities": {"elicitation": {}}}))
 
 
+@needs_2026
 class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
     """2026-07-28 multi round-trip requests: a handler asks by answering input_required,
     and runs again from the start when the client calls with the answers."""
@@ -2191,6 +2216,7 @@ class MultiRoundTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue((await self.wire.response(3))["result"]["isError"])
 
 
+@needs_2026
 class ListenTest(unittest.IsolatedAsyncioTestCase):
     """2026-07-28 subscriptions/listen: change notifications on a request's own stream."""
 
@@ -2326,6 +2352,7 @@ def task_request(id_, method, task_id, capabilities=WITH_TASKS, **params):
     return modern(id_, method, {"taskId": task_id, **params}, capabilities)
 
 
+@needs_tasks
 class TasksTest(unittest.IsolatedAsyncioTestCase):
     """A task-supporting tools/call becomes a task; tasks/get, tasks/update and tasks/cancel."""
 
@@ -2529,6 +2556,7 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
             work.cancel()
 
 
+@needs_tasks
 class TaskClientTest(unittest.IsolatedAsyncioTestCase):
     """The client: call_tool polls a task to its end; task=True gives a handle; the CLI and the
     trace show a task's steps."""
@@ -2542,6 +2570,7 @@ class TaskClientTest(unittest.IsolatedAsyncioTestCase):
             patcher.start()
             self.addCleanup(patcher.stop)
 
+    @needs_trace
     async def test_polled_to_the_end_answered_and_cancelled(self):
         seen, trace = [], io.StringIO()
         answers = iter(["Ada", "Lovelace"])
@@ -2595,6 +2624,7 @@ class TaskClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual([mcp_min._millis(v, None) for v in (0, -5, 250, 10 ** 400, "9")],
                          [0.05, 0.05, 0.25, 86_400, None])
 
+    @needs_cli
     def test_sync_client_and_cli(self):
         with mcp_min.SyncClient(self.server) as client:
             handle = client.call_tool("slow", {"seconds": 0.2}, task=True)
@@ -2623,6 +2653,8 @@ async def wait(seconds: float, mark: str = "") -> str:
 '''
 
 
+@needs_tasks
+@needs_cli
 class TaskProcessTest(unittest.IsolatedAsyncioTestCase):
     """Tasks that outlive a process: several `serve --port` sharing a --task-store FILE."""
 
@@ -2676,6 +2708,7 @@ class TaskProcessTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(failed["error"]["message"], why)
 
 
+@needs_tasks
 class TaskMemoryTest(unittest.TestCase):
     """Results are kept for their ttlMs, then freed: resident memory stays flat (from /proc)."""
 
@@ -2719,6 +2752,7 @@ class TaskMemoryTest(unittest.TestCase):
         self.assertLess(rounds[-1][1] - rounds[1][1], 30, rounds)   # kept: 80 MB more; freed: flat
 
 
+@needs_skills
 class SkillsTest(unittest.IsolatedAsyncioTestCase):
     """Server.skills: a folder of skills as resources, listed with sizes and digests; nothing
     outside the folder can be read; the client checks what it loads."""
@@ -2925,21 +2959,24 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((await self.wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
                          ["error"]["code"], INVALID_REQUEST)
 
-    async def test_sampling_with_tools_needs_sampling_tools(self):
+    @staticmethod
+    def planner():
+        """A server whose tool samples with tools."""
         server, _ = make_server()
 
         @server.tool()
         async def plan(ctx: Context) -> str:
             reply = await ctx.sample("Plan it", 50, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
             return reply["content"]["text"]
+        return server
+
+    async def test_sampling_with_tools_needs_sampling_tools(self):
+        server = self.planner()
         wire = Wire(server)
         await wire.initialize(capabilities={"sampling": {}})
         refused = (await wire.request(call(1, "plan")))["result"]
         self.assertTrue(refused["isError"])
         self.assertIn("sampling.tools", refused["content"][0]["text"])
-        error = (await wire.request(modern(2, "tools/call", {"name": "plan"}, {"sampling": {}})))["error"]
-        self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
-                                                          {"requiredCapabilities": {"sampling": {"tools": {}}}}))
         wire = Wire(server)
         await wire.initialize(capabilities={"sampling": {"tools": {}}})
         wire.feed(call(3, "plan"))
@@ -2955,7 +2992,17 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((await client.call_tool("plan"))["content"][0]["text"], "planned")
         self.assertEqual(seen[0][0]["name"], "t")
 
-    async def test_url_elicitation_in_both_eras(self):
+    @needs_2026
+    async def test_sampling_with_tools_needs_sampling_tools_in_2026_07_28(self):
+        wire = Wire(self.planner())
+        await wire.initialize(capabilities={"sampling": {}})
+        error = (await wire.request(modern(2, "tools/call", {"name": "plan"}, {"sampling": {}})))["error"]
+        self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
+                                                          {"requiredCapabilities": {"sampling": {"tools": {}}}}))
+
+    @staticmethod
+    def payer():
+        """A server whose tools elicit in URL mode, and say one is required."""
         server, _ = make_server()
 
         @server.tool()
@@ -2970,35 +3017,47 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
         async def gated() -> str:
             raise mcp_min.UrlElicitationRequired([{"mode": "url", "elicitationId": "e-2", "message": "Sign in",
                                                    "url": "https://id.example/"}])
+        return server
+
+    async def pay_by_url(self, target, era, shown, done):
+        async with mcp_min.Client(target, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
+                                  on_notification=lambda m, p: m.endswith("complete") and done.set()) as client:
+            self.assertEqual(client.capabilities().get("elicitation"), {"url": {}})
+            self.assertEqual("extensions" in client.capabilities(), era != "handshake")     # it polls tasks
+            result = await client.call_tool("pay")
+            self.assertEqual(result["content"][0]["text"], "accept")
+            self.assertEqual((shown[-1]["mode"], shown[-1]["url"]), ("url", "https://bank.example/pay?o=1"))
+            if era == "handshake":      # form mode was not declared
+                self.assertIn("elicitation.form", (await client.call_tool("pay", {"form": True}))[
+                    "content"][0]["text"])
+            else:
+                with self.assertRaises(McpError) as caught:
+                    await client.call_tool("pay", {"form": True})
+                self.assertEqual(caught.exception.data, {"requiredCapabilities": {"elicitation": {"form": {}}}})
+            with self.assertRaises(McpError) as caught:
+                await client.call_tool("gated")
+            self.assertEqual(caught.exception.code, mcp_min.URL_ELICITATION_REQUIRED)
+            self.assertEqual(caught.exception.data["elicitations"][0]["elicitationId"], "e-2")
+
+    async def test_url_elicitation(self):
+        server = self.payer()
         shown, done = [], asyncio.Event()
         http = await start_http(server, "127.0.0.1", 0)     # and over real sockets
         self.addAsyncCleanup(http.close)
-        for era, target in (("handshake", server), ("2026-07-28", server),
-                            ("handshake", f"http://127.0.0.1:{http.port}/mcp")):
-            async with mcp_min.Client(target, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
-                                      on_notification=lambda m, p: m.endswith("complete") and done.set()) as client:
-                self.assertEqual(client.capabilities().get("elicitation"), {"url": {}})
-                self.assertEqual("extensions" in client.capabilities(), era != "handshake")     # it polls tasks
-                result = await client.call_tool("pay")
-                self.assertEqual(result["content"][0]["text"], "accept")
-                self.assertEqual((shown[-1]["mode"], shown[-1]["url"]), ("url", "https://bank.example/pay?o=1"))
-                if era == "handshake":      # form mode was not declared
-                    self.assertIn("elicitation.form", (await client.call_tool("pay", {"form": True}))[
-                        "content"][0]["text"])
-                else:
-                    with self.assertRaises(McpError) as caught:
-                        await client.call_tool("pay", {"form": True})
-                    self.assertEqual(caught.exception.data, {"requiredCapabilities": {"elicitation": {"form": {}}}})
-                with self.assertRaises(McpError) as caught:
-                    await client.call_tool("gated")
-                self.assertEqual(caught.exception.code, mcp_min.URL_ELICITATION_REQUIRED)
-                self.assertEqual(caught.exception.data["elicitations"][0]["elicitationId"], "e-2")
-        self.assertEqual([p.get("elicitationId") for p in shown], ["e-1", None, "e-1"])  # 2026-07-28: no ids
+        for target in (server, f"http://127.0.0.1:{http.port}/mcp"):
+            await self.pay_by_url(target, "handshake", shown, done)
+        self.assertEqual([p.get("elicitationId") for p in shown], ["e-1", "e-1"])
         await asyncio.wait_for(done.wait(), TIMEOUT)
         async with mcp_min.Client(server, era="handshake", elicitation=lambda p: {"action": "decline"}) as client:
             refused = await client.call_tool("pay")
             self.assertTrue(refused["isError"])
             self.assertIn("elicitation.url", refused["content"][0]["text"])
+
+    @needs_2026
+    async def test_url_elicitation_in_2026_07_28(self):
+        shown = []
+        await self.pay_by_url(self.payer(), "2026-07-28", shown, asyncio.Event())
+        self.assertEqual([p.get("elicitationId") for p in shown], [None])     # 2026-07-28: no ids
 
     async def test_roots_changes_reach_the_server_author(self):
         server, _ = make_server()
@@ -3144,6 +3203,9 @@ TARGET_SOURCE = textwrap.dedent('''
     @server.tool()
     def echo(text: str) -> str:
         return text
+
+    if __name__ == "__main__":
+        server.run()
 ''')
 
 
@@ -3162,12 +3224,29 @@ def _clean_env(**extra):
     return env
 
 
-class StdioProcess:
-    """`python -m mcp_min serve --stdio [TARGET]` (SERVE), with a line reader thread."""
+def start_http_server(test, command, *args, **popen):
+    """A server process on a free port, killed at the test's end: `command` is `python FILE` (FILE
+    ends in `server.run()`: the core alone) or the command line's `serve TARGET`, given
+    `--port 0 ARGS`. The process, and its port."""
+    process = subprocess.Popen([*command, "--port", "0", *args], cwd=HERE, env=_clean_env(),
+                               stderr=subprocess.PIPE, text=True, **popen)
+    test.addCleanup(process.stderr.close)
+    test.addCleanup(lambda: process.poll() is None and (process.kill(), process.wait()))
+    port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", process.stderr.readline()).group(1))
+    return process, port
 
-    def __init__(self, target=None, read=True, env=None, options=()):
+
+class StdioProcess:
+    """`python -m mcp_min serve --stdio [TARGET]` (SERVE, the command line: the demo without a
+    TARGET), or with run=True `python TARGET --stdio` (a file ending in `server.run()`: the core
+    alone), with a line reader thread."""
+
+    def __init__(self, target=None, read=True, env=None, options=(), run=False):
         self.stderr_file = tempfile.TemporaryFile()
-        args = [*SERVE, "serve", "--stdio", *options] + ([target] if target else [])
+        if run:
+            args = [*PYTHON, target, "--stdio", *options]
+        else:
+            args = [*SERVE, "serve", "--stdio", *options] + ([target] if target else [])
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr_file, cwd=HERE, env=env or _clean_env())
         self.lines = queue.Queue()
@@ -3241,6 +3320,19 @@ class StdioProcess:
         self.stderr_file.close()
 
 
+def plain_stdio(test):
+    """A stdio server with nothing registered, run as a script (`server.run()`: the core alone);
+    killed at the test's end."""
+    tmp = tempfile.TemporaryDirectory()
+    test.addCleanup(tmp.cleanup)
+    path = os.path.join(tmp.name, "plain.py")
+    with open(path, "w") as f:
+        f.write("from mcp_min import Server\nserver = Server('plain')\nserver.run()\n")
+    process = StdioProcess(path, run=True)
+    test.addCleanup(process.kill)
+    return process
+
+
 class StdioTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -3260,13 +3352,14 @@ class StdioTest(unittest.TestCase):
 
     AHEAD = 3       # servers of a kind starting side by side while the tests before them run
 
-    def start(self, target=False, read=True):
-        # Each test has a fresh server of its own; it was started a few tests ahead.
-        ready = self.ready[target]
-        while len(ready) <= self.AHEAD:
+    def start(self, demo=False, read=True):
+        # Each test has a fresh server of its own; it was started a few tests ahead. TARGET runs
+        # as a script (`server.run()`: the core alone); the demo is the command line's (one test).
+        ready = self.ready[demo]
+        while len(ready) <= (0 if demo else self.AHEAD):
             marks = tempfile.mkdtemp(dir=self.tmp.name)
-            ready.append((marks, StdioProcess(self.target if target else None, False,
-                                              _clean_env(MCP_TEST_MARKS=marks))))
+            ready.append((marks, StdioProcess(None if demo else self.target, False,
+                                              _clean_env(MCP_TEST_MARKS=marks), run=not demo)))
         self.marks, process = ready.popleft()
         if read:
             process.start_reading()
@@ -3277,8 +3370,9 @@ class StdioTest(unittest.TestCase):
         self.assertEqual(process.wait(), code)
         self.assertNotIn("Traceback", process.stderr())
 
+    @needs_cli
     def test_demo_round_trip(self):
-        p = self.start()
+        p = self.start(demo=True)
         result = p.initialize()["result"]
         self.assertEqual(result["serverInfo"]["name"], "user-store")
         p.send(rpc(1, "tools/list"))
@@ -3296,7 +3390,7 @@ class StdioTest(unittest.TestCase):
         self.assertIsNone(p.read_line())        # nothing was written
 
     def test_in_flight_request_finished_on_eof(self):
-        p = self.start(target=True)
+        p = self.start()
         p.initialize()
         p.send(call(1, "slow", {"seconds": 0.3}))
         p.close_stdin()
@@ -3322,7 +3416,7 @@ class StdioTest(unittest.TestCase):
         self.assertEqual(p.read()["id"], 2)
 
     def test_unicode_line_separators_inside_a_string(self):
-        p = self.start(target=True)
+        p = self.start()
         p.initialize()
         text = "a\u2028b\u0085c\u2029d"
         p.write(json.dumps(call(1, "echo", {"text": text}), ensure_ascii=False).encode() + b"\n")
@@ -3363,7 +3457,7 @@ class StdioTest(unittest.TestCase):
 
     def test_tool_output_never_reaches_stdout(self):
         # SECURITY.md H67: print(), sys.stdout, os.write(1) and a child's stdout go to stderr.
-        p = self.start(target=True)
+        p = self.start()
         p.initialize()
         p.send(call(1, "noisy"))
         p.send(call(2, "noisy"))
@@ -3385,7 +3479,7 @@ class StdioTest(unittest.TestCase):
     def test_oversized_line_is_one_error_and_its_tail_never_runs(self):
         # SECURITY.md H68: the line is 20 MB of JSON whitespace followed by a valid
         # tools/call, so only the length limit can stop it.
-        p = self.start(target=True)
+        p = self.start()
         p.initialize()
         tail = json.dumps(call(99, "mark", {"name": "tail-ran"})).encode()
         line = b" " * (20 * 1024 * 1024 - len(tail)) + tail + b"\n"
@@ -3444,9 +3538,11 @@ class StdioBatchTest(unittest.TestCase):
         lines = [rpc(0, "initialize", init_params("2025-03-26")), note("notifications/initialized"),
                  [call(1, "getUser", {"name": "John"}), note("notifications/cancelled", {"requestId": 9}),
                   rpc(2, "nope")], [], [note("notifications/initialized")], rpc(3, "ping")]
-        done = subprocess.run([*SERVE, "serve", "--stdio"], cwd=HERE, env=_clean_env(),
-                              input="".join(json.dumps(m) + "\n" for m in lines).encode(),
-                              capture_output=True, timeout=TIMEOUT)
+        with tempfile.TemporaryDirectory() as tmp:      # the demo's users, as a script serves them
+            done = subprocess.run([*PYTHON, "examples/user_store.py", "--db", os.path.join(tmp, "users.db"),
+                                   "--stdio"], cwd=HERE, env=_clean_env(),
+                                  input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+                                  capture_output=True, timeout=TIMEOUT)
         out = [json.loads(line) for line in done.stdout.splitlines()]
         self.assertEqual(len(out), 4, out)      # initialize, the empty batch's error, the array, ping
         batch = next(m for m in out if type(m) is list)
@@ -3559,6 +3655,8 @@ class StdioAskingTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(done.stdout.split("\n")[:2], ["file:///work Ada hi", "in a task"], done.stderr[-2000:])
 
 
+@needs_2026
+@needs_cli
 class StdioModernTest(unittest.TestCase):
     def test_both_eras_in_one_process(self):
         server = StdioProcess()
@@ -3745,15 +3843,16 @@ class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
 
 
 class StdioExitTest(unittest.TestCase):
-    def serve_target(self, source, *options, lines=None):
-        """`serve [OPTIONS] TARGET` on `lines` (default: initialize); the run, and
-        TARGET's text afterwards."""
+    def serve_target(self, source, *options, lines=None, run=False):
+        """`serve [OPTIONS] TARGET` (the command line), or with run=True `python TARGET [OPTIONS]`
+        (TARGET ending in `server.run()`: the core alone), on `lines` (default: initialize); the
+        run, and TARGET's text afterwards."""
         lines = lines or [rpc(0, "initialize", init_params())]
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "target.py")
             with open(path, "w") as f:
-                f.write(source)
-            done = subprocess.run([*PYTHON, MCP_MIN, "serve", *options, path],
+                f.write(source + ("server.run()\n" if run else ""))
+            done = subprocess.run([*PYTHON, path, *options] if run else [*PYTHON, MCP_MIN, "serve", *options, path],
                                   input="".join(json.dumps(m) + "\n" for m in lines).encode(),
                                   capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
             with open(path) as f:
@@ -3766,13 +3865,16 @@ class StdioExitTest(unittest.TestCase):
                      call(1, "getUser", {"name": "John"}), rpc(2, "ping")]
             f.write("".join(json.dumps(m) + "\n" for m in lines).encode())
             f.seek(0)
-            done = subprocess.run([*PYTHON, MCP_MIN, "serve", "--stdio"], stdin=f,
-                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+            with tempfile.TemporaryDirectory() as tmp:      # the demo's users, as a script serves them
+                done = subprocess.run([*PYTHON, "examples/user_store.py", "--db", os.path.join(tmp, "users.db"),
+                                       "--stdio"], stdin=f, capture_output=True, timeout=30, cwd=HERE,
+                                      env=_clean_env())
         self.assertEqual(done.returncode, 0, done.stderr)
         answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
         self.assertEqual(sorted(answers), [0, 1, 2])
         self.assertEqual(answers[1]["result"]["structuredContent"]["email"], "john@example.com")
 
+    @needs_cli
     def test_a_target_printing_while_it_loads_cannot_corrupt_stdout(self):
         # Regression: TARGET was imported before fd 1 was moved to stderr (SECURITY 67).
         done, _ = self.serve_target("import os\nfrom mcp_min import Server\nprint('loading...')\n"
@@ -3781,6 +3883,7 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
         self.assertIn(b"loading...", done.stderr)
 
+    @needs_cli
     def test_stdout_ends_with_serving_even_if_a_thread_lingers(self):
         # Regression: main's own copy of stdout stayed open until the process exited.
         with tempfile.TemporaryDirectory() as tmp:
@@ -3806,6 +3909,8 @@ class StdioExitTest(unittest.TestCase):
                 proc.wait()
                 proc.stdout.close()
 
+    @needs_trace
+    @needs_cli
     def test_a_bare_trace_never_takes_the_target(self):
         # Regression: `serve --trace server.py` served the demo and appended the trace to server.py.
         source = "from mcp_min import Server\nserver = Server('named-server')\n"
@@ -3821,10 +3926,13 @@ class StdioExitTest(unittest.TestCase):
             "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
             "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
             "--shutdown-grace", "0.3",
-            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")])
+            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")],
+            run=True)
         self.assertEqual(done.returncode, 0)
         self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
 
+    @needs_trace
+    @needs_cli
     def test_tracing_a_lone_surrogate_loses_no_answer(self):
         # Regression (issue 15): a lone surrogate made the trace writer raise; the answer was
         # lost and its slot kept, so after 256 of them the server was wedged.
@@ -3853,7 +3961,7 @@ class StdioExitTest(unittest.TestCase):
         done, _ = self.serve_target(
             "from mcp_min import Server\nserver = Server('rude')\n" + tools,
             lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                   *[call(i, name) for i, name in enumerate(names, 1)], rpc(9, "ping")])
+                   *[call(i, name) for i, name in enumerate(names, 1)], rpc(9, "ping")], run=True)
         answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
         for i, name in enumerate(names, 1):
@@ -3862,6 +3970,7 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual(answers[9]["result"], {})
 
 
+@needs_cli
 class CliTest(unittest.TestCase):
     def run_cli(self, *args, timeout=TIMEOUT):
         return subprocess.run([*PYTHON, MCP_MIN, *args], capture_output=True, text=True,
@@ -3871,26 +3980,6 @@ class CliTest(unittest.TestCase):
         done = self.run_cli("--version")
         self.assertEqual(done.returncode, 0)
         self.assertIn(mcp_min.__version__, done.stdout)
-
-    def test_server_run_ends_the_process_with_its_status(self):
-        # Issue 33: the README's `server.run()` as a script's last line exited 0 when the port was
-        # in use or a public --host was refused: a supervisor saw no failure.
-        with tempfile.TemporaryDirectory() as tmp, socket.socket() as taken:
-            taken.bind(("127.0.0.1", 0))
-            taken.listen()
-            path = os.path.join(tmp, "weather.py")
-            with open(path, "w") as f:
-                f.write("from mcp_min import Server\nserver = Server('w')\nserver.run()\n"
-                        "print('run() returned')\n")
-            cases = [(["--port", str(taken.getsockname()[1])],), (["--port", "0", "--host", "0.0.0.0"],)]
-            runs = side_by_side(lambda args: subprocess.run(
-                [*PYTHON, path, *args], cwd=HERE, env=_clean_env(), capture_output=True, text=True,
-                timeout=TIMEOUT), *cases)
-        for (args,), done in zip(cases, runs):
-            self.assertEqual(done.returncode, 1, (args, done.stderr))
-            self.assertNotIn("run() returned", done.stdout)
-        self.assertIn("address already in use", runs[0].stderr.lower())
-        self.assertIn("without a token", runs[1].stderr)
 
     def test_trace_takes_a_jsonl_file_after_a_space(self):
         # Issue 33: --help shows `--trace [FILE]`, and `--trace t.jsonl` was refused.
@@ -3922,6 +4011,7 @@ class CliTest(unittest.TestCase):
         self.assertNotIn("Traceback", done.stderr)
         self.assertNotIn("BrokenPipeError", done.stderr)
 
+    @needs_auth_server
     def test_an_empty_token_is_refused(self):
         # Regression (issue 15): --token "" or MCP_TOKEN= turned authentication off, silently.
         cases = ((["--token", ""], {}), (["--token", " \t"], {}), ([], {"MCP_TOKEN": ""}))
@@ -4047,17 +4137,13 @@ class CliTest(unittest.TestCase):
         cases = ((("--help",), ("serve --stdio", "client http://")),
                  (("serve", "--help"), ("examples:", "0-65535", "DEBUG, INFO", "$MCP_TOKEN", "JSON Lines")),
                  (("client", "--help"), ("examples:", "k=v", "default 60", "SECONDS")))
-        *runs, done = side_by_side(lambda *args: subprocess.run(
+        runs = side_by_side(lambda *args: subprocess.run(
             [*PYTHON, *args], capture_output=True, text=True, timeout=TIMEOUT, cwd=HERE, env=_clean_env(),
-            stdin=subprocess.DEVNULL), *[(MCP_MIN, *command) for command, _ in cases],
-            (os.path.join(HERE, "examples", "user_store.py"), "--help"))
+            stdin=subprocess.DEVNULL), *[(MCP_MIN, *command) for command, _ in cases])
         for (command, says), run in zip(cases, runs):
             self.assertEqual(run.returncode, 0, run.stderr)
             for words in says:
                 self.assertIn(words, run.stdout, command)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertIn("--db PATH", done.stdout)
-        self.assertIn("--port", done.stdout)
 
     @unittest.skipUnless(hasattr(os, "openpty"), "needs a pseudo-terminal")
     def test_stdio_on_a_terminal_prints_one_hint(self):
@@ -4079,32 +4165,6 @@ class CliTest(unittest.TestCase):
         self.assertIn("Ctrl-D ends", hint)
         done = self.run_cli("serve", "--stdio")     # not a terminal: no hint
         self.assertEqual(done.stderr, "")
-
-    def start_http_server(self, path, *args, command=(*PYTHON, MCP_MIN), **popen):
-        process = subprocess.Popen([*command, "serve", path, "--port", "0", *args], cwd=HERE,
-                                   env=_clean_env(), stderr=subprocess.PIPE, text=True, **popen)
-        self.addCleanup(process.stderr.close)
-        self.addCleanup(lambda: process.poll() is None and (process.kill(), process.wait()))
-        port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", process.stderr.readline()).group(1))
-        return process, port
-
-    @unittest.skipUnless(os.name == "posix", "POSIX signals")
-    def test_an_ignored_sigint_stays_ignored(self):
-        # `serve ... &` from a script starts with SIGINT ignored: Ctrl-C is not for it.
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "plain.py")
-            with open(path, "w") as f:
-                f.write("from mcp_min import Server\nserver = Server('plain')\n")
-            server, port = self.start_http_server(
-                path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-        server.send_signal(signal.SIGINT)
-        import urllib.request
-        request = urllib.request.Request(          # answered after the signal: still serving
-            f"http://127.0.0.1:{port}/mcp", json.dumps(rpc(0, "initialize", init_params())).encode(),
-            {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
-            self.assertEqual(json.loads(answer.read())["id"], 0)
-        self.assertIsNone(server.poll())
 
     @unittest.skipUnless(hasattr(os, "killpg"), "needs process groups")
     def test_ctrl_c_in_the_client_while_a_tool_runs_exits_at_once(self):
@@ -4134,6 +4194,58 @@ class CliTest(unittest.TestCase):
                 process.wait(TIMEOUT)
         self.assertEqual(process.returncode, 130)
         self.assertEqual((out, err), ("", ""))
+
+
+class ServerRunTest(unittest.TestCase):
+    """`server.run()` as a script's last line (the core's way to serve): its status, its help,
+    its signals."""
+
+    def test_server_run_ends_the_process_with_its_status(self):
+        # Issue 33: the README's `server.run()` as a script's last line exited 0 when the port was
+        # in use or a public --host was refused: a supervisor saw no failure.
+        with tempfile.TemporaryDirectory() as tmp, socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            path = os.path.join(tmp, "weather.py")
+            with open(path, "w") as f:
+                f.write("from mcp_min import Server\nserver = Server('w')\nserver.run()\n"
+                        "print('run() returned')\n")
+            cases = [(["--port", str(taken.getsockname()[1])],), (["--port", "0", "--host", "0.0.0.0"],)]
+            runs = side_by_side(lambda args: subprocess.run(
+                [*PYTHON, path, *args], cwd=HERE, env=_clean_env(), capture_output=True, text=True,
+                timeout=TIMEOUT), *cases)
+        for (args,), done in zip(cases, runs):
+            self.assertEqual(done.returncode, 1, (args, done.stderr))
+            self.assertNotIn("run() returned", done.stdout)
+        self.assertIn("address already in use", runs[0].stderr.lower())
+        self.assertIn("without a token", runs[1].stderr)
+
+    def test_a_scripts_help_names_its_own_options_and_serves(self):
+        done = subprocess.run([*PYTHON, os.path.join(HERE, "examples", "user_store.py"), "--help"],
+                              capture_output=True, text=True, timeout=TIMEOUT, cwd=HERE, env=_clean_env(),
+                              stdin=subprocess.DEVNULL)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("--db PATH", done.stdout)
+        self.assertIn("--port", done.stdout)
+
+    @unittest.skipUnless(os.name == "posix", "POSIX signals")
+    def test_an_ignored_sigint_stays_ignored(self):
+        # `python server.py --port 8080 &` from a script starts with SIGINT ignored: Ctrl-C is
+        # not for it.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "plain.py")
+            with open(path, "w") as f:
+                f.write("from mcp_min import Server\nserver = Server('plain')\nserver.run()\n")
+            server, port = start_http_server(
+                self, [*PYTHON, path], preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        server.send_signal(signal.SIGINT)
+        import urllib.request
+        request = urllib.request.Request(          # answered after the signal: still serving
+            f"http://127.0.0.1:{port}/mcp", json.dumps(rpc(0, "initialize", init_params())).encode(),
+            {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+            self.assertEqual(json.loads(answer.read())["id"], 0)
+        self.assertIsNone(server.poll())
 
 
 ##############################################################################
@@ -4410,8 +4522,15 @@ class HttpHostOriginTest(HttpTestCase):
         self.assertIsNone(response.header("access-control-allow-origin"))
 
     def test_host_is_checked_on_a_non_loopback_bind(self):
+        self.check_host_on_a_non_loopback_bind(insecure=True)
+
+    @needs_auth_server
+    def test_host_is_checked_on_a_non_loopback_bind_with_a_token(self):
+        self.check_host_on_a_non_loopback_bind(token=TOKEN)
+
+    def check_host_on_a_non_loopback_bind(self, **allowed_to_bind):
         # Regression: binding 0.0.0.0 turned the Host allowlist off (R3: fail closed).
-        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN)
+        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, **allowed_to_bind)
         for host, allowed in (("evil.example", False), ("192.168.1.5:8080", False),
                               ("localhost:8080", True), ("127.0.0.1", True)):
             request = mcp_min._parse_head(f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
@@ -4421,7 +4540,7 @@ class HttpHostOriginTest(HttpTestCase):
                 with self.assertRaises(mcp_min._HttpError, msg=host) as caught:
                     http._check_peer(request)
                 self.assertEqual(caught.exception.status, 403)
-        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, token=TOKEN, allow_hosts=["192.168.1.5"])
+        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, **allowed_to_bind, allow_hosts=["192.168.1.5"])
         http._check_peer(mcp_min._parse_head(b"POST /mcp HTTP/1.1\r\nHost: 192.168.1.5:8080\r\n\r\n"))
 
 
@@ -4442,6 +4561,7 @@ class HttpCorsTest(HttpTestCase):
             response = await self.client.exchange(self.preflight(extra) + body, check_close=True)
             self.assertEqual((response.status, response.closed), (400, True), extra)
 
+    @needs_2026
     async def test_a_preflight_allows_the_2026_07_28_headers(self):
         asked = "Access-Control-Request-Headers: mcp-method, mcp-name, mcp-param-region, x-evil\r\n\r\n"
         response = await self.client.exchange(self.preflight(asked))
@@ -4462,6 +4582,7 @@ class HttpCorsTest(HttpTestCase):
         self.assertIsNone(response.header("access-control-allow-origin"))
 
 
+@needs_auth_server
 class HttpCorsTokenTest(HttpTestCase):
     options = {"token": "t0k3n", "allow_origins": ["http://app.example.com"]}
 
@@ -4512,6 +4633,7 @@ class HttpContentTypeTest(HttpTestCase):
 TOKEN = "k" * 20 + "-test-token-0123456789abcdef"
 
 
+@needs_auth_server
 class HttpAuthTest(HttpTestCase):
     """SECURITY.md B10-B11: static bearer token."""
     options = {"token": TOKEN}
@@ -4587,10 +4709,15 @@ class HttpBindTest(unittest.TestCase):
         for host in ("0.0.0.0", "::", "192.168.1.5", "example.com"):
             with self.assertRaises(ValueError):
                 mcp_min.HttpServer(server, host, 0)
-            mcp_min.HttpServer(server, host, 0, token=TOKEN)
             mcp_min.HttpServer(server, host, 0, insecure=True)
         for host in ("127.0.0.1", "localhost", "::1", "127.0.0.5"):
             mcp_min.HttpServer(server, host, 0)
+
+    @needs_auth_server
+    def test_non_loopback_with_a_token(self):
+        server = make_server()[0]
+        for host in ("0.0.0.0", "::", "192.168.1.5", "example.com"):
+            mcp_min.HttpServer(server, host, 0, token=TOKEN)
 
 
 class HttpSessionTest(HttpTestCase):
@@ -4732,6 +4859,7 @@ class HttpSessionTest(HttpTestCase):
         await until(lambda: all(ref() is None for ref in freed), "freed by reference counting")
 
 
+@needs_2026
 class HttpModernTest(HttpTestCase):
     """2026-07-28 on /mcp: every POST stands alone, its headers say what its body says."""
 
@@ -4929,6 +5057,7 @@ async def open_listen(port, id_=1, host="127.0.0.1", body=None, headers=None):
     return reader, writer, json.loads((await read_event(reader))["data"])
 
 
+@needs_2026
 class HttpListenSlotsTest(HttpTestCase):
     """2026-07-28 subscriptions/listen over HTTP, where each listen is a connection of its own:
     one client's share of the slots, and a slot given back however the client leaves."""
@@ -4986,6 +5115,7 @@ class HttpRequestLineTest(HttpTestCase):
         self.assertEqual((await self.client.exchange(evil)).status, 403)    # the authority is checked
 
 
+@needs_2026
 class HttpCloseTest(HttpTestCase):
     async def test_a_big_answer_on_connection_close_arrives_whole(self):
         # Regression (hostile review): after "Connection: close" the server gave the
@@ -5078,7 +5208,6 @@ class HttpExpiryTest(HttpTestCase):
 
     async def test_a_session_whose_request_is_stuck_still_expires(self):
         # Regression (issue 15): a request that never ended kept its session forever.
-        sweep_often(self)
         self.server.timeout = 0.2
         sid = await self.client.initialize()
         response = await self.client.post(call(3, "wait"), sid)     # the gate never opens
@@ -5364,16 +5493,18 @@ class HttpLimitsTest(HttpTestCase):
         deadline.cancel()
         self.assertIsNone(deadline.handle)
 
-    async def test_quiet_streams_get_keepalives(self):
+    async def quiet_streams(self, primed):
+        """A slow call's answer, then the session's GET stream, each quiet; `primed`: what each
+        begins with is checked (the priming event of resumable streams, an extension's: if there is
+        one, it comes first), then the rest is read."""
         with mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.1):
-            # A slow call's answer becomes a stream that carries keepalives, result last.
             sid = await self.client.initialize()
             self.state.gate.clear()
             reader, writer = await self.client.connect()
             writer.write(self.client.build("POST", "/mcp", call(1, "wait"), {"Mcp-Session-Id": sid}))
             head = await read_head(reader)
             self.assertTrue(head.header("content-type").startswith("text/event-stream"))
-            self.assertIn(b"retry: ", await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT))
+            await primed(reader)
             first = await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT)
             self.assertIn(b": keepalive", first)
             self.state.gate.set()
@@ -5383,10 +5514,23 @@ class HttpLimitsTest(HttpTestCase):
             writer.write(self.client.build("GET", "/mcp", headers={
                 "Mcp-Session-Id": sid, "Accept": "text/event-stream"}))
             self.assertEqual((await read_head(reader)).status, 200)
-            self.assertIn(b"retry: ", await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT))
+            await primed(reader)
             for _ in range(2):
                 self.assertEqual(await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT),
                                  b": keepalive\n\n")
+
+    async def test_quiet_streams_get_keepalives(self):
+        # A slow call's answer becomes a stream that carries keepalives, result last.
+        async def past_priming(reader):
+            if hasattr(mcp_min, "_Resumable"):      # its test: test_streams_are_primed_with_a_retry
+                await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT)
+        await self.quiet_streams(past_priming)
+
+    @needs_resumable
+    async def test_streams_are_primed_with_a_retry(self):
+        async def primed(reader):
+            self.assertIn(b"retry: ", await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT))
+        await self.quiet_streams(primed)
 
     async def test_connection_cap(self):
         with mock.patch.object(mcp_min, "MAX_CONNECTIONS", 1):
@@ -5602,6 +5746,7 @@ class HttpJsonRpcTest(HttpTestCase):
         self.assertEqual([m["error"]["message"] for m in answers if m["id"] == 1999 and "error" in m],
                          ["Invalid request: id already in use"])
 
+    @needs_trace
     async def test_tracing_a_deeply_nested_body_cannot_drop_the_request(self):
         # Regression: --trace recursed on a 1 KB body and the connection died unanswered.
         with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as devnull:
@@ -5871,6 +6016,7 @@ class CuttingProxy:
         self.listener.close()
 
 
+@needs_resumable
 class HttpResumeTest(HttpTestCase):
     """2025-11-25 transports, resumability and SEP-1699 polling: event ids, priming events,
     GET with Last-Event-ID, bounded replay."""
@@ -6026,6 +6172,7 @@ class HttpResumeTest(HttpTestCase):
         self.assertNotIn("retry", events[0])
 
 
+@needs_resumable
 class ClientResumeTest(HttpTestCase):
     """Client: a stream the network cuts is resumed with Last-Event-ID; the GET stream too."""
 
@@ -6065,10 +6212,8 @@ class ClientResumeTest(HttpTestCase):
         await proxy.close()
 
 
-class ClientRedirectTest(HttpTestCase):
-    """Client: a 307 or 308 is followed with the same method and body; a token does not
-    follow it to another origin."""
-    options = {"token": "s3cret"}
+class RedirectingTestCase(HttpTestCase):
+    """A front that redirects everything to the real server, 307 or 308 (`self.url`)."""
 
     async def asyncSetUp(self):
         await super().asyncSetUp()
@@ -6090,6 +6235,23 @@ class ClientRedirectTest(HttpTestCase):
         self.front.close()
         await super().asyncTearDown()
 
+
+class ClientRedirectTest(RedirectingTestCase):
+    """Client: a 307 or 308 is followed with the same method and body."""
+
+    async def test_redirects_are_followed_with_the_same_method_and_body(self):
+        async with mcp_min.Client(self.url, era="handshake", timeout=TIMEOUT) as client:
+            self.assertEqual((await client.call_tool("add", {"a": 2, "b": 3}))["content"][0]["text"], "5")
+        methods = [h.split(b" ")[0] for h in self.seen]
+        self.assertEqual(methods.count(b"POST"), 3)     # initialize, initialized, tools/call
+        self.assertIn(b"GET", methods)
+
+
+@needs_auth_server
+class ClientRedirectTokenTest(RedirectingTestCase):
+    """Client: a token does not follow a redirect to another origin; OAuth's requests follow none."""
+    options = {"token": "s3cret"}
+
     async def test_a_token_does_not_follow_a_redirect_to_another_origin(self):
         with self.assertRaises(McpError) as caught:
             async with mcp_min.Client(self.url, token="s3cret", era="handshake", timeout=TIMEOUT):
@@ -6100,14 +6262,6 @@ class ClientRedirectTest(HttpTestCase):
     async def test_oauth_requests_follow_no_redirect(self):
         status, _ = await mcp_min._fetch_json(self.url, {"client_secret": "s"})
         self.assertEqual(status, 307)
-
-    async def test_redirects_are_followed_with_the_same_method_and_body(self):
-        self.http.auth = None
-        async with mcp_min.Client(self.url, era="handshake", timeout=TIMEOUT) as client:
-            self.assertEqual((await client.call_tool("add", {"a": 2, "b": 3}))["content"][0]["text"], "5")
-        methods = [h.split(b" ")[0] for h in self.seen]
-        self.assertEqual(methods.count(b"POST"), 3)     # initialize, initialized, tools/call
-        self.assertIn(b"GET", methods)
 
 
 class HttpCancelTest(HttpTestCase):
@@ -6218,6 +6372,7 @@ class HttpLegacySseTest(HttpTestCase):
         self.assertEqual(response.status, 415)
 
 
+@needs_cli
 class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
     """`python mcp_min.py serve --port 0`: a real server process on a real socket."""
 
@@ -6433,10 +6588,13 @@ class SameAnswersTest(HttpTestCase):
 
 
 class ServerProcess:
-    """`python -m mcp_min serve --port 0 [ARGS]` (SERVE): its port, and its resident memory."""
+    """`python -m mcp_min serve --port 0 [ARGS]` (SERVE, the command line: the demo without a
+    TARGET), or `python SCRIPT --port 0 [ARGS]` (a file ending in `server.run()`: the core alone):
+    its port, and its resident memory."""
 
-    def __init__(self, *args, **env):
-        self.proc = subprocess.Popen([*SERVE, "serve", "--port", "0", *args], cwd=HERE,
+    def __init__(self, *args, script=None, **env):
+        command = [*PYTHON, script] if script else [*SERVE, "serve"]
+        self.proc = subprocess.Popen([*command, "--port", "0", *args], cwd=HERE,
                                      env=_clean_env(**env), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.port = None
@@ -6458,6 +6616,8 @@ class ServerProcess:
         self.proc.stderr.close()
 
 
+@needs_2026
+@needs_cli
 class ScaleOutTest(unittest.IsolatedAsyncioTestCase):
     """The README's scale-out: 2026-07-28 requests need no session, so any process that
     shares the requestState key (MCP_MIN_STATE_KEY) continues what another began."""
@@ -6481,6 +6641,7 @@ class ScaleOutTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(tool_text(done.json()), "Deleted John.")
 
 
+@needs_deploy
 class BalancerTest(HttpTestCase):
     """Behind a balancer (issue 25): session ids start with the node it routes on; X-Forwarded-*
     are believed from --forwarded-allow-ips alone; /healthz; a stopping server drains."""
@@ -6632,7 +6793,9 @@ class BalancerTest(HttpTestCase):
 class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self):
         asyncio.get_running_loop().slow_callback_duration = 5     # big bodies are built here
-        self.server = ServerProcess()
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.server = ServerProcess("--db", os.path.join(tmp.name, "users.db"), script=USER_STORE)
         self.addCleanup(self.server.close)
 
     async def test_initialize_parameters_are_not_kept_whole(self):
@@ -6657,6 +6820,7 @@ class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
 
 
 
+    @needs_2026
     async def test_a_listen_keeps_its_filter_not_its_request(self):
         # Ten listens padded with 4 MiB of [] raised the server's RSS from 31 to 945 MiB, held
         # for their streams' lives. Such a body is refused now before it is parsed; a listen
@@ -6684,7 +6848,7 @@ class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
 
 
 _BLOBS = "from mcp_min import Server\nserver = Server('blobs')\n" \
-         "@server.tool()\ndef blob(n: int) -> str:\n    return 'x' * n\n"
+         "@server.tool()\ndef blob(n: int) -> str:\n    return 'x' * n\nserver.run()\n"
 
 
 @unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
@@ -6697,7 +6861,7 @@ class AbuseSseTest(unittest.IsolatedAsyncioTestCase):
             path = os.path.join(tmp, "blobs.py")
             with open(path, "w") as f:
                 f.write(_BLOBS)
-            server = ServerProcess(path)
+            server = ServerProcess(script=path)
         self.addCleanup(server.close)
         client = server.client
         self.addAsyncCleanup(client.close)
@@ -6731,8 +6895,8 @@ class AbuseStdioTest(unittest.TestCase):
                 f.write("from mcp_min import Server, Context\nserver = Server('chatty')\n"
                         "@server.tool()\ndef chatty(ctx: Context, n: int, mark: str) -> str:\n"
                         "    for i in range(n):\n        ctx.log('info', 'x' * 1000)\n"
-                        "    open(mark, 'w').close()\n    return 'said'\n")
-            server = StdioProcess(path, read=False)
+                        "    open(mark, 'w').close()\n    return 'said'\nserver.run()\n")
+            server = StdioProcess(path, read=False, run=True)
             try:
                 server.send(rpc(0, "initialize", init_params()))
                 json.loads(server.proc.stdout.readline())
@@ -6766,15 +6930,19 @@ def nap(seconds: float, mark: str) -> str:
     open(mark, 'w').close()
     time.sleep(seconds)
     return 'rested'
+
+if __name__ == "__main__":
+    server.run()
 """
 
 
 @unittest.skipUnless(os.name == "posix", "POSIX signals")
 class ShutdownTest(unittest.TestCase):
     """SIGTERM and Ctrl-C: calls in flight finish within the grace period, the rest are
-    answered with an error, and the process exits 0; a second signal ends it at once."""
+    answered with an error, and the process exits 0; a second signal ends it at once. The server
+    is a script ending in `server.run()`."""
     def start_http_server(self, path, *args):
-        return CliTest.start_http_server(self, path, *args, command=SERVE)
+        return start_http_server(self, [*PYTHON, path], *args)
 
     def naps(self, tmp):
         path = os.path.join(tmp, "naps.py")
@@ -6821,10 +6989,14 @@ class ShutdownTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             server, port = self.start_http_server(self.naps(tmp), "--shutdown-grace", "600")
             mark = os.path.join(tmp, "stuck")
-            client = subprocess.Popen([*PYTHON, MCP_MIN, "client", f"http://127.0.0.1:{port}/mcp",
-                                       "tools/call", "nap", "seconds=600", f"mark={mark}"], cwd=HERE,
-                                      env=_clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.addCleanup(lambda: (client.kill(), client.wait()))
+
+            def nap():      # fails when the server goes
+                with contextlib.suppress(mcp_min.McpError), mcp_min.SyncClient(
+                        f"http://127.0.0.1:{port}/mcp", timeout=2 * TIMEOUT) as client:
+                    client.call_tool("nap", {"seconds": 600, "mark": mark})
+            client = threading.Thread(target=nap, daemon=True)
+            client.start()
+            self.addCleanup(client.join, TIMEOUT)
             self.wait_for(mark)
             server.send_signal(signal.SIGTERM)
             self.assertIn("stopping", server.stderr.readline())    # the barrier: it is stopping
@@ -6833,7 +7005,7 @@ class ShutdownTest(unittest.TestCase):
 
     def stuck_stdio(self, tmp, calls):
         """A stdio server (grace 0.3 s) with `calls` calls of a 600 s tool running."""
-        server = StdioProcess(self.naps(tmp), options=("--shutdown-grace", "0.3"))
+        server = StdioProcess(self.naps(tmp), options=("--shutdown-grace", "0.3"), run=True)
         self.addCleanup(server.kill)
         server.initialize()
         mark = os.path.join(tmp, "stuck")
@@ -6968,12 +7140,18 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         return client
 
     async def test_stdio(self):
-        await asyncio.gather(self.check_full_exchange([*PYTHON, self.server_file]),     # side by side
-                             self.check_full_exchange([*PYTHON, self.server_file], "auto"))
+        await self.check_full_exchange([*PYTHON, self.server_file])
+
+    @needs_2026
+    async def test_stdio_auto_speaks_2026_07_28(self):
+        await self.check_full_exchange([*PYTHON, self.server_file], "auto")
 
     async def test_streamable_http(self):
         await self.check_full_exchange(self.base + "/mcp")
         self.assertEqual(self.http.sessions, {}, "the client DELETEs its session on close")
+
+    @needs_2026
+    async def test_streamable_http_in_2026_07_28(self):
         await self.check_full_exchange(self.base + "/mcp", "2026-07-28")
 
     async def test_legacy_sse(self):
@@ -6986,27 +7164,34 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         async with mcp_min.Client(self.base + "/sse") as client:
             self.assertIsInstance(client._transport, mcp_min._LegacySse)
 
-    async def test_timeout_cancels_on_the_server(self):
-        # (2026-07-28 on stdio cancels as the handshake era does: notifications/cancelled)
+    async def timeout_cancels(self, target, era):
+        async with mcp_min.Client(target, timeout=10, era=era) as client:
+            before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
+            with self.assertRaises(mcp_min.McpError) as caught:
+                await client.call_tool("slow", {"seconds": 30}, timeout=0.3)
+            self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
+            for _ in range(50):     # the cancel (a notification, or a closed stream) reaches it
+                count = await client.call_tool("cancelled")
+                if count["structuredContent"]["result"] == before + 1:
+                    break
+                await asyncio.sleep(0.05)
+            self.assertEqual(count["structuredContent"]["result"], before + 1, (target, era))
+
+    def faster_keepalives(self):
         faster = mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.2)    # a closed stream is seen sooner
         faster.start()
         self.addCleanup(faster.stop)
-        # The HTTP ones share a server (and its count): one after the other, beside the stdio one.
-        async def timeout_cancels(*cases):
-            for target, era in cases:
-                async with mcp_min.Client(target, timeout=10, era=era) as client:
-                    before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
-                    with self.assertRaises(mcp_min.McpError) as caught:
-                        await client.call_tool("slow", {"seconds": 30}, timeout=0.3)
-                    self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
-                    for _ in range(50):     # the cancel (a notification, or a closed stream) reaches it
-                        count = await client.call_tool("cancelled")
-                        if count["structuredContent"]["result"] == before + 1:
-                            break
-                        await asyncio.sleep(0.05)
-                    self.assertEqual(count["structuredContent"]["result"], before + 1, (target, era))
-        await asyncio.gather(timeout_cancels((self.base + "/mcp", "handshake"), (self.base + "/mcp", "2026-07-28")),
-                             timeout_cancels(([*PYTHON, self.server_file], "handshake")))
+
+    async def test_timeout_cancels_on_the_server(self):
+        self.faster_keepalives()
+        await asyncio.gather(self.timeout_cancels(self.base + "/mcp", "handshake"),     # side by side
+                             self.timeout_cancels([*PYTHON, self.server_file], "handshake"))
+
+    @needs_2026
+    async def test_timeout_cancels_on_the_server_in_2026_07_28(self):
+        # (2026-07-28 on stdio cancels as the handshake era does: notifications/cancelled)
+        self.faster_keepalives()
+        await self.timeout_cancels(self.base + "/mcp", "2026-07-28")
 
     async def assert_call_fails_when_server_dies(self, target, tool, kill):
         client = mcp_min.Client(target, timeout=30)
@@ -7049,6 +7234,8 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             self.assertNotEqual(client._transport.session_id, old)
             self.assertEqual(len(self.http.sessions), 1)                # initialized once
 
+    @needs_auth_server
+    @needs_trace
     async def test_token_goes_in_a_header_never_the_url(self):
         secure = await mcp_min.start_http(self.slow, "127.0.0.1", 0, token="s3cret")
         try:
@@ -7301,6 +7488,9 @@ async def big(ctx: Context, n: int, stream: bool = False) -> str:
     if stream:      # a log message first: the answer then goes as an SSE stream
         ctx.log('info', 'a big answer comes')
     return 'x' * n
+
+if __name__ == "__main__":
+    server.run()
 """
 
 # _BIG_ANSWERS' tool, its answers written as the TypeScript SDK writes them: the id last.
@@ -7331,7 +7521,7 @@ class ClientBigAnswerTest(unittest.IsolatedAsyncioTestCase):
         for path, source in ((cls.path, _BIG_ANSWERS), (cls.id_last, _ID_LAST)):
             with open(path, "w") as f:
                 f.write(source)
-        cls.json, cls.sse = side_by_side(lambda *args: ServerProcess(cls.path, *args),
+        cls.json, cls.sse = side_by_side(lambda *args: ServerProcess(*args, script=cls.path),
                                          ("--json-response",), ())
 
     @classmethod
@@ -7346,7 +7536,7 @@ class ClientBigAnswerTest(unittest.IsolatedAsyncioTestCase):
     def transports(self):
         """(name, target, stream, era): the tool's answer goes as JSON unless `stream`."""
         mcp, sse = f"http://127.0.0.1:{self.json.port}/mcp", f"http://127.0.0.1:{self.sse.port}"
-        return [("stdio", [*SERVE, "serve", "--stdio", self.path], False, "auto"),
+        return [("stdio", [*PYTHON, self.path], False, "auto"),
                 ("HTTP JSON", mcp, False, "auto"), ("HTTP JSON", mcp, False, "handshake"),
                 ("HTTP SSE", sse + "/mcp", True, "auto"), ("HTTP SSE", sse + "/mcp", True, "handshake"),
                 ("legacy SSE", sse + "/sse", True, "handshake")]
@@ -7483,7 +7673,8 @@ class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
         """A server started by `sh`, which first starts `grandchild` (it outlives EOF, and writes
         its PID in `pidfile`), ended by close() or by the end of `async with` (`with_block`):
         nothing of its process group runs after. How long the ending took."""
-        shell = f"{grandchild} & echo $! > {shlex.quote(pidfile)}; exec {SERVE_CMD} serve --stdio"
+        shell = (f"{grandchild} & echo $! > {shlex.quote(pidfile)}; exec {PYTHON_CMD} {shlex.quote(USER_STORE)} "
+                 f"--db {shlex.quote(pidfile + '.db')} --stdio")
         client = mcp_min.Client(["sh", "-c", shell], timeout=TIMEOUT, env=_clean_env(), inherit_env=False)
 
         async def running():
@@ -7527,21 +7718,31 @@ class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
             except McpError as e:
                 return e
 
+    def asking_server(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        path = os.path.join(tmp.name, "asking.py")
+        with open(path, "w") as f:
+            f.write(_ASKING)
+        return path
+
+    # Regression (issue 30): it read "-32601 Method not found", as if the server had said it.
+    DECLINED = "This client declined the server's {}: it has no handler for it (Client({}=...))"
+
     async def test_what_the_client_has_no_handler_for_it_declines_in_its_own_name(self):
-        # Regression (issue 30): it read "-32601 Method not found", as if the server had said it.
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "asking.py")
-            with open(path, "w") as f:
-                f.write(_ASKING)
-            cli = await asyncio.create_subprocess_exec(     # stdin no terminal: no form to fill in
-                *PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {shlex.quote(path)}", "tools/call", "ask",
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
-            url = lambda p: {"action": "decline"}      # noqa: E731
-            form, url_only, form_only, handshake, (_, cli_stderr) = await asyncio.gather(
-                self.asking(path, "2026-07-28"), self.asking(path, "2026-07-28", elicit_url=url),
-                self.asking(path, "2026-07-28", "url", elicitation=url), self.asking(path, "handshake"),
-                asyncio.wait_for(cli.communicate(), TIMEOUT))
-        declined = "This client declined the server's {}: it has no handler for it (Client({}=...))"
+        handshake = await self.asking(self.asking_server(), "handshake")
+        # the handshake era: the server's request gets an error answer, and its tool goes on
+        self.assertEqual(handshake, {"jsonrpc": "2.0", "id": "ask-1", "error": {
+            "code": METHOD_NOT_FOUND, "message": self.DECLINED.format("form elicitation", "elicitation")}})
+
+    @needs_2026
+    async def test_what_the_client_has_no_handler_for_it_declines_in_its_own_name_in_2026_07_28(self):
+        path = self.asking_server()
+        url = lambda p: {"action": "decline"}      # noqa: E731
+        form, url_only, form_only = await asyncio.gather(
+            self.asking(path, "2026-07-28"), self.asking(path, "2026-07-28", elicit_url=url),
+            self.asking(path, "2026-07-28", "url", elicitation=url))
+        declined = self.DECLINED
         self.assertIsInstance(form, McpError)     # 2026-07-28: raised here, as the call's error
         self.assertEqual((form.code, form.message), (METHOD_NOT_FOUND, declined.format(
             "form elicitation", "elicitation")))
@@ -7549,12 +7750,17 @@ class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
             "form elicitation", "elicitation")))
         self.assertEqual((form_only.code, form_only.message), (INVALID_PARAMS, declined.format(
             "URL elicitation", "elicit_url")))
-        # the handshake era: the server's request gets an error answer, and its tool goes on
-        self.assertEqual(handshake, {"jsonrpc": "2.0", "id": "ask-1", "error": {
-            "code": METHOD_NOT_FOUND, "message": declined.format("form elicitation", "elicitation")}})
+
+    @needs_cli
+    async def test_what_the_cli_has_no_handler_for_it_declines_in_its_own_name(self):
+        cli = await asyncio.create_subprocess_exec(     # stdin no terminal: no form to fill in
+            *PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {shlex.quote(self.asking_server())}", "tools/call",
+            "ask", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+        _, cli_stderr = await asyncio.wait_for(cli.communicate(), TIMEOUT)
         self.assertEqual(cli.returncode, 1)
         self.assertIn("error -32602: This client declined the server's form elicitation", cli_stderr.decode())
 
+    @needs_cli
     def test_the_cli_fills_in_a_form_on_a_terminal(self):
         params = {"message": "Who?", "requestedSchema": {"type": "object", "properties": {
             "name": {"type": "string"}, "age": {"type": "integer"}, "note": {"type": "string"}}}}
@@ -7574,13 +7780,22 @@ class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
 
 
 class SyncClientTest(unittest.TestCase):
-    """SyncClient: the Client's methods without await, against `serve --stdio`."""
+    """SyncClient: the Client's methods without await, against the user store over stdio."""
+
+    def user_store(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        return mcp_min.SyncClient([*PYTHON, USER_STORE, "--db", os.path.join(tmp.name, "users.db")],
+                                  timeout=TIMEOUT, env=_clean_env(), inherit_env=False)
+
+    @needs_2026
+    def test_the_default_era_is_2026_07_28_when_the_server_speaks_it(self):
+        with self.user_store() as client:
+            self.assertEqual(client.protocol_version, "2026-07-28")     # attributes pass through
 
     def test_methods_without_await_and_close_on_exit(self):
-        with mcp_min.SyncClient([*SERVE, "serve", "--stdio"], timeout=TIMEOUT,
-                                env=_clean_env(), inherit_env=False) as client:
+        with self.user_store() as client:
             self.assertEqual(client.server_info["name"], "user-store")     # attributes pass through
-            self.assertEqual(client.protocol_version, "2026-07-28")
             names = sorted(t["name"] for t in client.list_tools())
             self.assertEqual(names, ["addUser", "deleteUser", "getUser", "getUsers"])
             result = client.call_tool("getUser", {"name": "Jane"})
@@ -7611,6 +7826,7 @@ class _Lines:
         pass
 
 
+@needs_2026
 class HeaderMirrorTest(unittest.TestCase):
     """2026-07-28 HTTP: what a client mirrors into Mcp-Name and Mcp-Param-* headers."""
 
@@ -7651,6 +7867,7 @@ class HeaderMirrorTest(unittest.TestCase):
 class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
     """Client(server): a Server in this process, no pipe or socket (issue 11's pairing)."""
 
+    @needs_2026
     async def test_a_silent_handshake_server_is_probed_once(self):
         # A handshake-era stdio server that ignores server/discover: the client falls back to
         # initialize after DISCOVER_TIMEOUT, and remembers it (the next connect asks no more).
@@ -7674,6 +7891,8 @@ class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
                     self.assertEqual(await client.list_tools(), [])
                 self.assertLess(time.monotonic() - started, most)
 
+    @needs_2026
+    @needs_trace
     async def test_2026_07_28_rounds_listen_and_logs(self):
         server, _ = make_server()
         lines, logs, changes = [], [], []
@@ -7748,6 +7967,7 @@ class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual([p["progress"] for p in progress], [1, 2])
 
 
+@needs_trace
 class TraceTest(unittest.IsolatedAsyncioTestCase):
     """--trace, the server's side: a legacy SSE session reads as the capture did."""
 
@@ -7843,6 +8063,7 @@ class TraceTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual([json.loads(line)["id"] for line in out.splitlines()], [0, 1])
 
 
+@needs_trace
 class TraceHeadersTest(unittest.IsolatedAsyncioTestCase):
     """--trace shows the headers that drive the protocol, and never a secret."""
 
@@ -7881,6 +8102,7 @@ class TraceHeadersTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn("access_token=***", text)
 
 
+@needs_trace
 class CaptureTest(unittest.IsolatedAsyncioTestCase):
     """examples/capture.py: a trace drawn as a sequence diagram, one arrow per frame labelled as the
     text trace says it, one lane per connection; from a server's trace or a client's."""
@@ -8129,6 +8351,7 @@ def trace_headers(stderr):
             if re.match(r" *\d+\.\d{3}s [CS]→[CS] ", line)]
 
 
+@needs_cli
 class ClientCliTests(unittest.TestCase):
     """`python mcp_min.py client TARGET METHOD ARGS` as a user types it."""
 
@@ -8363,6 +8586,7 @@ async def _follow(url, tamper=None):
     (await mcp_min._http(tamper(location) if tamper else location, "GET", {})).close()
 
 
+@needs_auth_client
 class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
     """The client's side of MCP authorization against `_OAuthWorld`."""
 
@@ -8645,6 +8869,7 @@ def bearer(token):
     return {"Authorization": f"Bearer {token}"}
 
 
+@needs_auth_server
 class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
     """Issue 14, the resource server: metadata, challenges, introspection, audience, step-up,
     sessions bound to their user, ctx.auth; against AuthorizationServer on real sockets."""
@@ -9000,8 +9225,7 @@ class RequestReaderLinearTest(unittest.TestCase):
     def test_the_same_line_on_stdio_is_refused_and_the_next_answered(self):
         # Issue 34 item 14, over a real pipe: the server answers the line and goes on (before:
         # its event loop was held for two minutes, so the ping went unanswered).
-        process = StdioProcess()
-        self.addCleanup(process.kill)
+        process = plain_stdio(self)
         process.write(self.ESCAPED + b"\n" + json.dumps(rpc(1, "ping")).encode() + b"\n")
         error = process.read(timeout=20)
         self.assertEqual((error["id"], error["error"]["code"]), (None, PARSE_ERROR))
@@ -9036,6 +9260,7 @@ for line in sys.stdin:
 class SchemaAbuseTest(unittest.TestCase):
     """validate / _checker against schemas made to cost: $ref loops and chains, false."""
 
+    @needs_schema_keywords
     def test_a_self_referring_anyof_and_a_doubling_chain_answer_at_once(self):
         # Issue 34 item 15: each $defs entry whose anyOf names the next twice doubled the work
         # (30 entries: hours); the 96-byte self loop never finished. Each $ref is checked once
@@ -9063,6 +9288,7 @@ class SchemaAbuseTest(unittest.TestCase):
         self.assertEqual(found["allOf"], "arguments: $ref #/$defs/a refers to itself without end")
         self.assertEqual(found["tree"], [None, "[0][0]: expected array, got integer"])  # recursion still works
 
+    @needs_schema_keywords
     def test_a_tools_input_schema_with_a_loop_is_checked_at_once(self):
         # Issue 34 item 15, through Tool.check_input: a tools/call is answered -32602, not held.
         found = bounded_child(self, f'''
@@ -9077,6 +9303,8 @@ class SchemaAbuseTest(unittest.TestCase):
         self.assertEqual(found[0], ["x: does not match any allowed form", None])
         self.assertLess(found[1], 2.0)
 
+    @needs_schema_keywords
+    @needs_cli
     def test_a_hostile_servers_schema_does_not_hold_the_cli(self):
         # Issue 34 item 15, from a hostile server: the CLI types k=v by the tool's schema
         # (`_typed`); the looping one held it forever. Now the call goes out, x typed as JSON.
@@ -9095,16 +9323,22 @@ class SchemaAbuseTest(unittest.TestCase):
     def test_a_false_subschema_refuses(self):
         # Issue 34 item 16: false inside anyOf, allOf or behind a $ref accepted everything,
         # and oneOf [true, false] refused everything.
-        for value, schema in ((1, {"anyOf": [False]}), (1, {"allOf": [False]}), (1, {"allOf": [True, False]}),
-                              (1, {"$defs": {"no": False}, "$ref": "#/$defs/no"}),
+        for value, schema in ((1, {"anyOf": [False]}),
                               ({"a": 1}, {"properties": {"a": {"anyOf": [False, {"type": "string"}]}}})):
             with self.subTest(schema=schema):
                 self.assertIsNotNone(validate(value, schema))
-        self.assertEqual(validate(1, {"allOf": [False]}), "arguments: no value is allowed here")
         self.assertEqual(validate(1, {"anyOf": [False]}), "arguments: does not match any allowed form")
-        self.assertIsNone(validate(1, {"oneOf": [True, False]}))
         self.assertIsNone(validate(1, {"anyOf": [False, True]}))
         self.assertIsNone(validate({"a": "s"}, {"properties": {"a": {"anyOf": [False, {"type": "string"}]}}}))
+
+    @needs_schema_keywords
+    def test_a_false_subschema_refuses_in_all_of_one_of_and_behind_a_ref(self):
+        for value, schema in ((1, {"allOf": [False]}), (1, {"allOf": [True, False]}),
+                              (1, {"$defs": {"no": False}, "$ref": "#/$defs/no"})):
+            with self.subTest(schema=schema):
+                self.assertIsNotNone(validate(value, schema))
+        self.assertEqual(validate(1, {"allOf": [False]}), "arguments: no value is allowed here")
+        self.assertIsNone(validate(1, {"oneOf": [True, False]}))
 
 
 class _CarelessHttpServer:
@@ -9212,6 +9446,7 @@ class ClientHostileServerTest(unittest.IsolatedAsyncioTestCase):
                     self.assertEqual(await client.ping(), {})
         self.assertEqual(sum("was skipped" in line for line in logged.output), 6)
 
+    @needs_2026
     async def test_a_lone_surrogate_in_a_mirrored_header_is_an_invalid_params_error(self):
         # Issue 34 item 20: a tool name or a mirrored argument holding a lone surrogate raised
         # UnicodeEncodeError in the transport (a "connection closed" error naming it).
@@ -9230,6 +9465,7 @@ class ClientHostileServerTest(unittest.IsolatedAsyncioTestCase):
                 self.assertIn("lone surrogate", caught.exception.message)
             self.assertEqual((await client.call_tool("where", {"region": "eu"}))["content"][0]["text"], "eu")
 
+    @needs_2026
     def test_the_helpers_name_a_lone_surrogate(self):
         # Issue 34 item 20: _header_value raised UnicodeEncodeError.
         with self.assertRaises(McpError) as caught:
@@ -9239,6 +9475,7 @@ class ClientHostileServerTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(mcp_min._header_value("é"), "=?base64?w6k=?=")
 
 
+@needs_2026
 class DeepRequestStateTest(unittest.TestCase):
     def test_a_request_state_over_params_nested_deep_is_invalid_params(self):
         # Issue 34 item 19: params that parse but nest too deep to be written out again made
@@ -9264,6 +9501,7 @@ class DeepRequestStateTest(unittest.TestCase):
 class SmallParsersTest(unittest.TestCase):
     """Front matter, the HTTP request line, the SSE parser: what a fuzzer found (issue 34 F)."""
 
+    @needs_skills
     def test_front_matter_with_a_bare_cr_is_not_read(self):
         # Issue 34 item 20: YAML 1.2 refuses a bare CR; it was read as part of a value.
         read = mcp_min._front_matter
@@ -9372,8 +9610,7 @@ class StdioOrderTest(unittest.TestCase):
 
     def test_refusals_then_the_ping_without_a_session(self):
         # Issue 34 item 13: [] then a ping was answered ping first, then -32600 "empty batch".
-        process = StdioProcess()
-        self.addCleanup(process.kill)
+        process = plain_stdio(self)
         process.write(b'[]\n{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
         self.assertEqual(self.said(process, 2), [(None, "Invalid request: empty batch"), (1, "ok")])
         process.write(self.LINES)       # one write: the server reads them together
@@ -9383,8 +9620,7 @@ class StdioOrderTest(unittest.TestCase):
 
     def test_refusals_then_the_ping_in_a_2025_03_26_session(self):
         # Issue 34 item 13, where batches are taken: a batch's answers go out in order too.
-        process = StdioProcess()
-        self.addCleanup(process.kill)
+        process = plain_stdio(self)
         process.send(rpc(0, "initialize", init_params("2025-03-26")))
         self.assertEqual(process.read()["id"], 0)
         process.send(note("notifications/initialized"))
@@ -9420,6 +9656,7 @@ for line in sys.stdin:
 '''
 
 
+@needs_trace
 class TraceEscapeTest(unittest.IsolatedAsyncioTestCase):
     """The text trace shows a peer's control characters escaped: never obeyed by a terminal,
     never a line of its own (the JSON Lines trace escaped them already)."""
@@ -9501,6 +9738,7 @@ class TraceEscapeTest(unittest.IsolatedAsyncioTestCase):
                          "error with no id: -32600")
 
 
+@needs_skills
 class SkillsSwapTest(unittest.IsolatedAsyncioTestCase):
     """Skill files read only if still the file listed: not through a link or hard link put in
     its place, never a FIFO; a tree too deep is cut, not fatal."""
@@ -9589,6 +9827,7 @@ class SkillsSwapTest(unittest.IsolatedAsyncioTestCase):
         self.assertFalse([uri for uri in server.resources if uri.endswith("at30.txt")])
 
 
+@needs_auth_client
 class OAuthSignInRound3Test(unittest.IsolatedAsyncioTestCase):
     """Issue 34 G, the client's side against `_OAuthWorld`: prompt=consent with offline_access (21),
     the browser off the event loop (23), the sign-in's own requests in the trace, secrets masked (24)."""
@@ -9714,6 +9953,7 @@ class OAuthSignInRound3Test(unittest.IsolatedAsyncioTestCase):
             self.assertNotIn(secret, seen)
 
 
+@needs_auth_server
 class IntrospectionRefusedTest(unittest.IsolatedAsyncioTestCase):
     """Issue 34 G 22: an introspection endpoint that refuses our client authentication (RFC 7662
     2.1) is said so, with the options that give one; the request still gets 503 (no verdict)."""
@@ -9782,6 +10022,7 @@ class IntrospectionRefusedTest(unittest.IsolatedAsyncioTestCase):
 
 # -- Issue 34: tasks and streams under abuse (items 1, 2, 4 and 5) ----------------------------
 
+@needs_tasks
 class TaskResultBoundTest(unittest.IsolatedAsyncioTestCase):
     """Issue 34 item 1: a task's result was kept for TASK_TTL with no size bound, and with no
     authentication each made-up Authorization header was another owner with a quota of its own.
@@ -9887,6 +10128,7 @@ class TaskResultBoundTest(unittest.IsolatedAsyncioTestCase):
             "result"]["status"], "working")
 
 
+@needs_resumable
 class HttpLeftStreamTest(HttpTestCase):
     """Issue 34 item 2: answers that came for a POST's SSE stream after its client left were
     queued without bound (3 sessions x 20 POSTs x 3 MB: +173 MiB, past MAX_REPLAY_BYTES). They go
@@ -9978,6 +10220,7 @@ db.execute("ROLLBACK")
 '''
 
 
+@needs_tasks
 class TaskStoreLockTest(unittest.IsolatedAsyncioTestCase):
     """Issue 34 item 4: store calls ran on the event loop: another process holding a shared
     store's write lock for 3 s made /healthz take 2.59 s, and a second process read a task still
@@ -10098,6 +10341,7 @@ class TaskStoreLockTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((await self.status(one, task_id, "cancelled"))["status"], "cancelled")
 
 
+@needs_tasks
 class TaskStoreFileTest(unittest.TestCase):
     """Issue 34 item 5: a store file that already existed kept its mode (644, 666): every task's
     result readable, or writable, by other users, and nothing said. Now it, its -wal and its
