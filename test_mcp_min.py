@@ -4248,6 +4248,64 @@ class ServerRunTest(unittest.TestCase):
         self.assertIsNone(server.poll())
 
 
+# The official Python SDK's client (in .peers) as a user runs it against a server of their own:
+# examples/user_store.py. argv: HERE, then [target, name] pairs (a URL, or a stdio command as JSON).
+SDK_USER_STORE_CLIENT = textwrap.dedent("""
+    import anyio, json, sys
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.sse import sse_client
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    def transport(target):
+        if target.endswith("/sse"):
+            return sse_client(target)
+        if target.startswith("http"):
+            return streamable_http_client(target)
+        command = json.loads(target)
+        return stdio_client(StdioServerParameters(command=command[0], args=command[1:],
+                                                  env={"PYTHONPATH": sys.argv[1]}))
+
+    async def main():
+        for target, name in map(json.loads, sys.argv[2:]):
+            async with transport(target) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                added = await session.call_tool("addUser", {"name": name, "email": name.lower() + "@example.com"})
+                users = await session.call_tool("getUsers", {})
+                print(json.dumps([added.content[0].text, bool(added.is_error), users.structured_content]), flush=True)
+    anyio.run(main)
+""")
+
+
+class OfficialClientTest(unittest.TestCase):
+    """Issue 35: the official Python SDK's client (mcp==2.3.0 in .peers, see .ci/interop/README.md)
+    adds a user and lists the users, against examples/user_store.py (`server.run()`: the core
+    alone) over stdio, the legacy /sse and Streamable HTTP at /mcp."""
+
+    def test_the_sdk_client_adds_and_lists_users_on_every_transport(self):
+        python = _sdk_python()
+        if python is None:
+            self.skipTest("the official Python SDK is not in .peers (see .ci/interop/README.md)")
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        _, port = start_http_server(self, [*PYTHON, USER_STORE, "--db", os.path.join(tmp.name, "http.db")])
+        stdio = [sys.executable, "-S", USER_STORE, "--db", os.path.join(tmp.name, "stdio.db"), "--stdio"]
+        cases = [(json.dumps(stdio), "Carson"), (f"http://127.0.0.1:{port}/sse", "Ada"),
+                 (f"http://127.0.0.1:{port}/mcp", "Grace")]
+        done = subprocess.run([python, "-c", SDK_USER_STORE_CLIENT, HERE, *map(json.dumps, cases)],
+                              capture_output=True, text=True, timeout=60, env=_clean_env())
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        answers = [json.loads(line) for line in done.stdout.splitlines()]
+        self.assertEqual(len(answers), 3, done.stderr[-2000:])
+        for (target, name), (added, failed, users) in zip(cases, answers):
+            with self.subTest(target=target):
+                self.assertEqual((added, failed), (f"Added {name} <{name.lower()}@example.com>.", False))
+                names = [user["name"] for user in users["result"]]
+                self.assertEqual(names[:2], ["John", "Jane"])
+                self.assertIn(name, names)
+        self.assertEqual(names, ["John", "Jane", "Ada", "Grace"])     # /sse and /mcp: one server
+
+
 ##############################################################################
 # Tier 3b. HTTP over real sockets on 127.0.0.1 (SECURITY.md groups B-F, I)
 ##############################################################################
