@@ -286,7 +286,26 @@ class ModuleTest(unittest.TestCase):
         self.assertGreater(result.attempted, 0)
         self.assertEqual(result.failed, 0)
 
-    @needs_cli
+    def test_readme_serve_targets_exist(self):
+        # Issue 33: the OAuth example served an app.py:server that is not there.
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            targets = re.findall(r"mcp_min\.py serve ([\w./-]+\.py)", f.read())
+        self.assertTrue(targets)
+        for target in targets:
+            self.assertTrue(os.path.exists(os.path.join(HERE, target)), target)
+
+    def test_version_and_limits_are_named(self):
+        self.assertRegex(mcp_min.__version__, r"^\d+\.\d+\.\d+")
+        self.assertEqual(PROTOCOL_VERSIONS, ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"))
+        self.assertEqual(LATEST_PROTOCOL_VERSION, "2025-11-25")
+        self.assertEqual(mcp_min.MAX_LINE_BYTES, 16 * 1024 * 1024)
+
+
+@needs_cli
+class ReadmeCommandLineTest(unittest.TestCase):
+    """The README's commands, run: its snippets served and called, the demo's transcripts, the
+    walkthrough's trace."""
+
     def test_readme_snippets_run(self):
         # STYLE.md 10: the README's Python snippets are real code. The server ones are
         # served over stdio and asked for their tools; the client one needs a URL.
@@ -315,16 +334,7 @@ class ModuleTest(unittest.TestCase):
         client = next(s for s in snippets if "Client(" in s)
         compile(client, "README client snippet", "exec")
 
-    def test_readme_serve_targets_exist(self):
-        # Issue 33: the OAuth example served an app.py:server that is not there.
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
-            targets = re.findall(r"mcp_min\.py serve ([\w./-]+\.py)", f.read())
-        self.assertTrue(targets)
-        for target in targets:
-            self.assertTrue(os.path.exists(os.path.join(HERE, target)), target)
-
     @needs_2026
-    @needs_cli
     def test_readme_2026_session_is_what_the_demo_says(self):
         # Issue 33: the second request carries the requestState of the first answer, as the
         # README says to paste it (a state from another run is another server's: -32602).
@@ -349,7 +359,6 @@ class ModuleTest(unittest.TestCase):
             want["result"].pop("requestState", None)
             self.assertEqual(got, want)
 
-    @needs_cli
     def test_readme_transcript_is_what_the_demo_says(self):
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
             block = f.read().split("$ python3 mcp_min.py serve --stdio\n", 1)[1].split("```", 1)[0]
@@ -366,7 +375,6 @@ class ModuleTest(unittest.TestCase):
                 self.assertEqual(json.loads(expected), json.loads(actual))
 
     @needs_trace
-    @needs_cli
     def test_readme_whole_conversation_is_what_the_walkthrough_traces(self):
         # The capture, replayed: the README's command runs, and its trace's header lines are the
         # README's (times and session ids aside; a 202 and the event it announces travel on two
@@ -386,12 +394,6 @@ class ModuleTest(unittest.TestCase):
                 sum("202 Accepted" in line for line in lines)
         self.assertEqual(shape(done.stderr.decode("utf-8")), shape(shown))
         self.assertIn("data: /messages?sessionId=", done.stderr.decode())   # SSE as on the wire
-
-    def test_version_and_limits_are_named(self):
-        self.assertRegex(mcp_min.__version__, r"^\d+\.\d+\.\d+")
-        self.assertEqual(PROTOCOL_VERSIONS, ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"))
-        self.assertEqual(LATEST_PROTOCOL_VERSION, "2025-11-25")
-        self.assertEqual(mcp_min.MAX_LINE_BYTES, 16 * 1024 * 1024)
 
 
 class TypingTest(unittest.TestCase):
@@ -969,44 +971,8 @@ class ValidateTest(unittest.TestCase):
         self.assertIsNone(validate(None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}))
         self.assertIsNotNone(validate("x", {"anyOf": [{"type": "integer"}, {"type": "null"}]}))
 
-    @needs_schema_keywords
-    def test_keywords_beyond_type_hints(self):
-        self.assertIsNotNone(validate("b", {"const": "a"}))
-        self.assertIsNotNone(validate(0, {"minimum": 1}))
-        self.assertIsNotNone(validate(1, {"exclusiveMaximum": 1}))
-        self.assertIsNotNone(validate("abc", {"maxLength": 2}))
-        self.assertIsNotNone(validate(1, {"oneOf": [{"type": "integer"}, {"type": "number"}]}))
-        self.assertIsNotNone(validate(1, {"allOf": [{"type": "integer"}, {"minimum": 5}]}))
-        ref = {"$defs": {"n": {"type": "integer"}}, "type": "object",
-               "properties": {"v": {"$ref": "#/$defs/n"}}}
-        self.assertIsNone(validate({"v": 1}, ref))
-        self.assertEqual(validate({"v": "1"}, ref), "v: expected integer, got string")
-
-    @needs_schema_keywords
-    def test_hostile_inputs_terminate(self):
-        loop_schema = {"$ref": "#"}             # refers to itself
-        self.assertIsNone(validate(1, loop_schema))
-        deep = []
-        for _ in range(10_000):
-            deep = [deep]
-        self.assertIsNone(validate(deep, {"type": "array", "items": {"$ref": "#"}}))
-
-
 class CompiledSchemaTest(unittest.TestCase):
     """Schemas and hints compiled once (issue 11's types as data), read against a review."""
-
-    def test_recursive_refs_compile_a_bounded_number_of_checks(self):
-        tree = {"$defs": {"node": {"type": "object", "properties": {
-            "left": {"$ref": "#/$defs/node"}, "right": {"$ref": "#/$defs/node"}}}},
-            "$ref": "#/$defs/node"}
-        check = mcp_min._checker(tree)
-
-        def grow(n, seed):
-            return {} if n == 0 else {("left", "right")[seed % 2]: grow(n - 1, seed // 2 + n)}
-        with mock.patch.object(mcp_min, "_checker", wraps=mcp_min._checker) as compiled:
-            for seed in range(300):       # every path a new shape: each ref is compiled once per depth
-                self.assertIsNone(check(grow(30, seed), ""))
-        self.assertLessEqual(compiled.call_count, 2 * 65 + 2)
 
     def test_an_authors_schema_is_copied_so_what_is_advertised_is_checked(self):
         schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
@@ -1047,6 +1013,44 @@ class CompiledSchemaTest(unittest.TestCase):
                        {"type": 5}, {"enum": 5}, {"minimum": "2"}, {"properties": ["a"]}):
             with self.subTest(schema=schema):
                 self.assertIsNone(validate({"a": 1}, schema))
+
+
+@needs_schema_keywords
+class SchemaKeywordsTest(unittest.TestCase):
+    """What validate checks of schemas written by hand: const, allOf, oneOf, bounds, $ref."""
+
+    def test_keywords_beyond_type_hints(self):
+        self.assertIsNotNone(validate("b", {"const": "a"}))
+        self.assertIsNotNone(validate(0, {"minimum": 1}))
+        self.assertIsNotNone(validate(1, {"exclusiveMaximum": 1}))
+        self.assertIsNotNone(validate("abc", {"maxLength": 2}))
+        self.assertIsNotNone(validate(1, {"oneOf": [{"type": "integer"}, {"type": "number"}]}))
+        self.assertIsNotNone(validate(1, {"allOf": [{"type": "integer"}, {"minimum": 5}]}))
+        ref = {"$defs": {"n": {"type": "integer"}}, "type": "object",
+               "properties": {"v": {"$ref": "#/$defs/n"}}}
+        self.assertIsNone(validate({"v": 1}, ref))
+        self.assertEqual(validate({"v": "1"}, ref), "v: expected integer, got string")
+
+    def test_hostile_inputs_terminate(self):
+        loop_schema = {"$ref": "#"}             # refers to itself
+        self.assertIsNone(validate(1, loop_schema))
+        deep = []
+        for _ in range(10_000):
+            deep = [deep]
+        self.assertIsNone(validate(deep, {"type": "array", "items": {"$ref": "#"}}))
+
+    def test_recursive_refs_compile_a_bounded_number_of_checks(self):
+        tree = {"$defs": {"node": {"type": "object", "properties": {
+            "left": {"$ref": "#/$defs/node"}, "right": {"$ref": "#/$defs/node"}}}},
+            "$ref": "#/$defs/node"}
+        check = mcp_min._checker(tree)
+
+        def grow(n, seed):
+            return {} if n == 0 else {("left", "right")[seed % 2]: grow(n - 1, seed // 2 + n)}
+        with mock.patch.object(mcp_min, "_checker", wraps=mcp_min._checker) as compiled:
+            for seed in range(300):       # every path a new shape: each ref is compiled once per depth
+                self.assertIsNone(check(grow(30, seed), ""))
+        self.assertLessEqual(compiled.call_count, 2 * 65 + 2)
 
 
 class UriTemplateTest(unittest.TestCase):
@@ -2869,8 +2873,8 @@ class SkillsTest(unittest.IsolatedAsyncioTestCase):
             self.assertIsNone(read(unread), unread)
 
 
-class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
-    """Server -> client requests: sampling, elicitation, roots."""
+class SessionClientFeaturesCase(unittest.IsolatedAsyncioTestCase):
+    """Server -> client requests: the fixture, and helpers."""
 
     async def asyncSetUp(self):
         self.server, self.state = make_server()
@@ -2879,6 +2883,60 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
 
     async def server_request(self, method):
         return await self.wire.wait_for(lambda m: m.get("method") == method and "id" in m)
+
+    @staticmethod
+    def planner():
+        """A server whose tool samples with tools."""
+        server, _ = make_server()
+
+        @server.tool()
+        async def plan(ctx: Context) -> str:
+            reply = await ctx.sample("Plan it", 50, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
+            return reply["content"]["text"]
+        return server
+
+    @staticmethod
+    def payer():
+        """A server whose tools elicit in URL mode, and say one is required."""
+        server, _ = make_server()
+
+        @server.tool()
+        async def pay(ctx: Context, form: bool = False) -> str:
+            if form:
+                return (await ctx.elicit("Card?", {"card": {"type": "string"}}))["action"]
+            answer = await ctx.elicit_url("Pay at the bank", "https://bank.example/pay?o=1", "e-1")
+            ctx.elicitation_complete("e-1")
+            return answer["action"]
+
+        @server.tool()
+        async def gated() -> str:
+            raise mcp_min.UrlElicitationRequired([{"mode": "url", "elicitationId": "e-2", "message": "Sign in",
+                                                   "url": "https://id.example/"}])
+        return server
+
+    async def pay_by_url(self, target, era, shown, done):
+        async with mcp_min.Client(target, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
+                                  on_notification=lambda m, p: m.endswith("complete") and done.set()) as client:
+            self.assertEqual(client.capabilities().get("elicitation"), {"url": {}})
+            self.assertEqual("extensions" in client.capabilities(), era != "handshake")     # it polls tasks
+            result = await client.call_tool("pay")
+            self.assertEqual(result["content"][0]["text"], "accept")
+            self.assertEqual((shown[-1]["mode"], shown[-1]["url"]), ("url", "https://bank.example/pay?o=1"))
+            if era == "handshake":      # form mode was not declared
+                self.assertIn("elicitation.form", (await client.call_tool("pay", {"form": True}))[
+                    "content"][0]["text"])
+            else:
+                with self.assertRaises(McpError) as caught:
+                    await client.call_tool("pay", {"form": True})
+                self.assertEqual(caught.exception.data, {"requiredCapabilities": {"elicitation": {"form": {}}}})
+            with self.assertRaises(McpError) as caught:
+                await client.call_tool("gated")
+            self.assertEqual(caught.exception.code, mcp_min.URL_ELICITATION_REQUIRED)
+            self.assertEqual(caught.exception.data["elicitations"][0]["elicitationId"], "e-2")
+
+
+class SessionClientFeaturesTest(SessionClientFeaturesCase):
+    """Server -> client requests: sampling, elicitation, roots."""
 
     async def test_sample(self):
         self.wire.feed(call(1, "ask_model", {"prompt": "Hi?"}))
@@ -2959,17 +3017,6 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((await self.wire.request({"jsonrpc": "2.0", "id": 9, "method": "ping", "x": 1}))
                          ["error"]["code"], INVALID_REQUEST)
 
-    @staticmethod
-    def planner():
-        """A server whose tool samples with tools."""
-        server, _ = make_server()
-
-        @server.tool()
-        async def plan(ctx: Context) -> str:
-            reply = await ctx.sample("Plan it", 50, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
-            return reply["content"]["text"]
-        return server
-
     async def test_sampling_with_tools_needs_sampling_tools(self):
         server = self.planner()
         wire = Wire(server)
@@ -2992,53 +3039,6 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((await client.call_tool("plan"))["content"][0]["text"], "planned")
         self.assertEqual(seen[0][0]["name"], "t")
 
-    @needs_2026
-    async def test_sampling_with_tools_needs_sampling_tools_in_2026_07_28(self):
-        wire = Wire(self.planner())
-        await wire.initialize(capabilities={"sampling": {}})
-        error = (await wire.request(modern(2, "tools/call", {"name": "plan"}, {"sampling": {}})))["error"]
-        self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
-                                                          {"requiredCapabilities": {"sampling": {"tools": {}}}}))
-
-    @staticmethod
-    def payer():
-        """A server whose tools elicit in URL mode, and say one is required."""
-        server, _ = make_server()
-
-        @server.tool()
-        async def pay(ctx: Context, form: bool = False) -> str:
-            if form:
-                return (await ctx.elicit("Card?", {"card": {"type": "string"}}))["action"]
-            answer = await ctx.elicit_url("Pay at the bank", "https://bank.example/pay?o=1", "e-1")
-            ctx.elicitation_complete("e-1")
-            return answer["action"]
-
-        @server.tool()
-        async def gated() -> str:
-            raise mcp_min.UrlElicitationRequired([{"mode": "url", "elicitationId": "e-2", "message": "Sign in",
-                                                   "url": "https://id.example/"}])
-        return server
-
-    async def pay_by_url(self, target, era, shown, done):
-        async with mcp_min.Client(target, era=era, elicit_url=lambda p: shown.append(p) or {"action": "accept"},
-                                  on_notification=lambda m, p: m.endswith("complete") and done.set()) as client:
-            self.assertEqual(client.capabilities().get("elicitation"), {"url": {}})
-            self.assertEqual("extensions" in client.capabilities(), era != "handshake")     # it polls tasks
-            result = await client.call_tool("pay")
-            self.assertEqual(result["content"][0]["text"], "accept")
-            self.assertEqual((shown[-1]["mode"], shown[-1]["url"]), ("url", "https://bank.example/pay?o=1"))
-            if era == "handshake":      # form mode was not declared
-                self.assertIn("elicitation.form", (await client.call_tool("pay", {"form": True}))[
-                    "content"][0]["text"])
-            else:
-                with self.assertRaises(McpError) as caught:
-                    await client.call_tool("pay", {"form": True})
-                self.assertEqual(caught.exception.data, {"requiredCapabilities": {"elicitation": {"form": {}}}})
-            with self.assertRaises(McpError) as caught:
-                await client.call_tool("gated")
-            self.assertEqual(caught.exception.code, mcp_min.URL_ELICITATION_REQUIRED)
-            self.assertEqual(caught.exception.data["elicitations"][0]["elicitationId"], "e-2")
-
     async def test_url_elicitation(self):
         server = self.payer()
         shown, done = [], asyncio.Event()
@@ -3053,12 +3053,6 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
             self.assertTrue(refused["isError"])
             self.assertIn("elicitation.url", refused["content"][0]["text"])
 
-    @needs_2026
-    async def test_url_elicitation_in_2026_07_28(self):
-        shown = []
-        await self.pay_by_url(self.payer(), "2026-07-28", shown, asyncio.Event())
-        self.assertEqual([p.get("elicitationId") for p in shown], [None])     # 2026-07-28: no ids
-
     async def test_roots_changes_reach_the_server_author(self):
         server, _ = make_server()
         changed = []
@@ -3069,6 +3063,22 @@ class SessionClientFeaturesTest(unittest.IsolatedAsyncioTestCase):
         await wire.request(rpc(1, "ping"))      # a barrier: the notification came first
         self.assertEqual(changed, [wire.session])
 
+
+@needs_2026
+class SessionClientFeaturesModernTest(SessionClientFeaturesCase):
+    """Server -> client requests in 2026-07-28 requests."""
+
+    async def test_sampling_with_tools_needs_sampling_tools_in_2026_07_28(self):
+        wire = Wire(self.planner())
+        await wire.initialize(capabilities={"sampling": {}})
+        error = (await wire.request(modern(2, "tools/call", {"name": "plan"}, {"sampling": {}})))["error"]
+        self.assertEqual((error["code"], error["data"]), (mcp_min.MISSING_CAPABILITY,
+                                                          {"requiredCapabilities": {"sampling": {"tools": {}}}}))
+
+    async def test_url_elicitation_in_2026_07_28(self):
+        shown = []
+        await self.pay_by_url(self.payer(), "2026-07-28", shown, asyncio.Event())
+        self.assertEqual([p.get("elicitationId") for p in shown], [None])     # 2026-07-28: no ids
 
 class SessionResourcesPromptsTest(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self):
@@ -3341,25 +3351,23 @@ class StdioTest(unittest.TestCase):
         with open(cls.target, "w") as f:
             f.write(TARGET_SOURCE)
 
-        cls.ready = {False: collections.deque(), True: collections.deque()}     # started ahead
+        cls.ready = collections.deque()     # started ahead
 
     @classmethod
     def tearDownClass(cls):
-        for ready in cls.ready.values():
-            for _, process in ready:
-                process.kill()
+        for _, process in cls.ready:
+            process.kill()
         cls.tmp.cleanup()
 
-    AHEAD = 3       # servers of a kind starting side by side while the tests before them run
+    AHEAD = 3       # servers starting side by side while the tests before them run
 
-    def start(self, demo=False, read=True):
-        # Each test has a fresh server of its own; it was started a few tests ahead. TARGET runs
-        # as a script (`server.run()`: the core alone); the demo is the command line's (one test).
-        ready = self.ready[demo]
-        while len(ready) <= (0 if demo else self.AHEAD):
+    def start(self, read=True):
+        # Each test has a fresh server of its own, TARGET run as a script (`server.run()`: the
+        # core alone); it was started a few tests ahead.
+        ready = self.ready
+        while len(ready) <= self.AHEAD:
             marks = tempfile.mkdtemp(dir=self.tmp.name)
-            ready.append((marks, StdioProcess(None if demo else self.target, False,
-                                              _clean_env(MCP_TEST_MARKS=marks), run=not demo)))
+            ready.append((marks, StdioProcess(self.target, False, _clean_env(MCP_TEST_MARKS=marks), run=True)))
         self.marks, process = ready.popleft()
         if read:
             process.start_reading()
@@ -3369,19 +3377,6 @@ class StdioTest(unittest.TestCase):
     def assertCleanExit(self, process, code=0):
         self.assertEqual(process.wait(), code)
         self.assertNotIn("Traceback", process.stderr())
-
-    @needs_cli
-    def test_demo_round_trip(self):
-        p = self.start(demo=True)
-        result = p.initialize()["result"]
-        self.assertEqual(result["serverInfo"]["name"], "user-store")
-        p.send(rpc(1, "tools/list"))
-        names = [t["name"] for t in p.read()["result"]["tools"]]
-        self.assertEqual(sorted(names), ["addUser", "deleteUser", "getUser", "getUsers"])
-        p.send(call(2, "getUser", {"name": "Jane"}))
-        self.assertEqual(p.read()["result"]["structuredContent"], {"name": "Jane", "email": "jane@example.com"})
-        p.close_stdin()
-        self.assertCleanExit(p)
 
     def test_eof_when_idle_exits_zero(self):
         p = self.start()
@@ -3530,6 +3525,23 @@ class StdioTest(unittest.TestCase):
                 b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
         self.assertEqual(p.read(timeout=3)["error"]["code"], INVALID_PARAMS)
         self.assertEqual(p.read(timeout=3)["id"], 2)
+
+
+@needs_cli
+class StdioDemoTest(unittest.TestCase):
+    def test_demo_round_trip(self):
+        p = StdioProcess()      # `serve --stdio`: the demo
+        self.addCleanup(p.kill)
+        result = p.initialize()["result"]
+        self.assertEqual(result["serverInfo"]["name"], "user-store")
+        p.send(rpc(1, "tools/list"))
+        names = [t["name"] for t in p.read()["result"]["tools"]]
+        self.assertEqual(sorted(names), ["addUser", "deleteUser", "getUser", "getUsers"])
+        p.send(call(2, "getUser", {"name": "Jane"}))
+        self.assertEqual(p.read()["result"]["structuredContent"], {"name": "Jane", "email": "jane@example.com"})
+        p.close_stdin()
+        self.assertEqual(p.wait(), 0)
+        self.assertNotIn("Traceback", p.stderr())
 
 
 class StdioBatchTest(unittest.TestCase):
@@ -3842,7 +3854,8 @@ class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(sorted(m["id"] for m in out), [0, 2, 3, 4])    # 1 was cancelled: no answer
 
 
-class StdioExitTest(unittest.TestCase):
+class StdioExitCase(unittest.TestCase):
+    """A server run on given lines of stdin (`serve_target`)."""
     def serve_target(self, source, *options, lines=None, run=False):
         """`serve [OPTIONS] TARGET` (the command line), or with run=True `python TARGET [OPTIONS]`
         (TARGET ending in `server.run()`: the core alone), on `lines` (default: initialize); the
@@ -3857,6 +3870,9 @@ class StdioExitTest(unittest.TestCase):
                                   capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
             with open(path) as f:
                 return done, f.read()
+
+
+class StdioExitTest(StdioExitCase):
 
     def test_stdin_from_a_file_is_served_by_the_reader_thread(self):
         # A regular file cannot be polled: this exercises the thread that Windows uses too.
@@ -3874,7 +3890,41 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual(sorted(answers), [0, 1, 2])
         self.assertEqual(answers[1]["result"]["structuredContent"]["email"], "john@example.com")
 
-    @needs_cli
+    def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
+        started = time.monotonic()
+        done, _ = self.serve_target(
+            "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
+            "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
+            "--shutdown-grace", "0.3",
+            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")],
+            run=True)
+        self.assertEqual(done.returncode, 0)
+        self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
+
+    def test_a_tool_raising_systemexit_or_keyboardinterrupt_ends_its_call_not_the_server(self):
+        # Regression: SystemExit (argparse inside a tool) or KeyboardInterrupt ended the process.
+        tools = "".join(f"@server.tool()\n{kw}def {name}() -> str:\n    raise {exc}\n"
+                        for name, kw, exc in (("exit_sync", "", "SystemExit(2)"),
+                                              ("exit_async", "async ", "SystemExit(3)"),
+                                              ("interrupt_sync", "", "KeyboardInterrupt"),
+                                              ("interrupt_async", "async ", "KeyboardInterrupt")))
+        names = ["exit_sync", "exit_async", "interrupt_sync", "interrupt_async"]
+        done, _ = self.serve_target(
+            "from mcp_min import Server\nserver = Server('rude')\n" + tools,
+            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"),
+                   *[call(i, name) for i, name in enumerate(names, 1)], rpc(9, "ping")], run=True)
+        answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        for i, name in enumerate(names, 1):
+            self.assertTrue(answers[i]["result"]["isError"], answers[i])
+            self.assertIn(name, done.stderr.decode())       # the traceback is logged
+        self.assertEqual(answers[9]["result"], {})
+
+
+@needs_cli
+class StdioExitCommandLineTest(StdioExitCase):
+    """`serve --stdio TARGET`: how it starts and ends."""
+
     def test_a_target_printing_while_it_loads_cannot_corrupt_stdout(self):
         # Regression: TARGET was imported before fd 1 was moved to stderr (SECURITY 67).
         done, _ = self.serve_target("import os\nfrom mcp_min import Server\nprint('loading...')\n"
@@ -3883,7 +3933,6 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual([json.loads(line)["id"] for line in done.stdout.splitlines()], [0])
         self.assertIn(b"loading...", done.stderr)
 
-    @needs_cli
     def test_stdout_ends_with_serving_even_if_a_thread_lingers(self):
         # Regression: main's own copy of stdout stayed open until the process exited.
         with tempfile.TemporaryDirectory() as tmp:
@@ -3910,7 +3959,6 @@ class StdioExitTest(unittest.TestCase):
                 proc.stdout.close()
 
     @needs_trace
-    @needs_cli
     def test_a_bare_trace_never_takes_the_target(self):
         # Regression: `serve --trace server.py` served the demo and appended the trace to server.py.
         source = "from mcp_min import Server\nserver = Server('named-server')\n"
@@ -3920,19 +3968,7 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual(json.loads(done.stdout)["result"]["serverInfo"]["name"], "named-server")
         self.assertIn("S→C".encode(), done.stderr)     # traced on stderr
 
-    def test_stdio_eof_exits_even_with_a_sync_tool_stuck(self):
-        started = time.monotonic()
-        done, _ = self.serve_target(
-            "import time\nfrom mcp_min import Server\nserver = Server('stuck')\n"
-            "@server.tool()\ndef stuck() -> str:\n    time.sleep(60)\n    return 'late'\n",
-            "--shutdown-grace", "0.3",
-            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"), call(1, "stuck")],
-            run=True)
-        self.assertEqual(done.returncode, 0)
-        self.assertLess(time.monotonic() - started, mcp_min.SHUTDOWN_GRACE + 10)
-
     @needs_trace
-    @needs_cli
     def test_tracing_a_lone_surrogate_loses_no_answer(self):
         # Regression (issue 15): a lone surrogate made the trace writer raise; the answer was
         # lost and its slot kept, so after 256 of them the server was wedged.
@@ -3949,26 +3985,6 @@ class StdioExitTest(unittest.TestCase):
         self.assertEqual(sorted(m["id"] for m in answers), list(range(301)))
         self.assertEqual(tool_text(answers[-1]), "\ud800\ud800")
         self.assertEqual(len(records), 2 + 300 + 301)     # every frame in and out is traced
-
-    def test_a_tool_raising_systemexit_or_keyboardinterrupt_ends_its_call_not_the_server(self):
-        # Regression: SystemExit (argparse inside a tool) or KeyboardInterrupt ended the process.
-        tools = "".join(f"@server.tool()\n{kw}def {name}() -> str:\n    raise {exc}\n"
-                        for name, kw, exc in (("exit_sync", "", "SystemExit(2)"),
-                                              ("exit_async", "async ", "SystemExit(3)"),
-                                              ("interrupt_sync", "", "KeyboardInterrupt"),
-                                              ("interrupt_async", "async ", "KeyboardInterrupt")))
-        names = ["exit_sync", "exit_async", "interrupt_sync", "interrupt_async"]
-        done, _ = self.serve_target(
-            "from mcp_min import Server\nserver = Server('rude')\n" + tools,
-            lines=[rpc(0, "initialize", init_params()), note("notifications/initialized"),
-                   *[call(i, name) for i, name in enumerate(names, 1)], rpc(9, "ping")], run=True)
-        answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
-        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
-        for i, name in enumerate(names, 1):
-            self.assertTrue(answers[i]["result"]["isError"], answers[i])
-            self.assertIn(name, done.stderr.decode())       # the traceback is logged
-        self.assertEqual(answers[9]["result"], {})
-
 
 @needs_cli
 class CliTest(unittest.TestCase):
@@ -4515,6 +4531,23 @@ class HttpTestCase(unittest.IsolatedAsyncioTestCase):
         return body
 
 
+def check_host_on_a_non_loopback_bind(test, **allowed_to_bind):
+    """Bound to 0.0.0.0 (as `allowed_to_bind` allows), the server still checks Host."""
+    # Regression: binding 0.0.0.0 turned the Host allowlist off (R3: fail closed).
+    http = mcp_min.HttpServer(test.server, "0.0.0.0", 0, **allowed_to_bind)
+    for host, allowed in (("evil.example", False), ("192.168.1.5:8080", False),
+                          ("localhost:8080", True), ("127.0.0.1", True)):
+        request = mcp_min._parse_head(f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        if allowed:
+            http._check_peer(request)
+        else:
+            with test.assertRaises(mcp_min._HttpError, msg=host) as caught:
+                http._check_peer(request)
+            test.assertEqual(caught.exception.status, 403)
+    http = mcp_min.HttpServer(test.server, "0.0.0.0", 0, **allowed_to_bind, allow_hosts=["192.168.1.5"])
+    http._check_peer(mcp_min._parse_head(b"POST /mcp HTTP/1.1\r\nHost: 192.168.1.5:8080\r\n\r\n"))
+
+
 class HttpHostOriginTest(HttpTestCase):
     """SECURITY.md B4-B8 and A3: DNS rebinding, Origin, CORS."""
 
@@ -4580,36 +4613,20 @@ class HttpHostOriginTest(HttpTestCase):
         self.assertIsNone(response.header("access-control-allow-origin"))
 
     def test_host_is_checked_on_a_non_loopback_bind(self):
-        self.check_host_on_a_non_loopback_bind(insecure=True)
+        check_host_on_a_non_loopback_bind(self, insecure=True)
 
-    @needs_auth_server
-    def test_host_is_checked_on_a_non_loopback_bind_with_a_token(self):
-        self.check_host_on_a_non_loopback_bind(token=TOKEN)
-
-    def check_host_on_a_non_loopback_bind(self, **allowed_to_bind):
-        # Regression: binding 0.0.0.0 turned the Host allowlist off (R3: fail closed).
-        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, **allowed_to_bind)
-        for host, allowed in (("evil.example", False), ("192.168.1.5:8080", False),
-                              ("localhost:8080", True), ("127.0.0.1", True)):
-            request = mcp_min._parse_head(f"POST /mcp HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-            if allowed:
-                http._check_peer(request)
-            else:
-                with self.assertRaises(mcp_min._HttpError, msg=host) as caught:
-                    http._check_peer(request)
-                self.assertEqual(caught.exception.status, 403)
-        http = mcp_min.HttpServer(self.server, "0.0.0.0", 0, **allowed_to_bind, allow_hosts=["192.168.1.5"])
-        http._check_peer(mcp_min._parse_head(b"POST /mcp HTTP/1.1\r\nHost: 192.168.1.5:8080\r\n\r\n"))
-
-
-class HttpCorsTest(HttpTestCase):
-    """Allowed origins: preflights, and CORS headers that end with their request."""
+class HttpCorsCase(HttpTestCase):
+    """Allowed origins (the fixture, and a preflight)."""
 
     options = {"allow_origins": ["http://app.example"]}
 
     def preflight(self, extra=""):
         return (f"OPTIONS /mcp HTTP/1.1\r\nHost: localhost:{self.port}\r\nOrigin: http://app.example\r\n"
                 f"Access-Control-Request-Method: POST\r\n{extra}").encode()
+
+
+class HttpCorsTest(HttpCorsCase):
+    """Allowed origins: preflights, and CORS headers that end with their request."""
 
     async def test_a_preflight_body_is_never_read_as_a_request(self):
         # Regression: OPTIONS skipped the body check, so its body ran as the next request.
@@ -4618,14 +4635,6 @@ class HttpCorsTest(HttpTestCase):
                             ("Transfer-Encoding: chunked\r\n\r\n", b"0\r\n\r\n")):
             response = await self.client.exchange(self.preflight(extra) + body, check_close=True)
             self.assertEqual((response.status, response.closed), (400, True), extra)
-
-    @needs_2026
-    async def test_a_preflight_allows_the_2026_07_28_headers(self):
-        asked = "Access-Control-Request-Headers: mcp-method, mcp-name, mcp-param-region, x-evil\r\n\r\n"
-        response = await self.client.exchange(self.preflight(asked))
-        allowed = {h.strip().lower() for h in response.header("access-control-allow-headers").split(",")}
-        self.assertLessEqual({"mcp-method", "mcp-name", "mcp-param-region"}, allowed)
-        self.assertNotIn("x-evil", allowed)
 
     async def test_a_preflight_has_no_content_length_and_its_cors_ends_with_it(self):
         reader, writer = await self.client.connect()
@@ -4639,6 +4648,17 @@ class HttpCorsTest(HttpTestCase):
         self.assertEqual(response.status, 400)
         self.assertIsNone(response.header("access-control-allow-origin"))
 
+
+@needs_2026
+class HttpCorsModernTest(HttpCorsCase):
+    """Preflights for 2026-07-28's headers."""
+
+    async def test_a_preflight_allows_the_2026_07_28_headers(self):
+        asked = "Access-Control-Request-Headers: mcp-method, mcp-name, mcp-param-region, x-evil\r\n\r\n"
+        response = await self.client.exchange(self.preflight(asked))
+        allowed = {h.strip().lower() for h in response.header("access-control-allow-headers").split(",")}
+        self.assertLessEqual({"mcp-method", "mcp-name", "mcp-param-region"}, allowed)
+        self.assertNotIn("x-evil", allowed)
 
 @needs_auth_server
 class HttpCorsTokenTest(HttpTestCase):
@@ -4695,6 +4715,14 @@ TOKEN = "k" * 20 + "-test-token-0123456789abcdef"
 class HttpAuthTest(HttpTestCase):
     """SECURITY.md B10-B11: static bearer token."""
     options = {"token": TOKEN}
+
+    def test_host_is_checked_on_a_non_loopback_bind_with_a_token(self):
+        check_host_on_a_non_loopback_bind(self, token=TOKEN)
+
+    def test_non_loopback_with_a_token(self):
+        server = make_server()[0]
+        for host in ("0.0.0.0", "::", "192.168.1.5", "example.com"):
+            mcp_min.HttpServer(server, host, 0, token=TOKEN)
 
     async def test_wrong_or_missing_token(self):
         sid = await self.client.initialize()
@@ -4755,6 +4783,8 @@ class HttpAuthTest(HttpTestCase):
         compare.assert_called()
 
 
+
+
 class HttpBindTest(unittest.TestCase):
     """SECURITY.md A1-A2."""
 
@@ -4770,13 +4800,6 @@ class HttpBindTest(unittest.TestCase):
             mcp_min.HttpServer(server, host, 0, insecure=True)
         for host in ("127.0.0.1", "localhost", "::1", "127.0.0.5"):
             mcp_min.HttpServer(server, host, 0)
-
-    @needs_auth_server
-    def test_non_loopback_with_a_token(self):
-        server = make_server()[0]
-        for host in ("0.0.0.0", "::", "192.168.1.5", "example.com"):
-            mcp_min.HttpServer(server, host, 0, token=TOKEN)
-
 
 class HttpSessionTest(HttpTestCase):
     """SECURITY.md group C."""
@@ -5495,6 +5518,33 @@ class HttpFramingTest(HttpTestCase):
         self.assertEqual((await self.client.exchange(head)).status, 413)
 
 
+async def quiet_streams(test, primed):
+    """A slow call's answer, then the session's GET stream, each quiet; `primed`: what each
+    begins with is checked (the priming event of resumable streams, an extension's: if there is
+    one, it comes first), then the rest is read."""
+    with mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.1):
+        sid = await test.client.initialize()
+        test.state.gate.clear()
+        reader, writer = await test.client.connect()
+        writer.write(test.client.build("POST", "/mcp", call(1, "wait"), {"Mcp-Session-Id": sid}))
+        head = await read_head(reader)
+        test.assertTrue(head.header("content-type").startswith("text/event-stream"))
+        await primed(reader)
+        first = await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT)
+        test.assertIn(b": keepalive", first)
+        test.state.gate.set()
+        test.assertEqual(tool_text(json.loads((await read_event(reader))["data"])), "released")
+        # The session's GET stream, quiet, gets comment lines too.
+        reader, writer = await test.client.connect()
+        writer.write(test.client.build("GET", "/mcp", headers={
+            "Mcp-Session-Id": sid, "Accept": "text/event-stream"}))
+        test.assertEqual((await read_head(reader)).status, 200)
+        await primed(reader)
+        for _ in range(2):
+            test.assertEqual(await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT),
+                             b": keepalive\n\n")
+
+
 class HttpLimitsTest(HttpTestCase):
     """SECURITY.md 1.5: the named limits, shrunk so that hitting them is cheap."""
 
@@ -5551,44 +5601,12 @@ class HttpLimitsTest(HttpTestCase):
         deadline.cancel()
         self.assertIsNone(deadline.handle)
 
-    async def quiet_streams(self, primed):
-        """A slow call's answer, then the session's GET stream, each quiet; `primed`: what each
-        begins with is checked (the priming event of resumable streams, an extension's: if there is
-        one, it comes first), then the rest is read."""
-        with mock.patch.object(mcp_min, "KEEPALIVE_INTERVAL", 0.1):
-            sid = await self.client.initialize()
-            self.state.gate.clear()
-            reader, writer = await self.client.connect()
-            writer.write(self.client.build("POST", "/mcp", call(1, "wait"), {"Mcp-Session-Id": sid}))
-            head = await read_head(reader)
-            self.assertTrue(head.header("content-type").startswith("text/event-stream"))
-            await primed(reader)
-            first = await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT)
-            self.assertIn(b": keepalive", first)
-            self.state.gate.set()
-            self.assertEqual(tool_text(json.loads((await read_event(reader))["data"])), "released")
-            # The session's GET stream, quiet, gets comment lines too.
-            reader, writer = await self.client.connect()
-            writer.write(self.client.build("GET", "/mcp", headers={
-                "Mcp-Session-Id": sid, "Accept": "text/event-stream"}))
-            self.assertEqual((await read_head(reader)).status, 200)
-            await primed(reader)
-            for _ in range(2):
-                self.assertEqual(await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT),
-                                 b": keepalive\n\n")
-
     async def test_quiet_streams_get_keepalives(self):
         # A slow call's answer becomes a stream that carries keepalives, result last.
         async def past_priming(reader):
             if hasattr(mcp_min, "_Resumable"):      # its test: test_streams_are_primed_with_a_retry
                 await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT)
-        await self.quiet_streams(past_priming)
-
-    @needs_resumable
-    async def test_streams_are_primed_with_a_retry(self):
-        async def primed(reader):
-            self.assertIn(b"retry: ", await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT))
-        await self.quiet_streams(primed)
+        await quiet_streams(self, past_priming)
 
     async def test_connection_cap(self):
         with mock.patch.object(mcp_min, "MAX_CONNECTIONS", 1):
@@ -5803,22 +5821,6 @@ class HttpJsonRpcTest(HttpTestCase):
         self.assertEqual(len(answers), 2001)
         self.assertEqual([m["error"]["message"] for m in answers if m["id"] == 1999 and "error" in m],
                          ["Invalid request: id already in use"])
-
-    @needs_trace
-    async def test_tracing_a_deeply_nested_body_cannot_drop_the_request(self):
-        # Regression: --trace recursed on a 1 KB body and the connection died unanswered.
-        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as devnull:
-            path = os.path.join(tmp, "trace.jsonl")
-            for target in ("-", path):      # shown on stderr, and recorded as JSON Lines
-                with mock.patch.object(sys, "stderr", devnull):
-                    self.http.trace = mcp_min._Trace(target)
-                response = await self.client.post(b"[" * 500 + b"]" * 500)
-                self.assertEqual(response.status, 400, target)
-            self.http.trace.file.close()
-            self.http.trace = None
-            with open(path) as f:
-                records = [json.loads(line) for line in f]
-        self.assertTrue(any("..." in json.dumps(r.get("message")) for r in records))
 
     async def test_a_broken_reply_over_http_fails_the_waiting_tool_at_once(self):
         # Regression: the 400 went out but the tool waited REPLY_TIMEOUT for its reply.
@@ -6228,6 +6230,16 @@ class HttpResumeTest(HttpTestCase):
         events = response.events()
         self.assertTrue(all(e.get("data") and e.get("id") for e in events), events)
         self.assertNotIn("retry", events[0])
+
+
+@needs_resumable
+class HttpPrimingTest(HttpTestCase):
+    """Resumable streams open with a priming event that names the retry."""
+
+    async def test_streams_are_primed_with_a_retry(self):
+        async def primed(reader):
+            self.assertIn(b"retry: ", await asyncio.wait_for(reader.readuntil(b"\n\n"), TIMEOUT))
+        await quiet_streams(self, primed)
 
 
 @needs_resumable
@@ -6848,13 +6860,17 @@ class BalancerTest(HttpTestCase):
 
 
 @unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
-class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
+class AbuseProcessCase(unittest.IsolatedAsyncioTestCase):
+    """The user store as a process (the fixture)."""
     async def asyncSetUp(self):
         asyncio.get_running_loop().slow_callback_duration = 5     # big bodies are built here
         tmp = tempfile.TemporaryDirectory()
         self.addCleanup(tmp.cleanup)
         self.server = ServerProcess("--db", os.path.join(tmp.name, "users.db"), script=USER_STORE)
         self.addCleanup(self.server.close)
+
+
+class AbuseProcessTest(AbuseProcessCase):
 
     async def test_initialize_parameters_are_not_kept_whole(self):
         # Regression: a 4 MB initialize of 1.4 M empty objects kept 96 MiB per session. Such a
@@ -6877,8 +6893,10 @@ class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
         self.assertLess(rss[-1] - rss[0], 40, rss)      # it was +96 MiB a session
 
 
+@needs_2026
+class AbuseListenTest(AbuseProcessCase):
+    """A 2026-07-28 listen, padded."""
 
-    @needs_2026
     async def test_a_listen_keeps_its_filter_not_its_request(self):
         # Ten listens padded with 4 MiB of [] raised the server's RSS from 31 to 945 MiB, held
         # for their streams' lives. Such a body is refused now before it is parsed; a listen
@@ -6903,7 +6921,6 @@ class AbuseProcessTest(unittest.IsolatedAsyncioTestCase):
         self.assertLess(self.server.rss_mib() - before, 8, "ten listens hold their padding")
         for _, writer, _ in listens:
             writer.close()
-
 
 _BLOBS = "from mcp_min import Server\nserver = Server('blobs')\n" \
          "@server.tool()\ndef blob(n: int) -> str:\n    return 'x' * n\nserver.run()\n"
@@ -7155,8 +7172,8 @@ async def _until(condition, step=0.005):
         await asyncio.sleep(step)
 
 
-class ClientTests(unittest.IsolatedAsyncioTestCase):
-    """mcp_min.Client against mcp_min servers (pipes, sockets, both HTTP transports), and hostile ones."""
+class ClientTestCase(unittest.IsolatedAsyncioTestCase):
+    """A slow server's file, and that server on HTTP (the fixture and helpers)."""
 
     async def asyncSetUp(self):
         self.tmp = tempfile.mkdtemp()
@@ -7197,31 +7214,6 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(await client.ping(), {})
         return client
 
-    async def test_stdio(self):
-        await self.check_full_exchange([*PYTHON, self.server_file])
-
-    @needs_2026
-    async def test_stdio_auto_speaks_2026_07_28(self):
-        await self.check_full_exchange([*PYTHON, self.server_file], "auto")
-
-    async def test_streamable_http(self):
-        await self.check_full_exchange(self.base + "/mcp")
-        self.assertEqual(self.http.sessions, {}, "the client DELETEs its session on close")
-
-    @needs_2026
-    async def test_streamable_http_in_2026_07_28(self):
-        await self.check_full_exchange(self.base + "/mcp", "2026-07-28")
-
-    async def test_legacy_sse(self):
-        await self.check_full_exchange(self.base + "/sse")
-        await self.check_full_exchange(self.base + "/sse", "auto")   # a 405 to the probes
-
-    async def test_probe_picks_the_transport(self):
-        async with mcp_min.Client(self.base + "/mcp") as client:
-            self.assertIsInstance(client._transport, mcp_min._StreamableHttp)
-        async with mcp_min.Client(self.base + "/sse") as client:
-            self.assertIsInstance(client._transport, mcp_min._LegacySse)
-
     async def timeout_cancels(self, target, era):
         async with mcp_min.Client(target, timeout=10, era=era) as client:
             before = (await client.call_tool("cancelled"))["structuredContent"]["result"]
@@ -7240,17 +7232,6 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         faster.start()
         self.addCleanup(faster.stop)
 
-    async def test_timeout_cancels_on_the_server(self):
-        self.faster_keepalives()
-        await asyncio.gather(self.timeout_cancels(self.base + "/mcp", "handshake"),     # side by side
-                             self.timeout_cancels([*PYTHON, self.server_file], "handshake"))
-
-    @needs_2026
-    async def test_timeout_cancels_on_the_server_in_2026_07_28(self):
-        # (2026-07-28 on stdio cancels as the handshake era does: notifications/cancelled)
-        self.faster_keepalives()
-        await self.timeout_cancels(self.base + "/mcp", "2026-07-28")
-
     async def assert_call_fails_when_server_dies(self, target, tool, kill):
         client = mcp_min.Client(target, timeout=30)
         await client.connect()
@@ -7263,6 +7244,54 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         self.assertLess(time.monotonic() - started, 5)     # at once, not at the timeout
         self.assertEqual(caught.exception.code, mcp_min.CONNECTION_CLOSED)
         await client.close()
+
+    @staticmethod
+    async def reap(process):
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    async def hostile_server(self, answer):
+        """A hostile HTTP server: `answer(head, body)` gives the bytes to send for each request."""
+        async def handle(reader, writer):
+            try:
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = re.search(rb"Content-Length: (\d+)", head)
+                    body = await reader.readexactly(int(length.group(1))) if length else b""
+                    writer.write(answer(head, body))
+            except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+                writer.close()
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        self.addAsyncCleanup(server.wait_closed)
+        self.addCleanup(server.close)
+        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+
+
+class ClientTests(ClientTestCase):
+    """mcp_min.Client against mcp_min servers (pipes, sockets, both HTTP transports), and hostile ones."""
+
+    async def test_stdio(self):
+        await self.check_full_exchange([*PYTHON, self.server_file])
+
+    async def test_streamable_http(self):
+        await self.check_full_exchange(self.base + "/mcp")
+        self.assertEqual(self.http.sessions, {}, "the client DELETEs its session on close")
+
+    async def test_legacy_sse(self):
+        await self.check_full_exchange(self.base + "/sse")
+        await self.check_full_exchange(self.base + "/sse", "auto")   # a 405 to the probes
+
+    async def test_probe_picks_the_transport(self):
+        async with mcp_min.Client(self.base + "/mcp") as client:
+            self.assertIsInstance(client._transport, mcp_min._StreamableHttp)
+        async with mcp_min.Client(self.base + "/sse") as client:
+            self.assertIsInstance(client._transport, mcp_min._LegacySse)
+
+    async def test_timeout_cancels_on_the_server(self):
+        self.faster_keepalives()
+        await asyncio.gather(self.timeout_cancels(self.base + "/mcp", "handshake"),     # side by side
+                             self.timeout_cancels([*PYTHON, self.server_file], "handshake"))
 
     async def test_dying_server_fails_pending_calls_at_once(self):
         async def kill(client):
@@ -7291,27 +7320,6 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
             self.assertFalse(any(r.get("isError") for r in results))    # all resent, none lost
             self.assertNotEqual(client._transport.session_id, old)
             self.assertEqual(len(self.http.sessions), 1)                # initialized once
-
-    @needs_auth_server
-    @needs_trace
-    async def test_token_goes_in_a_header_never_the_url(self):
-        secure = await mcp_min.start_http(self.slow, "127.0.0.1", 0, token="s3cret")
-        try:
-            url = f"http://127.0.0.1:{secure.port}/mcp"
-            with self.assertRaises(mcp_min.McpError):
-                async with mcp_min.Client(url, transport="http"):
-                    pass
-            lines = []
-            trace = mcp_min._Trace("-", side="client")
-            trace.file = _Lines(lines)
-            async with mcp_min.Client(url, token="s3cret", trace=trace, era="handshake") as client:
-                await client.ping()
-            wire = "".join(lines)
-            self.assertNotIn("s3cret", wire)    # the trace hides it too
-            self.assertIn("Bearer ***", wire)
-            self.assertNotIn("token", wire.split("\n")[0])
-        finally:
-            await secure.close()
 
     async def test_an_http_error_answer_closes_its_connection(self):
         # Regression (issue 33): an error status to a POST (a 401; a legacy server's 404 to the
@@ -7370,12 +7378,6 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len(started), 1)
         self.assertIsNotNone(started[0].returncode, "the child still runs")
 
-    @staticmethod
-    async def reap(process):
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-
     def test_sse_parsing_follows_whatwg(self):
         def events(*pieces):
             parser, out = mcp_min._SseParser(), []
@@ -7395,22 +7397,6 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((mcp_min._size("42", 10), mcp_min._size(b"1F", 16)), (42, 31))
         with self.assertRaises(ValueError):
             mcp_min._size(b"-1", 16)
-
-    async def hostile_server(self, answer):
-        """A hostile HTTP server: `answer(head, body)` gives the bytes to send for each request."""
-        async def handle(reader, writer):
-            try:
-                while True:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    length = re.search(rb"Content-Length: (\d+)", head)
-                    body = await reader.readexactly(int(length.group(1))) if length else b""
-                    writer.write(answer(head, body))
-            except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-                writer.close()
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        self.addAsyncCleanup(server.wait_closed)
-        self.addCleanup(server.close)
-        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
 
     async def test_a_body_that_never_comes_is_bounded_by_the_timeout(self):
         url = await self.hostile_server(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -7536,6 +7522,46 @@ class ClientTests(unittest.IsolatedAsyncioTestCase):
                 client._received({"jsonrpc": "2.0", "method": method, "params": params})
         self.assertEqual(len(seen), 8)
 
+
+@needs_2026
+class ClientModernTests(ClientTestCase):
+    """mcp_min.Client in 2026-07-28 against mcp_min servers."""
+
+    async def test_stdio_auto_speaks_2026_07_28(self):
+        await self.check_full_exchange([*PYTHON, self.server_file], "auto")
+
+    async def test_streamable_http_in_2026_07_28(self):
+        await self.check_full_exchange(self.base + "/mcp", "2026-07-28")
+
+    async def test_timeout_cancels_on_the_server_in_2026_07_28(self):
+        # (2026-07-28 on stdio cancels as the handshake era does: notifications/cancelled)
+        self.faster_keepalives()
+        await self.timeout_cancels(self.base + "/mcp", "2026-07-28")
+
+
+@needs_auth_server
+@needs_trace
+class ClientTokenTest(ClientTestCase):
+    """mcp_min.Client with a token."""
+
+    async def test_token_goes_in_a_header_never_the_url(self):
+        secure = await mcp_min.start_http(self.slow, "127.0.0.1", 0, token="s3cret")
+        try:
+            url = f"http://127.0.0.1:{secure.port}/mcp"
+            with self.assertRaises(mcp_min.McpError):
+                async with mcp_min.Client(url, transport="http"):
+                    pass
+            lines = []
+            trace = mcp_min._Trace("-", side="client")
+            trace.file = _Lines(lines)
+            async with mcp_min.Client(url, token="s3cret", trace=trace, era="handshake") as client:
+                await client.ping()
+            wire = "".join(lines)
+            self.assertNotIn("s3cret", wire)    # the trace hides it too
+            self.assertIn("Bearer ***", wire)
+            self.assertNotIn("token", wire.split("\n")[0])
+        finally:
+            await secure.close()
 
 _BIG_ANSWERS = """\
 from mcp_min import Server, Context
@@ -7722,10 +7748,8 @@ for line in sys.stdin:
 
 
 @unittest.skipUnless(os.path.exists("/proc/self/stat"), "reads processes from /proc")
-class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
-    """Issue 30: a stdio server runs in a process group of its own, which close() ends whole
-    (npx, uvx and shell wrappers start the server as a grandchild); and what this client has
-    no handler for, it declines in its own name."""
+class ClientProcessCase(unittest.IsolatedAsyncioTestCase):
+    """Stdio servers, wrapped or asking (the helpers)."""
 
     async def check_wrapped(self, pidfile, grandchild, with_block):
         """A server started by `sh`, which first starts `grandchild` (it outlives EOF, and writes
@@ -7758,16 +7782,6 @@ class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(_live_processes(server.pid), [])
         return took
 
-    async def test_a_wrapped_server_leaves_no_process_behind(self):
-        # Regression (issue 30): the server's grandchild (npx -> sh -> node) outlived close(), reparented.
-        step = 0.2
-        with mock.patch.object(mcp_min, "KILL_STEP", step), tempfile.TemporaryDirectory() as tmp:
-            # one ignores SIGTERM too (SIGKILL ends it); one ends on SIGTERM, at the end of `async with`
-            took = await asyncio.gather(
-                self.check_wrapped(os.path.join(tmp, "1"), "(trap '' TERM; exec sleep 300)", False),
-                self.check_wrapped(os.path.join(tmp, "2"), "sleep 300", True))
-        self.assertLess(max(took), 3 * step + 2.0, took)    # EOF, SIGTERM, SIGKILL: a KILL_STEP each
-
     async def asking(self, path, era, mode="form", **handlers):
         """What the asking server's tool answers this client, or the McpError it raises."""
         async with mcp_min.Client([*PYTHON, path], era=era, timeout=TIMEOUT, **handlers) as client:
@@ -7787,13 +7801,32 @@ class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
     # Regression (issue 30): it read "-32601 Method not found", as if the server had said it.
     DECLINED = "This client declined the server's {}: it has no handler for it (Client({}=...))"
 
+
+class ClientProcessGroupAndRefusalTest(ClientProcessCase):
+    """Issue 30: a stdio server runs in a process group of its own, which close() ends whole
+(npx, uvx and shell wrappers start the server as a grandchild); and what this client has
+no handler for, it declines in its own name."""
+
+    async def test_a_wrapped_server_leaves_no_process_behind(self):
+        # Regression (issue 30): the server's grandchild (npx -> sh -> node) outlived close(), reparented.
+        step = 0.2
+        with mock.patch.object(mcp_min, "KILL_STEP", step), tempfile.TemporaryDirectory() as tmp:
+            # one ignores SIGTERM too (SIGKILL ends it); one ends on SIGTERM, at the end of `async with`
+            took = await asyncio.gather(
+                self.check_wrapped(os.path.join(tmp, "1"), "(trap '' TERM; exec sleep 300)", False),
+                self.check_wrapped(os.path.join(tmp, "2"), "sleep 300", True))
+        self.assertLess(max(took), 3 * step + 2.0, took)    # EOF, SIGTERM, SIGKILL: a KILL_STEP each
+
     async def test_what_the_client_has_no_handler_for_it_declines_in_its_own_name(self):
         handshake = await self.asking(self.asking_server(), "handshake")
         # the handshake era: the server's request gets an error answer, and its tool goes on
         self.assertEqual(handshake, {"jsonrpc": "2.0", "id": "ask-1", "error": {
             "code": METHOD_NOT_FOUND, "message": self.DECLINED.format("form elicitation", "elicitation")}})
 
-    @needs_2026
+@needs_2026
+class ClientRefusalModernTest(ClientProcessCase):
+    """What this client has no handler for, in 2026-07-28."""
+
     async def test_what_the_client_has_no_handler_for_it_declines_in_its_own_name_in_2026_07_28(self):
         path = self.asking_server()
         url = lambda p: {"action": "decline"}      # noqa: E731
@@ -7809,7 +7842,11 @@ class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((form_only.code, form_only.message), (INVALID_PARAMS, declined.format(
             "URL elicitation", "elicit_url")))
 
-    @needs_cli
+
+@needs_cli
+class ClientRefusalCommandLineTest(ClientProcessCase):
+    """What the CLI has no handler for; a form it fills in."""
+
     async def test_what_the_cli_has_no_handler_for_it_declines_in_its_own_name(self):
         cli = await asyncio.create_subprocess_exec(     # stdin no terminal: no form to fill in
             *PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {shlex.quote(self.asking_server())}", "tools/call",
@@ -7818,7 +7855,6 @@ class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(cli.returncode, 1)
         self.assertIn("error -32602: This client declined the server's form elicitation", cli_stderr.decode())
 
-    @needs_cli
     def test_the_cli_fills_in_a_form_on_a_terminal(self):
         params = {"message": "Who?", "requestedSchema": {"type": "object", "properties": {
             "name": {"type": "string"}, "age": {"type": "integer"}, "note": {"type": "string"}}}}
@@ -7836,9 +7872,8 @@ class ClientProcessGroupAndRefusalTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(mcp_min._show_url(params), {"action": "decline"})  # no terminal: no asking
         asked.assert_not_called()
 
-
-class SyncClientTest(unittest.TestCase):
-    """SyncClient: the Client's methods without await, against the user store over stdio."""
+class SyncClientCase(unittest.TestCase):
+    """SyncClient against the user store over stdio (the helper)."""
 
     def user_store(self):
         tmp = tempfile.TemporaryDirectory()
@@ -7846,10 +7881,9 @@ class SyncClientTest(unittest.TestCase):
         return mcp_min.SyncClient([*PYTHON, USER_STORE, "--db", os.path.join(tmp.name, "users.db")],
                                   timeout=TIMEOUT, env=_clean_env(), inherit_env=False)
 
-    @needs_2026
-    def test_the_default_era_is_2026_07_28_when_the_server_speaks_it(self):
-        with self.user_store() as client:
-            self.assertEqual(client.protocol_version, "2026-07-28")     # attributes pass through
+
+class SyncClientTest(SyncClientCase):
+    """SyncClient: the Client's methods without await, against the user store over stdio."""
 
     def test_methods_without_await_and_close_on_exit(self):
         with self.user_store() as client:
@@ -7872,6 +7906,14 @@ class SyncClientTest(unittest.TestCase):
         self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
         self.assertEqual({t for t in threading.enumerate() if t.name == "mcp-client"}, before)
 
+
+@needs_2026
+class SyncClientModernTest(SyncClientCase):
+    """SyncClient's default era."""
+
+    def test_the_default_era_is_2026_07_28_when_the_server_speaks_it(self):
+        with self.user_store() as client:
+            self.assertEqual(client.protocol_version, "2026-07-28")     # attributes pass through
 
 class _Lines:
     def __init__(self, lines):
@@ -7925,63 +7967,6 @@ class HeaderMirrorTest(unittest.TestCase):
 class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
     """Client(server): a Server in this process, no pipe or socket (issue 11's pairing)."""
 
-    @needs_2026
-    async def test_a_silent_handshake_server_is_probed_once(self):
-        # A handshake-era stdio server that ignores server/discover: the client falls back to
-        # initialize after DISCOVER_TIMEOUT, and remembers it (the next connect asks no more).
-        script = textwrap.dedent('''
-            import json, sys
-            for line in sys.stdin:
-                m = json.loads(line)
-                if m.get("method") == "initialize":
-                    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
-                        "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-                        "serverInfo": {"name": "old", "version": "1"}}}), flush=True)
-                elif m.get("method") == "tools/list":
-                    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": []}}), flush=True)
-            ''')
-        target = [*PYTHON, "-c", script]
-        with mock.patch.object(mcp_min, "DISCOVER_TIMEOUT", 0.5):
-            for most in (TIMEOUT, 0.4):     # the second connect does not wait for discover
-                started = time.monotonic()
-                async with mcp_min.Client(target, timeout=TIMEOUT) as client:
-                    self.assertEqual((client.protocol_version, client.server_info["name"]), ("2025-06-18", "old"))
-                    self.assertEqual(await client.list_tools(), [])
-                self.assertLess(time.monotonic() - started, most)
-
-    @needs_2026
-    @needs_trace
-    async def test_2026_07_28_rounds_listen_and_logs(self):
-        server, _ = make_server()
-        lines, logs, changes = [], [], []
-        trace = mcp_min._Trace("-", side="client")
-        trace.file = _Lines(lines)
-        async with mcp_min.Client(server, timeout=TIMEOUT, trace=trace, on_log=logs.append,
-                                  elicitation=lambda p: {"action": "accept", "content": {"name": "Ada"}},
-                                  sampling=lambda p: {"role": "assistant", "model": "m",
-                                                      "content": {"type": "text", "text": "hi"}}) as client:
-            self.assertEqual((client.protocol_version, client.server_info["name"]), ("2026-07-28", "test-server"))
-            self.assertFalse(server.sessions and any(s.state != "new" for s in server.sessions if not mcp_min._listens(s)))
-            result = await client.call_tool("ask_user")     # input_required, answered, sent again
-            self.assertEqual(result["structuredContent"], {"action": "accept", "content": {"name": "Ada"}})
-            self.assertEqual(await client.ping(), {})
-            await client.set_log_level("warning")           # kept: each request asks for its own
-            await client.call_tool("chat")
-            self.assertEqual([log["level"] for log in logs], ["warning", "error"])
-            listening = asyncio.ensure_future(client.listen(on_tools=changes.append))
-            for _ in range(500):
-                if any(mcp_min._listens(s) for s in server.sessions):
-                    break
-                await asyncio.sleep(0.01)
-            server.add_tool(lambda: "", "brand_new")
-            await asyncio.wait_for(_until(lambda: changes), TIMEOUT)
-            self.assertEqual(changes[0]["_meta"]["io.modelcontextprotocol/subscriptionId"], 6)
-            listening.cancel()      # in memory as on stdio: a notifications/cancelled
-            await asyncio.wait_for(_until(lambda: not any(mcp_min._listens(s) for s in server.sessions)), TIMEOUT)
-        wire = "".join(lines)
-        self.assertIn("request #3 tools/call ask_user  [round 2 of tools/call #2]", wire)
-        self.assertIn("response #2 (tools/call) input required: elicitation-1 (elicitation/create)", wire)
-
     async def test_a_server_is_used_in_memory(self):
         server, state = make_server()
         logs, progress = [], []
@@ -8023,6 +8008,66 @@ class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(server.sessions, set())
         self.assertEqual([entry["data"] for entry in logs], ["d", "i", "w", "e"])
         self.assertEqual([p["progress"] for p in progress], [1, 2])
+
+
+@needs_2026
+class ClientModernInMemoryTest(unittest.IsolatedAsyncioTestCase):
+    """Client(server) and Client(command) in 2026-07-28."""
+
+    async def test_a_silent_handshake_server_is_probed_once(self):
+        # A handshake-era stdio server that ignores server/discover: the client falls back to
+        # initialize after DISCOVER_TIMEOUT, and remembers it (the next connect asks no more).
+        script = textwrap.dedent('''
+            import json, sys
+            for line in sys.stdin:
+                m = json.loads(line)
+                if m.get("method") == "initialize":
+                    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
+                        "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "old", "version": "1"}}}), flush=True)
+                elif m.get("method") == "tools/list":
+                    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": []}}), flush=True)
+            ''')
+        target = [*PYTHON, "-c", script]
+        with mock.patch.object(mcp_min, "DISCOVER_TIMEOUT", 0.5):
+            for most in (TIMEOUT, 0.4):     # the second connect does not wait for discover
+                started = time.monotonic()
+                async with mcp_min.Client(target, timeout=TIMEOUT) as client:
+                    self.assertEqual((client.protocol_version, client.server_info["name"]), ("2025-06-18", "old"))
+                    self.assertEqual(await client.list_tools(), [])
+                self.assertLess(time.monotonic() - started, most)
+
+    @needs_trace
+    async def test_2026_07_28_rounds_listen_and_logs(self):
+        server, _ = make_server()
+        lines, logs, changes = [], [], []
+        trace = mcp_min._Trace("-", side="client")
+        trace.file = _Lines(lines)
+        async with mcp_min.Client(server, timeout=TIMEOUT, trace=trace, on_log=logs.append,
+                                  elicitation=lambda p: {"action": "accept", "content": {"name": "Ada"}},
+                                  sampling=lambda p: {"role": "assistant", "model": "m",
+                                                      "content": {"type": "text", "text": "hi"}}) as client:
+            self.assertEqual((client.protocol_version, client.server_info["name"]), ("2026-07-28", "test-server"))
+            self.assertFalse(server.sessions and any(s.state != "new" for s in server.sessions if not mcp_min._listens(s)))
+            result = await client.call_tool("ask_user")     # input_required, answered, sent again
+            self.assertEqual(result["structuredContent"], {"action": "accept", "content": {"name": "Ada"}})
+            self.assertEqual(await client.ping(), {})
+            await client.set_log_level("warning")           # kept: each request asks for its own
+            await client.call_tool("chat")
+            self.assertEqual([log["level"] for log in logs], ["warning", "error"])
+            listening = asyncio.ensure_future(client.listen(on_tools=changes.append))
+            for _ in range(500):
+                if any(mcp_min._listens(s) for s in server.sessions):
+                    break
+                await asyncio.sleep(0.01)
+            server.add_tool(lambda: "", "brand_new")
+            await asyncio.wait_for(_until(lambda: changes), TIMEOUT)
+            self.assertEqual(changes[0]["_meta"]["io.modelcontextprotocol/subscriptionId"], 6)
+            listening.cancel()      # in memory as on stdio: a notifications/cancelled
+            await asyncio.wait_for(_until(lambda: not any(mcp_min._listens(s) for s in server.sessions)), TIMEOUT)
+        wire = "".join(lines)
+        self.assertIn("request #3 tools/call ask_user  [round 2 of tools/call #2]", wire)
+        self.assertIn("response #2 (tools/call) input required: elicitation-1 (elicitation/create)", wire)
 
 
 @needs_trace
@@ -8119,6 +8164,26 @@ class TraceTest(unittest.IsolatedAsyncioTestCase):
             "".join(json.dumps(m) + "\n" for m in (rpc(0, "initialize", init_params()),
                                                    rpc(1, "ping"))).encode(), timeout=30)
         self.assertEqual([json.loads(line)["id"] for line in out.splitlines()], [0, 1])
+
+
+@needs_trace
+class HttpTraceTest(HttpTestCase):
+    """The trace of an HTTP server."""
+
+    async def test_tracing_a_deeply_nested_body_cannot_drop_the_request(self):
+        # Regression: --trace recursed on a 1 KB body and the connection died unanswered.
+        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as devnull:
+            path = os.path.join(tmp, "trace.jsonl")
+            for target in ("-", path):      # shown on stderr, and recorded as JSON Lines
+                with mock.patch.object(sys, "stderr", devnull):
+                    self.http.trace = mcp_min._Trace(target)
+                response = await self.client.post(b"[" * 500 + b"]" * 500)
+                self.assertEqual(response.status, 400, target)
+            self.http.trace.file.close()
+            self.http.trace = None
+            with open(path) as f:
+                records = [json.loads(line) for line in f]
+        self.assertTrue(any("..." in json.dumps(r.get("message")) for r in records))
 
 
 @needs_trace
@@ -9316,9 +9381,24 @@ for line in sys.stdin:
 
 
 class SchemaAbuseTest(unittest.TestCase):
-    """validate / _checker against schemas made to cost: $ref loops and chains, false."""
+    """validate against schemas made to cost: false."""
 
-    @needs_schema_keywords
+    def test_a_false_subschema_refuses(self):
+        # Issue 34 item 16: false inside anyOf, allOf or behind a $ref accepted everything,
+        # and oneOf [true, false] refused everything.
+        for value, schema in ((1, {"anyOf": [False]}),
+                              ({"a": 1}, {"properties": {"a": {"anyOf": [False, {"type": "string"}]}}})):
+            with self.subTest(schema=schema):
+                self.assertIsNotNone(validate(value, schema))
+        self.assertEqual(validate(1, {"anyOf": [False]}), "arguments: does not match any allowed form")
+        self.assertIsNone(validate(1, {"anyOf": [False, True]}))
+        self.assertIsNone(validate({"a": "s"}, {"properties": {"a": {"anyOf": [False, {"type": "string"}]}}}))
+
+
+@needs_schema_keywords
+class SchemaKeywordsAbuseTest(unittest.TestCase):
+    """validate / _checker against hand-written schemas made to cost: $ref loops and chains, false."""
+
     def test_a_self_referring_anyof_and_a_doubling_chain_answer_at_once(self):
         # Issue 34 item 15: each $defs entry whose anyOf names the next twice doubled the work
         # (30 entries: hours); the 96-byte self loop never finished. Each $ref is checked once
@@ -9346,7 +9426,6 @@ class SchemaAbuseTest(unittest.TestCase):
         self.assertEqual(found["allOf"], "arguments: $ref #/$defs/a refers to itself without end")
         self.assertEqual(found["tree"], [None, "[0][0]: expected array, got integer"])  # recursion still works
 
-    @needs_schema_keywords
     def test_a_tools_input_schema_with_a_loop_is_checked_at_once(self):
         # Issue 34 item 15, through Tool.check_input: a tools/call is answered -32602, not held.
         found = bounded_child(self, f'''
@@ -9361,7 +9440,6 @@ class SchemaAbuseTest(unittest.TestCase):
         self.assertEqual(found[0], ["x: does not match any allowed form", None])
         self.assertLess(found[1], 2.0)
 
-    @needs_schema_keywords
     @needs_cli
     def test_a_hostile_servers_schema_does_not_hold_the_cli(self):
         # Issue 34 item 15, from a hostile server: the CLI types k=v by the tool's schema
@@ -9378,18 +9456,6 @@ class SchemaAbuseTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
         self.assertEqual(json.loads(done.stdout)["content"][0]["text"], 'called {"x": 1}')
 
-    def test_a_false_subschema_refuses(self):
-        # Issue 34 item 16: false inside anyOf, allOf or behind a $ref accepted everything,
-        # and oneOf [true, false] refused everything.
-        for value, schema in ((1, {"anyOf": [False]}),
-                              ({"a": 1}, {"properties": {"a": {"anyOf": [False, {"type": "string"}]}}})):
-            with self.subTest(schema=schema):
-                self.assertIsNotNone(validate(value, schema))
-        self.assertEqual(validate(1, {"anyOf": [False]}), "arguments: does not match any allowed form")
-        self.assertIsNone(validate(1, {"anyOf": [False, True]}))
-        self.assertIsNone(validate({"a": "s"}, {"properties": {"a": {"anyOf": [False, {"type": "string"}]}}}))
-
-    @needs_schema_keywords
     def test_a_false_subschema_refuses_in_all_of_one_of_and_behind_a_ref(self):
         for value, schema in ((1, {"allOf": [False]}), (1, {"allOf": [True, False]}),
                               (1, {"$defs": {"no": False}, "$ref": "#/$defs/no"})):
@@ -9397,7 +9463,6 @@ class SchemaAbuseTest(unittest.TestCase):
                 self.assertIsNotNone(validate(value, schema))
         self.assertEqual(validate(1, {"allOf": [False]}), "arguments: no value is allowed here")
         self.assertIsNone(validate(1, {"oneOf": [True, False]}))
-
 
 class _CarelessHttpServer:
     """A Streamable HTTP server in a few lines, answering as a careless or hostile one may:
@@ -9504,7 +9569,11 @@ class ClientHostileServerTest(unittest.IsolatedAsyncioTestCase):
                     self.assertEqual(await client.ping(), {})
         self.assertEqual(sum("was skipped" in line for line in logged.output), 6)
 
-    @needs_2026
+
+@needs_2026
+class ClientHostileModernServerTest(unittest.IsolatedAsyncioTestCase):
+    """The client's mirrored headers against hostile values."""
+
     async def test_a_lone_surrogate_in_a_mirrored_header_is_an_invalid_params_error(self):
         # Issue 34 item 20: a tool name or a mirrored argument holding a lone surrogate raised
         # UnicodeEncodeError in the transport (a "connection closed" error naming it).
@@ -9523,7 +9592,6 @@ class ClientHostileServerTest(unittest.IsolatedAsyncioTestCase):
                 self.assertIn("lone surrogate", caught.exception.message)
             self.assertEqual((await client.call_tool("where", {"region": "eu"}))["content"][0]["text"], "eu")
 
-    @needs_2026
     def test_the_helpers_name_a_lone_surrogate(self):
         # Issue 34 item 20: _header_value raised UnicodeEncodeError.
         with self.assertRaises(McpError) as caught:
@@ -9531,7 +9599,6 @@ class ClientHostileServerTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(caught.exception.code, INVALID_PARAMS)
         self.assertIn(repr("a\ud800"), caught.exception.message)
         self.assertEqual(mcp_min._header_value("é"), "=?base64?w6k=?=")
-
 
 @needs_2026
 class DeepRequestStateTest(unittest.TestCase):
@@ -9557,26 +9624,7 @@ class DeepRequestStateTest(unittest.TestCase):
 
 
 class SmallParsersTest(unittest.TestCase):
-    """Front matter, the HTTP request line, the SSE parser: what a fuzzer found (issue 34 F)."""
-
-    @needs_skills
-    def test_front_matter_with_a_bare_cr_is_not_read(self):
-        # Issue 34 item 20: YAML 1.2 refuses a bare CR; it was read as part of a value.
-        read = mcp_min._front_matter
-        for text in ("---\nname: a\rb\n---\n", "---\nname: a\ndescription: b\r\n---\n".replace("\r\n", "\r\r\n"),
-                     "---\nname: a\rdescription: b\n---\n"):
-            self.assertIsNone(read(text), repr(text))
-        self.assertEqual(read("---\r\nname: a\r\ndescription: b c\r\n---\r\n"), {"name": "a", "description": "b c"})
-        with tempfile.TemporaryDirectory() as root:     # as a skill: not served, and said why
-            for name, description in (("cr", "a\rb"), ("fine", "a b")):
-                os.makedirs(os.path.join(root, name))
-                with open(os.path.join(root, name, "SKILL.md"), "w", newline="") as f:
-                    f.write(f"---\nname: {name}\ndescription: {description}\n---\n")
-            server = Server("s")
-            with self.assertLogs("mcp_min", "WARNING") as logged:
-                server.skills(root)
-        self.assertEqual(sorted(mcp_min._skills(server).entries), ["skill://fine/SKILL.md"])
-        self.assertIn("skill://cr is not served", logged.output[0])
+    """The HTTP request line, the SSE parser: what a fuzzer found (issue 34 F)."""
 
     def test_control_bytes_in_an_absolute_form_authority_are_refused(self):
         # Issue 34 item 20: GET http://local\x01host/mcp passed the request-line check (then 403).
@@ -9639,6 +9687,29 @@ class SmallParsersTest(unittest.TestCase):
                     if self.events(pieces, limit) != whole:
                         differ.append((seed, limit, pieces))
         self.assertEqual(differ[:3], [], f"{len(differ)} of 1500 streams read differently when cut")
+
+
+@needs_skills
+class SkillsFrontMatterTest(unittest.TestCase):
+    """Front matter: what a fuzzer found (issue 34 F)."""
+
+    def test_front_matter_with_a_bare_cr_is_not_read(self):
+        # Issue 34 item 20: YAML 1.2 refuses a bare CR; it was read as part of a value.
+        read = mcp_min._front_matter
+        for text in ("---\nname: a\rb\n---\n", "---\nname: a\ndescription: b\r\n---\n".replace("\r\n", "\r\r\n"),
+                     "---\nname: a\rdescription: b\n---\n"):
+            self.assertIsNone(read(text), repr(text))
+        self.assertEqual(read("---\r\nname: a\r\ndescription: b c\r\n---\r\n"), {"name": "a", "description": "b c"})
+        with tempfile.TemporaryDirectory() as root:     # as a skill: not served, and said why
+            for name, description in (("cr", "a\rb"), ("fine", "a b")):
+                os.makedirs(os.path.join(root, name))
+                with open(os.path.join(root, name, "SKILL.md"), "w", newline="") as f:
+                    f.write(f"---\nname: {name}\ndescription: {description}\n---\n")
+            server = Server("s")
+            with self.assertLogs("mcp_min", "WARNING") as logged:
+                server.skills(root)
+        self.assertEqual(sorted(mcp_min._skills(server).entries), ["skill://fine/SKILL.md"])
+        self.assertIn("skill://cr is not served", logged.output[0])
 
 
 class HttpAuthorityBytesTest(HttpTestCase):
