@@ -122,7 +122,7 @@ __all__ = [  # noqa: RUF022 — grouped by use, on purpose
     # building a server, and calling one
     "Server", "Context", "Tool", "Resource", "Prompt", "Content", "McpError", "RequestError",
     "UrlElicitationRequired", "text", "image", "audio", "resource_link", "embedded_resource",
-    "Client", "SyncClient", "CallToolResult", "ToolInfo", "ReadResourceResult", "GetPromptResult",
+    "Client", "SyncClient",
     # serving it, and the transport-free session every transport feeds
     "serve_stdio", "serve_http", "start_http", "HttpServer", "Session",
     # JSON-RPC framing and JSON Schema, for transports and tests of one's own
@@ -506,7 +506,8 @@ REPLY_TIMEOUT = 60.0    # seconds to wait for the answer to a request we send ->
 
 class _Timer:
     """A timer of the event loop's, moved cheaply: ``set(seconds, action)`` calls `action` then,
-    unless set again or cleared first; ``at_most(seconds, action)`` only ever brings it nearer.
+    unless set again or cleared first; ``by(when, action)``: at `when` (the loop's time) at the
+    latest, so it only ever brings it nearer.
     Moving it later is an attribute write: the loop's own timer is armed again only when it
     would fire too late (a call_later per read or per request cost a fifth of a request's work:
     cancelled handles pile up in the loop's heap). One mechanism for every timeout here."""
@@ -523,8 +524,7 @@ class _Timer:
         if self.handle is None or self.handle.when() > when:
             self._arm()
 
-    def at_most(self, seconds, action):
-        when = self.loop.time() + seconds
+    def by(self, when, action):
         if self.when is None or when < self.when:
             self.when, self.action = when, action
             if self.handle is None or self.handle.when() > when:
@@ -624,16 +624,6 @@ class _Peer:
             self._fail(id_, McpError(CONNECTION_CLOSED, reason))
 
 
-class _Running(typing.NamedTuple):
-    """A request being served: when it started, its method and how it is served, its params,
-    and what its transport is told when it is over (`done`)."""
-    started: float
-    method: str
-    entry: "_Method"
-    params: _Json
-    done: _Any
-
-
 class Session(_Peer):
     """One client's conversation with a `Server`, whatever carries it: all per-client state. A
     transport makes one per client, feeds it every frame (`receive`), reads on while it is
@@ -665,17 +655,15 @@ class Session(_Peer):
         self.extensions: dict[str, _Any] = {}
         self._cancelled = set()
         # request id -> what `_sweep` needs to know of it
-        self._running: dict[_Any, _Running] = {}
+        # request id -> (when it started, its method, its `_Method`, its params, its `done`): what
+        # `_sweep` needs to know of it (a plain tuple: made for every request, it is cheap)
+        self._running: dict[_Any, tuple[float, str, _Any, _Json, _Any]] = {}
         self._timer: _Timer | None = None   # ends the requests that run past their time limit
         self._crossing = 0      # messages from tools' threads not yet sent by the loop
         self.dropped = 0        # ... and log or progress notifications dropped past MAX_QUEUED
         self._lock = threading.Lock()
         self.loop: _Any = None  # the event loop, from the first frame on
         server.sessions.add(self)
-
-    @property
-    def closed(self):
-        return self.state == "closed"
 
     def advance(self, event):
         """The lifecycle moves on (`_TRANSITIONS`), or stays where it is."""
@@ -688,7 +676,7 @@ class Session(_Peer):
         POST's own response; a reply returning False cannot carry a notification, which goes to
         `send`), else to `send`; ``done()`` when the frame's work is over. Returns how many
         requests it took in; None if it refused the frame whole (a batch it does not accept)."""
-        if self.closed:
+        if self.state == "closed":
             if done:
                 done()
             return 0
@@ -773,9 +761,13 @@ class Session(_Peer):
         id_ = message["id"]
         if reply is not None:
             self.replies[id_] = reply
+        # While the client owes us an answer, reading goes on (`accepting`): fewer may wait.
+        waiting_room = MAX_WAITING
+        if self._pending:
+            waiting_room = MAX_IN_FLIGHT
         if len(self.running) < MAX_IN_FLIGHT and not self.waiting:
             self._handle(message, kind, done)
-        elif len(self.waiting) < (MAX_IN_FLIGHT if self._pending else MAX_WAITING):
+        elif len(self.waiting) < waiting_room:
             self.waiting[id_] = message, done
         else:
             self._over(_error(id_, INTERNAL_ERROR, "Too many requests in flight"), id_, done)
@@ -818,8 +810,18 @@ class Session(_Peer):
             _without_waiting(self._serve(id_, method, params, done, era))
         else:   # a task: the handler may wait, and needs a task to (asyncio.timeout, an ask)
             task = _start_task(self._serve(id_, method, params, done, era), self.loop)
-            if not task.done():
+            if not task.done():     # it waits (before 3.12: has yet to begin)
                 self.running[id_] = task
+                if not _METHODS[method].endless:
+                    self._time_limit(method, params)
+
+    def _time_limit(self, method, params):
+        """The timer that ends what runs past its time limit (`_sweep`): due by this request's
+        end at the latest. Only a request that waits needs one: one answered in its first step
+        (3.12+) costs no timer, and a timer in the event loop makes each of its turns dearer."""
+        if self._timer is None:
+            self._timer = _Timer(self.loop)
+        self._timer.by(self.loop.time() + self._limit(method, params), self._sweep)
 
     def _era(self, params) -> _Any:
         """The era a request belongs to: another's that claims it (2026-07-28's requests stand
@@ -833,15 +835,18 @@ class Session(_Peer):
         """Why a request cannot run, as (code, message[, data]), or None."""
         if type(params) is not dict:
             return INVALID_PARAMS, "Invalid params: expected an object"
-        problem = era.refusal(self, method, params)
-        if problem:
-            return problem
+        if era is not _HANDSHAKE:   # another era's own rules (2026-07-28: its _meta's)
+            problem = era.refusal(self, method, params)
+            if problem:
+                return problem
         entry = _METHODS.get(method)
         if entry is None or not self.server.offers(entry.capability) \
                 or entry.era not in (None, era.name):
             return METHOD_NOT_FOUND, "Method not found"
-        if not era.allows(self, method):
-            return INVALID_PARAMS, "Session not initialized: send initialize first"
+        if era is _HANDSHAKE:
+            allowed = _LIFECYCLE[self.state][0]     # what the lifecycle allows now
+            if allowed is not None and method not in allowed:
+                return INVALID_PARAMS, "Session not initialized: send initialize first"
         # a synchronous caller: nothing to run it on
         if self.loop is None and method != "initialize":
             return INTERNAL_ERROR, "No event loop is running"
@@ -853,19 +858,23 @@ class Session(_Peer):
             return
         entry = _METHODS[method]
         ctx = Context(self, id_, params.get("_meta"))
-        start = self.loop.time() if self.loop else 0.0
-        running = self._running[id_] = _Running(start, method, entry, params, done)
-        if self.loop is not None and not entry.endless:
-            self._time_limit(start, method, params)
+        start = 0.0
+        if self.loop is not None:
+            start = self.loop.time()
+        running = self._running[id_] = (start, method, entry, params, done)
         try:
-            response = _result(id_, await era.run(self, method, entry.handler, params, ctx))
+            if era is _HANDSHAKE:   # served as its method says (another era wraps the handler)
+                result = await entry.handler(self, params, ctx)
+            else:
+                result = await era.run(self, method, entry.handler, params, ctx)
+            response = _result(id_, result)
         except McpError as e:
             response = _error(id_, e.code, e.message, e.data)
         except asyncio.CancelledError:
             # answered already (see `_end`): nothing more
             if self._running.get(id_) is not running:
                 raise
-            if id_ in self._cancelled or self.closed:
+            if id_ in self._cancelled or self.state == "closed":
                 del self._running[id_]
                 self._finished(id_, None, done)
                 raise
@@ -890,40 +899,35 @@ class Session(_Peer):
             return self.server.timeout
         return TOOL_TIMEOUT
 
-    def _time_limit(self, start, method, params):
-        if self._timer is None:
-            self._timer = _Timer(self.loop)
-        self._timer.at_most(start + self._limit(method, params) - self.loop.time(), self._sweep)
-
     def _sweep(self):
         """The time limit of a running request is up: those past theirs end, answered; the timer
         is set for the next one's."""
         now, next_due = self.loop.time(), None
-        for id_, running in list(self._running.items()):
-            if running.entry.endless or id_ in self._cancelled or id_ not in self.running:
+        for id_, (started, method, entry, params, _) in list(self._running.items()):
+            if entry.endless or id_ in self._cancelled or id_ not in self.running:
                 continue
-            limit = self._limit(running.method, running.params)
-            if now - running.started < limit:
-                due = running.started + limit - now
+            limit = self._limit(method, params)
+            if now - started < limit:
+                due = started + limit - now
                 next_due = due if next_due is None else min(next_due, due)
                 continue
-            _logger.warning("request %r (%s) ran past %g s: cancelled", id_, running.method, limit)
-            if running.method == "tools/call":
-                name = running.params.get("name")
+            _logger.warning("request %r (%s) ran past %g s: cancelled", id_, method, limit)
+            if method == "tools/call":
+                name = params.get("name")
                 answer = _result(id_,
                                  _tool_error(f"Tool '{name}' did not finish within {limit:g} s."))
             else:
                 answer = _error(id_, INTERNAL_ERROR, "Request timed out")
             self._end(id_, answer)
         if next_due is not None and self._timer is not None:
-            self._timer.at_most(next_due, self._sweep)
+            self._timer.by(now + next_due, self._sweep)
 
     def _end(self, id_, response):
         """Answer a running request now, and cancel it: its id and slot are free again. What it
         does after goes unheard (a handler may ignore the cancel, a thread cannot be stopped)."""
-        running = self._running.pop(id_)
+        done = self._running.pop(id_)[-1]
         task = self.running.pop(id_)
-        self._over(response, id_, running.done)
+        self._over(response, id_, done)
         task.cancel()
         if self.waiting:
             self.loop.call_soon(self._start_waiting)
@@ -948,7 +952,7 @@ class Session(_Peer):
         if response is None or id_ in self._cancelled:
             self._cancelled.discard(id_)
             self._answer(None, id_)     # cancelled: no response, even if the handler finished
-        elif not self.closed:
+        elif self.state != "closed":
             self._answer(response, id_)
         if self.waiting:    # the next starts on the next turn: one answered at once would recurse
             self.loop.call_soon(self._start_waiting)
@@ -956,7 +960,7 @@ class Session(_Peer):
             done()
 
     def _start_waiting(self):
-        while self.waiting and len(self.running) < MAX_IN_FLIGHT and not self.closed:
+        while self.waiting and len(self.running) < MAX_IN_FLIGHT and self.state != "closed":
             id_ = next(iter(self.waiting))
             message, done = self.waiting.pop(id_)
             self._handle(message, "request", done)
@@ -978,14 +982,18 @@ class Session(_Peer):
     async def drain(self, timeout=None):
         """Wait until every request taken in has been answered (or `timeout` s passed)."""
         loop = asyncio.get_running_loop()
-        end = None if timeout is None else loop.time() + timeout
-        while not self.closed:
+        end = math.inf
+        if timeout is not None:
+            end = loop.time() + timeout
+        while self.state != "closed":
             # What was answered already (cancelled) is not waited for, unless it holds
             # the slots a waiting request needs.
             live = [task for id_, task in self.running.items() if id_ not in self._cancelled]
-            left = None if end is None else end - loop.time()
-            if not (live or self.waiting) or (left is not None and left <= 0):
+            left = end - loop.time()
+            if not (live or self.waiting) or left <= 0:
                 return
+            if left == math.inf:
+                left = None
             if live or len(self.running) >= MAX_IN_FLIGHT:
                 await asyncio.wait(live or list(self.running.values()), timeout=left,
                                    return_when=asyncio.FIRST_COMPLETED)
@@ -1014,7 +1022,7 @@ class Session(_Peer):
     def notify(self, method, params=None, related=None):
         """Send a notification (thread-safe: sync tools run in threads). The lifecycle: before
         notifications/initialized, only what a request causes (`related`), and log messages."""
-        if self.closed:
+        if self.state == "closed":
             return
         if not _LIFECYCLE[self.state][1] and related is None and method != "notifications/message":
             return
@@ -1039,7 +1047,7 @@ class Session(_Peer):
         if dropped:
             _logger.warning("dropped %d log/progress notifications from tools: the client is not "
                             "reading", dropped)
-        if not self.closed:
+        if self.state != "closed":
             self._answer(message, related)
 
     async def request(self, method, params=None, related=None, timeout=None):
@@ -1113,37 +1121,16 @@ else:
 
 
 class _Handshake:
-    """The handshake era's requests (2024-11-05 ... 2025-11-25): in the session initialize opened,
-    as its lifecycle allows. Another era may claim a request first (`_ERAS`): 2026-07-28's stand
-    alone, each naming its version in its _meta (an extension, below)."""
+    """The handshake era's requests (2024-11-05 ... 2025-11-25): served in the session initialize
+    opened, as its lifecycle allows (`_LIFECYCLE`), each by its method's handler. Another era may
+    claim a request first (`_ERAS`): 2026-07-28's stand alone, each naming its version in its
+    _meta (an extension, below); such an era gives `refusal(session, method, params)` (its own
+    rules) and `run(session, method, handler, params, ctx)` (how it serves a request), and how
+    its requests travel over HTTP (`claims_http`, `http_entry`, `streams_only`, `http_status`),
+    where the handshake's ways are the core's own, and these two answers."""
     name = None     # its methods are `_Method`s with no era
     cancels_when_left = False   # over HTTP, a client that leaves does not cancel: the work finishes
     watches = False             # ... so a quiet answer is not looked at each second
-
-    @staticmethod
-    def streams_only(message):
-        """Whether a POST's answer must be a stream, whatever --json-response says."""
-        return False
-
-    @staticmethod
-    def http_status(response):
-        """The HTTP status of a POST's JSON answer: a JSON-RPC error is still 200 (transports)."""
-        return 200
-
-    @staticmethod
-    def refusal(session, method, params):
-        """Why the era refuses a request before its method is looked up, or None: the
-        handshake's are all looked up (and the lifecycle says when each may come: `allows`)."""
-
-    @staticmethod
-    def allows(session, method):
-        """Whether the session's lifecycle allows the method now."""
-        allowed = _LIFECYCLE[session.state][0]
-        return allowed is None or method in allowed
-
-    @staticmethod
-    async def run(session, method, handler, params, ctx):
-        return await handler(session, params, ctx)
 
 
 _HANDSHAKE = _Handshake()
@@ -1171,7 +1158,9 @@ class Context:
     def __init__(self, session: Session, request_id: str | int | None = None,
                  meta: _Any = None) -> None:
         self.session, self.request_id = session, request_id
-        self.meta = _object(meta)
+        self.meta = {}
+        if type(meta) is dict:
+            self.meta = meta
         token = self.meta.get("progressToken")     # a string or a number, never a bool
         self.progress_token = token if type(token) in (str, int, float) else None
         self._last_progress: float | None = None
@@ -1958,9 +1947,12 @@ class Resource(_Handler):
                  annotations=None, meta=None, icons=None, size=None):
         super().__init__(fn, description)
         self.uri, self.mime_type = uri, mime_type
-        self.template = _UriTemplate(uri) if "{" in uri else None
-        fields = {"uriTemplate" if self.template else "uri": uri, "name": name or fn.__name__,
-                  "title": title, "description": self.description, "mimeType": mime_type,
+        self.template = None
+        where = "uri"
+        if "{" in uri:      # resources/templates/list shows it (RFC 6570 level 1)
+            self.template, where = _UriTemplate(uri), "uriTemplate"
+        fields = {where: uri, "name": name or fn.__name__, "title": title,
+                  "description": self.description, "mimeType": mime_type,
                   "annotations": annotations, "icons": icons, "_meta": meta, "size": size}
         self.definition = {key: value for key, value in fields.items() if value is not None}
 
@@ -2142,7 +2134,9 @@ class Server:
         self._remove("prompts", name)
 
     def _add(self, kind, item, key=None):
-        getattr(self, kind)[item.name if key is None else key] = item
+        if key is None:     # resources go by URI, the others by name
+            key = item.name
+        getattr(self, kind)[key] = item
         self._changed(kind)
         return item
 
@@ -2254,7 +2248,10 @@ def _decorator(name: _Any, add: typing.Callable[[_Any, _Any], object]) -> _Any:
         raise TypeError(f"a name is a string, not {type(name).__name__}: @server.tool(\"name\")")
 
     def register(fn):
-        add(fn, None if fn is name else name)
+        if fn is name:      # @server.tool, no parentheses: the default name
+            add(fn, None)
+        else:
+            add(fn, name)
         return fn
     if callable(name):
         return register(name)
@@ -2428,7 +2425,7 @@ def _union(args, depth):
 
 def _record(tp, depth):
     """A dataclass or TypedDict: an object of fields, arriving as the dataclass or a dict."""
-    hints, required, make, takes = _fields(tp)
+    hints, required, make, takes = _record_fields(tp)
     fields = {name: _hint(hint, depth + 1) for name, hint in hints.items()}
     schema: _Json = {"type": "object",
                      "properties": {name: schema for name, (schema, _) in fields.items()}}
@@ -2450,7 +2447,7 @@ def _record(tp, depth):
 
 # a recursive record past depth 20 is built again for each value
 @functools.lru_cache(maxsize=256)
-def _fields(tp):
+def _record_fields(tp):
     """A record's field hints, the fields it requires, what makes one from keywords, and which
     keywords that takes (None: any; others, as extra keys and init=False fields, are ignored)."""
     hints = typing.get_type_hints(tp, include_extras=True)
@@ -2760,20 +2757,20 @@ def _members(schema, root, depth):
         return _checker(sub, root, depth + 1)
     props, prefix = schema.get("properties"), schema.get("prefixItems")
     names = schema.get("required")
-    props = {name: compiled(sub) for name, sub in props.items()} if type(props) is dict else {}
-    prefix = [compiled(sub) for sub in prefix] if type(prefix) is list else []
-    names = [name for name in names if type(name) is str] if type(names) is list else []
+    # Malformed members (properties not an object ...) are ignored, as unknown keywords are.
+    props = {name: compiled(sub) for name, sub in _object(props).items()}
+    if type(prefix) is not list:
+        prefix = []
+    prefix = [compiled(sub) for sub in prefix]
+    if type(names) is not list:
+        names = []
+    names = [name for name in names if type(name) is str]
     extra = compiled(schema.get("additionalProperties", True))
     rest = compiled(schema.get("items", True))
 
-    def check(value, path):
-        if type(value) is dict:
-            return check_object(value, path)
-        if type(value) is list:
-            return check_array(value, path)
-        return None
-
     def check_object(value, path):
+        if type(value) is not dict:
+            return None
         inside = path + "." if path else ""
         for name in names:
             if name not in value:
@@ -2791,6 +2788,8 @@ def _members(schema, root, depth):
         return None
 
     def check_array(value, path):
+        if type(value) is not list:
+            return None
         for i, item in enumerate(value):
             sub = prefix[i] if i < len(prefix) else rest
             if sub is False:
@@ -2800,7 +2799,13 @@ def _members(schema, root, depth):
                 if problem:
                     return problem
         return None
-    return check
+    # Only the checks its keywords ask for: a tool's inputSchema has an object's alone.
+    checks = []
+    if names or props or extra is not True:
+        checks.append(check_object)
+    if prefix or rest is not True:
+        checks.append(check_array)
+    return _all(checks)
 
 
 def _any_of(schema, root, depth):
@@ -2912,7 +2917,9 @@ def _parse_head(head):
             or _BAD_TARGET.search(parts[1]):
         raise _HttpError(400, "Bad request line")
     if parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
-        raise _HttpError(505 if parts[2].startswith("HTTP/") else 400, "Unsupported HTTP version")
+        if parts[2].startswith("HTTP/"):   # another version of HTTP: 505; no version: 400
+            raise _HttpError(505, "Unsupported HTTP version")
+        raise _HttpError(400, "Unsupported HTTP version")
     if fields.count("\r\n") > MAX_HEADERS:
         raise _HttpError(431, "Too many headers")
     if not _HEADER_LINES.fullmatch(fields):
@@ -3161,7 +3168,9 @@ class _Connection:
     def error(self, e, close=False):
         body, headers = b"", list(e.headers)
         if e.message and e.status not in (408, 413, 414, 431):     # these need no explaining
-            code = INTERNAL_ERROR if e.status == 503 else (e.code or INVALID_REQUEST)
+            code = e.code or INVALID_REQUEST
+            if e.status == 503:     # the server's state, not the request's fault
+                code = INTERNAL_ERROR
             body = encode(_error(None, code, e.message))
             headers.append(("Content-Type", "application/json"))
         self.write(e.status, headers, body, close)
@@ -3300,25 +3309,11 @@ class HttpServer:
                  trace: _Any = None, session_idle: float | None = None, auth: _Any = None,
                  node: str | None = None,
                  forwarded_allow_ips: str | typing.Iterable[str] = ()) -> None:
-        if token is not None and not token.strip(" \t"):
-            raise ValueError("an empty token would turn authentication off")
-        if token and auth:
-            raise ValueError("pass token= or auth= (a ResourceServer), not both")
-        if auth is None and not token:
-            auth = server.auth
-        # OAuth tokens name the server they are for: behind a proxy, or on an address of the
-        # network, this server cannot guess the URL its clients use (a fixed token names none)
-        if (not _is_loopback(host) or forwarded_allow_ips) and auth and not auth.resource:
-            raise ValueError("name the URL clients use, resource= (--resource)")
-        if token:
-            auth = _provided("HttpServer token")(token)
-        if not _is_loopback(host) and not auth and not insecure:
-            raise ValueError(f"refusing to serve on {host} without a token: pass --token or "
-                             "--auth-server (or --insecure if something else protects this port)")
         if node is not None and not re.fullmatch(r"[A-Za-z0-9]{1,32}", node):
             raise ValueError("a node name is 1 to 32 ASCII letters and digits")
         self.server, self.host, self.port = server, host, port
-        self.auth: _Any = auth      # the authorization extension's guard (`ResourceServer`), or None
+        # the authorization extension's guard (a `ResourceServer`), or None
+        self.auth: _Any = _guard(server, host, token, auth, insecure, bool(forwarded_allow_ips))
         self.allow_origins = set(allow_origins)
         self.allow_hosts = {name.lower() for name in allow_hosts}
         self.stateless, self.json_response = stateless, json_response
@@ -3415,7 +3410,9 @@ class HttpServer:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass    # the client left, or the loop is shutting down: this connection just ends
         except Exception:   # never let one connection take the server down
-            client = conn.request.client if conn.request and conn.request.client else conn.peer
+            client = conn.peer
+            if conn.request and conn.request.client:    # behind a proxy: the client it names
+                client = conn.request.client
             _logger.exception("HTTP connection from %s failed", client)
         finally:
             self.connections -= 1
@@ -3477,7 +3474,9 @@ class HttpServer:
         except (asyncio.IncompleteReadError, ConnectionError):
             return False
         except asyncio.LimitOverrunError:
-            raise _HttpError(431 if line else 414, "Request head too large") from None
+            if not line:    # the request line itself
+                raise _HttpError(414, "Request head too large") from None
+            raise _HttpError(431, "Request head too large") from None
         conn.timer.clear()
         conn.request = _parse_head(head)
         # behind a proxy: who the client is, in the trace and the log
@@ -3529,21 +3528,19 @@ class HttpServer:
 
     def _endpoint(self, request):
         """The endpoint's route for a request's method and path (`_ROUTES`), or 405 or 400."""
-        path = request.path
-        version = request.header("mcp-protocol-version")
-        era = _http_era(request, None)
-        post_only = path == "/mcp" and (self.stateless or era is not _HANDSHAKE)
-        route = _ROUTES.get((request.method, path))
-        if post_only and request.method != "POST":
-            raise _HttpError(405,
-                             "/mcp takes POST only: 2026-07-28 requests and --stateless have no "
-                                  "session to stream or end", headers=[("Allow", "POST")])
+        path, method = request.path, request.method
+        # GET /mcp streams a session, DELETE ends it: neither is for a request that stands alone
+        session_only = path == "/mcp" and method != "POST"
+        if session_only and (self.stateless or _http_era(request, None) is not _HANDSHAKE):
+            raise _HttpError(405, "/mcp takes POST only: 2026-07-28 requests and --stateless have "
+                                  "no session to stream or end", headers=[("Allow", "POST")])
+        route = _ROUTES.get((method, path))
         if route is None:
             allow, what = _ALLOWED[path]
             raise _HttpError(405, what, headers=[("Allow", allow)])
-        spoken = (version or "2025-03-26") in PROTOCOL_VERSIONS
-        if path == "/mcp" and request.method != "POST" and not spoken:
-            raise _HttpError(400, "Unsupported MCP-Protocol-Version")   # 2025-06-18 transports
+        version = request.header("mcp-protocol-version") or "2025-03-26"
+        if session_only and version not in PROTOCOL_VERSIONS:   # 2025-06-18 basic/transports
+            raise _HttpError(400, "Unsupported MCP-Protocol-Version")
         return route
 
     def _preflight(self, conn):
@@ -3602,9 +3599,11 @@ class HttpServer:
     async def _read_body(self, conn):
         request, headers = conn.request, conn.request.headers
         if "transfer-encoding" in headers:
-            # Chunked bodies are not needed by MCP clients; CL+TE is a smuggling attempt.
-            status = 400 if headers.get("content-length") or request.version == "HTTP/1.0" else 411
-            raise _HttpError(status, "Send the body with Content-Length")
+            # Chunked bodies are not needed by MCP clients (411: send a length); CL+TE is a
+            # smuggling attempt, and HTTP/1.0 has no chunks (400).
+            if headers.get("content-length") or request.version == "HTTP/1.0":
+                raise _HttpError(400, "Send the body with Content-Length")
+            raise _HttpError(411, "Send the body with Content-Length")
         length = headers.get("content-length")
         if not length:
             raise _HttpError(411, "Content-Length required")
@@ -3672,6 +3671,28 @@ class HttpServer:
         return conn.auth is not None and entry.session.principal != self.auth.who(conn)[0]
 
 
+def _guard(server, host, token, auth, insecure, proxied):
+    """What guards an HttpServer: a fixed `token` (the authorization extension makes it a
+    guard), else `auth`, else the server's own. Refused: an empty token (it would turn the guard
+    off), both, and an address other than loopback with no guard at all (SECURITY.md R1, R6)."""
+    if token is not None and not token.strip(" \t"):
+        raise ValueError("an empty token would turn authentication off")
+    if token and auth:
+        raise ValueError("pass token= or auth= (a ResourceServer), not both")
+    if auth is None and not token:
+        auth = server.auth
+    # OAuth tokens name the server they are for: behind a proxy, or on an address of the
+    # network, this server cannot guess the URL its clients use (a fixed token names none)
+    if (not _is_loopback(host) or proxied) and auth and not auth.resource:
+        raise ValueError("name the URL clients use, resource= (--resource)")
+    if token:
+        auth = _provided("HttpServer token")(token)
+    if not _is_loopback(host) and not auth and not insecure:
+        raise ValueError(f"refusing to serve on {host} without a token: pass --token or "
+                         "--auth-server (or --insecure if something else protects this port)")
+    return auth
+
+
 def _chunk(data):
     return b"%x\r\n%s\r\n" % (len(data), data)
 
@@ -3737,7 +3758,7 @@ async def _mcp_post(http, conn):
     message = _object(body)
     batch = type(body) is list
     era = _http_era(conn.request, message)
-    streams_only = era.streams_only(message)    # 2026-07-28's subscriptions/listen
+    streams_only = era is not _HANDSHAKE and era.streams_only(message)  # 2026-07-28's listen
     if not _accepts(conn, not http.json_response or streams_only):
         raise _HttpError(406, "Accept must list application/json and text/event-stream")
     initialize = era is _HANDSHAKE and message.get("method") == "initialize" and "id" in message
@@ -3789,8 +3810,10 @@ def _entry_for(http, conn, initialize):
     version = conn.request.header("mcp-protocol-version", "2025-03-26")   # absent: 2025-03-26
     if version not in PROTOCOL_VERSIONS:
         raise _HttpError(400, "Unsupported MCP-Protocol-Version")
-    if http.stateless:
-        entry = _HttpSession(http.server, None, version=None if initialize else version)
+    if http.stateless:      # a session of one POST, past the handshake unless it is initialize
+        if initialize:
+            version = None
+        entry = _HttpSession(http.server, None, version=version)
         http.stateless_entries.add(entry)
     elif initialize and not conn.request.header("mcp-session-id"):
         import secrets
@@ -3849,7 +3872,10 @@ async def _answer(conn, stream, headers, batch, era):
         conn.write(202, headers, b"")
         return True
     body = _encode_all(responses) if batch else _encode_safely(responses[0])
-    conn.write(era.http_status(responses[0]), headers + [("Content-Type", "application/json")],
+    status = 200    # a JSON-RPC error too (transports); another era may say otherwise
+    if era is not _HANDSHAKE:
+        status = era.http_status(responses[0])
+    conn.write(status, headers + [("Content-Type", "application/json")],
                body)
     return True
 
@@ -3860,9 +3886,14 @@ async def _sse(conn, stream, headers, first):
     (ctx.close_sse_stream(): the client resumes it), None leaves it empty (all cancelled)."""
     conn.start_sse(headers, chunked=conn.request.version == "HTTP/1.1")
     stream.opened = bool(stream.number) and first is not None
-    prime = _STREAMS.prime(conn, stream) if stream.opened else b""
+    prime = b""
+    if stream.opened:
+        prime = _STREAMS.prime(conn, stream)
     if first is None or first is _PART:
-        await conn.send(conn.frame(prime) if prime else b"")
+        if prime:   # (an empty chunk would end the response: it is the last chunk's mark)
+            await conn.send(conn.frame(prime))
+        else:
+            await conn.send(b"")
     else:
         if type(first) is not bytes:
             first = conn.event(first, stream)
@@ -4025,7 +4056,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     go = threading.Event()              # the reader thread (if any) waits here to read on
 
     def send(message, related=None):   # a list: a batch's answers, one line (JSON-RPC SHOULD)
-        if message is None or session.closed:     # None: a request ended unanswered (cancelled)
+        # None: a request ended unanswered (cancelled)
+        if message is None or session.state == "closed":
             return
         data = _encode_all(message) if type(message) is list else _encode_safely(message)
         if data is None:
@@ -4050,7 +4082,11 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
 
     def feed(chunk):                    # on the loop: every line of a chunk goes in
         nonlocal paused
-        for line in lines.feed(chunk) if chunk else lines.end():
+        if chunk:
+            got = lines.feed(chunk)
+        else:           # EOF: a last line without "\n" still counts
+            got = lines.end()
+        for line in got:
             line = line.removesuffix(b"\r")
             if line.strip():
                 if trace:
@@ -4083,8 +4119,12 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
                 flush()
 
         def flush():
-            if answers:     # a batch refused whole gets its one error alone
-                send(answers if taken is not None else answers[0])
+            if not answers:
+                return
+            if taken is None:   # a batch refused whole gets its one error alone
+                send(answers[0])
+            else:
+                send(answers)
         taken = session.receive(line, done, reply)
         if over:
             flush()
@@ -4429,13 +4469,16 @@ class Client(_Peer):
             return {}
         url = method == "elicitation/create" and params.get("mode") == "url"
         what, option = _ANSWERS.get((method, url), (method, None))
-        handler = getattr(self, option) if option else None
+        handler = None
+        if option:
+            handler = getattr(self, option)
         if handler is None:     # ours to refuse, not the server's: say so, and how to answer it
-            other_mode = method == "elicitation/create" and self.capabilities().get("elicitation")
             message = f"This client declined the server's {what}: it has no handler for it"
             if option:
                 message += f" (Client({option}=...))"
-            raise McpError(INVALID_PARAMS if other_mode else METHOD_NOT_FOUND, message)
+            if method == "elicitation/create" and self.capabilities().get("elicitation"):
+                raise McpError(INVALID_PARAMS, message)     # it elicits, in the other mode only
+            raise McpError(METHOD_NOT_FOUND, message)
         if method == "roots/list":
             roots = handler() if callable(handler) else handler
             return {"roots": list(typing.cast(_Any, roots))}
@@ -4475,7 +4518,10 @@ class Client(_Peer):
         """Every page of a list."""
         items, cursor, seen = [], None, set()
         while True:
-            page = await self.request(method, {"cursor": cursor} if cursor else None)
+            params = None
+            if cursor:
+                params = {"cursor": cursor}
+            page = await self.request(method, params)
             items += page.get(_LISTS_OF.get(method, method.partition("/")[0])) or []
             cursor = page.get("nextCursor")
             if not cursor:
@@ -4734,9 +4780,13 @@ class _Transport:
         the answer stays as it came."""
         auth, tries = self.client.auth, 0
         while True:
-            token = auth.token(self.url) if auth else self.client.token
-            bearer = f"Bearer {token}" if token else None
-            sent = {**headers, "Authorization": bearer} if bearer else headers
+            token = self.client.token
+            if auth:
+                token = auth.token(self.url)
+            sent, bearer = headers, None
+            if token:
+                bearer = f"Bearer {token}"
+                sent = {**headers, "Authorization": bearer}
             try:
                 response = await _http(url, method, sent, body, self.client.trace)
             except OSError as e:
@@ -4817,8 +4867,11 @@ class _StdioClient(_Transport):
         try:
             while True:
                 chunk = await self.process.stdout.read(READ_CHUNK)
-                # at EOF: a last line without \n
-                for line in lines.feed(chunk) if chunk else lines.end():
+                if chunk:
+                    got = lines.feed(chunk)
+                else:       # EOF: a last line without "\n" still counts
+                    got = lines.end()
+                for line in got:
                     if line.strip():
                         self._trace("line", "in", "stdout", line)
                         self.client._received(line)
@@ -5109,17 +5162,26 @@ class _SseParser:
             self.started = True
             if (long or line).startswith(_BOM):
                 length -= len(_BOM)
-                long, line = (long[3:], line) if long else (None, line[3:])
+                if long:
+                    long = long[3:]
+                else:
+                    line = line[3:]
         if long is None and not line:
             return self._dispatch(events)
+        # A line read whole is `line`; of one too long, `long` is its head and `line` its tail.
         whole = long is None
-        field, colon, value = (line if whole else long).partition(b":")
+        field, colon, value = (long or line).partition(b":")
         if field[:1] == b"" and colon:      # a comment
             return None
-        space = value.startswith(b" ")
-        value = value[1:] if space else value
-        size = len(value) if whole else length - len(field) - bool(colon) - space
-        tail = value if whole else line
+        space = value.startswith(b" ")     # "data: x" and "data:x" say the same
+        if space:
+            value = value[1:]
+        size, tail = len(value), value
+        if not whole:   # its size from its length as read, its last bytes from its tail
+            size = length - len(field) - len(colon)
+            if space:
+                size -= 1
+            tail = line
         if field == b"data":
             if self.big is None:
                 self.size += size + 1
@@ -5195,7 +5257,9 @@ class _StreamableHttp(_Transport):
         return task is not None and task.cancel()
 
     async def _post(self, message, again=True):
-        id_ = message["id"] if "method" in message and "id" in message else None
+        id_ = None      # a request's (what a too big answer fails)
+        if "method" in message and "id" in message:
+            id_ = message["id"]
         headers = {**self._headers(), "Content-Type": "application/json"}
         # 2026-07-28: what it is, so that it is routed unread
         if self.client.stateless and id_ is not None:
@@ -5233,7 +5297,9 @@ class _StreamableHttp(_Transport):
         if not body.strip():
             return None
         data = decode(body)
-        for item in data if type(data) is list else [data]:
+        if type(data) is not list:      # a batch's answers come as one array
+            data = [data]
+        for item in data:
             self.client._received(item)
         return None
 
@@ -5713,6 +5779,7 @@ DISCOVER_TIMEOUT = 5.0
 
 _MODERN = "io.modelcontextprotocol/"     # the prefix of 2026-07-28's _meta keys
 _VERSION_KEY, _CAPABILITIES_KEY = _MODERN + "protocolVersion", _MODERN + "clientCapabilities"
+_LOG_LEVEL_KEY = _MODERN + "logLevel"
 _SILENT = "none"    # a request's log level when it asked for no log messages: none is sent
 
 
@@ -5730,12 +5797,18 @@ class _Stateless:
 
     @staticmethod
     def claims(session, params):
-        return _modern(params) or session.protocol_version in MODERN_VERSIONS
+        """Whether a request is this era's: its _meta names its version (`_modern`, written out:
+        every request asks), or its session is of this era (over HTTP, a POST of 2026-07-28)."""
+        meta = params.get("_meta") if type(params) is dict else None
+        if type(meta) is dict and _VERSION_KEY in meta:
+            return True
+        return session.protocol_version in MODERN_VERSIONS
 
     @staticmethod
     def refusal(session, method, params):
         meta = params.get("_meta")
-        meta = _object(meta)
+        if type(meta) is not dict:
+            meta = {}
         version = meta.get(_VERSION_KEY)
         if type(version) is not str or type(meta.get(_CAPABILITIES_KEY)) is not dict:
             return INVALID_PARAMS, ("Invalid params: _meta needs "
@@ -5749,14 +5822,18 @@ class _Stateless:
         return None
 
     @staticmethod
-    def allows(session, method):
-        return True     # no lifecycle: nothing to wait for
-
-    @staticmethod
     async def run(session, method, handler, params, ctx):
         """The request served as its _meta says (its own version, capabilities and log level),
         asking by answering if it may ask, its result marked complete and with caching hints."""
-        _read_meta(ctx)     # (no local keeps the _meta: a listen lives for hours)
+        # What its _meta says (no local keeps the _meta: a listen lives for hours): its version,
+        # its client's capabilities, and the least level of log messages it wants (none, unless
+        # it names one).
+        ctx.version = ctx.meta[_VERSION_KEY]
+        ctx.client_capabilities = ctx.meta[_CAPABILITIES_KEY]
+        level = ctx.meta.get(_LOG_LEVEL_KEY)
+        ctx.log_level = _SILENT
+        if type(level) is str and level:
+            ctx.log_level = level
         if method in _ROUNDS:
             rounds = _Rounds(session, params, method)
             ctx.kept, ctx.asks = rounds.kept, rounds.ask
@@ -5801,17 +5878,6 @@ class _Stateless:
         error = response.get("error")
         code = error.get("code") if type(error) is dict else None
         return _MODERN_STATUS.get(code, 200)
-
-
-def _read_meta(ctx):
-    """What a 2026-07-28 request's _meta says: its version, its client's capabilities, and the
-    least level of log messages it wants (none, unless it names one)."""
-    ctx.version = ctx.meta[_VERSION_KEY]
-    ctx.client_capabilities = ctx.meta[_CAPABILITIES_KEY]
-    level = ctx.meta.get(_MODERN + "logLevel")
-    ctx.log_level = _SILENT
-    if type(level) is str and level:
-        ctx.log_level = level
 
 
 # The handshake's methods 2026-07-28 has not; the requests that may ask (input_required); what
@@ -6227,7 +6293,7 @@ class _StatelessClient:
         meta = {_VERSION_KEY: client.protocol_version, _CAPABILITIES_KEY: client.capabilities(),
                 _MODERN + "clientInfo": client.client_info, **params.get("_meta", {})}
         if client.log_level or client.on_log:   # log messages: only to a request that asks
-            meta[_MODERN + "logLevel"] = client.log_level or "info"
+            meta[_LOG_LEVEL_KEY] = client.log_level or "info"
         params["_meta"] = meta
         return params
 
@@ -6877,14 +6943,14 @@ async def _room_for_task(store, client):
     return all_tasks < 16 * MAX_TASKS and all_size < MAX_TASK_BYTES
 
 
-async def _call_tool_or_task(session, params, ctx):
-    """tools/call, where a tool with task= may become a task (in place of the core's `_call_tool`).
-    """
+def _call_tool_or_task(session, params, ctx):
+    """tools/call, where a tool with task= may become a task (in place of the core's `_call_tool`):
+    the coroutine that serves it (a plain function, so that a plain call costs no extra layer)."""
     name = params.get("name")
     tool = session.server.tools.get(name) if type(name) is str else None
     if tool is None or not tool.options.get("task"):
-        return await _call_tool(session, params, ctx)
-    return await _tasked(session, tool, params, ctx)
+        return _call_tool(session, params, ctx)
+    return _tasked(session, tool, params, ctx)
 
 
 async def _tasked(session, tool, params, ctx):
@@ -8194,7 +8260,7 @@ class _AuthOptions(_ServeOptions):
 _TOOL_OPTIONS["scopes"] = _scopes_option
 _PROVIDED["HttpServer token"] = _token_guard
 _SERVE_OPTIONS.append(_AuthOptions())
-__all__ += ["AuthInfo", "Introspection", "ResourceServer"]
+__all__ += ["Introspection", "ResourceServer"]
 
 
 ##############################################################################
