@@ -13,6 +13,7 @@ Run: ``python -m unittest`` from the directory holding mcp_min.py.
 """
 
 import asyncio
+import atexit
 import base64
 import collections
 import concurrent.futures
@@ -94,6 +95,75 @@ needs_auth_client = extension("OAuth", "authorization (client)")
 needs_trace = extension("_Trace", "trace")
 needs_deploy = extension("_Forwarded", "deployment options")
 needs_cli = extension("main", "command line and demo")
+
+
+def runs_beside(cls):
+    """A class whose tests drive other processes and wait on them, and touch nothing in this one
+    that another test patches or reads (no mock.patch, sys.stdin or sys.stderr, signal handler,
+    mcp_min setting): when the whole module runs, its tests run in a thread beside the rest of the
+    suite, class after class in the suite's order, and what they did is reported in their place,
+    as if they had run there (`load_tests`)."""
+    cls.runs_beside = True
+    return cls
+
+
+class _Recorded:
+    """A TestResult that keeps each call made to it (startTest, addSuccess, addSkip ...) to make it
+    again on the real one; with what unittest's suites read of a result."""
+
+    def __init__(self, previous):
+        self.calls, self.shouldStop, self.failfast, self._moduleSetUpFailed = [], False, False, False
+        self._testRunEntered = True         # not the top level: no module fixtures here
+        self._previousTestClass = previous  # of this module: its setUpModule is not run again
+
+    def __getattr__(self, name):
+        if name.startswith(("start", "stop", "add")):
+            return lambda *args: self.calls.append((name, args))
+        raise AttributeError(name)
+
+
+class _Beside(unittest.TestSuite):
+    """A class's tests that run beside the others (`runs_beside`): `run_beside` runs them, in the
+    thread of `_WithBeside`; `run`, in the suite's thread and place, reports what they did."""
+
+    def __init__(self, tests):
+        super().__init__(tests)
+        self.done, self.recorded = threading.Event(), _Recorded(_Beside)
+
+    def run_beside(self):
+        try:
+            suite = unittest.TestSuite(list(self))
+            suite.run(self.recorded)
+            suite._tearDownPreviousClass(None, self.recorded)     # the class's tearDownClass
+        except BaseException:   # noqa: BLE001 — said as the class's error, in its place
+            self.recorded.addError(unittest.suite._ErrorHolder(f"runs_beside ({self})"), sys.exc_info())
+        finally:
+            self.done.set()
+
+    def run(self, result, debug=False):
+        self.done.wait()
+        for name, args in self.recorded.calls:
+            made = getattr(result, name, None)     # addDuration: 3.12 on
+            if made is not None:
+                made(*args)
+        return result
+
+
+class _WithBeside(unittest.TestSuite):
+    """The module's tests, those of `runs_beside` classes run by a thread of their own."""
+
+    def run(self, result, debug=False):
+        beside = [suite for suite in self._each_suite(self) if isinstance(suite, _Beside)]
+        threading.Thread(target=lambda: [suite.run_beside() for suite in beside], name="beside",
+                         daemon=True).start()
+        return super().run(result, debug)
+
+    @classmethod
+    def _each_suite(cls, suite):
+        for test in suite:
+            if isinstance(test, unittest.TestSuite):
+                yield test
+                yield from cls._each_suite(test)
 
 
 def setUpModule():
@@ -306,6 +376,7 @@ class ModuleTest(unittest.TestCase):
         self.assertEqual(mcp_min.MAX_LINE_BYTES, 16 * 1024 * 1024)
 
 
+@runs_beside
 class TypingTest(unittest.TestCase):
     """Issue 29: mcp_min.py copied into a typed project. The user's file (the README's server, a
     progress call, a log, a resource, a prompt, the in-memory client, and one bug of the user's
@@ -369,13 +440,21 @@ if __name__ == "__main__":
     BUG_LINE = USER.splitlines().index('wrong: int = forecast("Oslo")  # the user\'s own bug: '
                                        'forecast returns a str') + 1
 
+    started = None      # {name: (process, its output file)}, or the reason they cannot run
+
     @classmethod
-    def setUpClass(cls):
+    def start(cls):
+        """The checkers, all at once (pyright's 10-15 s is the whole wait), each a process of its
+        own on a copy of mcp_min.py and the user's file: `load_tests` starts them as the whole
+        module loads, so that they run beside the tests before this class; or setUpClass."""
+        if cls.started is not None:
+            return
         tools = os.environ.get("TYPECHECK_HOME") or os.path.join(HERE, ".peers", "typecheck")
         mypy, ruff = os.path.join(tools, "bin", "mypy"), os.path.join(tools, "bin", "ruff")
         pyright = os.path.join(tools, "node_modules", ".bin", "pyright")
         if not all(map(os.path.exists, (mypy, ruff, pyright))) or not shutil.which("node"):
-            raise unittest.SkipTest(f"no mypy, pyright and ruff in {tools} (.ci/typecheck-tools)")
+            cls.started = f"no mypy, pyright and ruff in {tools} (.ci/typecheck-tools)"
+            return
         mypy_options = ("--cache-dir", os.devnull, "--config-file", "", "-O", "json")
         runs = {"mypy --strict": [mypy, "--strict", *mypy_options, "weather.py"],
                 "mypy": [mypy, *mypy_options, "mcp_min.py"],
@@ -385,21 +464,47 @@ if __name__ == "__main__":
                          "mcp_min.py"],
                 "python": [*PYTHON, "weather.py"]}
         env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
-        with tempfile.TemporaryDirectory() as tmp:
-            shutil.copy(MCP_MIN, tmp)
-            with open(os.path.join(tmp, "weather.py"), "w", encoding="utf-8") as f:
-                f.write(cls.USER)
-            # All at once: pyright's 10-15 s is the whole wait.
-            procs = {name: subprocess.Popen(argv, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, text=True)
-                     for name, argv in runs.items()}
-            try:
-                cls.out = {name: (*p.communicate(timeout=600), p.returncode) for name, p in procs.items()}
-            finally:
-                for p in procs.values():    # still running only after a timeout
-                    p.kill()
-                    p.wait()
-        cls.errors = {name: cls.parse(name, *cls.out[name]) for name in runs if name != "python"}
+        cls.tmp = tempfile.mkdtemp()
+        atexit.register(cls.stop)       # should the suite end before the class runs
+        shutil.copy(MCP_MIN, cls.tmp)
+        with open(os.path.join(cls.tmp, "weather.py"), "w", encoding="utf-8") as f:
+            f.write(cls.USER)
+        cls.started = {}
+        nice = ["nice", "-n", "10"] if shutil.which("nice") else []     # the tests' CPU first
+        for name, argv in runs.items():     # output to files: no pipe fills while nobody reads it
+            out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+            cls.started[name] = (subprocess.Popen([*nice, *argv], cwd=cls.tmp, env=env, stdout=out,
+                                                  stderr=err, text=True), out, err)
+
+    @classmethod
+    def stop(cls):
+        """The checkers' processes killed (those still running), their files closed, the copy gone."""
+        if isinstance(cls.started, dict):
+            for process, out, err in cls.started.values():
+                process.kill()
+                process.wait()
+                out.close()
+                err.close()
+            cls.started = {}
+        if getattr(cls, "tmp", None):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            cls.tmp = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.start()
+        if isinstance(cls.started, str):
+            raise unittest.SkipTest(cls.started)
+        try:
+            cls.out = {}
+            for name, (process, out, err) in cls.started.items():
+                process.wait(600)
+                out.seek(0)
+                err.seek(0)
+                cls.out[name] = (out.read(), err.read(), process.returncode)
+        finally:
+            cls.stop()      # each still running only after a timeout
+        cls.errors = {name: cls.parse(name, *cls.out[name]) for name in cls.out if name != "python"}
 
     @staticmethod
     def parse(tool, stdout, stderr, code):
@@ -449,6 +554,31 @@ if __name__ == "__main__":
 
     def test_the_copied_file_is_clean_under_ruff(self):
         self.expect("ruff", "mcp_min.py", [])
+
+
+
+def load_tests(loader, tests, pattern):
+    """The whole module loads (`python -m unittest`): TypingTest's checkers, the suite's slowest
+    (some 12 s of CPU), start now, beside the tests that come before theirs; the classes that may
+    run beside the others (`runs_beside`) will."""
+    def each(suite):
+        for test in suite:
+            yield from each(test) if isinstance(test, unittest.TestSuite) else (test,)
+    if any(isinstance(test, TypingTest) for test in each(tests)):
+        TypingTest.start()
+
+    def beside(suite):
+        out = unittest.TestSuite()
+        for test in suite:
+            if isinstance(test, unittest.TestSuite):
+                cases = list(test)
+                alone = cases and all(getattr(type(case), "runs_beside", False) and
+                                      not isinstance(case, unittest.TestSuite) for case in cases)
+                out.addTest(_Beside(cases) if alone else beside(test))
+            else:
+                out.addTest(test)
+        return out
+    return _WithBeside([beside(tests)])
 
 
 ##############################################################################
@@ -682,6 +812,7 @@ def plain_stdio(test):
     return process
 
 
+@runs_beside
 class RequestReaderLinearTest(unittest.TestCase):
     """_request_from, which reads every stdio line and HTTP body: linear in the frame."""
 
@@ -4032,6 +4163,7 @@ TARGET_SOURCE = textwrap.dedent('''
 ''')
 
 
+@runs_beside
 class StdioTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -4216,6 +4348,7 @@ class StdioTest(unittest.TestCase):
         self.assertEqual(p.read(timeout=3)["id"], 2)
 
 
+@runs_beside
 class StdioBatchTest(unittest.TestCase):
     def test_a_batch_is_answered_in_one_line(self):
         # JSON-RPC: the answers to a batch SHOULD come as one array (2025-03-26 sessions).
@@ -4525,6 +4658,7 @@ class StdioExitCase(unittest.TestCase):
                 return done, f.read()
 
 
+@runs_beside
 class StdioExitTest(StdioExitCase):
 
     def test_stdin_from_a_file_is_served_by_the_reader_thread(self):
@@ -4574,6 +4708,7 @@ class StdioExitTest(StdioExitCase):
         self.assertEqual(answers[9]["result"], {})
 
 
+@runs_beside
 class StdioOrderTest(unittest.TestCase):
     """stdio: what the door refuses is answered in arrival order, before a later request."""
 
@@ -4609,6 +4744,7 @@ class StdioOrderTest(unittest.TestCase):
             [(None, "Invalid request")], (1, "ok")])
 
 
+@runs_beside
 @unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
 class AbuseStdioTest(unittest.TestCase):
     def test_a_sync_tool_logging_while_stdout_is_not_read_is_bounded(self):
@@ -5926,6 +6062,7 @@ SDK_USER_STORE_CLIENT = textwrap.dedent("""
 """)
 
 
+@runs_beside
 class OfficialClientTest(unittest.TestCase):
     """Issue 35: the official Python SDK's client (mcp==2.3.0 in .peers, see .ci/interop/README.md)
     adds a user and lists the users, against examples/user_store.py (`server.run()`: the core
@@ -6028,6 +6165,7 @@ for line in sys.stdin:
 '''
 
 
+@runs_beside
 @needs_schema_keywords
 class SchemaKeywordsAbuseTest(unittest.TestCase):
     """validate / _checker against hand-written schemas made to cost: $ref loops and chains, false."""
@@ -6742,6 +6880,7 @@ class AbuseListenTest(AbuseProcessCase):
             writer.close()
 
 
+@runs_beside
 @needs_2026
 @needs_cli
 class StdioModernTest(unittest.TestCase):
@@ -7381,9 +7520,11 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
         self.addAsyncCleanup(close_task_store, self.server)     # the last cleanup
         self.wire = Wire(self.server)
         self.addCleanup(self.state.release.set)
-        patcher = mock.patch.object(mcp_min, "TASK_AFTER", 0.05)
-        patcher.start()
-        self.addCleanup(patcher.stop)
+        for patcher in (mock.patch.object(mcp_min, "TASK_AFTER", 0.05),
+                        # the runner's look at its works each 0.05 s: their ends are seen at once
+                        mock.patch.object(mcp_min, "_SWEEP_EVERY", 0.05)):
+            patcher.start()
+            self.addCleanup(patcher.stop)
 
     async def get(self, task_id, id_=None, wire=None):
         return await (wire or self.wire).request(task_request(id_ or f"get-{time.monotonic()}", "tasks/get", task_id))
@@ -7491,15 +7632,16 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((await self.get(mine))["result"]["status"], "working")
         with mock.patch.object(mcp_min, "MAX_TASKS", 2):     # past it, a call stays a plain one
             await self.wire.request(task_call(3, "slow"))
-            plain = (await self.wire.request(task_call(4, "slow", {"seconds": 0.3, "label": "plain"})))["result"]
+            plain = (await self.wire.request(task_call(4, "slow", {"seconds": 0.15, "label": "plain"})))["result"]
             self.assertEqual((plain["resultType"], tool_text({"result": plain})), ("complete", "plain"))
-            self.assertEqual((await other.request(task_call(5, "slow", {"seconds": 0.3})))["result"]["resultType"],
+            self.assertEqual((await other.request(task_call(5, "slow", {"seconds": 0.15})))["result"]["resultType"],
                              "task")     # another session's count is its own
         with mock.patch.object(mcp_min, "MAX_TASKS", 1):     # and 16 times as many in all
             crowd = [Wire(self.server) for _ in range(13)]
-            for i, wire in enumerate(crowd):
-                self.assertEqual((await wire.request(task_call(i, "slow")))["result"]["resultType"], "task")
-            late = (await Wire(self.server).request(task_call(99, "slow", {"seconds": 0.3})))["result"]
+            made = await asyncio.gather(*(wire.request(task_call(i, "slow")) for i, wire in enumerate(crowd)))
+            for answer in made:     # all at once: 3 tasks before, and these 13, are 16
+                self.assertEqual(answer["result"]["resultType"], "task")
+            late = (await Wire(self.server).request(task_call(99, "slow", {"seconds": 0.15})))["result"]
             self.assertEqual(late["resultType"], "complete")
         for task_id in list(mcp_min._works(self.server)):
             mcp_min._works(self.server)[task_id].cancel()
@@ -7644,11 +7786,19 @@ class TaskClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual([mcp_min._millis(v, None) for v in (0, -5, 250, 10 ** 400, "9")],
                          [0.05, 0.05, 0.25, 86_400, None])
 
-    @needs_cli
-    def test_sync_client_and_cli(self):
+    def test_sync_client(self):
         with mcp_min.SyncClient(self.server) as client:
             handle = client.call_tool("slow", {"seconds": 0.2}, task=True)
             self.assertEqual(handle.result()["content"][0]["text"], "done")
+
+
+@runs_beside
+@needs_tasks
+@needs_cli
+class TaskCommandLineTest(unittest.TestCase):
+    """`client ... tools/call` of a tool that becomes a task: the CLI polls it, saying so."""
+
+    def test_the_cli_polls_a_task_to_its_end(self):
         run = subprocess.run([*SERVE, "client", f"{PYTHON_CMD} examples/everything.py", "tools/call", "slow_compute",
                               "seconds=0.8"], cwd=HERE, capture_output=True, text=True, timeout=30,
                              env=_clean_env())
@@ -7660,6 +7810,8 @@ class TaskClientTest(unittest.IsolatedAsyncioTestCase):
 _TASK_PROCESS = '''
 import asyncio, os, mcp_min
 mcp_min.TASK_STALE = 1.0
+mcp_min._SWEEP_EVERY = 0.1      # signs of life, and looks at the store for cancels, each 0.1 s
+mcp_min.TASK_AFTER = 0.1        # a call is a task after 0.1 s (not 0.5)
 server = mcp_min.Server("shared")
 
 @server.tool(task="optional")
@@ -7703,7 +7855,8 @@ class TaskProcessTest(unittest.IsolatedAsyncioTestCase):
         with open(os.path.join(tmp, "shared.py"), "w") as f:
             f.write(_TASK_PROCESS)
         store = os.path.join(tmp, "tasks.db")
-        one, two = self.process(tmp, store), self.process(tmp, store)
+        one = self.process(tmp, store)      # (it makes the store: the others start after)
+        two = self.process(tmp, store)
         self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)     # results are in it: the user's alone
         created = (await self.call(one, 1, "tools/call", {"name": "wait", "arguments": {"seconds": 0.8}}))["result"]
         self.assertEqual(created["resultType"], "task")
@@ -7728,6 +7881,7 @@ class TaskProcessTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(failed["error"]["message"], why)
 
 
+@runs_beside
 @needs_tasks
 class TaskMemoryTest(unittest.TestCase):
     """Results are kept for their ttlMs, then freed: resident memory stays flat (from /proc)."""
@@ -10027,6 +10181,7 @@ class BalancerTest(HttpTestCase):
 # Extension: the command line, and the built-in demo
 ##############################################################################
 
+@runs_beside
 @needs_cli
 class CliTest(unittest.TestCase):
     def run_cli(self, *args, timeout=TIMEOUT):
@@ -10253,6 +10408,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual((out, err), ("", ""))
 
 
+@runs_beside
 @needs_cli
 class ReadmeCommandLineTest(unittest.TestCase):
     """The README's commands, run: its snippets served and called, the demo's transcripts, the
@@ -10348,6 +10504,7 @@ class ReadmeCommandLineTest(unittest.TestCase):
         self.assertIn("data: /messages?sessionId=", done.stderr.decode())   # SSE as on the wire
 
 
+@runs_beside
 @needs_cli
 class StdioDemoTest(unittest.TestCase):
     def test_demo_round_trip(self):
@@ -10365,6 +10522,7 @@ class StdioDemoTest(unittest.TestCase):
         self.assertNotIn("Traceback", p.stderr())
 
 
+@runs_beside
 @needs_cli
 class StdioExitCommandLineTest(StdioExitCase):
     """`serve --stdio TARGET`: how it starts and ends."""
@@ -10470,6 +10628,7 @@ class HttpSubprocessTest(unittest.IsolatedAsyncioTestCase):
             proc.stderr.close()
 
 
+@runs_beside
 @needs_cli
 class ClientCliTests(unittest.TestCase):
     """`python mcp_min.py client TARGET METHOD ARGS` as a user types it."""
@@ -10563,23 +10722,9 @@ class ClientCliTests(unittest.TestCase):
             self.assertFalse(os.path.exists(marker))
             self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
 
-    def test_the_cli_shows_a_url_whole_and_asks_before_saying_yes(self):
-        err = io.StringIO()
-        with mock.patch.object(sys, "stderr", err), mock.patch.object(sys, "stdin", io.StringIO("y\n")):
-            answer = mcp_min._show_url({"message": "Pay\x1b[2K", "url": "https://evil.example/\rhttps://bank/"})
-        self.assertEqual(answer, {"action": "decline"})     # not a terminal: nobody said yes
-        self.assertIn("Pay?[2K", err.getvalue())
-        self.assertIn("https://evil.example/?https://bank/", err.getvalue())
-        args = types.SimpleNamespace(auth="machine", client_id="svc", client_secret="s", issuer=None, timeout=5)
-        with self.assertRaisesRegex(ValueError, "--issuer"):    # a secret goes to one server only
-            mcp_min._cli_auth(args)
-        args.issuer = "https://as.example"
-        self.assertEqual(mcp_min._cli_auth(args).issuer, "https://as.example")
-
-
 @needs_cli
 class ClientRefusalCommandLineTest(ClientProcessCase):
-    """What the CLI has no handler for; a form it fills in."""
+    """What the CLI has no handler for; a form it fills in; a URL it shows."""
 
     async def test_what_the_cli_has_no_handler_for_it_declines_in_its_own_name(self):
         cli = await asyncio.create_subprocess_exec(     # stdin no terminal: no form to fill in
@@ -10605,6 +10750,19 @@ class ClientRefusalCommandLineTest(ClientProcessCase):
                 mock.patch.object(sys, "stdin", mock.Mock(isatty=lambda: False)):
             self.assertEqual(mcp_min._show_url(params), {"action": "decline"})  # no terminal: no asking
         asked.assert_not_called()
+
+    def test_the_cli_shows_a_url_whole_and_asks_before_saying_yes(self):
+        err = io.StringIO()
+        with mock.patch.object(sys, "stderr", err), mock.patch.object(sys, "stdin", io.StringIO("y\n")):
+            answer = mcp_min._show_url({"message": "Pay\x1b[2K", "url": "https://evil.example/\rhttps://bank/"})
+        self.assertEqual(answer, {"action": "decline"})     # not a terminal: nobody said yes
+        self.assertIn("Pay?[2K", err.getvalue())
+        self.assertIn("https://evil.example/?https://bank/", err.getvalue())
+        args = types.SimpleNamespace(auth="machine", client_id="svc", client_secret="s", issuer=None, timeout=5)
+        with self.assertRaisesRegex(ValueError, "--issuer"):    # a secret goes to one server only
+            mcp_min._cli_auth(args)
+        args.issuer = "https://as.example"
+        self.assertEqual(mcp_min._cli_auth(args).issuer, "https://as.example")
 
 
 if __name__ == "__main__":
