@@ -94,6 +94,14 @@ skills; OAuth, the resource server and the client; the trace (--trace); and,
 last, the command line, the demo and the options of a deployment. The file cut
 at the first banner is a complete server and client of the handshake era.
 
+On the capture's path the extensions change nothing, though they hook into the
+core's tables as the file is imported: the 2026-07-28 era claims only requests
+whose _meta names its version; resumable streams number only Streamable HTTP
+sessions' streams (legacy /sse's stays as the core writes it); tasks wrap only
+tools registered with task=; skills add a capability only when serving some.
+The capture's tools are defined like any others: examples/user_store.py (or
+demo_server, at the very end) holds getUsers and addUser.
+
 Where the line falls: the client's side of resumable streams (a GET with
 Last-Event-ID after a stream broke) is core, since a 2025-11-25 server may end
 any stream it opened and its client must come back; the server's side (event
@@ -423,7 +431,9 @@ class _HttpSession:
 async def _sse_get(http, conn):
     """GET /sse: a new session, whose stream this response is. Its first event, `endpoint`, names
     where to POST: a fixed relative path, never built from the Host header. The session ends
-    when the stream does."""
+    when the stream does. (`http` and `conn` are the front door's, below: `http.make_room` keeps
+    to MAX_SESSIONS, `conn.start_sse` writes the response's head, `conn.fields` an event of our
+    own, and `conn.hold` writes what the stream carries until it ends.)"""
     http.make_room()
     import secrets
     sid = http.node + secrets.token_hex(16)
@@ -3588,9 +3598,7 @@ class HttpServer:
         if not await self._route(conn):
             return False
         # RFC 9112 9.3: "close" ends the connection; HTTP/1.0 ones are not kept (no keep-alive)
-        options = request.headers.get("connection", "").lower().split(",")  # RFC 9110 7.6.1
-        if "close" in (option.strip() for option in options) or request.version == "HTTP/1.0" \
-                or self.closing:
+        if request.version == "HTTP/1.0" or self.closing or _closes(request):
             return False
         # A byte the watcher read during a long answer began a pipelined request: lost, so the
         # next head would be read from its second byte.
@@ -3865,6 +3873,14 @@ def _guard(server, host, token, auth, insecure, proxied):
         raise ValueError(f"refusing to serve on {host} without a token: pass --token or "
                          "--auth-server (or --insecure if something else protects this port)")
     return auth
+
+
+def _closes(request):
+    """Whether the request's Connection header holds "close" (a list: RFC 9110 7.6.1)."""
+    options = request.headers.get("connection")
+    if not options or "close" not in options.lower():     # the common case, at once
+        return False
+    return "close" in (option.strip() for option in options.lower().split(","))
 
 
 def _chunk(data):
@@ -4292,7 +4308,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
 
     def feed(chunk):                    # on the loop: every line of a chunk goes in
         nonlocal paused
-        if finished.is_set():           # serving ended (a thread read on): not served
+        if threaded and finished.is_set():  # serving ended (the reader thread read on): not served
             return
         if chunk:
             got = lines.feed(chunk)
