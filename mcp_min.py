@@ -91,7 +91,22 @@ first reading; each ends by plugging itself into the core's tables (methods,
 routes, tool options, eras ...): the JSON Schema keywords type hints do not
 make; the 2026-07-28 era (requests that stand alone); resumable streams; tasks;
 skills; OAuth, the resource server and the client; the trace (--trace); and,
-last, the command line, the demo and the options of a deployment.
+last, the command line, the demo and the options of a deployment. The file cut
+at the first banner is a complete server and client of the handshake era.
+
+On the capture's path the extensions change nothing, though they hook into the
+core's tables as the file is imported: the 2026-07-28 era claims only requests
+whose _meta names its version; resumable streams number only Streamable HTTP
+sessions' streams (legacy /sse's stays as the core writes it); tasks wrap only
+tools registered with task=; skills add a capability only when serving some.
+The capture's tools are defined like any others: examples/user_store.py (or
+demo_server, at the very end) holds getUsers and addUser.
+
+Where the line falls: the client's side of resumable streams (a GET with
+Last-Event-ID after a stream broke) is core, since a 2025-11-25 server may end
+any stream it opened and its client must come back; the server's side (event
+ids, the replay log) is an extension. The core checker knows the keywords that
+type hints make; hand-written schemas' others ($ref, oneOf ...) are an extension.
 """
 
 # SPDX-License-Identifier: MIT  (c) the mcp_min authors; see LICENSE.
@@ -416,7 +431,9 @@ class _HttpSession:
 async def _sse_get(http, conn):
     """GET /sse: a new session, whose stream this response is. Its first event, `endpoint`, names
     where to POST: a fixed relative path, never built from the Host header. The session ends
-    when the stream does."""
+    when the stream does. (`http` and `conn` are the front door's, below: `http.make_room` keeps
+    to MAX_SESSIONS, `conn.start_sse` writes the response's head, `conn.fields` an event of our
+    own, and `conn.hold` writes what the stream carries until it ends.)"""
     http.make_room()
     import secrets
     sid = http.node + secrets.token_hex(16)
@@ -1360,6 +1377,8 @@ PAGE_SIZE = 100         # items per tools/resources/prompts list page (a cursor 
 MAX_URI = 8 * 1024      # characters in a URI a client subscribes to; longer -> -32002
 MAX_SUBSCRIPTIONS = 1000    # resource subscriptions per session; more -> -32602
 
+# What initialize keeps of the client: the capabilities the server acts on (it asks for roots,
+# sampling or elicitation only if they were declared), and clientInfo's Implementation fields.
 _CLIENT_CAPABILITIES = ("roots", "sampling", "elicitation", "experimental", "tasks")
 _CLIENT_INFO = ("name", "version", "title", "description", "websiteUrl")
 # a list method -> the key of the items in its result (the client and the command line read it too)
@@ -1371,14 +1390,16 @@ async def _initialize(session, params, ctx):
     """The handshake (basic/lifecycle): answered before anything else runs (it never waits), so
     that every later message sees what was agreed. The capture's first POST, answered on the
     stream: the version both speak, what each side can do, and who the server is."""
-    if session.state != "new":
+    if session.state != "new":      # one handshake per session (SECURITY.md R13)
         raise McpError(INVALID_REQUEST, "Invalid request: already initialized")
     version, caps = params.get("protocolVersion"), params.get("capabilities")
     info = params.get("clientInfo")
+    # A malformed initialize is -32602, never a crash (PY CVE-2025-53366: 500s until restart).
     if type(version) is not str or type(caps) is not dict or type(info) is not dict:
         raise McpError(INVALID_PARAMS, "Invalid params: initialize needs protocolVersion, "
                                        "capabilities and clientInfo")
-    # Echo a version we speak; otherwise offer our newest (lifecycle: never fail here).
+    # Echo a version we speak; otherwise offer our newest (basic/lifecycle, version negotiation:
+    # MUST echo a supported one, else SHOULD offer the latest; the client decides, never an error).
     if version in PROTOCOL_VERSIONS:
         session.protocol_version = version
     else:
@@ -1388,7 +1409,7 @@ async def _initialize(session, params, ctx):
                                    if key in caps}
     session.client_info = {key: value[:256] for key, value in info.items()
                            if key in _CLIENT_INFO and type(value) is str}
-    session.advance("initialize")
+    session.advance("initialize")   # requests may come now; notifying waits for initialized
     return _introduce(session.server, protocolVersion=session.protocol_version,
                       serverInfo=session.server.info)
 
@@ -1413,6 +1434,8 @@ def _small(value, limit=4096):
 
 
 async def _ping(session, params, ctx):
+    """ping: an empty result, at any time, before initialize too (basic/utilities/ping: the
+    receiver MUST answer promptly)."""
     return {}
 
 
@@ -1427,18 +1450,19 @@ def _lister(method):
         shown = [item.definition for item in items
                  if bool(getattr(item, "template", None)) == templates]
         return _page(shown, params, key)
-    handler.__name__ = "_list_templates" if templates else "_list_" + kind
+    handler.__name__ = "_list_templates" if templates else "_list_" + kind   # named in logs
     return handler
 
 
 def _page(items, params, key):
-    """A page of `items` from the cursor the params name (our cursors are offsets, as text)."""
+    """A page of `items` from the cursor the params name (our cursors are offsets, as text).
+    A cursor is opaque to the client (server/utilities/pagination); an invalid one is -32602."""
     cursor = params.get("cursor")
     start = 0
     if cursor is not None:
+        # ASCII digits ("²" is a digit to isdigit(), not to int()), at most 9: no list is longer
         digits = type(cursor) is str and cursor.isascii() and cursor.isdigit() and len(cursor) < 10
-        if not digits \
-                or int(cursor) > len(items):
+        if not digits or int(cursor) > len(items):
             raise McpError(INVALID_PARAMS, "Invalid params: unknown cursor")
         start = int(cursor)
     result = {key: items[start:start + PAGE_SIZE]}
@@ -1448,6 +1472,8 @@ def _page(items, params, key):
 
 
 def _arguments_of(params):
+    """tools/call's or prompts/get's arguments: absent is {}, not an object is -32602 (a malformed
+    call is a JSON-RPC error; bad values inside it are the tool's isError result)."""
     arguments = params.get("arguments")
     # false, [] or "" is not "no arguments"
     if arguments is not None and type(arguments) is not dict:
@@ -1456,6 +1482,8 @@ def _arguments_of(params):
 
 
 def _name(params, key="name"):
+    """A required string in params (a name, a URI), else -32602: params that do not fit the
+    method's schema."""
     value = params.get(key)
     if type(value) is not str:
         raise McpError(INVALID_PARAMS, f"Invalid params: {key} must be a string")
@@ -1476,8 +1504,7 @@ async def _call_tool(session, params, ctx):
     tool = session.server.tools.get(name)
     if tool is None:    # -32602, not -32601: tools/call itself exists
         raise McpError(INVALID_PARAMS,
-                       f"Unknown tool {name[:100]!r}: call tools/list for the tools "
-                                       "there are")
+                       f"Unknown tool {name[:100]!r}: call tools/list for the tools there are")
     arguments = _arguments_of(params)
     # 2025-11-25: bad argument values are a tool error the model can read and fix.
     problem = tool.check_input(arguments, "")
@@ -1485,11 +1512,11 @@ async def _call_tool(session, params, ctx):
         return _tool_error(f"Invalid arguments for tool '{name}': {problem}")
     try:
         return tool.result(await tool.call(arguments, ctx))
-    except (RequestError, _Unwind):
+    except (RequestError, _Unwind):     # the author chose a JSON-RPC error; an extension's end
         raise
-    except McpError as e:
+    except McpError as e:   # the tool's own, or an argument its hint refused: the model reads it
         return _tool_error(e.message)
-    except asyncio.CancelledError:
+    except asyncio.CancelledError:  # cancelled, out of time, or shut down: the session decides
         if not tool.is_async:   # a thread cannot be stopped: it runs on, unheard
             session.server.abandoned += 1
             _logger.debug("tool %r was cancelled; its thread runs on (%d so far)", name,
@@ -1500,10 +1527,13 @@ async def _call_tool(session, params, ctx):
             _logger.error("tool %r failed: %r", name, e)
         else:
             _logger.error("tool %r failed: %r", name, e, exc_info=e)
+        # The exception's text stays in the log: it may name paths or secrets (SECURITY.md R22).
         return _tool_error(f"Tool '{name}' failed with an internal error.")
 
 
 def _find_resource(server, uri):
+    """The resource for `uri`, and its template's variables: the exact URI first, then each
+    template in the order registered."""
     resource = server.resources.get(uri)
     if resource and not resource.template:
         return resource, {}
@@ -1516,16 +1546,25 @@ def _find_resource(server, uri):
 
 
 async def _read_resource(session, params, ctx):
+    """resources/read. An unknown URI is -32002 with data.uri (2025-11-25 server/resources)."""
     uri = _name(params, "uri")
     resource, variables = _find_resource(session.server, uri)
     if resource is None:    # 2026-07-28 (a request of that era: ctx.version) says -32602
         code = INVALID_PARAMS if ctx.version else RESOURCE_NOT_FOUND
-        raise McpError(code, "Resource not found", {"uri": uri})
-    value = await resource.call(variables, ctx)
+        # the URI as asked, cut as subscribe cuts it: an error never echoes megabytes (R22)
+        raise McpError(code, "Resource not found", {"uri": uri[:MAX_URI]})
+    try:
+        value = await resource.call(variables, ctx)
+    except McpError as e:   # a template's handler that finds nothing says so in the era's code
+        if e.code == RESOURCE_NOT_FOUND and ctx.version:
+            raise McpError(INVALID_PARAMS, e.message, e.data) from None
+        raise
     return {"contents": resource.contents(uri, value)}
 
 
 async def _subscribe(session, params, ctx):
+    """resources/subscribe: notifications/resources/updated for this URI from now on
+    (`Server.resource_updated`); a URI the server has, in a bounded set per session."""
     uri = _name(params, "uri")
     if len(uri) > MAX_URI or _find_resource(session.server, uri)[0] is None:
         raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri[:MAX_URI]})
@@ -1541,6 +1580,8 @@ async def _unsubscribe(session, params, ctx):
 
 
 async def _get_prompt(session, params, ctx):
+    """prompts/get: the messages the function makes of its arguments, all strings (2025-11-25
+    server/prompts); an unknown prompt or a missing required argument is -32602."""
     name = _name(params)
     prompt = session.server.prompts.get(name)
     if prompt is None:
@@ -1560,6 +1601,8 @@ async def _get_prompt(session, params, ctx):
 
 
 async def _set_level(session, params, ctx):
+    """logging/setLevel: from now on, notifications/message at `level` and above (RFC 5424's
+    order, `LOG_LEVELS`); another level is -32602 (server/utilities/logging)."""
     level = params.get("level")
     if level not in LOG_LEVELS:
         raise McpError(INVALID_PARAMS,
@@ -1570,7 +1613,8 @@ async def _set_level(session, params, ctx):
 
 async def _complete(session, params, ctx):
     """completion/complete: the values a completion handler suggests for a prompt's argument or
-    a resource template's variable, at most 100 of them (2025-11-25 server/utilities/completion)."""
+    a resource template's variable, at most 100 of them (2025-11-25 server/utilities/completion).
+    An unknown prompt or template is -32602; an argument with no completion handler, no values."""
     ref, argument = params.get("ref"), params.get("argument")
     if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
         raise McpError(INVALID_PARAMS, "Invalid params: completion needs ref and argument")
@@ -1590,7 +1634,10 @@ async def _complete(session, params, ctx):
             context = params.get("context")
             chosen = context.get("arguments") if type(context) is dict else None
             args[handler.params[1][0]] = _object(chosen)
-        values = [str(value) for value in (await handler.call(args, ctx) or [])]
+        suggested = await handler.call(args, ctx) or []
+        if isinstance(suggested, str):      # one suggestion, not one a character
+            suggested = [suggested]
+        values = [str(value) for value in suggested]
     return {"completion": {"values": values[:100], "total": len(values),
                            "hasMore": len(values) > 100}}
 
@@ -1599,7 +1646,9 @@ def _on_cancelled(session, params):
     """notifications/cancelled: the request stops, and gets no answer
     (basic/utilities/cancellation)."""
     id_ = params.get("requestId")
-    # initialize never runs as a task
+    # Malformed, unknown or finished ids are ignored (basic/utilities/cancellation): a cancel
+    # and its request's answer may cross. initialize never runs as a task: it is answered before
+    # the next frame is read (and clients MUST NOT cancel it).
     if _is_id(id_) and (id_ in session.running or id_ in session.waiting):
         session.cancel(id_)
 
@@ -1637,7 +1686,8 @@ _METHODS = {
     "logging/setLevel": _Method(_set_level, "logging"),
     "completion/complete": _Method(_complete, "completions"),
 }
-# notification -> handler (notifications/initialized moves the lifecycle on: `Session.advance`)
+# notification -> handler (notifications/initialized moves the lifecycle on: `Session.advance`);
+# any other is ignored: a notification never gets an answer, not even an error (JSON-RPC 2.0 4.1)
 _NOTIFICATIONS = {"notifications/cancelled": _on_cancelled,
                   "notifications/roots/list_changed": _on_roots_changed}
 
@@ -1647,13 +1697,14 @@ _NOTIFICATIONS = {"notifications/cancelled": _on_cancelled,
 ##############################################################################
 
 
+# Two classes each: the base's keys are required (as in the schema), the subclass's optional.
 class _CallToolResult(typing.TypedDict):
     content: list[_Json]
 
 
 class CallToolResult(_CallToolResult, total=False):
     """What `Client.call_tool` returns: a tool's failure is ``isError``, not an exception."""
-    structuredContent: _Any
+    structuredContent: _Any     # 2025-06-18+: matches the tool's outputSchema, if it has one
     isError: bool
     _meta: _Json
 
@@ -1718,6 +1769,7 @@ def embedded_resource(uri, value, mime_type=None, **extra):
 
 
 def _b64(data):
+    """JSON has no bytes: image, audio and blob data travel as base64 text."""
     return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
 
 
@@ -1748,7 +1800,7 @@ class _Handler:
     def __init__(self, fn: typing.Callable[..., _Any], description: str | None = None) -> None:
         import inspect  # imported here: the cost is paid only when registering
         self.fn, self.is_async = fn, inspect.iscoroutinefunction(fn)
-        self.empty = inspect.Parameter.empty
+        self.empty = inspect.Parameter.empty    # "no default": inspect is imported only here
         try:
             self.hints = typing.get_type_hints(fn, include_extras=True)
         except Exception:  # noqa: BLE001 — unresolvable forward references: no hints, no schema
@@ -1760,11 +1812,12 @@ class _Handler:
                 raise ValueError(f"{getattr(fn, '__name__', fn)!r}: parameter {p.name!r} is "
                                  "positional-only; arguments arrive by name")
             hint = self.hints.get(p.name, typing.Any)
+            # A Context parameter is the server's to fill, never an argument: not in the schema.
             if _strip(hint) is Context:
                 self.context_param = p.name
-            elif p.kind is p.VAR_KEYWORD:
+            elif p.kind is p.VAR_KEYWORD:   # **kwargs: the schema lets other arguments in
                 self.var_keyword = True
-            elif p.kind is not p.VAR_POSITIONAL:
+            elif p.kind is not p.VAR_POSITIONAL:    # *args: nothing in a JSON object fills it
                 self.params.append((p.name, hint, p.default))
         self.description = description or _first_paragraph(fn.__doc__)
         built = {name: self.hint(name, hint) for name, hint, _ in self.params}
@@ -1785,7 +1838,9 @@ class _Handler:
                             "date/time, UUID, Decimal, Path, bytes, or typing.Any") from None
 
     def _schema(self):
-        """The inputSchema the parameters make: each one's, with its default if JSON can show it."""
+        """The inputSchema the parameters make: each one's, with its default if JSON can show it.
+        An object schema, as tools/list requires (2025-11-25 server/tools: inputSchema's type is
+        "object"); closed (additionalProperties false) unless the function takes **kwargs."""
         props: dict[str, _Json] = {name: dict(self.schemas[name]) for name, _, _ in self.params}
         required = []
         for name, _, default in self.params:
@@ -1806,20 +1861,26 @@ class _Handler:
         return schema
 
     async def call(self, arguments, context):
+        """Call the function with the arguments it takes, each made what its hint asks for."""
         kwargs = {}
         for name, value in arguments.items():
             if name in self.loads:
                 kwargs[name] = self.convert(name, value)
             elif self.var_keyword or name in self.names:
                 kwargs[name] = value
+            # else dropped (a hand-written schema let it in): passed on, it would be a TypeError
         if self.context_param:
             kwargs[self.context_param] = context
         if self.is_async:
             return await self.fn(**kwargs)
-        # off the loop: a slow tool stalls no other
+        # off the loop: a slow tool stalls no other (SECURITY.md R32: sync tools off the loop)
         return await asyncio.to_thread(self.fn, **kwargs)
 
     def convert(self, name, value):
+        """An argument the schema passed, loaded (a date from "2024-01-31"); a value the loader
+        refuses is -32602, which tools/call turns into an isError result the model can read.
+        Only a ValueError's text is shown, capped: it says what is wrong with the value (the
+        client's input, or the author's words); others' is Python's (SECURITY.md R22)."""
         try:
             return _load(self.loads[name], value)
         except _BAD_VALUE as e:     # "2024-13-01" for a date
@@ -1834,6 +1895,8 @@ _BAD_VALUE = (ValueError, TypeError, ArithmeticError, RecursionError)
 
 
 def _strip(hint):
+    """The type a hint is about, without Annotated and Optional around it: Optional[Context]
+    is still the context, and an error says `date`, not `Annotated[date | None, ...]`."""
     while typing.get_origin(hint) is typing.Annotated:
         hint = typing.get_args(hint)[0]
     if typing.get_origin(hint) in _UNIONS:
@@ -1860,6 +1923,7 @@ class Tool(_Handler):
                  output_schema=None, meta=None, icons=None, timeout=None, **options):
         super().__init__(fn, description)
         self.name, self.timeout = name or fn.__name__, timeout
+        # The spec's SHOULD, made a rule: a name no client should get fails at registration.
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):    # 2025-11-25 server/tools
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
         self.options = {}       # what the extensions' options said (`_TOOL_OPTIONS`)
@@ -1868,13 +1932,15 @@ class Tool(_Handler):
             if option not in _TOOL_OPTIONS:
                 raise TypeError(f"tool {self.name!r}: unknown option {option!r}")
             self.options[option] = _TOOL_OPTIONS[option](self, value)
-        # A schema of the author's is copied: what is advertised stays what is checked.
+        # A schema of the author's is copied: what is advertised stays what is checked. One
+        # that is not JSON fails here, at registration, rather than in every tools/list.
         if input_schema:
             self.input_schema = json.loads(json.dumps(input_schema))
         else:
             self.input_schema = self._schema()
         self.check_input = _checker(self.input_schema)
-        self.wrap = False       # structured output must be an object: others go under "result"
+        # structuredContent must be an object (2025-06-18 server/tools): others go under "result"
+        self.wrap = False
         self.output_schema = self._output_schema(output_schema)
         self.check_output = _checker(self.output_schema)
         self.definition = _defined(name=self.name, title=title, description=self.description,
@@ -1889,10 +1955,11 @@ class Tool(_Handler):
         if given:
             return json.loads(json.dumps(given))
         returns = self.hints.get("return", typing.Any)
+        # Content blocks are their own answer, and a str is text: no structured output.
         if _mentions_content(returns) or _strip(returns) in _UNSTRUCTURED:
             return None
         schema = self.hint("return", returns)[0]
-        if not schema:
+        if not schema:      # {} (object, a TypeVar): any JSON, no promise
             return None
         if schema.get("type") != "object":
             self.wrap = True
@@ -1900,21 +1967,23 @@ class Tool(_Handler):
         return schema
 
     def result(self, value):
-        """A CallToolResult from whatever the function returned."""
+        """A CallToolResult from whatever the function returned. Data goes out twice: as
+        structuredContent, and as its JSON in a text block for clients that read only content
+        (2025-06-18 server/tools: such a result SHOULD carry both)."""
         if isinstance(value, Content):
             return {"content": [value]}
         blocks = isinstance(value, (list, tuple)) and value
         if blocks and all(isinstance(item, Content) for item in value):
             return {"content": list(value)}
         if value is None and not self.output_schema:
-            return {"content": []}
+            return {"content": []}      # content is required, and may be empty
         if isinstance(value, str) and not self.wrap:
             return {"content": [text(value)]}
         data = _to_json(value)
         body = _text_encoder.encode(data)
         structured = {"result": data} if self.wrap or type(data) is not dict else data
         problem = self.check_output(structured, "")
-        if problem:
+        if problem:     # the author's bug: the detail to the log, a constant text to the client
             _logger.error("tool %s returned a value that does not match its outputSchema: %s",
                           self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
@@ -1930,10 +1999,13 @@ _TOOL_CHECKS: list[typing.Callable[[Tool], None]] = []
 
 
 def _mentions_content(hint):
+    """Whether a return hint names Content anywhere (Content, list[Content], Content | str)."""
     return hint is Content or any(_mentions_content(arg) for arg in typing.get_args(hint))
 
 
 def _tool_error(message):
+    """A failed call as the model sees it: an isError result, not a JSON-RPC error, so that the
+    model reads what went wrong and can try again (2025-11-25 server/tools)."""
     return {"content": [text(message)], "isError": True}
 
 
@@ -1954,9 +2026,12 @@ class Resource(_Handler):
         fields = {where: uri, "name": name or fn.__name__, "title": title,
                   "description": self.description, "mimeType": mime_type,
                   "annotations": annotations, "icons": icons, "_meta": meta, "size": size}
+        # `is not None`, unlike `_defined`: a size of 0 (raw bytes, before base64) is worth saying
         self.definition = {key: value for key, value in fields.items() if value is not None}
 
     def contents(self, uri, value):
+        """resources/read's contents: the function's own contents dicts, or one item with the
+        URI and exactly one of text and blob (2025-11-25 server/resources)."""
         if isinstance(value, dict) and "uri" in value:
             return [value]
         if isinstance(value, list) and all(isinstance(item, dict) and "uri" in item
@@ -1972,7 +2047,9 @@ class _UriTemplate:
     """RFC 6570 level 1 (``{name}``) matched in linear time: each variable takes the text up
     to the first occurrence of the literal after it (no backtracking: hostile URIs cost O(n)).
     A value is percent-decoded, and may not then hold '/', '\\', NUL, a drive ('C:'), or be
-    '.' or '..', so a variable can never walk a path out of its segment.
+    '.' or '..', so a variable can never walk a path out of its segment. Servers MUST validate
+    resource URIs (2025-11-25 server/resources; SECURITY.md R31); a backtracking regex here was
+    the TypeScript SDK's ReDoS (CVE-2026-0621, R32).
 
     >>> _UriTemplate("users://{name}/profile").match("users://ada%20l/profile")
     {'name': 'ada l'}
@@ -1984,6 +2061,8 @@ class _UriTemplate:
         nested = any("{" in literal for literal in literals)
         if nested or not all(name.isidentifier() for name in names):
             raise ValueError(f"bad URI template {template!r}: use {{name}} variables")
+        if "" in literals[1:-1]:    # "{a}{b}": where one ends and the next begins, no URI says
+            raise ValueError(f"bad URI template {template!r}: put a literal between variables")
 
     def match(self, uri):
         parts = self.parts
@@ -1994,12 +2073,10 @@ class _UriTemplate:
             literal = parts[i + 1]
             if i + 2 == len(parts):        # the final variable runs to the final literal
                 end = len(uri) - len(literal) if uri.endswith(literal) else -1
-            elif literal:
+            else:       # a literal (never empty: see __init__) ends the variable
                 end = uri.find(literal, pos)
-            else:       # "{a}{b}": adjacent variables cannot be told apart
-                end = -1
-            value = unquote(uri[pos:end])
-            if end <= pos or not _segment(value):
+            value = unquote(uri[pos:end])   # checked decoded: "%2F" is a "/" too
+            if end <= pos or not _segment(value):   # not found, or empty: no match
                 return None
             found[parts[i]] = value
             pos = end + len(literal)
@@ -2007,8 +2084,9 @@ class _UriTemplate:
 
 
 def _segment(value):
-    """Whether a variable's value stays within its path segment."""
-    if value in (".", "..") or value[1:2] == ":":
+    """Whether a variable's value stays within its path segment (SECURITY.md R31: no
+    separators, no NUL, no drive, no '..')."""
+    if value in (".", "..") or value[1:2] == ":":   # "C:..." names a drive on Windows
         return False
     return not any(c in value for c in "/\\\x00")
 
@@ -2027,12 +2105,14 @@ class Prompt(_Handler):
             argument = {"name": pname}
             if self.schemas[pname].get("description"):
                 argument["description"] = self.schemas[pname]["description"]
-            argument["required"] = default is self.empty
+            argument["required"] = default is self.empty     # else prompts/get is -32602
             arguments.append(argument)
         self.definition = _defined(name=self.name, title=title, description=self.description,
                                    arguments=arguments, icons=icons, _meta=meta)
 
     def messages(self, value):
+        """prompts/get's messages from what the function returned: each a {role, content}
+        with one content block (2025-11-25 server/prompts); anything else is the user's text."""
         items = value if isinstance(value, (list, tuple)) else [value]
         messages = []
         for item in items:
@@ -2094,6 +2174,7 @@ class Server:
 
     def add_tool(self, fn: typing.Callable[..., _Any], name: str | None = None,
                  **options: _Any) -> Tool:
+        """Register `fn` as a tool now: `@server.tool` without the decorator."""
         return self._add("tools", Tool(fn, name, **options))
 
     def remove_tool(self, name: str) -> None:
@@ -2134,6 +2215,7 @@ class Server:
         self._remove("prompts", name)
 
     def _add(self, kind, item, key=None):
+        """Register (or replace) an item; connected clients hear that the list changed."""
         if key is None:     # resources go by URI, the others by name
             key = item.name
         getattr(self, kind)[key] = item
@@ -2175,8 +2257,10 @@ class Server:
         return capability == "logging" or bool(getattr(self, capability))
 
     def capabilities(self) -> _Json:
-        """What initialize says the server can do: what is registered (2025-11-25 lifecycle)."""
-        caps: _Json = {"logging": {}}
+        """What initialize says the server can do: what is registered (2025-11-25 lifecycle).
+        A server MUST declare what it offers, and a method of a capability it did not declare
+        is -32601 (`_METHODS`); listChanged is true, as the registry may change while serving."""
+        caps: _Json = {"logging": {}}   # any handler may log (Context.log): always offered
         if self.tools:
             caps["tools"] = {"listChanged": True}
         if self.resources:
@@ -2184,7 +2268,7 @@ class Server:
         if self.prompts:
             caps["prompts"] = {"listChanged": True}
         if self.completions:
-            caps["completions"] = {}
+            caps["completions"] = {}    # the flag is 2025-03-26's (the method is older)
         extensions = {}
         for offered in _EXTENSION_CAPABILITIES:
             extensions.update(offered(self))
@@ -2193,6 +2277,8 @@ class Server:
         return caps
 
     def _changed(self, kind):
+        """notifications/<kind>/list_changed: the client lists again (`Session.notify` sends it
+        only once the client has said notifications/initialized)."""
         self._tell(f"notifications/{kind}/list_changed", {})
 
     def resource_updated(self, uri: str) -> None:
@@ -2265,6 +2351,8 @@ def _decorator(name: _Any, add: typing.Callable[[_Any, _Any], object]) -> _Any:
 # it (2025-11-25 server/tools: a mismatch is an isError result the model can read and fix).
 # Here the schema comes from the function's type hints, and so does the way back: JSON that
 # the schema accepted turned into what the hint asks for (a date, a dataclass, a set ...).
+# The dialect is JSON Schema 2020-12, which a schema with no "$schema" is in since 2025-11-25
+# (earlier revisions named none): hence prefixItems, 2020-12's keyword for a tuple's items.
 
 
 def _hint(tp, depth=0):
@@ -2285,7 +2373,7 @@ def _hint(tp, depth=0):
     if tp in _SIMPLE_TYPES:
         return {"type": _SIMPLE_TYPES[tp]}, _SIMPLE_LOADS.get(tp)
     if tp is typing.Any or tp is object or isinstance(tp, typing.TypeVar):
-        return {}, None
+        return {}, None     # {}: the schema every JSON value matches
     if origin is None and isinstance(tp, type):
         found = _class_hint(tp, depth)
         if found is not None:
@@ -2294,32 +2382,47 @@ def _hint(tp, depth=0):
 
 
 def _literal(args, depth=0):
-    schema: _Json = {"enum": list(args)}
-    kinds = {_SIMPLE_TYPES.get(type(arg)) for arg in args}
+    """Literal["a", "b"]: an enum, and its "type" when one JSON type holds every option
+    (redundant for a validator; a client building a form from the schema reads "type")."""
+    # Literal[Color.RED]: the member travels as its value, and arrives as the member again
+    values = [arg.value if isinstance(arg, enum.Enum) else arg for arg in args]
+    schema: _Json = {"enum": values}
+    kinds = {_SIMPLE_TYPES.get(type(value)) for value in values}
     if len(kinds) == 1 and None not in kinds:   # one JSON type: say which
         schema["type"] = kinds.pop()
-    return schema, None
+    members = [arg for arg in args if isinstance(arg, enum.Enum)]
+    if not members:
+        return schema, None
+
+    def load(value):
+        for member in members:
+            if _same(member.value, value):
+                return member
+        return value
+    return schema, load
 
 
 def _annotated(args, depth):
-    """Annotated[str, "what it is"], or Annotated[T, {more schema keywords}]."""
+    """Annotated[str, "what it is"], or Annotated[T, {more schema keywords}]. The string is the
+    parameter's description, which the model reads to fill the argument in."""
     schema, load = _hint(args[0], depth)
     for extra in args[1:]:
         if isinstance(extra, str):
             schema = {**schema, "description": extra}
-        elif isinstance(extra, dict):
+        elif isinstance(extra, dict):   # {"minimum": 1}: the schema extension checks it
             schema = {**schema, **extra}
     return schema, load
 
 
 def _class_hint(tp, depth):
     """An Enum, a type that travels as a string, a record, a str or int subclass; or None."""
+    # The Enum first: class Color(str, Enum) is a str too, and would lose its enum below.
     if issubclass(tp, enum.Enum):
         return _literal([member.value for member in tp])[0], tp
     as_string = _string_type(tp)
     if as_string:
         return dict(as_string[0]), functools.partial(as_string[1], tp)
-    if issubclass(tp, tuple) and hasattr(tp, "_fields"):      # a NamedTuple
+    if issubclass(tp, tuple) and hasattr(tp, "_fields"):      # a NamedTuple: a fixed array
         hints = typing.get_type_hints(tp)
         fields = typing.cast(_Any, tp)._fields
         return _tuple_hint([hints.get(field, typing.Any) for field in fields], depth, tp)
@@ -2336,13 +2439,15 @@ def _container_hint(tp, origin, args, depth):
     deque ...)."""
     cls = origin or tp
     collection = isinstance(cls, type) and (issubclass(cls, abc.Collection) or cls is abc.Iterable)
+    # str and bytes are collections too, but never arrays: a str subclass or bytes was taken
+    # above, and what is left (memoryview ...) has no JSON form.
     if not collection or issubclass(cls, (str, bytes, bytearray, memoryview)):
         raise TypeError(f"unsupported type hint {_hint_name(tp)}")
     if issubclass(cls, abc.Mapping):
         return _mapping_hint(args, depth)
     if cls is tuple and args and args[-1] is not Ellipsis:    # tuple[int, str]
         return _tuple_hint(args, depth, lambda *items: items)
-    item, load = _hint(args[0] if args else typing.Any, depth + 1)
+    item, load = _hint(args[0] if args else typing.Any, depth + 1)   # a bare list: any items
     schema: _Json = {"type": "array"}
     if item:
         schema["items"] = item
@@ -2355,17 +2460,18 @@ def _container_hint(tp, origin, args, depth):
         else:
             make = frozenset
     if make is list and load is None:
-        return schema, None
+        return schema, None     # a JSON array arrives as a list: nothing to convert
 
     def load_all(value):
-        if type(value) is not list:
+        if type(value) is not list:     # input no schema checked (a prompt's string): as it came
             return value
         return make(_load(load, item) for item in value)
     return schema, load_all
 
 
 def _mapping_hint(args, depth):
-    """dict[str, T]: an object whose members are all T."""
+    """dict[str, T]: an object whose members are all T. JSON's keys are strings, so the key type
+    is not in the schema, and keys are not converted: dict[int, T] gets str keys."""
     item, load = _hint(args[1] if len(args) == 2 else typing.Any, depth + 1)
     schema: _Json = {"type": "object"}
     if item:
@@ -2381,6 +2487,8 @@ def _mapping_hint(args, depth):
 
 
 def _tuple_hint(args, depth, make):
+    """tuple[int, str] or a NamedTuple: an array with one schema per place (prefixItems), its
+    length pinned by minItems and maxItems; `make` builds the tuple from the loaded items."""
     items = [_hint(arg, depth + 1) for arg in args]
     schema = {"type": "array", "prefixItems": [schema for schema, _ in items],
               "minItems": len(items), "maxItems": len(items)}
@@ -2393,6 +2501,7 @@ def _tuple_hint(args, depth, make):
 
 
 def _load(load, value):
+    """`value` through a loader, if there is one: None stays None (an Optional's null)."""
     if load is None or value is None:
         return value
     return load(value)
@@ -2402,7 +2511,7 @@ def _union(args, depth):
     """anyOf the options; the loader uses the first that validates and loads."""
     options = [_hint(arg, depth) for arg in args]
     any_of = {"anyOf": [schema for schema, _ in options]}
-    if not any(load for _, load in options):
+    if not any(load for _, load in options):   # plain JSON whichever matches: nothing to load
         return any_of, None
     checks = {}     # compiled when first needed: recursive hints register fast
 
@@ -2417,9 +2526,9 @@ def _union(args, depth):
                 return _load(load, value)
             except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
                 failed = e
-        if failed:
+        if failed:      # a schema matched, no loader took it: the first failure says why
             raise failed
-        return value
+        return value    # no option matched (input no schema checked): left as it came
     return any_of, first_that_loads
 
 
@@ -2440,6 +2549,7 @@ def _record(tp, depth):
         if type(value) is not dict:
             return value
         value = {name: _load(loads.get(name), field) for name, field in value.items()}
+        # What the class cannot take (a member it has no field for) is dropped, not a TypeError.
         fields = {name: field for name, field in value.items() if takes is None or name in takes}
         return make(**fields)
     return schema, load
@@ -2452,7 +2562,7 @@ def _record_fields(tp):
     keywords that takes (None: any; others, as extra keys and init=False fields, are ignored)."""
     hints = typing.get_type_hints(tp, include_extras=True)
     if _is_dataclass(tp):
-        import dataclasses
+        import dataclasses  # imported here: only a server with dataclass hints pays for them
         import inspect
         fields, missing = dataclasses.fields(tp), dataclasses.MISSING
         required = [f.name for f in fields if f.init and f.default is missing
@@ -2463,7 +2573,8 @@ def _record_fields(tp):
             takes = frozenset(p.name for p in params)
         return {f.name: hints.get(f.name, typing.Any) for f in fields}, required, tp, takes
     # A TypedDict. String annotations (from __future__) hide Required/NotRequired from
-    # __required_keys__.
+    # __required_keys__, so they are read off the hints: Required[T] in a total=False class,
+    # NotRequired[T] in a total one.
     required = []
     for name, hint in hints.items():
         marked = typing.get_origin(hint)
@@ -2491,8 +2602,10 @@ def _to_float(value):
 _SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
                  type(None): "null",
                  None: "null"}      # list[None]'s argument is None, not NoneType
-# JSON's 2.0 is a valid integer, and 2 a valid number: each arrives as the hint's type.
+# JSON's 2.0 is a valid integer, and 2 a valid number: each arrives as the hint's type
+# (JSON Schema 2020-12 validation 6.1.1: an integer is any number with a zero fractional part).
 _SIMPLE_LOADS = {int: _to_int, float: _to_float}
+# typing's markers this Python has: Required and NotRequired are 3.11+, ReadOnly 3.13+
 _REQUIRED, _NOT_REQUIRED = getattr(typing, "Required", None), getattr(typing, "NotRequired", None)
 _MARKERS = tuple(filter(None, (_REQUIRED, _NOT_REQUIRED, getattr(typing, "ReadOnly", None))))
 _UNIONS = (typing.Union, type(int | str))     # Optional[X], X | Y
@@ -2509,6 +2622,7 @@ _ORIGINS = {typing.Annotated: _annotated, typing.Literal: _literal,
 
 
 def _hint_name(tp):
+    """A hint as an error message names it to the author or the client: `date`, `list[int]`."""
     if isinstance(tp, type):
         return tp.__qualname__
     return repr(tp).replace("typing.", "")
@@ -2531,6 +2645,7 @@ def _made_from(tp, value):
 
 
 def _from_base64(tp, value):
+    # validate=True: a character outside the alphabet is an error, not silently skipped.
     return tp(base64.b64decode(value, validate=True))
 
 
@@ -2541,6 +2656,9 @@ def _decimal_from(tp, value):
 
 # Standard-library types that travel as JSON strings: (schema, from JSON given the hint's
 # class, to JSON). Keyed by name, so that none of their modules is imported for the table.
+# The formats are JSON Schema's (RFC 3339 dates and times, RFC 4122 UUIDs), "path" is ours;
+# 2020-12 checks no format by default: a bad date is caught by its loader (`_Handler.convert`).
+# A Decimal may come as a string too: a string keeps the digits a float would round.
 _STRING_TYPES = {
     "datetime.datetime": ({"type": "string", "format": "date-time"}, _from_iso, _isoformat),
     "datetime.date": ({"type": "string", "format": "date"}, _from_iso, _isoformat),
@@ -2563,6 +2681,7 @@ def _decimal(number):
 def _string_type(cls):
     """The _STRING_TYPES entry for a class or its nearest base (datetime before date)."""
     for klass in cls.__mro__:
+        # The top module only: 3.13's pathlib classes live in pathlib._local.
         name = f"{klass.__module__.partition('.')[0]}.{klass.__qualname__}"
         if name in _STRING_TYPES:
             return _STRING_TYPES[name]
@@ -2570,6 +2689,8 @@ def _string_type(cls):
 
 
 def _first_paragraph(doc):
+    """A docstring's first paragraph on one line: the description a tool, prompt, resource or
+    record shows the model (what follows is for the code's reader)."""
     return " ".join((doc or "").strip().split("\n\n")[0].split()) or None
 
 
@@ -2580,9 +2701,10 @@ def _is_dataclass(obj):
 
 def _to_json(value):
     """A tool's return value as plain JSON data (dataclasses, enums, tuples, dates ...)."""
+    # type() is exact: an IntEnum member is not an int here, and goes to the enum branch.
     if type(value) in _SIMPLE_TYPES:
         return value
-    if type(value) is dict:
+    if type(value) is dict:     # JSON's keys are strings: 1 becomes "1"
         return {str(key): _to_json(member) for key, member in value.items()}
     if _is_dataclass(value) and not isinstance(value, type):
         import dataclasses
@@ -2600,7 +2722,7 @@ def _to_json(value):
     if isinstance(value, abc.Iterable) and not isinstance(value,
                                                           (str, bytes, bytearray, memoryview)):
         return [_to_json(item) for item in value]    # a range, a generator, a deque ...
-    return value
+    return value    # no JSON form: encoding it fails, and the call is answered an error
 
 
 
@@ -2610,6 +2732,11 @@ def _to_json(value):
 # produce (type, enum, properties, required, additionalProperties, items, prefixItems, minItems,
 # maxItems, anyOf; true and false); the extension below the core adds the rest of what servers
 # write by hand ($ref, const, allOf, oneOf, the bounds of strings and numbers).
+# Checking inputs is the server's duty (2025-11-25 server/tools: servers MUST validate all tool
+# inputs; SECURITY.md R32), and a result must match its outputSchema (2025-06-18 server/tools).
+# A check says the first problem only, as a sentence naming its place ("a.b: expected integer,
+# got string"): it becomes the text of the isError result, which the model reads to correct its
+# call; and a hostile value is walked no further than its first fault.
 
 def validate(value, schema):
     """The first reason `value` does not match `schema`, or None. Unknown keywords are ignored.
@@ -2625,7 +2752,7 @@ def _checker(schema, root=None, depth=0):
     """`schema` compiled once into a function (value, path) -> the first problem, or None: one
     small check from each maker its keywords name in `_KEYWORDS`, in the schema's order. `root`
     holds the whole schema (under None) and what is compiled of it by name (a $ref's target)."""
-    if schema is False:
+    if schema is False:     # 2020-12 core 4.3.2: false refuses every value, true takes any
         return _nothing
     # deeper: not checked (a schema may nest for ever)
     if depth > 64 or type(schema) is not dict:
@@ -2647,7 +2774,7 @@ def _all(checks):
     if not checks:
         return _fine
     if len(checks) == 1:
-        return checks[0]
+        return checks[0]    # no wrapper: a call less for every value checked
 
     def check(value, path):
         for one in checks:
@@ -2659,10 +2786,11 @@ def _all(checks):
 
 
 def _fine(value, path):
-    return None
+    """The check of the schema true, or of one with nothing to check: every value passes."""
 
 
 def _nothing(value, path):
+    """The check of the schema false (anyOf's option false, say): no value passes."""
     return f"{_where(path)}: no value is allowed here"
 
 
@@ -2671,18 +2799,20 @@ def _where(path):
     return path or "arguments"
 
 
+# A parsed value's Python type -> its JSON type's name, as problems say it
 _JSON_NAMES: dict[_Any, str] = {**_SIMPLE_TYPES, list: "array", dict: "object"}
-_NUMBERS = (int, float)
+_NUMBERS = (int, float)     # bool is not one of them: every check here compares type() exactly
 
 
 def _type(schema, root, depth):
+    """type (2020-12 validation 6.1.1): a JSON type's name, or a list of them."""
     kinds = schema["type"]
     if type(kinds) is str:
         kinds = [kinds]
     elif type(kinds) is list:
-        kinds = [str(kind) for kind in kinds]
+        kinds = [str(kind) for kind in kinds]   # a malformed entry names no type a value has
     else:
-        return None
+        return None     # malformed: ignored, as an unknown keyword is
     exact = {t for t, kind in _JSON_NAMES.items() if kind in kinds}
     if "number" in kinds:
         exact.add(int)          # an integer is a number
@@ -2699,6 +2829,8 @@ def _type(schema, root, depth):
 
 
 def _enum(schema, root, depth):
+    """enum (2020-12 validation 6.1.2): one of the values, as JSON compares them (`_same`):
+    Python's == has True == 1, so enum [1] would take true."""
     options = schema["enum"]
     if type(options) is not list:
         return None
@@ -2711,9 +2843,9 @@ def _enum(schema, root, depth):
 
 
 def _same(a, b):
-    """JSON equality: 1 is 1.0 but true is not 1, in objects and arrays too."""
+    """JSON equality (2020-12 core 4.2.2): 1 is 1.0 but true is not 1, in objects and arrays too."""
     if type(a) is dict and type(b) is dict:
-        if len(a) != len(b):
+        if len(a) != len(b):    # the same names in any order: JSON objects are unordered
             return False
         return all(key in b and _same(value, b[key]) for key, value in a.items())
     if type(a) is list and type(b) is list:
@@ -2724,9 +2856,10 @@ def _same(a, b):
 
 
 def _bounds(schema, root, depth):
-    """The bounds `_BOUNDS` knows, each a number, checked in the schema's order."""
+    """The bounds `_BOUNDS` knows, each a number, checked in the schema's order. A bound says
+    nothing of a value of another type: minItems passes a string (2020-12 core 7.6.1)."""
     bounds = [(key, bound, *_BOUNDS[key]) for key, bound in schema.items()
-              if key in _BOUNDS and type(bound) in _NUMBERS]
+              if key in _BOUNDS and type(bound) in _NUMBERS]    # another bound is ignored
     if not bounds:
         return None
 
@@ -2750,9 +2883,11 @@ _BOUNDS: dict[str, tuple[tuple[type, ...], typing.Callable[[_Any, _Any], bool]]]
 
 def _members(schema, root, depth):
     """properties, required, additionalProperties (an object's members), or prefixItems and items
-    (an array's): each member checked by its own schema, else the rest's (false: none may be)."""
+    (an array's): each member checked by its own schema, else the rest's (false: none may be).
+    2020-12 core 10.3.1 (prefixItems, items) and 10.3.2 (properties, additionalProperties);
+    required is validation 6.5.3."""
     def compiled(sub):
-        if sub is True or sub is False:
+        if sub is True or sub is False:     # kept as they are: the loops skip or refuse at once
             return sub
         return _checker(sub, root, depth + 1)
     props, prefix = schema.get("properties"), schema.get("prefixItems")
@@ -2765,6 +2900,8 @@ def _members(schema, root, depth):
     if type(names) is not list:
         names = []
     names = [name for name in names if type(name) is str]
+    # Absent, both are true: JSON Schema's objects are open unless a schema closes them (as
+    # `_Handler._schema` does: an argument the function cannot take is refused before the call).
     extra = compiled(schema.get("additionalProperties", True))
     rest = compiled(schema.get("items", True))
 
@@ -2775,10 +2912,10 @@ def _members(schema, root, depth):
         for name in names:
             if name not in value:
                 return f"{inside}{name}: required property is missing"
-        if not props and extra is True:
+        if not props and extra is True:     # `required` was all there was to check
             return None
         for name, item in value.items():
-            sub = props.get(name, extra)
+            sub = props.get(name, extra)    # a member properties does not name: the rest's schema
             if sub is False:
                 return f"{inside}{name}: unexpected property"
             if sub is not True:
@@ -2791,7 +2928,7 @@ def _members(schema, root, depth):
         if type(value) is not list:
             return None
         for i, item in enumerate(value):
-            sub = prefix[i] if i < len(prefix) else rest
+            sub = prefix[i] if i < len(prefix) else rest     # items: what prefixItems leaves
             if sub is False:
                 return f"{path}[{i}]: unexpected item"
             if sub is not True:
@@ -2809,7 +2946,8 @@ def _members(schema, root, depth):
 
 
 def _any_of(schema, root, depth):
-    """anyOf: at least one of the subschemas (Optional[X] and unions are written so)."""
+    """anyOf (2020-12 core 10.2.1.2): at least one of the subschemas (Optional[X] and unions are
+    written so)."""
     subs = schema["anyOf"]
     if type(subs) is not list:
         return None
@@ -2819,7 +2957,7 @@ def _any_of(schema, root, depth):
         for one in checks:
             if one(value, path) is None:
                 return None
-        return f"{_where(path)}: does not match any allowed form"
+        return f"{_where(path)}: does not match any allowed form"   # which came nearest: unknown
     return check
 
 
@@ -2841,21 +2979,25 @@ _KEYWORDS = {
 # that cost an attacker more than us; its Host and Origin checked (DNS rebinding); its body read
 # only then. Each limit answers with the status named, then closes the connection.
 
+# The figures, and what others chose for each: SECURITY.md 1.5.
 # a POST body -> 413, checked on Content-Length before reading it
 MAX_BODY_BYTES = 4 * 1024 * 1024
-MAX_REQUEST_LINE = 8 * 1024         # -> 414
+MAX_REQUEST_LINE = 8 * 1024         # -> 414 (RFC 9112 3: take at least 8000 octets)
 MAX_HEAD_BYTES = 64 * 1024          # request line and headers -> 431
 MAX_HEADERS = 100                   # -> 431
 HEADER_TIMEOUT = 10.0               # seconds to send a request head (from connecting) -> 408
+                                    # never restarted by a byte: a trickle (slowloris) is cut off
 BODY_TIMEOUT = 30.0                 # seconds to send the body -> 408
 IDLE_TIMEOUT = 15.0                 # a kept-alive connection with no next request is closed
-WRITE_TIMEOUT = 30.0                # a reader that stops reading is cut off after this
+WRITE_TIMEOUT = 30.0                # a reader that stops reading is cut off then (SECURITY.md R25)
 WRITE_BUFFER = 1 << 16              # bytes unsent to a reader before we wait for it to catch up
-KEEPALIVE_INTERVAL = 15.0           # a ": keepalive" comment on a quiet SSE stream
+KEEPALIVE_INTERVAL = 15.0           # a ": keepalive" comment on a quiet SSE stream: proxies
+                                    # keep it open, and a dead peer shows (SECURITY.md R26)
 MAX_CONNECTIONS = 512               # -> 503
 MAX_SESSIONS = 10_000               # -> 503, once a quiet session cannot make room
 MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is not looked up: 404/400
-SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires
+SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires:
+                                    # clients seldom send DELETE (SECURITY.md R14)
 HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize lives idle; at
                                     # MAX_SESSIONS the one idle longest makes room if idle this long
 MAX_QUEUED_BYTES = 16 * 1024 * 1024     # bytes waiting behind the first on an SSE stream, besides
@@ -2871,13 +3013,17 @@ _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
             413: "Content Too Large", 414: "URI Too Long", 415: "Unsupported Media Type",
             431: "Request Header Fields Too Large", 501: "Not Implemented",
             503: "Service Unavailable", 505: "HTTP Version Not Supported"}
+# This machine's names: as a Host header writes them ("[::1]") and as a bind address ("::1").
 _LOOPBACK = ("localhost", "127.0.0.1", "[::1]", "::1")
+# Headers that may come once: a second Host or Content-Length is how a request is smuggled past a
+# proxy that reads the other one (RFC 9112 3.2, 6.3); for the others two values are ambiguous.
 _SINGLE_HEADERS = frozenset(("host", "content-length", "content-type", "authorization", "origin",
                              "mcp-session-id", "mcp-protocol-version", "transfer-encoding"))
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-# Every header line at once: "token:value CRLF", no control byte but tab in the value.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")     # a method, a header name (RFC 9110 5.6.2)
+# Every header line at once: "token:value CRLF", no control byte but tab in the value (RFC 9110
+# 5.5: CR, LF or NUL in a value is dangerous), no space before the colon (RFC 9112 5.1: 400).
 _HEADER_LINES = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
-_BAD_TARGET = re.compile(r"[\x00-\x20\x7f-\xff]")
+_BAD_TARGET = re.compile(r"[\x00-\x20\x7f-\xff]")   # no URI holds one (RFC 3986)
 
 
 class _HttpError(Exception):
@@ -2890,6 +3036,7 @@ class _HttpError(Exception):
 
 
 class _Request:
+    """A request as `_parse_head` read it; `body` is read after the Host, Origin and token."""
     __slots__ = ("body", "client", "headers", "method", "path", "query", "scheme", "traced",
                  "version")
 
@@ -2933,7 +3080,7 @@ def _parse_head(head):
         elif name in _SINGLE_HEADERS:
             raise _HttpError(400, "Repeated header")
         else:
-            headers[name] += ", " + value
+            headers[name] += ", " + value      # one field, as if sent on one line (RFC 9110 5.3)
     if authority is not None:   # the target's authority is the host (RFC 9112 3.2.2)
         headers["host"] = authority
     request = _Request()
@@ -2945,11 +3092,13 @@ def _parse_head(head):
 
 @functools.lru_cache(maxsize=64)
 def _media_types(value):
+    """The media types an Accept or Content-Type names, lower case (RFC 9110 8.3.1)."""
     return frozenset(item.split(";")[0].strip().lower() for item in value.split(","))
 
 
 def _host_name(value):
-    """'localhost:8080' -> 'localhost', '[::1]:80' -> '[::1]'; None if malformed."""
+    """'localhost:8080' -> 'localhost', '[::1]:80' -> '[::1]'; None if malformed: a port of
+    anything but digits ('localhost:evil.example') is no loopback name."""
     if value.startswith("["):
         name, bracket, rest = value.partition("]")
         name += bracket
@@ -3074,7 +3223,8 @@ _FINISHED = {"finished": True}   # put on a POST's stream when its frame's work 
 
 
 def _sse_event(message):
-    """A message as an SSE event (b"" if it is no JSON)."""
+    """A message as an SSE event (b"" if it is no JSON). `encode` writes no raw newline, so one
+    data line carries it; "message" is the default event name, sent anyway as the SDKs do."""
     data = _encode_safely(message)
     if data is None:
         return b""
@@ -3157,7 +3307,7 @@ class _Connection:
         reason = _REASONS.get(status, "Status")
         lines = [f"HTTP/1.1 {status} {reason}"]
         lines += [f"{name}: {value}" for name, value in headers]
-        if body is not None and status != 204:
+        if body is not None and status != 204:      # a 204 carries none (RFC 9110 8.6)
             lines.append(f"Content-Length: {len(body)}")
         if close or self.http.closing:     # draining: a proxy must not reuse this connection
             lines.append("Connection: close")
@@ -3166,6 +3316,8 @@ class _Connection:
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
 
     def error(self, e, close=False):
+        """`e` as the answer: its status, and as body a JSON-RPC error with id null: it refuses the
+        HTTP request, not one message (2025-11-25 basic/transports allows that body)."""
         body, headers = b"", list(e.headers)
         if e.message and e.status not in (408, 413, 414, 431):     # these need no explaining
             code = e.code or INVALID_REQUEST
@@ -3215,6 +3367,8 @@ class _Connection:
         """The head of an SSE response: a POST's answer on HTTP/1.1 goes in chunks; a GET's
         stream (and any on HTTP/1.0) ends when the connection does."""
         self.frame = _chunk if chunked else bytes
+        # no-transform: no proxy compresses (so holds back) events; X-Accel-Buffering: nginx's
+        # switch for the same (2026-07-28 transports: SHOULD)
         headers = headers + [("Content-Type", "text/event-stream"), ("X-Accel-Buffering", "no"),
                              ("Cache-Control", "no-cache, no-transform")]
         if chunked:
@@ -3254,10 +3408,11 @@ class _Connection:
                 if message is None or message is _FINISHED or message is _PART:
                     break
                 if message is _KEEPALIVE:
-                    await self.send(frame(b": keepalive\n\n"))
+                    await self.send(frame(b": keepalive\n\n"))   # a comment: clients skip it
                 else:
                     await self.send(frame(self.event(message, stream)))
         except ConnectionError:
+            # Handshake era: a disconnect is no cancel (2025-11-25 basic/transports); work goes on.
             writer.transport.abort()
         finally:
             stream.direct = stream.abort = None
@@ -3309,6 +3464,7 @@ class HttpServer:
                  trace: _Any = None, session_idle: float | None = None, auth: _Any = None,
                  node: str | None = None,
                  forwarded_allow_ips: str | typing.Iterable[str] = ()) -> None:
+        # a node name begins each session id: visible ASCII (SECURITY.md R9), and no "."
         if node is not None and not re.fullmatch(r"[A-Za-z0-9]{1,32}", node):
             raise ValueError("a node name is 1 to 32 ASCII letters and digits")
         self.server, self.host, self.port = server, host, port
@@ -3334,6 +3490,8 @@ class HttpServer:
         self.closing = self.stopping = False    # /healthz says 503; then every request does
 
     async def start(self):
+        """Listen (port 0: any free one). A head line past MAX_HEAD_BYTES stops readuntil: 414
+        or 431. An OAuth guard with no `resource` gets this URL: its tokens' audience (RFC 8707)."""
         self._listener = await asyncio.start_server(self._connection, self.host, self.port,
                                                     limit=MAX_HEAD_BYTES)
         self.port = self._listener.sockets[0].getsockname()[1]
@@ -3381,6 +3539,7 @@ class HttpServer:
         return min(60.0, max(0.05, min(self.session_idle, HANDSHAKE_IDLE) / 4))
 
     def _expire(self):
+        """End each quiet session idle too long; one with work running never (SECURITY.md R14)."""
         now = _now()
         for sid, entry in list(self.sessions.items()):
             idle = self.session_idle
@@ -3393,6 +3552,9 @@ class HttpServer:
             self._reaper.set(self._reaping(), self._expire)
 
     async def _connection(self, reader, writer):
+        """One connection's requests, one at a time. An _HttpError is answered, then the
+        connection closes: the bytes after a refused request cannot be trusted to begin the
+        next one. Nothing that fails here reaches another connection (SECURITY.md R19)."""
         self.connections += 1
         conn = self.writers[writer] = _Connection(self, reader, writer)
         try:
@@ -3435,10 +3597,11 @@ class HttpServer:
             conn.cors = self._cors(request)
         if not await self._route(conn):
             return False
-        if request.headers.get("connection", "").lower() == "close" \
-                or request.version == "HTTP/1.0" \
-                or self.closing:
+        # RFC 9112 9.3: "close" ends the connection; HTTP/1.0 ones are not kept (no keep-alive)
+        if request.version == "HTTP/1.0" or self.closing or _closes(request):
             return False
+        # A byte the watcher read during a long answer began a pipelined request: lost, so the
+        # next head would be read from its second byte.
         if conn.watcher is not None:   # it read past the request: what it read is not kept
             watched, conn.watcher = conn.watcher, None
             watched.cancel()
@@ -3465,6 +3628,8 @@ class HttpServer:
                 line = await conn.reader.readuntil(b"\n")
             if kept_alive:
                 conn.timer.set(HEADER_TIMEOUT, conn.timeout)
+            # RFC 9112 2.2 lets a server take a bare LF; a proxy that does not would read another
+            # request in the same bytes (SECURITY.md R18).
             if line[-2:] != b"\r\n":     # else it would wait for a CRLF CRLF that never comes
                 raise _HttpError(400, "Lines must end with CRLF")
             end = await conn.reader.readexactly(2)
@@ -3500,6 +3665,8 @@ class HttpServer:
     async def _route(self, conn):
         """Serve one request (`_ROUTES`). Returns False when the connection must close."""
         request, path = conn.request, conn.request.path
+        # The order is the guard: Host and Origin, the token, method and path, the body last
+        # (SECURITY.md R6: no body is read for a caller not yet let in).
         if self.stopping:
             raise _HttpError(503, "Server shutting down")
         route = _ROUTES.get((request.method, path))
@@ -3537,7 +3704,8 @@ class HttpServer:
         route = _ROUTES.get((method, path))
         if route is None:
             allow, what = _ALLOWED[path]
-            raise _HttpError(405, what, headers=[("Allow", allow)])
+            raise _HttpError(405, what, headers=[("Allow", allow)])    # RFC 9110 15.5.6
+        # GET and DELETE carry MCP-Protocol-Version too: none means 2025-03-26 (SHOULD)
         version = request.header("mcp-protocol-version") or "2025-03-26"
         if session_only and version not in PROTOCOL_VERSIONS:   # 2025-06-18 basic/transports
             raise _HttpError(400, "Unsupported MCP-Protocol-Version")
@@ -3565,7 +3733,7 @@ class HttpServer:
         Host."""
         # Host first: under DNS rebinding the Origin looks fine; only Host betrays it.
         host = request.headers.get("host")
-        if not host and request.version == "HTTP/1.1":
+        if not host and request.version == "HTTP/1.1":    # RFC 9112 3.2: 400
             raise _HttpError(400, "Missing Host header")
         # on every bind: an empty allowlist means localhost only (fail closed)
         if host and host != known:
@@ -3574,10 +3742,13 @@ class HttpServer:
                 or host.lower() in self.allow_hosts
             if name is None or not allowed:
                 raise _HttpError(403, "Host not allowed")
-        # ours (behind a proxy, the public one) is allowed
+        # 2025-11-25 basic/transports: an Origin present and not allowed MUST get 403. None at
+        # all is allowed (SECURITY.md R4): mostly clients that are no browsers, and Host guards
+        # the rest. Ours (behind a proxy, the public one) is allowed: its Host passed above.
         origin = request.headers.get("origin")
         if origin and origin not in self.allow_origins \
                 and origin.lower() != f"{request.scheme}://{host}".lower():
+            # an origin is scheme://host[:port], no path: "null" or a lookalike is refused
             scheme, sep, rest = origin.partition("://")
             local = scheme in ("http", "https") and sep and "/" not in rest
             if not local or _host_name(rest) not in _LOOPBACK:
@@ -3585,6 +3756,8 @@ class HttpServer:
         return host
 
     def _cors(self, request):
+        """CORS headers for an Origin listed with --allow-origin: echoed, never "*" (SECURITY.md
+        R2); exposed, the session id a page's script must read and send back."""
         origin = request.header("origin")
         if origin and origin in self.allow_origins:
             return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
@@ -3593,10 +3766,15 @@ class HttpServer:
 
     @staticmethod
     def _no_body(request):
+        """400 for a body where none is read: left unread, its bytes would be taken for the next
+        request on the connection (one smuggled past what checked this one)."""
         if request.header("content-length", "0") != "0" or request.header("transfer-encoding"):
             raise _HttpError(400, "Unexpected request body")
 
     async def _read_body(self, conn):
+        """A POST's body into `request.body`, refused before a byte of it is read: no length
+        (411), too long (413), or not application/json (415: a text/plain POST needs no CORS
+        preflight, so any web page could send one; SECURITY.md R5)."""
         request, headers = conn.request, conn.request.headers
         if "transfer-encoding" in headers:
             # Chunked bodies are not needed by MCP clients (411: send a length); CL+TE is a
@@ -3607,12 +3785,15 @@ class HttpServer:
         length = headers.get("content-length")
         if not length:
             raise _HttpError(411, "Content-Length required")
+        # 1*DIGIT (RFC 9110 8.6): "+5", "0x10", "5,6" or a digit of another script is a framing
+        # error, 400 and close (RFC 9112 6.3)
         if not (length.isascii() and length.isdigit()) or len(length) > 12:
             raise _HttpError(400, "Bad Content-Length")
         if int(length) > MAX_BODY_BYTES:
             raise _HttpError(413)
         if _media_types(headers.get("content-type", "")) != {"application/json"}:
             raise _HttpError(415, "Content-Type must be application/json")
+        # RFC 9110 10.1.1: a 100-continue from an HTTP/1.0 client MUST be ignored
         if headers.get("expect", "").lower() == "100-continue" and request.version == "HTTP/1.1":
             conn.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
 
@@ -3642,7 +3823,8 @@ class HttpServer:
     def make_room(self):
         """At MAX_SESSIONS, one client must not lock out the rest: the quiet session
         idle longest ends, first those never past initialize, else one idle for
-        HANDSHAKE_IDLE (its client gets 404 and initializes again). Else 503."""
+        HANDSHAKE_IDLE (its client gets 404 and initializes again). Else 503. One with work
+        running is never taken: a cap with no way out is an outage (SECURITY.md R15)."""
         if len(self.sessions) < MAX_SESSIONS:
             return
         quiet = (entry for entry in self.sessions.values() if entry.quiet())
@@ -3693,7 +3875,17 @@ def _guard(server, host, token, auth, insecure, proxied):
     return auth
 
 
+def _closes(request):
+    """Whether the request's Connection header holds "close" (a list: RFC 9110 7.6.1)."""
+    options = request.headers.get("connection")
+    if not options or "close" not in options.lower():     # the common case, at once
+        return False
+    return "close" in (option.strip() for option in options.lower().split(","))
+
+
 def _chunk(data):
+    """`data` as one chunk (RFC 9112 7.1): its size in hex, CRLF, data, CRLF; b"" gives
+    "0 CRLF CRLF", the last chunk, which ends the response."""
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
@@ -3759,6 +3951,7 @@ async def _mcp_post(http, conn):
     batch = type(body) is list
     era = _http_era(conn.request, message)
     streams_only = era is not _HANDSHAKE and era.streams_only(message)  # 2026-07-28's listen
+    # the client MUST list both types (2025-11-25 basic/transports); 406 is the SDKs' answer
     if not _accepts(conn, not http.json_response or streams_only):
         raise _HttpError(406, "Accept must list application/json and text/event-stream")
     initialize = era is _HANDSHAKE and message.get("method") == "initialize" and "id" in message
@@ -3768,7 +3961,9 @@ async def _mcp_post(http, conn):
         entry = era.http_entry(http, conn, body)
     if entry is None:   # answered already (a request its headers do not match: 400)
         return True
-    json_only = batch or (http.json_response and not streams_only)
+    json_only = batch or (http.json_response and not streams_only)     # a batch: one JSON array
+    # a session's streams may be resumable (`_STREAMS`, an extension's); a JSON answer's or a
+    # one-POST session's are not
     if entry.sid in http.sessions and not json_only:
         stream = _STREAMS.open(entry)
     else:
@@ -3784,6 +3979,8 @@ async def _mcp_post(http, conn):
         if not taken:   # None: a batch refused whole, answered with one error
             return _no_request(conn, stream, taken is not None and batch)
         headers = list(conn.cors)
+        # The id is kept and sent only with a successful InitializeResult: a refused initialize
+        # leaves nothing behind (SECURITY.md R10).
         opened = initialize and entry.sid and entry.sid not in http.sessions
         if opened and "result" in stream.items[0]:
             http.sessions[entry.sid] = entry    # a session exists once initialize succeeded
@@ -3807,6 +4004,7 @@ def _after_post(http, entry, stream, era):
 def _entry_for(http, conn, initialize):
     """The session a handshake-era POST speaks to: its own for every POST --stateless, a new one
     for initialize, else the one its Mcp-Session-Id names (a second initialize too)."""
+    # 2025-06-18 basic/transports: one it does not support MUST get 400; none means 2025-03-26
     version = conn.request.header("mcp-protocol-version", "2025-03-26")   # absent: 2025-03-26
     if version not in PROTOCOL_VERSIONS:
         raise _HttpError(400, "Unsupported MCP-Protocol-Version")
@@ -3818,6 +4016,7 @@ def _entry_for(http, conn, initialize):
     elif initialize and not conn.request.header("mcp-session-id"):
         import secrets
         http.make_room()
+        # 24 random bytes: unguessable, 32 visible ASCII characters (SECURITY.md R8, R9)
         entry = _HttpSession(http.server, http.node + secrets.token_urlsafe(24))
     else:
         return _lookup(http, conn)
@@ -3825,12 +4024,15 @@ def _entry_for(http, conn, initialize):
 
 
 def _no_request(conn, stream, batch):
-    """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors."""
+    """A POST that carried no request: 202, or 400 (409 for an id in use) with the errors.
+    2025-11-25 basic/transports: a notification or response taken gets 202 and no body; one
+    refused, an HTTP error whose body may be a JSON-RPC error."""
     errors = [message for message in stream.items if message is not _FINISHED]
     if not errors:
         conn.write(202, conn.cors, b"")
         return True
     status = 400
+    # an id still in flight in this session: two answers would cross (SECURITY.md 1.6)
     if not batch and errors[0]["error"]["message"] == _ID_IN_USE:
         status = 409
     body = _encode_all(errors) if batch else encode(errors[0])
@@ -3840,7 +4042,8 @@ def _no_request(conn, stream, batch):
 
 async def _answer(conn, stream, headers, batch, era):
     """Write the responses to a POST: one JSON body if nothing came before the result,
-    else an SSE stream of everything related, result last (`_sse`)."""
+    else an SSE stream of everything related, result last (`_sse`). Either is the server's
+    choice; the client MUST take both (2025-11-25 basic/transports)."""
     responses, quiet = [], 0.0
     # A stream that turns SSE early (resumable: primed, so that its client can resume it) or
     # whose closing means a cancel (2026-07-28) is looked at each second.
@@ -3860,10 +4063,16 @@ async def _answer(conn, stream, headers, batch, era):
         if conn.left() or not await conn.authorized():    # its slot is freed (the work goes
             return False        # on; a 2026-07-28 listen ends with its session)
         quiet += step
+        # A long wait turns the answer SSE, so that a keepalive holds its connection open.
         if not stream.json_only and (stream.primes or quiet >= KEEPALIVE_INTERVAL):
             keepalive = b": keepalive\n\n" if quiet >= KEEPALIVE_INTERVAL else b""
             return await _sse(conn, stream, headers, keepalive)
     conn.timer.clear()
+    return await _json_answer(conn, stream, headers, batch, era, responses)
+
+
+async def _json_answer(conn, stream, headers, batch, era, responses):
+    """The responses, nothing having come before them, as one JSON body (a batch's: an array)."""
     if not responses and not stream.json_only:
         # Every request was cancelled: no response (cancellation), yet a POST that
         # carried requests is answered with a stream (transports): an empty one.
@@ -3872,7 +4081,9 @@ async def _answer(conn, stream, headers, batch, era):
         conn.write(202, headers, b"")
         return True
     body = _encode_all(responses) if batch else _encode_safely(responses[0])
-    status = 200    # a JSON-RPC error too (transports); another era may say otherwise
+    # 200 for a JSON-RPC error too: the transport names no status for one, HTTP statuses are
+    # its own refusals; another era may say otherwise (2026-07-28: 404 for -32601)
+    status = 200
     if era is not _HANDSHAKE:
         status = era.http_status(responses[0])
     conn.write(status, headers + [("Content-Type", "application/json")],
@@ -3884,6 +4095,7 @@ async def _sse(conn, stream, headers, first):
     """The answer as an SSE stream: what it opens with (`_STREAMS.prime`), `first` (what came
     before the result, or a keepalive), then the rest (`hold`); `first` _PART ends it at once
     (ctx.close_sse_stream(): the client resumes it), None leaves it empty (all cancelled)."""
+    # chunked, so that the connection outlives the stream; never to HTTP/1.0 (RFC 9112 6.1)
     conn.start_sse(headers, chunked=conn.request.version == "HTTP/1.1")
     stream.opened = bool(stream.number) and first is not None
     prime = b""
@@ -3900,6 +4112,7 @@ async def _sse(conn, stream, headers, first):
         first = await conn.hold(stream, prime + first)
         if first is None:
             return False    # the client left (or its token ended): its connection ends
+    # the answer sent, the stream ends (2025-11-25 basic/transports: SHOULD)
     await conn.send(conn.frame(b""))     # chunked: the last chunk
     if conn.trace:
         if first is _PART:
@@ -3912,7 +4125,9 @@ async def _sse(conn, stream, headers, first):
 
 async def _mcp_get(http, conn):
     """GET /mcp: the session's stream for what the server says unasked (or, with Last-Event-ID,
-    a stream resumed: the resumable streams extension)."""
+    a stream resumed: the resumable streams extension). 2025-11-25 basic/transports: it
+    carries requests and notifications, never a response (but in a replay); one per session
+    (a second: 409, as the SDKs answer)."""
     if not _accepts(conn, None):
         raise _HttpError(406, "Accept must list text/event-stream")
     entry, events = _lookup(http, conn), []
@@ -3939,11 +4154,13 @@ async def _mcp_get(http, conn):
             if entry.standalone is stream:
                 entry.standalone = None
         entry.last_active = _now()
-    return False
+    return False    # the stream had no length: its end is the connection's
 
 
 async def _mcp_delete(http, conn):
-    """DELETE /mcp: the client is done with the session."""
+    """DELETE /mcp: the client is done with the session (2025-11-25 basic/transports: SHOULD
+    say so). What runs is cancelled and its id gets 404 from now on (SECURITY.md R12); 200, as
+    the TypeScript SDK answers: the spec names no status."""
     entry = _lookup(http, conn)
     del http.sessions[entry.sid]
     entry.close(cancel=True)
@@ -3952,7 +4169,8 @@ async def _mcp_delete(http, conn):
 
 
 def _accepts(conn, sse_needed):
-    """Whether the Accept header lists what the answer may be (None: only SSE is asked about)."""
+    """Whether the Accept header lists what the answer may be (None: only SSE is asked about).
+    Wildcards count, as the Python SDK takes them."""
     accept = _media_types(conn.request.header("accept"))
     if "*/*" in accept:
         return True
@@ -3964,6 +4182,8 @@ def _accepts(conn, sse_needed):
 
 
 def _lookup(http, conn):
+    """The session the Mcp-Session-Id header names (2025-11-25 basic/transports): 400 without
+    one (SHOULD, where sessions are required), 404 if unknown or ended (MUST)."""
     sid = conn.request.header("mcp-session-id")
     if not sid:
         raise _HttpError(400, "Missing Mcp-Session-Id header")
@@ -3982,10 +4202,12 @@ _ALLOWED["/mcp"] = ("GET, POST, DELETE", "/mcp takes POST, GET and DELETE")
 # the client writes each message as one line of JSON to the server's stdin, and reads the server's
 # answers, one a line, from its stdout; stderr is the server's own, for logs.
 
+# SECURITY.md 1.5 and R29: a line is bounded, and one too long is dropped to its "\n", where
+# asyncio's readline() would hand on its tail as the next line (and run it).
 MAX_LINE_BYTES = 16 * 1024 * 1024   # a longer line gets one -32600 error and is skipped to its "\n"
 READ_CHUNK = 1 << 16                # bytes asked of a pipe or socket per read
 # seconds in-flight work may finish after stdin closes, SIGTERM or Ctrl-C; what is left is then
-# answered -32603
+# answered -32603 (basic/lifecycle: a client ends stdio by closing stdin, then SIGTERM, SIGKILL)
 SHUTDOWN_GRACE = 5.0
 
 
@@ -3999,10 +4221,12 @@ class _Lines:
         self.head = None        # while skipping a line: its first bytes (and `buffer` its last)
 
     def feed(self, chunk):
+        """The lines `chunk` ends, without their "\n"; what follows the last waits in `buffer`."""
         lines, start = [], 0
         while True:
             end = chunk.find(b"\n", start)
             piece = chunk[start:] if end < 0 else chunk[start:end]
+            # Past the limit: from here on only the line's head and its last _EDGE bytes are kept.
             if self.head is None and len(self.buffer) + len(piece) > self.limit:
                 self.head = (bytes(self.buffer[:_EDGE]) + piece[:_EDGE])[:_EDGE]
             if self.head is not None:   # trimmed in place: a copy would double the peak
@@ -4013,12 +4237,12 @@ class _Lines:
                     self.too_long(self.head, bytes(self.buffer))
                     self.head = None
                     self.buffer.clear()
-            elif end < 0:
+            elif end < 0:       # a line not ended yet: kept for the next chunk
                 self.buffer += piece
-            elif self.buffer:
+            elif self.buffer:   # the end of a line begun in an earlier chunk
                 lines.append(bytes(self.buffer + piece))
                 self.buffer.clear()
-            else:
+            else:               # a whole line inside this chunk: no copy through the buffer
                 lines.append(piece)
             if end < 0:
                 return lines
@@ -4036,7 +4260,8 @@ _EDGE = 256     # bytes kept of each end of a message too long to read
 
 def _private_stdout(fd=1):
     """A private copy of `fd` for the protocol; fd 1 then points at stderr, so a
-    stray print() in a tool (or a child process) cannot corrupt the stream."""
+    stray print() in a tool (or a child process) cannot corrupt the stream: the server MUST
+    NOT write to stdout anything but MCP messages (2025-11-25 basic/transports; SECURITY.md R30)."""
     out = os.dup(fd)
     if fd == 1:
         os.dup2(2, 1)
@@ -4066,9 +4291,9 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
             trace.message("out", "stdout", message)
         try:
             view = memoryview(data + b"\n")
-            while view:
+            while view:     # a pipe may take part of it: the rest follows
                 view = view[os.write(out, view):]
-        except OSError:     # the client stopped reading: end quietly
+        except OSError:     # the client closed its end (EPIPE): end quietly (SECURITY.md R30)
             session.state = "closed"
             session._closed("The client stopped reading")
             finished.set()
@@ -4077,25 +4302,28 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     session.loop = loop
 
     def too_long(head, tail):
+        # id null: the line was never parsed (JSON-RPC 2.0 5: an id that cannot be read is null)
         send(_error(None, INVALID_REQUEST, f"Message too long (over {MAX_LINE_BYTES} bytes)"))
     lines = _Lines(too_long)
 
     def feed(chunk):                    # on the loop: every line of a chunk goes in
         nonlocal paused
+        if threaded and finished.is_set():  # serving ended (the reader thread read on): not served
+            return
         if chunk:
             got = lines.feed(chunk)
         else:           # EOF: a last line without "\n" still counts
             got = lines.end()
         for line in got:
-            line = line.removesuffix(b"\r")
+            line = line.removesuffix(b"\r")    # "\r\n" ends a line too (SECURITY.md R29)
             if line.strip():
                 if trace:
                     trace.line("in", "stdin", line)
-                if line.lstrip()[:1] == b"[":
+                if line.lstrip()[:1] == b"[":   # a batch (2025-03-26; other versions refuse it)
                     batch(line)
                 else:
                     session.receive(line)
-        if not chunk:
+        if not chunk:                   # stdin's EOF: how a client ends the session
             finished.set()
         elif session.accepting:
             if threaded:
@@ -4153,7 +4381,12 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
             except OSError:
                 chunk = b""
             go.clear()
-            loop.call_soon_threadsafe(feed, chunk)
+            if finished.is_set():       # serving ended: nothing more is read
+                return
+            try:
+                loop.call_soon_threadsafe(feed, chunk)
+            except RuntimeError:        # the loop has closed
+                return
             if not chunk:
                 return
             go.wait()
@@ -4169,7 +4402,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     except asyncio.CancelledError:      # SIGTERM or Ctrl-C: an end like stdin's, then re-raised
         cancelled = True
     finally:
-        finished.set()                  # read no more, even from a thread
+        finished.set()                  # `read_on` re-arms no reader (a thread reads on)
         session.on_ready = None
         with contextlib.suppress(NotImplementedError, OSError, ValueError):
             loop.remove_reader(stdin_fd)
@@ -4177,7 +4410,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         await session.stop(SHUTDOWN_GRACE if grace is None else grace)
     finally:
         session.close(cancel=True)
-        os.close(out)
+        os.close(out)   # the client reads EOF: the server is gone
     if cancelled:
         raise asyncio.CancelledError
     return 0
@@ -4193,20 +4426,21 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
 # transport (`_Transport`) moves messages; the Client is the JSON-RPC peer.
 
 # one message from a server (a stdio line, an HTTP body, an SSE event): past it, it is skipped, and
-# the request it answers fails at once, naming it (per Client: max_message_bytes=)
+# the request it answers fails at once, naming it (per Client: max_message_bytes=): a server must
+# not be able to fill our memory with one event that never ends (SECURITY.md R33)
 MAX_MESSAGE_BYTES = 64 << 20
 CONNECT_TIMEOUT = 10.0          # seconds to reach a server and see its endpoint
 KILL_STEP = 2.0                 # seconds a stdio server gets to exit after EOF, then after SIGTERM,
-                                # before SIGKILL
+                                # before SIGKILL (2025-11-25 basic/lifecycle, Shutdown)
 
 
 class Client(_Peer):
     """An MCP client, async at heart (`SyncClient` for scripts).
 
-    `target`: an ``http(s)://`` URL (Streamable HTTP; a 4xx to that probe falls back to legacy
-    HTTP+SSE, as VS Code does), a command that starts a stdio server (a list, or a string split
-    as a shell would, never run by one), or a `Server` in this process (no pipe or socket: for
-    tests). `transport` "http" or "sse" uses that one at once (VS Code's "type": "sse").
+    `target`: an ``http(s)://`` URL (Streamable HTTP; a 400, 404 or 405 to that probe falls back
+    to legacy HTTP+SSE, as VS Code does), a command that starts a stdio server (a list, or a
+    string split as a shell would, never run by one), or a `Server` in this process (no pipe or
+    socket: for tests). `transport` "http" or "sse" uses that one at once (VS Code's "type": "sse").
 
     `era` "auto" tries 2026-07-28 (server/discover, the extension of that era), then the handshake
     (initialize, `protocol_version`); "2026-07-28" or "handshake" allow only one. The methods are
@@ -4219,6 +4453,9 @@ class Client(_Peer):
     ``on_log(params)``, ``on_notification(method, params)``. Over HTTP, `token` is a fixed bearer
     token; `auth` an `OAuth` (the authorization extension), which signs in on a 401. `trace`: a
     file for JSON Lines, "-" for stderr (the trace extension).
+
+    Its life (basic/lifecycle): `connect` (or ``async with``) opens the transport and does the
+    handshake; `close` ends it: stdio closes the server's input, then signals; HTTP sends DELETE.
     """
 
     def __init__(self, target: "str | list[str] | Server", *, token: str | None = None,
@@ -4237,7 +4474,7 @@ class Client(_Peer):
         if era not in eras:
             raise ValueError(f"era must be one of {eras}")
         self.target, self.token, self.auth = target, token, auth
-        self.timeout = timeout or REPLY_TIMEOUT
+        self.timeout = timeout or REPLY_TIMEOUT     # every request times out (basic/lifecycle)
         self.max_message = max_message_bytes
         self.client_info = {"name": name, "version": __version__}
         self.era, self.requested_version = era, protocol_version
@@ -4250,13 +4487,13 @@ class Client(_Peer):
         self.trace = trace
         # A stdio server's environment: ours plus `env` (only `env`, if not `inherit_env`)
         self.transport_kind, self.env, self.inherit_env = transport, env, inherit_env
-        self.server_info = self.server_capabilities = None
+        self.server_info = self.server_capabilities = None     # what initialize answered
         self.protocol_version = self.instructions = None
         self.stateless: _Any = None     # the era spoken, if not the handshake's (`_CLIENT_ERAS`)
         self.extensions: dict[str, _Any] = {}   # each extension's own state for this client
         self._transport: _Transport | None = None
         self._progress: dict[_Any, _Callback] = {}     # progress token -> its request's callback
-        self._tasks: set[asyncio.Task[_Any]] = set()
+        self._tasks: set[asyncio.Task[_Any]] = set()   # what runs for the server, held
         # a request of the server's -> its answering
         self._asked: dict[_Any, asyncio.Task[_Any]] = {}
 
@@ -4270,9 +4507,10 @@ class Client(_Peer):
 
     def capabilities(self) -> _Json:
         """What initialize says this client can do: what it was given handlers for."""
-        caps: _Json = {}
+        caps: _Json = {}     # a server may ask only for what is declared here (basic/lifecycle)
         if self.sampling:
-            caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
+            caps["sampling"] = {"tools": {}} if self.sampling_tools else {}    # 2025-11-25: tools
+        # 2025-11-25: each mode named; an empty elicitation object would mean form mode alone
         modes: _Json = {}
         if self.elicitation:
             modes["form"] = {}
@@ -4287,6 +4525,8 @@ class Client(_Peer):
         return caps
 
     async def connect(self) -> "Client":
+        """Open a transport and begin the conversation: each of `_transports` in turn, the next
+        only when the server refused the first's probe."""
         self._gone = None
         target = self.target
         try:
@@ -4297,7 +4537,8 @@ class Client(_Peer):
                     await transport.start()
                     await self._open(kind, target)
                     return self
-                except _Fallback:   # a 4xx to the probe: try legacy SSE (2025-11-25 transports)
+                # 400, 404 or 405 to the probe: try legacy SSE (2025-11-25 basic/transports)
+                except _Fallback:
                     await transport.close()
             raise McpError(CONNECTION_CLOSED, f"{target}: not an MCP endpoint")
         except BaseException:   # a failed connect leaves no child process or task behind
@@ -4314,6 +4555,7 @@ class Client(_Peer):
             if self.transport_kind == "sse":
                 return [_LegacySse], target
             return [_StreamableHttp, _LegacySse], target
+        # split as a shell would, never run by one: a "; rm" stays an argument (SECURITY.md R33)
         import shlex
         if isinstance(target, str):
             return [_StdioClient], shlex.split(target)
@@ -4321,7 +4563,9 @@ class Client(_Peer):
 
     async def _open(self, kind, target):
         """The conversation begins: an era of the extensions' that the server speaks (a stateless
-        one needs no handshake), else initialize."""
+        one needs no handshake), else initialize. The 2026-07-28 way to ask (basic/versioning):
+        server/discover first; silence, or any error but one naming a version both speak, means
+        the handshake."""
         era = self.era
         if era == "auto":
             era = _ERA_SPOKEN.get(repr(target))
@@ -4332,12 +4576,14 @@ class Client(_Peer):
                     break
         if self.stateless is None:
             await self._initialize()
+        # remembered: a handshake-era server is not asked server/discover on every connect
         if self.era == "auto":
             _ERA_SPOKEN[repr(target)] = self.protocol_version if self.stateless else "handshake"
 
     async def _initialize(self):
         """The handshake (basic/lifecycle): the version we ask for, what we can do, who we are;
-        then notifications/initialized."""
+        then notifications/initialized. The server answers with our version if it speaks it, else
+        with one of its own (Version Negotiation), which we take only if we know it."""
         result = await self.request("initialize", {
             "protocolVersion": self.requested_version, "capabilities": self.capabilities(),
             "clientInfo": self.client_info})
@@ -4345,15 +4591,19 @@ class Client(_Peer):
         if version not in PROTOCOL_VERSIONS:    # lifecycle: disconnect if we cannot speak it
             await self.close()
             raise McpError(INVALID_REQUEST, f"server speaks protocol {version!r}, which we do not")
+        # known before notifications/initialized: Streamable HTTP sends it as the
+        # MCP-Protocol-Version header from that POST on (2025-06-18 basic/transports)
         self.protocol_version = version
         self.server_info = result.get("serverInfo", {})
         self.server_capabilities = result.get("capabilities", {})
         self.instructions = result.get("instructions")
         await self.notify("notifications/initialized")
-        if self._transport:
+        if self._transport:     # Streamable HTTP opens its GET stream, now that it has a session
             await self._transport.initialized()
 
     async def close(self) -> None:
+        """End the transport's way (stdio: the server's shutdown; HTTP: DELETE); every request
+        still waiting fails now with CONNECTION_CLOSED."""
         if self._transport:
             transport, self._transport = self._transport, None
             await transport.close()
@@ -4362,7 +4612,8 @@ class Client(_Peer):
     async def request(self, method: str, params: _Json | None = None, timeout: float | None = None,
                       on_progress: typing.Callable[[_Json], object] | None = None) -> _Any:
         """Send a request; return its result or raise McpError. On timeout the server is sent
-        notifications/cancelled. In another era (2026-07-28) the era sends it its own way."""
+        notifications/cancelled (basic/lifecycle, Timeouts: SHOULD). In another era (2026-07-28)
+        the era sends it its own way."""
         if self._transport is None and not self._gone:
             raise McpError(CONNECTION_CLOSED, "Not connected")
         if self.stateless:
@@ -4373,7 +4624,7 @@ class Client(_Peer):
         """One request and its answer (`id_`: the next, unless given)."""
         if id_ is None:
             id_ = next(self._ids)
-        if on_progress:
+        if on_progress:     # the request's id as its token: unique among those in flight (MUST)
             params["_meta"] = {**params.get("_meta", {}), "progressToken": id_}
             self._progress[id_] = on_progress
         try:
@@ -4383,6 +4634,7 @@ class Client(_Peer):
             self._progress.pop(id_, None)
 
     async def notify(self, method: str, params: _Json | None = None) -> None:
+        """Send a notification: no answer ever comes, so only the sending is awaited."""
         await asyncio.wait_for(self._send(_notification(method, params)), self.timeout)
 
     async def _send(self, message: _Json) -> None:
@@ -4391,8 +4643,10 @@ class Client(_Peer):
         await self._transport.send(message)
 
     def _abandon(self, id_, method, reason, related=None):
-        """Tell the server a request is abandoned, in the background: never wait on it."""
-        if method == "initialize" or self._transport is None:     # initialize is never cancelled
+        """Tell the server a request is abandoned, in the background: never wait on it. It stops
+        and sends no answer; one already on its way is dropped (basic/utilities/cancellation)."""
+        # the client MUST NOT cancel initialize (basic/utilities/cancellation)
+        if method == "initialize" or self._transport is None:
             return
         # 2026-07-28 HTTP: by closing its stream
         if self.stateless and self.stateless.drop(self, id_):
@@ -4408,7 +4662,8 @@ class Client(_Peer):
 
     def _received(self, message):
         """Every message from the server comes through here (parsed, or JSON text); a
-        response's id is returned (what its transport waits for)."""
+        response's id is returned (what its transport waits for: a POST's stream that carried
+        its answer needs no resuming)."""
         try:
             if isinstance(message, (bytes, str)):
                 message = decode(message)
@@ -4431,6 +4686,7 @@ class Client(_Peer):
         asked, token = fields.get("requestId"), fields.get("progressToken")
         if self.stateless and self.stateless.notified(self, method, params):  # a listen's, say
             return
+        # the server withdraws a request it sent us; progress counts only for a request waiting
         if method == "notifications/cancelled" and _is_id(asked) and asked in self._asked:
             self._asked.pop(asked).cancel()     # its handler stops: no answer
         elif method == "notifications/progress" and _is_id(token) and token in self._progress:
@@ -4449,13 +4705,13 @@ class Client(_Peer):
             with contextlib.suppress(ValueError):
                 id_ = json.loads(found.group(1))
         _logger.error("a message from the server over %d bytes was skipped", self.max_message)
-        self._fail(id_,
-                   McpError(INTERNAL_ERROR,
-                            f"The server's answer is over {self.max_message} bytes, "
-                                 "this client's limit: raise it with "
-                                 "Client(max_message_bytes=...)"))
+        self._fail(id_, McpError(INTERNAL_ERROR, f"The server's answer is over {self.max_message} "
+                                                 "bytes, this client's limit: raise it with "
+                                                 "Client(max_message_bytes=...)"))
 
     def _call(self, fn, *args):
+        """A callback of the user's: a coroutine it returns runs on its own, and what it raises is
+        logged; a callback never stops the reading of the server's messages."""
         try:
             result = fn(*args)
             if asyncio.iscoroutine(result):
@@ -4465,7 +4721,7 @@ class Client(_Peer):
 
     async def _handle(self, method, params):
         """What we answer to the server's request (or input request): our handler's (`_ANSWERS`)."""
-        if method == "ping":
+        if method == "ping":    # basic/utilities/ping: any peer MUST answer, promptly
             return {}
         url = method == "elicitation/create" and params.get("mode") == "url"
         what, option = _ANSWERS.get((method, url), (method, None))
@@ -4476,6 +4732,8 @@ class Client(_Peer):
             message = f"This client declined the server's {what}: it has no handler for it"
             if option:
                 message += f" (Client({option}=...))"
+            # what we never declared is -32601 (client/roots says so of roots/list); a mode of
+            # elicitation we did not declare, -32602 (2025-11-25 client/elicitation)
             if method == "elicitation/create" and self.capabilities().get("elicitation"):
                 raise McpError(INVALID_PARAMS, message)     # it elicits, in the other mode only
             raise McpError(METHOD_NOT_FOUND, message)
@@ -4488,7 +4746,8 @@ class Client(_Peer):
         return result
 
     async def _answers(self, asks, skip=()):
-        """Our answers to the server's inputRequests (but those in `skip`): `_handle`'s."""
+        """Our answers to the server's inputRequests (but those in `skip`): `_handle`'s. The
+        retry carries them under the same keys (2026-07-28 basic/patterns/mrtr)."""
         answers = {}
         for key, ask in _object(asks).items():
             if key in skip:
@@ -4500,6 +4759,8 @@ class Client(_Peer):
         return answers
 
     async def _answer(self, message):
+        """Answer one request of the server's. A handler's exception is -32603 with a constant
+        message: its details go to our log, never to the server."""
         method, params = message["method"], message.get("params") or {}
         try:
             reply = _result(message["id"], await self._handle(method, params))
@@ -4508,14 +4769,15 @@ class Client(_Peer):
         except Exception:
             _logger.exception("handler for %s failed", method)
             reply = _error(message["id"], INTERNAL_ERROR, "Internal error")
-        if self._transport:
+        if self._transport:     # closed meanwhile: no one to answer
             try:
                 await self._transport.send(reply)
             except Exception:  # noqa: BLE001 — the answer is lost, not the client
                 _logger.warning("could not answer the server's %s", method)
 
     async def _all(self, method):
-        """Every page of a list."""
+        """Every page of a list. A cursor is opaque: sent back as it came, never read
+        (basic/utilities/pagination); one seen before would loop forever."""
         items, cursor, seen = [], None, set()
         while True:
             params = None
@@ -4540,6 +4802,8 @@ class Client(_Peer):
         return await self.request("ping")
 
     async def list_tools(self) -> list[ToolInfo]:
+        """Every tool, every page. Over 2026-07-28 HTTP, a tool with invalid x-mcp-header marks
+        is left out (MUST): its calls could not carry the headers the server checks."""
         return await self._all("tools/list")
 
     @typing.overload
@@ -4560,7 +4824,9 @@ class Client(_Peer):
         """The CallToolResult; a tool's failure is ``result["isError"]``, not an exception. If the
         server answers with a task (2026-07-28's tasks extension), it is polled until it ends,
         within `timeout` (else its ttlMs), and cancelled if this is; ``on_status(task)`` sees its
-        status change. With `task`, a `TaskHandle` instead, to poll or cancel yourself."""
+        status change. With `task`, a `TaskHandle` instead, to poll or cancel yourself.
+        An unknown tool is McpError (-32602); a tool's failure an isError result, so that the
+        model reads what went wrong and can try again (2025-11-25 server/tools)."""
         began = asyncio.get_running_loop().time()
         answer = await self.request("tools/call", {"name": name, "arguments": arguments or {}},
                                     timeout=timeout, on_progress=on_progress)
@@ -4580,9 +4846,11 @@ class Client(_Peer):
         return await self._all("resources/templates/list")
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
+        """The resource's contents; an unknown URI is McpError -32002 (2026-07-28: -32602)."""
         return await self.request("resources/read", {"uri": uri})
 
     async def subscribe(self, uri: str) -> _Json:
+        """Hear notifications/resources/updated for `uri` (on_notification) until unsubscribed."""
         return await self.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe(self, uri: str) -> _Json:
@@ -4593,18 +4861,21 @@ class Client(_Peer):
 
     async def get_prompt(self, name: str,
                          arguments: dict[str, str] | None = None) -> GetPromptResult:
+        """The prompt's messages, `arguments` filled in: each value a string (server/prompts)."""
         return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
 
     async def complete(self, ref: _Json, argument: str, value: str,
                        context: dict[str, str] | None = None) -> _Json:
         """Completions for `argument`; `ref` is {"type": "ref/prompt", "name": ...}
-        or {"type": "ref/resource", "uri": ...}."""
+        or {"type": "ref/resource", "uri": ...}. At most 100 values come back, best first;
+        `context` holds the arguments already chosen (2025-06-18 server/utilities/completion)."""
         params = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
         return (await self.request("completion/complete", params))["completion"]
 
     async def set_log_level(self, level: str) -> _Json:
+        """The server's notifications/message at `level` and above from now on (to `on_log`)."""
         if self.stateless:  # 2026-07-28: each request asks for the log messages it wants
             self.log_level = level
             return {}
@@ -4657,6 +4928,10 @@ _ERA_SPOKEN: dict[str, str | None] = {}
 _CLIENT_ERAS: dict[str, _Any] = {}
 # what else the client's methods return whose coroutines SyncClient waits for
 _SYNCED: list[type] = []
+# Set around a request a client sends of its own accord (the CLI's tools/list, a 2026-07-28
+# round sent again with its answers), so that a trace (the trace extension) says why it was sent.
+_TRACE_WHY: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("mcp_min_why",
+                                                                          default=None)
 
 
 def _background(tasks, coroutine, index=None, key=None):
@@ -4688,6 +4963,8 @@ class SyncClient:
     """
 
     def __init__(self, target, **options):
+        # A loop of its own, on a thread: the caller may have no loop, or be inside one (a
+        # notebook) where run_until_complete cannot run.
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client",
                                         daemon=True)
@@ -4713,7 +4990,7 @@ class SyncClient:
     def _stop(self):
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
-        if not self._thread.is_alive():
+        if not self._thread.is_alive():     # else left (a daemon): a running loop cannot close
             self._loop.close()
 
     def __enter__(self):
@@ -4742,12 +5019,23 @@ class _Synced:
         return wait
 
 
+# The client's transports: how a message reaches the server, and how the server's come back.
+#   stdio            a line on the server's stdin; its lines on stdout (2025-11-25 basic/transports)
+#   Streamable HTTP  a POST per message, answered on that POST (JSON or SSE); what the server says
+#                    unasked comes on a GET stream (2025-03-26 on)
+#   legacy HTTP+SSE  one GET stream for all the server says; a POST per message, answered 202
+#                    (2024-11-05)
+#   in memory        a Session of this process, handed the same JSON text (tests)
+# HTTP is spoken by hand (`_http`): one request per connection, so no answer is ever read as
+# another's, and every limit is ours.
+
+
 class _Transport:
     """A client transport: coroutines `start`, `send` (McpError(CONNECTION_CLOSED) if it
     cannot), `initialized` (after the handshake) and `close`. What arrives goes to
     ``client._received``; loss is told as to any `_Peer` (`_fail`, `_closed`). Over HTTP,
     every exchange goes through `_request`."""
-    url = ""
+    url = ""    # HTTP: the endpoint, which an OAuth token is for
 
     # each kind has its own: this says how
     def __init__(self, target: _Any, client: "Client") -> None:
@@ -4757,7 +5045,7 @@ class _Transport:
         pass
 
     async def initialized(self) -> None:
-        pass
+        """The handshake is over: Streamable HTTP opens its GET stream (it needs the session)."""
 
     async def send(self, message: _Json) -> None:
         raise NotImplementedError
@@ -4777,7 +5065,8 @@ class _Transport:
         """HTTP: one exchange with `url` (McpError if it cannot be reached), our token in its
         header, never in the URL. After a 401, or a 403 insufficient_scope, an `OAuth` (the
         authorization extension) signs in and it goes again (`auth.tries` times at most); else
-        the answer stays as it came."""
+        the answer stays as it came. 2025-11-25 basic/authorization: a token in every request,
+        never in the query string; a 403 insufficient_scope asks for more scopes (step-up)."""
         auth, tries = self.client.auth, 0
         while True:
             token = self.client.token
@@ -4792,10 +5081,13 @@ class _Transport:
             except OSError as e:
                 raise McpError(CONNECTION_CLOSED, f"cannot reach {url}: {e}") from None
             challenge, status = response.headers.get("www-authenticate", ""), response.status
+            # 401: no token, or a bad one; 403 insufficient_scope: a good one lacks a scope
+            # (RFC 6750 3.1)
             refused = status == 401 or (status == 403 and "insufficient_scope" in challenge)
             if not (auth and sign_in and refused) or tries == auth.tries:
                 return response
             response.close()
+            # no better token came of it: the refusal stands
             if not await auth.challenged(self.url, status, challenge, bearer, self.client.trace):
                 return response
             tries += 1
@@ -4810,6 +5102,7 @@ class _InMemory(_Transport):
         self.session = Session(server, self._deliver)
 
     def _deliver(self, message, related):
+        """What the session sends, as the text a wire carries: the client checks it as it would."""
         if message is None:
             return
         data = _encode_safely(message)
@@ -4819,10 +5112,10 @@ class _InMemory(_Transport):
 
     async def send(self, message):
         self._trace("message", "out", "memory", message)
-        self.session.receive(encode(message))
+        self.session.receive(encode(message))   # as text: the server parses it as from a peer
 
     async def close(self):
-        self.session.close(cancel=True)
+        self.session.close(cancel=True)     # no one is left to answer: what runs is cancelled
 
 
 class _Fallback(Exception):
@@ -4830,7 +5123,9 @@ class _Fallback(Exception):
 
 
 class _StdioClient(_Transport):
-    """Spawns the server (argv list, no shell) and speaks lines on its pipes."""
+    """Spawns the server (argv list, no shell: SECURITY.md R33) and speaks lines on its pipes:
+    one JSON-RPC message per line each way (2025-11-25 basic/transports). The server's stderr
+    is its log, left on ours: a client MAY show or ignore it, and SHOULD NOT take it for errors."""
 
     def __init__(self, argv, client):
         self.argv, self.client = argv, client
@@ -4845,15 +5140,17 @@ class _StdioClient(_Transport):
         group: _Json = {"creationflags": 0x200}     # CREATE_NEW_PROCESS_GROUP
         if os.name == "posix":
             group = {"start_new_session": True}
-        env = self.client.env
+        env = self.client.env      # None: ours as it is
         if env is not None and self.client.inherit_env:
             env = {**os.environ, **env}
         try:
+            # stderr not piped: a pipe nobody reads fills up, and the server then stalls on a log
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, **group,
                                                                 env=env)
         except OSError as e:
             url = ""
+            # "localhost:8080" without http:// was taken for a command: say so
             if len(self.argv) == 1 and ":" in self.argv[0]:
                 url = " (a URL needs http:// or https://)"
             raise McpError(CONNECTION_CLOSED, f"cannot start the server {self.argv[0]!r}: "
@@ -4861,6 +5158,9 @@ class _StdioClient(_Transport):
         self._reader = asyncio.ensure_future(self._read())
 
     async def _read(self):
+        """The server's stdout cut into lines, each to the client; one past max_message_bytes is
+        skipped, and what it answered fails. At EOF the server is gone: every request still
+        waiting fails now, not at its timeout."""
         def too_big(head, tail):
             self.client._too_big(None, head, tail)
         lines = _Lines(too_big, self.client.max_message)
@@ -4872,7 +5172,7 @@ class _StdioClient(_Transport):
                 else:       # EOF: a last line without "\n" still counts
                     got = lines.end()
                 for line in got:
-                    if line.strip():
+                    if line.strip():    # a blank line carries nothing
                         self._trace("line", "in", "stdout", line)
                         self.client._received(line)
                 if not chunk:
@@ -4881,16 +5181,19 @@ class _StdioClient(_Transport):
             self.client._closed("The server closed its output")
 
     async def send(self, message):
+        """One line on the server's stdin: `encode` writes no raw newline, so the line is the
+        message."""
         self._trace("message", "out", "stdin", message)
         try:
             self.process.stdin.write(encode(message) + b"\n")
-            await self.process.stdin.drain()
-        except (ConnectionError, AttributeError):
+            await self.process.stdin.drain()     # a server that reads slowly holds us here
+        except (ConnectionError, AttributeError):   # it exited, or never started
             raise McpError(CONNECTION_CLOSED, "The server is gone") from None
 
     async def close(self):
-        """stdio shutdown: close stdin, wait; then SIGTERM; then SIGKILL: each step KILL_STEP
-        seconds, each signal to the server's whole process group (on Windows: the server)."""
+        """stdio shutdown (2025-11-25 basic/lifecycle, Shutdown): close stdin, wait; then
+        SIGTERM; then SIGKILL: each step KILL_STEP seconds, each signal to the server's whole
+        process group (on Windows: the server)."""
         import signal
         process = self.process
         if process is None:
@@ -4908,7 +5211,7 @@ class _StdioClient(_Transport):
                     process.terminate()
                 elif signum:
                     process.kill()
-            except (ProcessLookupError, PermissionError):
+            except (ProcessLookupError, PermissionError):     # none left to signal
                 break
             if await self._ended(process):
                 break
@@ -4927,10 +5230,15 @@ class _StdioClient(_Transport):
                 except (ProcessLookupError, PermissionError):
                     return True
                 await asyncio.sleep(0.02)
+        # here on POSIX: one of the group outlived the deadline; elsewhere: whether the server ended
         return process.returncode is not None and os.name != "posix"
 
 
 class _HttpResponse:
+    """A response as `_http` read it: its status, its headers (names lower case), and its body
+    still on the connection, read once: by `body`, `chunks` or `events`. The connection served
+    this request alone, and closes with it."""
+
     def __init__(self, status, headers, reader, writer, trace=None, head=""):
         self.status, self.headers, self.reader, self.writer = status, headers, reader, writer
         self.untraced = (trace, head) if trace else None    # traced with its body, if read
@@ -4943,14 +5251,14 @@ class _HttpResponse:
 
     async def chunks(self, trace=True):
         """The body, piece by piece, as framed by the headers: chunked, sized, or to the
-        connection's end."""
+        connection's end (RFC 9112 6.3: a 204 or 304 has none; chunked wins over a length)."""
         if trace:
             self._trace()   # a stream's head before its events
         reader = self.reader
         if self.status in (204, 304):
             return
         if "chunked" in self.headers.get("transfer-encoding", ""):
-            while True:
+            while True:     # size [; extensions] CRLF: extensions ignored (RFC 9112 7.1.1)
                 size = _size((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
                 if not size:
                     break
@@ -4995,7 +5303,8 @@ class _HttpResponse:
 
     async def events(self, client, closed):
         """The SSE events of this response, each traced; one past the client's max_message_bytes
-        fails the request it answers. A stream that breaks (reset, bad framing) just ends."""
+        fails the request it answers. A stream that breaks (reset, bad framing) just ends. A
+        server that never ends an event costs us that limit, no more (SECURITY.md R33)."""
         parser = _SseParser(client.max_message)
         try:
             async for chunk in self.chunks():
@@ -5022,7 +5331,9 @@ _DIGITS = {10: frozenset("0123456789"), 16: frozenset("0123456789abcdefABCDEF")}
 
 
 def _size(text, base):
-    """A body or chunk size as sent: digits only (no sign, no spaces), or ValueError."""
+    """A body or chunk size as sent: digits only (no sign, no spaces), or ValueError. int()
+    would take "+5", " 5" or "٥": two readers of the same bytes would then disagree on where a
+    body ends."""
     digits = text.decode("latin-1") if isinstance(text, bytes) else text
     if not digits or len(digits) > 12 or not set(digits) <= _DIGITS[base]:
         raise ValueError(f"bad HTTP body size {digits[:20]!r}")
@@ -5031,9 +5342,11 @@ def _size(text, base):
 
 async def _http(url, method, headers, body=b"", trace=None, hops=5):
     """One HTTP/1.1 request on a new connection; a 307 or 308 is followed, `hops` times
-    at most, with the same method and body (RFC 9110 15.4.8)."""
+    at most, with the same method and body (RFC 9110 15.4.8, 15.4.9); a 301 or 302 is not: a
+    client may turn its POST into a GET (15.4.2, 15.4.3)."""
     parts = urlsplit(url)
     tls = parts.scheme == "https"
+    # origin-form: path and query; an empty path MUST be sent as "/" (RFC 9112 3.2.1)
     target = parts.path or "/"
     if parts.query:
         target += f"?{parts.query}"
@@ -5041,12 +5354,14 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
         trace = trace.on()
         trace.http("out", f"{method} {target}", headers, body)
     port = parts.port or (443 if tls else 80)
-    # ssl=True: the default context
+    # ssl=True: the default context (certificate and host name checked); a response head past
+    # MAX_HEAD_BYTES stops readuntil: a server cannot make us buffer without end
     reader, writer = await asyncio.wait_for(asyncio.open_connection(
         parts.hostname, port, ssl=tls, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
+    # Host: the URL's host and port, never its user:password@ (RFC 9110 7.2)
     lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
-    if body or method == "POST":
+    if body or method == "POST":    # a POST says its length, 0 too (RFC 9110 8.6)
         lines.append(f"Content-Length: {len(body)}")
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
     try:
@@ -5059,7 +5374,7 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
         target = urlsplit(urljoin(url, location))
         if target.scheme == "https" or target.scheme == parts.scheme:     # never down to plain http
             writer.close()
-            if target[:2] != parts[:2]:     # another origin: our credentials stay with theirs
+            if target[:2] != parts[:2]:     # another origin: our token does not go there
                 headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
             return await _http(target.geturl(), method, headers, body, trace, hops - 1)
     return _HttpResponse(status, response_headers, reader, writer, trace, reason)
@@ -5067,11 +5382,13 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
 
 async def _response_head(reader):
     """The status, its line's rest and the headers of a response (1xx ones skipped: 100
-    Continue and 103 Early Hints come before the real one)."""
+    Continue and 103 Early Hints come before the real one; RFC 9110 15.2: a client MUST
+    take them)."""
     while True:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REPLY_TIMEOUT)
         status_line, *lines = head.decode("latin-1").split("\r\n")
         version, _, rest = status_line.partition(" ")
+        # not HTTP/1.x: a TLS port spoken to in plain text, say; nothing here can be read
         if not (version.startswith("HTTP/1.") and _ASCII_DIGITS.fullmatch(rest[:3])):
             raise ConnectionError(f"not an HTTP response: {status_line[:40]!r}")
         if int(rest[:3]) >= 200:
@@ -5087,6 +5404,7 @@ def _http_error(status, body, url):
     """An HTTP error answer as the McpError it means: the JSON-RPC error it carries, if any."""
     if status == 401:
         return McpError(CONNECTION_CLOSED, "HTTP 401: the server wants a valid --token (or --auth)")
+    # a refusal's body MAY be a JSON-RPC error (2025-11-25 basic/transports): it says more
     with contextlib.suppress(Exception):
         detail = json.loads(body)["error"]
         return McpError(detail["code"], detail["message"], detail.get("data"))
@@ -5094,7 +5412,8 @@ def _http_error(status, body, url):
 
 
 class _SseParser:
-    """WHATWG server-sent events from bytes: yields dicts (event, data, id, retry).
+    """WHATWG server-sent events from bytes ("Parsing an event stream", HTML Living Standard):
+    yields dicts (event, data, id, retry).
 
     Lines end in CRLF, LF or CR; a leading BOM is dropped; an event with no data is not
     dispatched as one (its id and retry still come through). Each piece is scanned once:
@@ -5113,12 +5432,13 @@ class _SseParser:
         self.big: list[bytes] | None = None
 
     def feed(self, data):
+        """The events that `data` completes (bytes as they came, cut anywhere)."""
         if not data:
             return []
         if self.after_cr and data.startswith(b"\n"):
             data = data[1:]         # the LF of a CRLF split between two pieces
         self.after_cr = data.endswith(b"\r")
-        *lines, rest = _SSE_LINE_ENDS.split(data)
+        *lines, rest = _SSE_LINE_ENDS.split(data)   # `rest`: a line whose end has not come
         events = []
         for raw in lines:
             self._add(raw)
@@ -5156,6 +5476,9 @@ class _SseParser:
         self.data, self.size = [], 0
 
     def _line(self, events):
+        """A line ended ("Interpreting an event stream"): a blank one dispatches the event, one
+        starting with ":" is a comment (a keepalive), else "field: value"; unknown fields are
+        ignored."""
         line, long, length = bytes(self.line), self.long, self.length
         self.line, self.long, self.length = bytearray(), None, 0
         if not self.started:    # the first line may start with a byte order mark
@@ -5183,21 +5506,31 @@ class _SseParser:
                 size -= 1
             tail = line
         if field == b"data":
-            if self.big is None:
-                self.size += size + 1
-                if self.size > self.limit or length > self.limit:
-                    self._too_big(value)
-                else:
-                    self.data.append(value)
-            if self.big is not None:    # of an event too big, only the last bytes are kept
-                self.big[1] = tail[-_EDGE:]
+            self._data(value, size, length, tail)
         elif length > self.limit:
             self._too_big(b"")
+        elif field == b"id" and b"\0" in value:
+            pass        # WHATWG: an id with NUL is ignored (no Last-Event-ID could carry it)
         elif field in (b"event", b"id", b"retry"):
             self.event[field.decode()] = value.decode("utf-8", "replace")
         return None
 
+    def _data(self, value, size, length, tail):
+        """A data line: its value joins the event's, unless that makes the event too big (of
+        which only the first and last bytes are kept: where its id is)."""
+        if self.big is None:
+            self.size += size + 1
+            if self.size > self.limit or length > self.limit:
+                self._too_big(value)
+            else:
+                self.data.append(value)
+        if self.big is not None:
+            self.big[1] = tail[-_EDGE:]
+
     def _dispatch(self, events):
+        """A blank line: the event read is dispatched if it has data ("message" when it names no
+        type). One without data is not (WHATWG), yet its id and retry are passed on: a priming
+        event (2025-11-25 basic/transports) gives the client an id to resume from."""
         if self.big:
             events.append({"event": self.event.get("event") or "message",
                            "too_big": tuple(self.big)})
@@ -5212,31 +5545,39 @@ class _SseParser:
         self.event, self.data, self.size, self.big = {}, [], 0, None
 
 
-_SSE_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
+_SSE_LINE_ENDS = re.compile(rb"\r\n|\r|\n")     # WHATWG: CRLF, LF, or a CR alone
 _ASCII_DIGITS = re.compile(r"[0-9]{1,12}")     # str.isdigit() takes "²", which int() refuses
-_BOM = b"\xef\xbb\xbf"
+_BOM = b"\xef\xbb\xbf"     # U+FEFF in UTF-8: one, first in the stream, is dropped (WHATWG)
 
 
+# Whether this task initializes again after a 404 (and the tasks it starts): a 404 then fails,
+# rather than wait for a re-initialize that is itself.
 _REINITIALIZING = contextvars.ContextVar("mcp_min_reinitializing", default=False)
 
 
 class _StreamableHttp(_Transport):
-    """Streamable HTTP (2025-03-26+): a POST per message, JSON or SSE replies."""
+    """Streamable HTTP (2025-03-26+): a POST per message, JSON or SSE replies. From
+    initialize's answer on, every request carries its Mcp-Session-Id and (2025-06-18 on) the
+    negotiated MCP-Protocol-Version; a GET stream hears what the server says unasked; DELETE
+    ends the session (2025-11-25 basic/transports)."""
 
     def __init__(self, url, client):
         self.url, self.client = url, client
-        self.session_id = self._get_stream = None
+        self.session_id = self._get_stream = None   # the id: once initialize's answer names one
         self._tasks, self._closing = set(), False
         # request id -> the task carrying its answer (its POST, then its stream)
         self._streams = {}
-        self._reinitializing = asyncio.Lock()
+        self._reinitializing = asyncio.Lock()   # the requests that hear 404 share one initialize
 
     def _headers(self, accept="application/json, text/event-stream"):
+        """Accept (a POST MUST list both types), then the session id and version once known."""
         headers = {"Accept": accept, "Mcp-Session-Id": self.session_id,
                    "MCP-Protocol-Version": self.client.protocol_version}
         return {k: v for k, v in headers.items() if v}
 
     async def send(self, message):
+        # A notification's or response's POST gets 202 at once; initialize's answer names the
+        # session, which every later message needs: these are awaited.
         if "method" not in message or "id" not in message or message["method"] == "initialize":
             return await self._post(message)
         # A request's POST may stream for as long as the tool runs: the caller is not held (it
@@ -5244,6 +5585,7 @@ class _StreamableHttp(_Transport):
         _background(self._tasks, self._post_request(message), self._streams, message["id"])
 
     async def _post_request(self, message):
+        """A request's POST, in the background: what breaks it fails its request now."""
         try:
             await self._post(message)
         except Exception as e:  # noqa: BLE001 — any failure fails its request, never the task
@@ -5264,7 +5606,7 @@ class _StreamableHttp(_Transport):
         # 2026-07-28: what it is, so that it is routed unread
         if self.client.stateless and id_ is not None:
             headers.update(self.client.stateless.headers(self.client, message))
-        sent_with = self.session_id
+        sent_with = self.session_id     # a 404 means that session is over, not a later one
         response = await self._request("POST", self.url, headers, encode(message))
         if message.get("method") == "initialize":
             # 2025-11-25 transports (the version we ask for): 400, 404 or 405 means "try
@@ -5272,6 +5614,7 @@ class _StreamableHttp(_Transport):
             if response.status in (400, 404, 405):
                 response.close()
                 raise _Fallback
+            # none: a server that keeps no sessions (they are the server's choice)
             self.session_id = response.headers.get("mcp-session-id")
         if response.status == 404 and sent_with and again and not _REINITIALIZING.get():
             # transports: a 404 for our session means it is gone: start over, then resend,
@@ -5286,6 +5629,7 @@ class _StreamableHttp(_Transport):
             body = await response.body(READ_CHUNK)
             response.close()
             raise _http_error(response.status, body, self.url)
+        # JSON or SSE is the server's choice; the client MUST take both (basic/transports)
         media = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if media == "text/event-stream":
             return _background(self._tasks, self._events(response, id_), self._streams, id_)
@@ -5294,7 +5638,7 @@ class _StreamableHttp(_Transport):
         except McpError:    # too big: what it answers fails now
             return self.client._too_big(id_)
         response.close()
-        if not body.strip():
+        if not body.strip():    # 202: taken, nothing to say
             return None
         data = decode(body)
         if type(data) is not list:      # a batch's answers come as one array
@@ -5304,6 +5648,8 @@ class _StreamableHttp(_Transport):
         return None
 
     async def _reinitialize(self):
+        """Initialize again, with no session id (2025-11-25 basic/transports: MUST, after a 404
+        for the session); the old version stays if that fails."""
         self.session_id = None
         version, self.client.protocol_version = self.client.protocol_version, None
         _logger.info("session expired: initializing again")
@@ -5320,7 +5666,8 @@ class _StreamableHttp(_Transport):
         """Read an SSE response; if it ends before our answer came, resume it with GET and
         Last-Event-ID after the server's `retry` delay, while the request is still awaited.
         `forever` (no `response`): the GET stream, opened here and again whenever the server
-        ends it, from the last event seen (2025-11-25 transports: polling)."""
+        ends it, from the last event seen (2025-11-25 transports: polling). Before each GET the
+        client MUST wait the `retry` the server set."""
         last, retry, pause = None, 1.0, 0.0
         while True:
             if response is None:
@@ -5354,6 +5701,7 @@ class _StreamableHttp(_Transport):
             last = event.get("id", last)
             # SSE: ASCII digits only ("²" is no retry)
             if _ASCII_DIGITS.fullmatch(event.get("retry", "")):
+                # milliseconds on the wire; kept within 0.1 to 60 s: no busy loop, no day-long wait
                 retry = min(max(int(event["retry"]) / 1000, 0.1), 60.0)
             if event.get("data") and event["event"] == "message":     # not a priming event
                 answered |= self.client._received(event["data"]) == request_id
@@ -5361,7 +5709,8 @@ class _StreamableHttp(_Transport):
 
     async def _resume(self, last, forever):
         """A GET for a stream: from after `last` if given; None if refused. The GET stream starts
-        afresh when the server kept not what it missed."""
+        afresh when the server kept not what it missed. Resuming is always a GET, for a POST's
+        stream too (2025-11-25 basic/transports)."""
         headers = self._headers("text/event-stream")
         if last is not None:
             headers["Last-Event-ID"] = last
@@ -5376,11 +5725,14 @@ class _StreamableHttp(_Transport):
         return None
 
     async def initialized(self):
-        """Open the GET stream for messages the server starts (405 = none)."""
+        """Open the GET stream for messages the server starts (405 = none: 2025-11-25
+        basic/transports gives the server those two answers)."""
         if self._get_stream is None or self._get_stream.done():
             self._get_stream = asyncio.ensure_future(self._events(None, None, forever=True))
 
     async def close(self):
+        """End the streams, then DELETE the session (2025-11-25 basic/transports: a client
+        SHOULD, when done): 5 s at most, no sign-in for it."""
         self._closing = True
         tasks = list(self._tasks)
         if self._get_stream:
@@ -5399,14 +5751,16 @@ class _StreamableHttp(_Transport):
 
 
 class _LegacySse(_Transport):
-    """HTTP+SSE (2024-11-05): a GET stream for everything the server says,
-    POSTs to the endpoint it names for everything we say."""
+    """HTTP+SSE (2024-11-05 basic/transports): a GET stream for everything the server says,
+    POSTs to the endpoint it names for everything we say (VS Code's "type": "sse")."""
 
     def __init__(self, url, client):
         self.url, self.client = url, client
-        self.endpoint = self._reader = self._response = None
+        self.endpoint = self._reader = self._response = None   # endpoint: absolute, where to POST
 
     async def start(self):
+        """GET the SSE URL and wait, CONNECT_TIMEOUT at most, for the event the server MUST
+        send first: `endpoint`, where to POST (2024-11-05 basic/transports)."""
         response = self._response = await self._request("GET", self.url,
                                                         {"Accept": "text/event-stream"})
         if response.status != 200:
@@ -5420,8 +5774,12 @@ class _LegacySse(_Transport):
             raise McpError(CONNECTION_CLOSED, f"{self.url} sent no endpoint event") from None
 
     async def _read(self, response, found):
+        """Every event of the stream: `endpoint`, resolved against our URL (the SDKs send a
+        relative one) and refused on another origin, where our token would follow our POSTs
+        (SECURITY.md R33); then `message`s. The stream's end is the session's."""
         closed = "(the SSE stream closed: the session ends with it)"
         try:
+            # aclosing: the events' own finally (close, trace) runs now, even when cancelled
             async with contextlib.aclosing(response.events(self.client, closed)) as events:
                 async for event in events:
                     if "data" in event and event["event"] == "endpoint" and not found.done():
@@ -5440,9 +5798,11 @@ class _LegacySse(_Transport):
             self.client._closed("The SSE stream ended")
 
     async def send(self, message):
+        """POST a message to the endpoint: 202 and no answer in the body; the answer comes on
+        the stream."""
         response = await self._request("POST", self.endpoint, {"Content-Type": "application/json"},
                                        encode(message))
-        await response.body(READ_CHUNK)
+        await response.body(READ_CHUNK)     # read and dropped: no answer is in it
         response.close()
         if response.status >= 300:
             raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.endpoint}")
@@ -5464,6 +5824,8 @@ class _LegacySse(_Transport):
 
 
 def _argument_parser(**options):
+    """An ArgumentParser whose errors are one line; argparse is imported only when a command
+    line is read (STYLE.md 8: importing mcp_min stays fast)."""
     import argparse
 
     class Parser(argparse.ArgumentParser):
@@ -5476,6 +5838,7 @@ def _argument_parser(**options):
 
 
 def _port(text):
+    """argparse type: a TCP port, digits alone (no sign, no space); 0 asks the OS for a free one."""
     if not (text.isdigit() and int(text) <= 65535):
         import argparse
         raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0-65535; 0 picks a free "
@@ -5484,6 +5847,7 @@ def _port(text):
 
 
 def _seconds(text):
+    """argparse type: a number of seconds above 0 and below 1e9 ("nan" fails every comparison)."""
     try:
         value = float(text)
     except ValueError:
@@ -5494,6 +5858,8 @@ def _seconds(text):
     raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
 
 
+# The logging module's names, for the server's own log on stderr; not MCP's LOG_LEVELS (RFC
+# 5424's), which say what a client wants sent to it as notifications/message.
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 _SERVE_HELP = """\
@@ -5511,18 +5877,25 @@ examples:
 
 
 def _serve_parser(description=_SERVE_HELP):
+    """The options of `serve` and `Server.run`: the core's, then each extension's."""
     parser = _argument_parser(description=description)
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
     where.add_argument("--port", type=_port,
                        help="serve HTTP on this TCP port (0-65535; 0 picks a free one): /mcp and "
                             "/sse")
+    # SECURITY.md R1: loopback unless told; another address needs a token (--token, --auth-server)
+    # or --insecure: a server open to the network would run its tools for anyone who asks.
     parser.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                         help="the address to bind (default 127.0.0.1; another needs --token)")
+    # R3, R4: Host and Origin are checked on every request (DNS rebinding, cross-site calls);
+    # these widen the allowlists (by default: localhost's names alone).
     parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                         help="a browser origin allowed to call, with CORS (repeatable)")
     parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
                         help="a Host header to accept besides localhost (repeatable)")
+    # Both are the server's to choose (2025-11-25 basic/transports: a server MAY issue a
+    # session id, and answers a POST's request with JSON or with an SSE stream).
     parser.add_argument("--stateless", action="store_true",
                         help="Streamable HTTP without sessions: every POST stands alone")
     parser.add_argument("--json-response", action="store_true",
@@ -5539,7 +5912,7 @@ def _serve_parser(description=_SERVE_HELP):
                         help=f"what mcp_min logs on stderr: {', '.join(_LOG_LEVELS)} "
                         "(default INFO)")
     for options in _SERVE_OPTIONS:
-        options.add(parser)
+        options.add(parser)     # --trace, --token, --task-store ...
     return parser
 
 
@@ -5573,17 +5946,18 @@ _ON_STOP: list[typing.Callable[[Server], typing.Awaitable[None]]] = []
 
 def _serve(server, args, stdout=1):
     """Serve until stdin ends, SIGTERM or Ctrl-C (a second: at once): the exit status."""
+    # The log goes to stderr: over stdio, stdout carries MCP messages only (basic/transports).
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    options: _Json = {}
+    options: _Json = {}     # serve_stdio's or serve_http's keywords, as the extensions set them
     try:
         for extension in _SERVE_OPTIONS:
             extension.configure(server, args, options)
     # a bad option (an unreadable store too): said in one line
     except Exception as e:  # noqa: BLE001
         print(f"mcp_min: {e}", file=sys.stderr)
-        return 2
-    if args.port is None and os.isatty(0):
+        return 2    # argparse's status for a bad option
+    if args.port is None and os.isatty(0):      # a person at a terminal, not a client
         print("mcp_min: serving MCP on stdin/stdout; type one JSON-RPC message a line, starting "
               "with initialize (see the README); Ctrl-D ends", file=sys.stderr)
     import signal
@@ -5594,13 +5968,15 @@ def _serve(server, args, stdout=1):
     try:
         return asyncio.run(_serving(server, args, options, stdout, signals))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        return 130
+        return 130      # 128 + SIGINT: what a shell reports for Ctrl-C
     except (OSError, ValueError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)
-        return 1
+        return 1        # the port in use, no token off loopback (`_guard`) ...
 
 
 async def _serving(server, args, options, stdout, signals):
+    """Serve on this loop until the transport ends or a signal comes; then the extensions
+    stop, and the process leaves even while a tool's thread runs on."""
     from concurrent.futures import ThreadPoolExecutor
     loop, task = asyncio.get_running_loop(), typing.cast(asyncio.Task[_Any], asyncio.current_task())
     stopping = []
@@ -5608,7 +5984,7 @@ async def _serving(server, args, options, stdout, signals):
     def stop(signum):       # the first SIGTERM or Ctrl-C ends serving gracefully, a second at once
         if stopping:
             sys.stderr.flush()
-            os._exit(128 + signum)
+            os._exit(128 + signum)  # the shell's status for an end by that signal
         stopping.append(signum)
         if args.port is not None and any(s.running or s.waiting for s in server.sessions):
             _logger.info("stopping: work in flight has %g s to finish (a second signal: at once)",
@@ -5617,7 +5993,8 @@ async def _serving(server, args, options, stdout, signals):
     for signum in signals:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop, signum)   # Windows; not the main thread
-    # Sync tools share this pool: room for many slow ones at once.
+    # Sync tools share this pool: room for many slow ones at once (asyncio.to_thread uses the
+    # loop's default executor, which by itself has min(32, CPUs + 4) threads).
     pool = ThreadPoolExecutor(64, "mcp-tool")
     loop.set_default_executor(pool)
     try:
@@ -5635,12 +6012,13 @@ async def _serving(server, args, options, stdout, signals):
         os.close(stdout)    # main's own copy: the client sees EOF now, not at exit
     for end in _ON_STOP:
         await end(server)
-    pool.shutdown(wait=False, cancel_futures=True)
-    await asyncio.sleep(0.05)
+    pool.shutdown(wait=False, cancel_futures=True)  # queued calls never start
+    await asyncio.sleep(0.05)   # idle threads a moment to end: only busy ones are found below
     threads = any(thread.name.startswith("mcp-tool") for thread in threading.enumerate())
     if threads or asyncio.all_tasks() - {task}:
         # A tool runs on past the grace (a sync tool's thread, a handler ignoring its
         # cancel): it cannot be stopped, and its caller has its answer, so leave without it.
+        # Not sys.exit: at exit, Python waits for the pool's threads to end.
         if not stopping:
             _logger.warning("exiting with a tool still running")
         sys.stderr.flush()
@@ -5648,11 +6026,14 @@ async def _serving(server, args, options, stdout, signals):
     return code or 0
 
 
+##############################################################################
 # Extension: JSON Schema keywords beyond what type hints make (skip on a first reading)
 ##############################################################################
 # Schemas written by hand (`input_schema=`, a server's inputSchema the client checks arguments
 # against, an elicitation's requestedSchema) use more of JSON Schema 2020-12 than type hints
 # make: $ref to local $defs, const, allOf, oneOf, and the bounds of strings and numbers.
+# 2020-12 is MCP's dialect when a schema names none (PROTOCOL.md 6.1); 2026-07-28 adds: never
+# fetch a $ref from the network, and bound what checking composed schemas costs (the memo).
 
 
 def _ref(schema, root, depth):
@@ -5662,12 +6043,13 @@ def _ref(schema, root, depth):
     level, doubles the work at each level; and a $ref that comes back to the same value at the
     same place, without consuming any of it, is a loop, said rather than followed for ever."""
     ref = schema["$ref"]
-    if not (type(ref) is str and ref.startswith("#/")):
+    if not (type(ref) is str and ref.startswith("#/")):     # a URL (never fetched), "#": unchecked
         return None
     target = root[None]
+    # a JSON Pointer (RFC 6901), walked part by part; a place that is not there is {}: any value
     for part in ref[2:].split("/"):
         target = target.get(part, {}) if type(target) is dict else {}
-    key = ref, depth + 1
+    key = ref, depth + 1    # one compile per depth: `_checker`'s depth bound ends a self-reference
 
     def check(value, path):
         memo = _REF_MEMO.get(None)
@@ -5690,11 +6072,13 @@ def _ref(schema, root, depth):
     return check
 
 
+# The memo of the check under way: a ContextVar, so that checks in other threads keep their own
 _REF_MEMO: "contextvars.ContextVar[dict[_Any, _Any]]" = contextvars.ContextVar("mcp_min_refs")
 _CHECKING = object()    # a $ref's check under way, in the memo
 
 
 def _const(schema, root, depth):
+    """const (2020-12 validation 6.1.3): that one value, as JSON compares (`_same`)."""
     const = schema["const"]
 
     def check(value, path):
@@ -5705,6 +6089,7 @@ def _const(schema, root, depth):
 
 
 def _all_of(schema, root, depth):
+    """allOf (2020-12 core 10.2.1.1): every subschema holds; the first problem is said."""
     subs = schema["allOf"]
     if type(subs) is not list:
         return None
@@ -5712,6 +6097,7 @@ def _all_of(schema, root, depth):
 
 
 def _one_of(schema, root, depth):
+    """oneOf (2020-12 core 10.2.1.3): exactly one subschema holds; two that do are refused."""
     subs = schema["oneOf"]
     if type(subs) is not list:
         return None
@@ -5727,12 +6113,13 @@ def _one_of(schema, root, depth):
     return check
 
 
-# keyword: (the JSON types it measures: a string's length, a number; when past it)
+# keyword: (the JSON types it measures, when past it). 2020-12 validation 6.2, 6.3: a length
+# counts code points (as len() does); draft 4's boolean exclusive bounds are ignored.
 _SCALAR_BOUNDS = {
     "minLength": ((str,), lambda n, bound: n < bound),
-                  "maxLength": ((str,), lambda n, bound: n > bound),
+    "maxLength": ((str,), lambda n, bound: n > bound),
     "minimum": (_NUMBERS, lambda n, bound: n < bound),
-                  "maximum": (_NUMBERS, lambda n, bound: n > bound),
+    "maximum": (_NUMBERS, lambda n, bound: n > bound),
     "exclusiveMinimum": (_NUMBERS, lambda n, bound: n <= bound),
     "exclusiveMaximum": (_NUMBERS, lambda n, bound: n >= bound),
 }
@@ -5763,11 +6150,12 @@ _KEYWORDS.update({"$ref": _ref, "const": _const, "allOf": _all_of, "oneOf": _one
 # routing headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*) must say what the
 # body says. The same server answers both eras: this era claims the requests that name it.
 
-MODERN_VERSIONS = ("2026-07-28",)
+MODERN_VERSIONS = ("2026-07-28",)    # the versions with no initialize: each request says its own
+# 2026-07-28's own error codes (PROTOCOL.md 2.4), each an HTTP 400 too
 HEADER_MISMATCH = -32020            # HTTP: an Mcp-* header missing, or not the body's
 MISSING_CAPABILITY = -32021         # the request needs a client capability it did not declare
 UNSUPPORTED_VERSION = -32022        # data {supported, requested}
-STATE_TTL = 900.0                   # seconds a requestState stays good
+STATE_TTL = 900.0                   # seconds a requestState stays good (short: PROTOCOL.md 4.5)
 # subscriptions/listen streams open per server, and a sixteenth of it per client (per stdio session;
 # HTTP: per user, else address) -> -32603
 MAX_LISTENS = 256
@@ -5790,7 +6178,9 @@ def _modern(params):
 
 
 class _Stateless:
-    """How a 2026-07-28 request is served (`_ERAS`): it stands alone, its _meta says all."""
+    """How a 2026-07-28 request is served (`_ERAS`): it stands alone, its _meta says all. The
+    session asks it whether it `claims` a request, what it refuses (`refusal`), and to `run` it;
+    the HTTP endpoint asks the same of a POST (`claims_http` ...)."""
     name = "2026-07-28"
     cancels_when_left = True    # over HTTP, a client that closes the stream cancels the request
     watches = True              # ... so it is looked for each second
@@ -5806,6 +6196,10 @@ class _Stateless:
 
     @staticmethod
     def refusal(session, method, params):
+        """Why this era will not serve a request, as an error's (code, message[, data]), or None
+        (PROTOCOL.md 4.2): _meta without its two required keys, -32602; a version not served,
+        -32022, naming only those _meta may claim (a handshake version needs initialize); a
+        method 2026-07-28 removed, -32601."""
         meta = params.get("_meta")
         if type(meta) is not dict:
             meta = {}
@@ -5827,14 +6221,14 @@ class _Stateless:
         asking by answering if it may ask, its result marked complete and with caching hints."""
         # What its _meta says (no local keeps the _meta: a listen lives for hours): its version,
         # its client's capabilities, and the least level of log messages it wants (none, unless
-        # it names one).
+        # it names one). Never inferred from an earlier request (PROTOCOL.md 4.2).
         ctx.version = ctx.meta[_VERSION_KEY]
         ctx.client_capabilities = ctx.meta[_CAPABILITIES_KEY]
         level = ctx.meta.get(_LOG_LEVEL_KEY)
         ctx.log_level = _SILENT
         if type(level) is str and level:
             ctx.log_level = level
-        if method in _ROUNDS:
+        if method in _ROUNDS:  # only these may answer input_required (PROTOCOL.md 4.5)
             rounds = _Rounds(session, params, method)
             ctx.kept, ctx.asks = rounds.kept, rounds.ask
             ctx.extensions["rounds"] = rounds
@@ -5843,20 +6237,24 @@ class _Stateless:
             except _InputRequired:      # the client is to answer, and call again
                 return rounds.result()
         else:
-            ctx.asks = _cannot_ask
+            ctx.asks = _cannot_ask      # no server-to-client request exists in this era
             result = await handler(session, params, ctx)
-        return _complete_result(session.server, method, result)
+        return _complete_result(session.server, method, result)  # + resultType (PROTOCOL.md 4.4)
 
     # Over HTTP: each request is a session of one POST, whose headers must match it.
 
     @staticmethod
     def claims_http(request, message):
+        """Whether a POST is this era's: its MCP-Protocol-Version header or its body's _meta
+        names 2026-07-28 (PROTOCOL.md 4.8, as the TypeScript SDK tells the eras apart)."""
         if request.header("mcp-protocol-version") in MODERN_VERSIONS:
             return True
         return message is not None and _modern(message.get("params"))
 
     @staticmethod
     def streams_only(message):
+        """subscriptions/listen is answered over SSE alone, even with --json-response: its
+        notifications come for hours (PROTOCOL.md 4.7; an Accept without SSE is refused)."""
         return message.get("method") == "subscriptions/listen"
 
     @staticmethod
@@ -5869,12 +6267,13 @@ class _Stateless:
                        encode(_error(id_ if _is_id(id_) else None, *mismatch)))
             return None
         entry = _HttpSession(http.server, None, version=MODERN_VERSIONS[0])
-        http.stateless_entries.add(entry)
+        http.stateless_entries.add(entry)   # while it lasts: a stopping server waits for it too
         return http.own(entry, conn)
 
     @staticmethod
     def http_status(response):
-        """2026-07-28 says an error's HTTP status too: 400, or 404 for an unknown method."""
+        """2026-07-28 says an error's HTTP status too: 400, or 404 for an unknown method, whose
+        body tells it from a legacy server's 404 (PROTOCOL.md 7.4)."""
         error = response.get("error")
         code = error.get("code") if type(error) is dict else None
         return _MODERN_STATUS.get(code, 200)
@@ -5886,6 +6285,8 @@ _HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resource
                              "resources/unsubscribe"))
 _ROUNDS = frozenset(("tools/call", "prompts/get", "resources/read"))
 _CACHEABLE = {"server/discover", "resources/read", *_LISTS_OF}
+# PROTOCOL.md 7.4's statuses, and the Python SDK's 400 for -32700, -32600 and -32602, where the
+# spec says none; any other error is a 200 whose body says it
 _MODERN_STATUS: dict[_Any, int] = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
                                    HEADER_MISMATCH: 400,
                   MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
@@ -5894,12 +6295,13 @@ _MODERN_STATUS: dict[_Any, int] = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVAL
 def _complete_result(server, method, result):
     """A 2026-07-28 result: its `resultType`, the server's identity, and for what may be cached,
     how (`Server.cache`)."""
-    meta = server.meta
+    meta = server.meta      # serverInfo: on every result (PROTOCOL.md 4.2, SHOULD)
     if "_meta" in result:
         meta = {**result["_meta"], **server.meta}
+    # every result has a resultType (PROTOCOL.md 4.4); a handler's own (a task's "task") wins
     result = {"resultType": "complete", **result, "_meta": meta}
     if method in _CACHEABLE:
-        return {**server.cache, **result}
+        return {**server.cache, **result}   # ttlMs, cacheScope (PROTOCOL.md 4.6)
     return result
 
 
@@ -5907,28 +6309,31 @@ def _prepare_server(server):
     """A server's 2026-07-28 parts: its identity on results, its caching hints (ttlMs 0: stale at
     once; change `server.cache`), and the key that seals requestState: the processes that
     share it (MCP_MIN_STATE_KEY) each continue what another began."""
-    server.cache = {"ttlMs": 0, "cacheScope": "private"}
+    server.cache = {"ttlMs": 0, "cacheScope": "private"}   # private: results may differ by user
     server.meta = {_MODERN + "serverInfo": server.info}
+    # none given: a random key, this process's alone (its rounds in flight end with it)
     key = server.state_key or os.environ.get("MCP_MIN_STATE_KEY") or os.urandom(32)
     server.state_key = key.encode() if isinstance(key, str) else bytes(key)
-    if len(server.state_key) < 16:
+    if len(server.state_key) < 16:  # 128 bits at least: a short key can be guessed, then forged
         raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
 
 
 async def _discover(session, params, ctx):
     """server/discover: what this server is, before anything else (who it is comes in every
     2026-07-28 result's _meta)."""
+    # every version served, the handshake's too (PROTOCOL.md 4.2: -32022 lists the modern only)
     return _introduce(session.server,
                       supportedVersions=[*MODERN_VERSIONS, *PROTOCOL_VERSIONS[::-1]])
 
 
 async def _cannot_ask(ctx, capability, method, params, key=None):
+    """How a request outside `_ROUNDS` asks: it cannot (a handler's bug: -32603)."""
     raise McpError(INTERNAL_ERROR, f"{method}: this request cannot ask for input")
 
 
 def _require_capability(ctx, capability, params):
     """A 2026-07-28 request asks only what its client declared it can answer: else -32021,
-    naming the capability it needs."""
+    naming the capability it needs (PROTOCOL.md 4.2, 4.5)."""
     lacking = _lacks((ctx.client_capabilities or {}).get(capability), capability, params)
     if lacking:
         raise RequestError(MISSING_CAPABILITY, f"This needs the client's {lacking[0]} capability",
@@ -5953,17 +6358,17 @@ class _Rounds:
         if type(self.fresh) is not dict or not isinstance(state, (str, type(None))):
             raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object, "
                                            "requestState a string")
-        if state is not None:
+        if state is not None:   # earlier rounds' answers: believed only if the seal holds
             self.answers, self.kept = self.unseal(state)
 
     async def ask(self, ctx, capability, method, params, key=None):
         """The answer to this ask if the client gave it; else it joins this round's asks, which
         end the round (`_InputRequired`). Asks are told apart by `key`, by default their order."""
-        _require_capability(ctx, capability, params)
+        _require_capability(ctx, capability, params)   # only what it declared (PROTOCOL.md 4.5)
         params.pop("elicitationId", None)   # no elicitation ids here: requestState ties it
         self.count += 1
         key = str(key or f"{capability}-{self.count}")
-        if key not in self.answers and key in self.fresh:
+        if key not in self.answers and key in self.fresh:   # a new answer: checked first
             problem = _answer_problem(method, params, self.fresh[key])
             if problem:
                 raise RequestError(INVALID_PARAMS, "Invalid params: "
@@ -6005,6 +6410,8 @@ class _Rounds:
         return (data + b"." + self.binding(data)).decode()
 
     def unseal(self, state):
+        """A requestState sent back: attacker-controlled (PROTOCOL.md 4.5) until its seal is
+        checked, in constant time. Altered, malformed or expired: -32602."""
         import hmac
         data, _, sent = state.encode(errors="replace").partition(b".")
         if not hmac.compare_digest(sent, self.binding(data)):
@@ -6025,6 +6432,7 @@ class _Rounds:
 
 # subscriptions/listen: one long request, on whose stream the server says what changed.
 
+# A listen's filter fields, and the capability each needs (PROTOCOL.md 4.7)
 _LISTS = (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"),
           ("resourcesListChanged", "resources"))
 # What a listen may also ask to hear of (the tasks extension: its tasks' status): async
@@ -6041,14 +6449,16 @@ async def _listen(session, params, ctx):
     """subscriptions/listen: the change notifications asked for, on this request's own stream,
     until the client cancels it or leaves, or the server stops (then it is answered)."""
     wanted = params.get("notifications")
-    if type(wanted) is not dict:
+    if type(wanted) is not dict:    # missing or no object: -32602 (PROTOCOL.md 4.7)
         raise McpError(INVALID_PARAMS, "Invalid params: notifications must be an object")
     server, sessions = session.server, list(session.server.sessions)
+    # bounded: each listen holds a stream, and a little of this process, for hours
     mine = sum(len(_listens(s)) for s in sessions if s.owner == session.owner)
     if mine >= MAX_LISTENS // 16 or sum(len(_listens(s)) for s in sessions) >= MAX_LISTENS:
-        raise McpError(INTERNAL_ERROR,
-                       f"Too many subscriptions/listen streams open: {MAX_LISTENS // 16} "
-                                       f"a client at most, {MAX_LISTENS} in all (MAX_LISTENS)")
+        raise McpError(INTERNAL_ERROR, f"Too many subscriptions/listen streams open: "
+                                       f"{MAX_LISTENS // 16} a client at most, {MAX_LISTENS} in "
+                                       "all (MAX_LISTENS)")
+    # what is not offered is left out of the acknowledgment, never an error (PROTOCOL.md 4.7)
     honoured: _Json = {}
     for key, kind in _LISTS:
         if wanted.get(key) is True and server.offers(kind):
@@ -6062,6 +6472,7 @@ async def _listen(session, params, ctx):
     tag = {"_meta": {_MODERN + "subscriptionId": ctx.request_id}}
     params.clear()      # open for hours, it keeps its filter, not the request it came in
     ctx.meta = {}
+    # first on the stream: what will be sent, tagged with the listen's own id (PROTOCOL.md 4.7)
     session.notify("notifications/subscriptions/acknowledged", {"notifications": honoured, **tag},
                    ctx.request_id)
     ended = session.loop.create_future()
@@ -6076,7 +6487,7 @@ async def _listen(session, params, ctx):
     finally:
         del _listens(session)[ctx.request_id]
         session.on_close.remove(end)
-    return tag
+    return tag      # a graceful end: a result names the subscription (PROTOCOL.md 4.7)
 
 
 def _publish(server, method, params):
@@ -6101,7 +6512,7 @@ def _wants(wanted, method, params):
 def _mismatch(request, body, server):
     """The routing headers must say what the body says; why not as (code, message)."""
     if type(body) is not dict:
-        if type(body) is list:
+        if type(body) is list:      # one message a POST in 2026-07-28 (PROTOCOL.md 2.6)
             return INVALID_REQUEST, "Invalid request: batches are not accepted"
         return INVALID_REQUEST, "Invalid request"
     params = _object(body.get("params"))
@@ -6114,9 +6525,10 @@ def _mismatch(request, body, server):
     name = params.get("name") if body.get("method") == "tools/call" else None
     tool = server.tools.get(name) if type(name) is str else None
     marks = tool.extensions.get("headers", ()) if tool else ()
+    # each header the body implies is there, and says the same (PROTOCOL.md 7.4)
     for header, value in _routing(body, marks).items():
         sent = request.header(header.lower(), None)
-        got = None if sent is None else _header_text(sent)
+        got = None if sent is None else _header_text(sent)    # base64 decoded first
         if got == _text(value):
             continue
         if type(value) is int and got and _INTEGER.fullmatch(got) and int(got) == value:
@@ -6172,7 +6584,7 @@ def _header_params(schema, path=()):
         if inner is None:
             return None
         found += inner
-    if len({name.lower() for _, name in found}) != len(found):
+    if len({name.lower() for _, name in found}) != len(found):     # header names ignore case
         return None
     return found
 
@@ -6183,6 +6595,7 @@ def _routing(message, marks):
     present that its tool marks (`_header_params`), as header -> value."""
     method, params = message.get("method"), _object(message.get("params"))
     found = {}
+    # Mcp-Method for a request; for a notification the spec defines none (PROTOCOL.md 10)
     if "id" in message and type(method) is str:
         found["Mcp-Method"] = method
     if type(method) is str and method in _NAME_KEY:
@@ -6193,7 +6606,7 @@ def _routing(message, marks):
         value = params.get("arguments")
         for key in path:
             value = value.get(key) if type(value) is dict else None
-        if value is not None:
+        if value is not None:   # absent or null: no header (PROTOCOL.md 7.4)
             found["Mcp-Param-" + header] = value
     return found
 
@@ -6223,6 +6636,7 @@ class _StatelessClient:
         era (any error but a version we share, or silence)."""
         versions = [client.era] if client.era in MODERN_VERSIONS else list(MODERN_VERSIONS)
         timeout = None
+        # stdio: a handshake-era server may not answer a method it does not know (PROTOCOL.md 4.8)
         if isinstance(client._transport, _StdioClient):
             timeout = min(DISCOVER_TIMEOUT, client.timeout)
         client.stateless = self     # its request, headers and capabilities are this era's
@@ -6242,6 +6656,7 @@ class _StatelessClient:
                     if versions:
                         client.stateless = self
                         continue
+                # an era asked for, or a server gone: no falling back to the handshake
                 if client.era != "auto" or (e.code == CONNECTION_CLOSED and client._gone):
                     raise
                 _logger.debug("server/discover: %s; the handshake then", e.message)
@@ -6271,11 +6686,11 @@ class _StatelessClient:
             finally:
                 if why:
                     _TRACE_WHY.reset(why)
+            # SEP-2663: a task answers tools/call alone; to another request it is invalid
             a_task = type(result) is dict and result.get("resultType") == "task"
             if a_task and method != "tools/call":
-                raise McpError(INTERNAL_ERROR,
-                               f"{method}: the server answered with a task, which only "
-                                               "tools/call may")
+                raise McpError(INTERNAL_ERROR, f"{method}: the server answered with a task, "
+                                               "which only tools/call may")
             if type(result) is not dict or result.get("resultType") != "input_required":
                 return result
             params = {**params,
@@ -6290,6 +6705,7 @@ class _StatelessClient:
     def whole(client, params):
         """The params of a request, with who we are in _meta."""
         params = dict(params or {})
+        # what every request of this era carries (PROTOCOL.md 4.2); the caller's own _meta wins
         meta = {_VERSION_KEY: client.protocol_version, _CAPABILITIES_KEY: client.capabilities(),
                 _MODERN + "clientInfo": client.client_info, **params.get("_meta", {})}
         if client.log_level or client.on_log:   # log messages: only to a request that asks
@@ -6299,6 +6715,7 @@ class _StatelessClient:
 
     @staticmethod
     def capabilities(client, caps):
+        """The client's capabilities, with what the extensions add (`_STATELESS_CAPABILITIES`)."""
         for add in _STATELESS_CAPABILITIES:
             caps = add(client, caps)
         return caps
@@ -6649,6 +7066,9 @@ _PROVIDED["Context.close_sse_stream"] = _close_sse_stream
 # A task ends completed (its result inlined), failed (a JSON-RPC error inlined) or cancelled
 # (tasks/cancel); what it asks (input_required) the client answers with tasks/update. Tasks live
 # in a TaskStore, which processes behind a balancer may share: any of them answers for any task.
+# SEP-2663's rules: the server decides, call by call, but never answers with a task a request
+# that did not declare the extension; it answers only once tasks/get would find the task; and
+# a task fails only with a JSON-RPC error (a tool's isError result completes it).
 
 # seconds a tools/call of a tool with task= runs before it becomes a task (if the request declared
 # the extension)
@@ -6668,7 +7088,7 @@ TASK_STALE = 10.0           # seconds without a sign of life from the process ru
                             # shared TaskStore) after which it reads failed
 
 _TASKS = _MODERN + "tasks"      # the extension's name, in capabilities
-_TERMINAL = ("completed", "failed", "cancelled")
+_TERMINAL = ("completed", "failed", "cancelled")     # ended: a task never changes again
 # what a client sees of a task
 _TASK_FIELDS = ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs",
                 "pollIntervalMs", "result", "error", "inputRequests")
@@ -6719,10 +7139,11 @@ class TaskStore:
                         "expires REAL, record TEXT)")
         self.db.execute("CREATE INDEX IF NOT EXISTS tasks_owner ON tasks (owner, expires)")
         self.db.execute("CREATE INDEX IF NOT EXISTS tasks_expires ON tasks (expires)")
+        # each process's last sign of life (`beat`), for a store with no lock files to ask
         self.db.execute("CREATE TABLE IF NOT EXISTS runners (id TEXT PRIMARY KEY, seen REAL)")
 
     def _rows(self, sql: str, *args: _Any) -> list[_Any]:
-        with self.lock:
+        with self.lock:     # one connection, one statement at a time
             return self.db.execute(sql, args).fetchall()
 
     def add(self, record: _Json) -> None:
@@ -6798,7 +7219,7 @@ def _close_store(store):
 def _own_file(path):
     """Make `path` (0600), or take an existing one only if it is its user's alone: another user's
     is refused; one (or its -wal or -shm) that others may read or write is made 0600, and said."""
-    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))     # a new one is 0600 from the first
     if os.name != "posix":
         return
     for name in (path, path + "-wal", path + "-shm"):
@@ -6862,6 +7283,7 @@ async def _stored(store, method, *args):
 
 
 def _iso(t):
+    """`t` as createdAt and lastUpdatedAt say it: ISO 8601, UTC, to the millisecond."""
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
@@ -6886,10 +7308,12 @@ def _task_option(tool, value):
 
 
 def _offers_tasks(server):
+    """Whether tasks/* are served: some tool may become a task."""
     return any(tool.options.get("task") for tool in server.tools.values())
 
 
 def _tasks_capability(server):
+    """The extension in the server's capabilities.extensions: {} says it is supported."""
     if _offers_tasks(server):
         return {_TASKS: {}}
     return {}
@@ -6901,7 +7325,7 @@ def _tasks_on(ctx, needed_by=None):
     extensions = None
     if ctx.version:     # a 2026-07-28 request's own capabilities
         extensions = ctx.client_capabilities.get("extensions")
-    if type(extensions) is dict and _TASKS in extensions:
+    if type(extensions) is dict and _TASKS in extensions:  # this request's: no earlier one counts
         return True
     if needed_by:
         raise RequestError(MISSING_CAPABILITY, f"{needed_by} needs the client's {_TASKS} extension",
@@ -6957,16 +7381,16 @@ async def _tasked(session, tool, params, ctx):
     """tools/call of a tool with task=: if it has not ended within TASK_AFTER s, or it calls
     `ctx.detach()`, the client gets a task at once, and the work goes on without the request."""
     needed_by = None
-    if tool.options["task"] == "required":
+    if tool.options["task"] == "required":     # only a task: -32021 if the request cannot take one
         needed_by = f"Tool '{tool.name}'"
-    if not _tasks_on(ctx, needed_by):
+    if not _tasks_on(ctx, needed_by):  # undeclared: never a task (SEP-2663), a plain call
         return await _call_tool(session, params, ctx)
     server, owner, client = session.server, _task_owner(session), _task_client(session)
     if server.task_store is None:
         server.task_store = TaskStore()
     store = server.task_store
     made = session.loop.create_future()     # the answer, once the call is a task
-    detaching = asyncio.Lock()
+    detaching = asyncio.Lock()     # ctx.detach and the timer may come together: one task made
 
     # by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set then
     async def detach():
@@ -6975,7 +7399,7 @@ async def _tasked(session, tool, params, ctx):
                 made.set_result(await _new_task(server, owner, client, ctx, work))
         return made.done()
     ctx.extensions["detach"] = detach
-    work = asyncio.ensure_future(_call_tool(session, params, ctx))
+    work = asyncio.ensure_future(_call_tool(session, params, ctx))     # may outlive the request
 
     # ctx and detach refer to each other: that cycle must not keep the result
     def forget_detach(_):
@@ -6998,12 +7422,13 @@ async def _new_task(server, owner, client, ctx, work):
     """The call becomes a task: its record, from now on followed by `_finish` and `_keep`. Nobody
     hears the call any more: its log messages and progress go nowhere; its asks go to the task."""
     tasks, now = server.extensions["tasks"], time.time()
+    # 128 random bits: an unguessable id (PROTOCOL.md 5.13), the one guard when no user is known
     record = {"taskId": os.urandom(16).hex(), "status": "working", "createdAt": _iso(now),
               "lastUpdatedAt": _iso(now), "ttlMs": int(TASK_TTL * 1000),
               "pollIntervalMs": int(TASK_POLL * 1000), "owner": owner, "client": client,
               "runner": tasks.runner, "expires": now + TASK_TTL, "answers": {}}
     await _stored(server.task_store, "beat", tasks.runner)    # alive before any task of its is seen
-    await _stored(server.task_store, "add", record)
+    await _stored(server.task_store, "add", record)   # durable before the answer (SEP-2663)
     task_id = record["taskId"]
     ctx.extensions["task"], ctx.extensions["asked"] = task_id, 0
     ctx.asks, ctx.log_level, ctx.progress_token = _task_input, _SILENT, None
@@ -7017,14 +7442,14 @@ async def _new_task(server, owner, client, ctx, work):
         if task_id in tasks.works:
             tasks.works[task_id].cancel()
     _Timer(ctx.session.loop).set(TASK_TTL, expired)
+    # one `_keep` a server while it has work; a keeper of a loop that ended is no more
     keeper = _KEEPING.get(server)
-    # a keeper of a loop that ended
     if keeper is None or keeper.get_loop() is not ctx.session.loop:
-        _background(_KEEPERS, _keep(server), _KEEPING, server)       # is no more
+        _background(_KEEPERS, _keep(server), _KEEPING, server)       # held in _KEEPING meanwhile
     return {"resultType": "task", **_task_view(record)}
 
 
-_KEEPERS: "set[asyncio.Future[_Any]]" = set()
+_KEEPERS: "set[asyncio.Future[_Any]]" = set()     # strong references: asyncio keeps weak ones
 _KEEPING: "dict[Server, asyncio.Future[_Any]]" = {}    # server -> its `_keep`, while it runs
 _WRITES: "set[asyncio.Future[_Any]]" = set()    # tasks' last words (`_finish`), awaited at shutdown
 _WAKE: "dict[str, asyncio.Future[None]]" = {}    # task id -> what its asks wait on (a change)
@@ -7050,6 +7475,7 @@ async def _keep(server):
 
 
 def _task_view(record):
+    """What a client sees of a record (`_TASK_FIELDS`): never its owner, client or answers."""
     return {key: record[key] for key in _TASK_FIELDS if key in record}
 
 
@@ -7069,6 +7495,7 @@ def _outcome_of(work):
         return _failed(error), 0
     if error is not None:
         return _failed(McpError(INTERNAL_ERROR, "Internal error")), 0
+    # an isError result completes the task: the tool ran (SEP-2663 "Task Status")
     outcome = {"status": "completed", "result": work.result()}
     return outcome, len(_encode_safely(outcome) or b"")
 
@@ -7093,9 +7520,8 @@ async def _finish(server, task_id, work):
             bound = "MAX_TASK_BYTES"
         if bound is None:
             return outcome
-        return _failed(McpError(INTERNAL_ERROR,
-                                f"The task's result ({size} bytes) is more than the "
-                                                f"server keeps ({bound})"))
+        return _failed(McpError(INTERNAL_ERROR, f"The task's result ({size} bytes) is more than "
+                                                f"the server keeps ({bound})"))
     await _change_task(server, task_id, settled)
 
 
@@ -7156,7 +7582,7 @@ async def _task_record(session, task_id):
     """The caller's task, or None (another's is as unknown as none). A task whose process is
     gone (`TaskStore.alive`) has died with it: it reads failed."""
     server, store = session.server, session.server.task_store
-    if store is None or len(task_id) > 64:
+    if store is None or len(task_id) > 64:     # ours are 32 hex digits: a longer one is nobody's
         return None
     record = await _stored(store, "get", task_id)
     if record is None or record["owner"] != _task_owner(session):
@@ -7174,7 +7600,9 @@ async def _task_record(session, task_id):
 
 
 async def _task(session, params, ctx):
-    _tasks_on(ctx, "This request")
+    """The task a tasks/* request names, if the caller may see it; else -32602, which says
+    nothing of whether another's exists."""
+    _tasks_on(ctx, "This request")     # declared on this very request, or -32021
     record = await _task_record(session, _name(params, "taskId"))
     if record is None:
         raise McpError(INVALID_PARAMS,
@@ -7183,12 +7611,13 @@ async def _task(session, params, ctx):
 
 
 async def _tasks_get(session, params, ctx):
+    """tasks/get: the task now; once it ended, its result or error inlined."""
     return _task_view(await _task(session, params, ctx))
 
 
 async def _tasks_update(session, params, ctx):
     """Answers to what a task asked: each answer is checked first (none is taken if one is
-    malformed); keys it does not wait for are ignored."""
+    malformed); keys it does not wait for are ignored (SEP-2663 "Task Input Requests")."""
     record, answers = await _task(session, params, ctx), params.get("inputResponses")
     if type(answers) is not dict:
         raise McpError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
@@ -7210,7 +7639,7 @@ async def _tasks_update(session, params, ctx):
         if len(encode(kept)) > MAX_TASK_ANSWERS:
             raise McpError(INVALID_PARAMS,
                            "Invalid params: the answers are too big (MAX_TASK_ANSWERS)")
-        status = "input_required" if left else "working"
+        status = "input_required" if left else "working"     # some answered: it waits for the rest
         return {"answers": kept, "inputRequests": left, "status": status}
     await _change_task(session.server, record["taskId"], take)
     return {}
@@ -7218,7 +7647,8 @@ async def _tasks_update(session, params, ctx):
 
 async def _tasks_cancel(session, params, ctx):
     """The task ends cancelled (one that has ended stays as it is), and its work here is
-    stopped (elsewhere, by its process's `_keep`, within a second)."""
+    stopped (elsewhere, by its process's `_keep`, within a second). Cancelling is cooperative
+    (SEP-2663 "Task Cancellation"): work that ended first keeps its outcome."""
     task_id = (await _task(session, params, ctx))["taskId"]
 
     def cancelled(record):
@@ -7295,6 +7725,7 @@ class TaskHandle:
             on_status(answer)
 
     async def status(self) -> _Json:
+        """tasks/get: the task now; `on_status` hears each change of its status."""
         if self.id:
             last = await self.client.request("tasks/get", {"taskId": self.id})
             if type(last) is not dict or last.get("taskId") != self.id:
@@ -7305,6 +7736,7 @@ class TaskHandle:
         return self.last
 
     async def cancel(self) -> None:
+        """tasks/cancel, unless the task has ended (cancelling then would change nothing)."""
         if self.id and self.last.get("status") not in _TERMINAL:
             await self.client.request("tasks/cancel", {"taskId": self.id})
 
@@ -7321,6 +7753,7 @@ class TaskHandle:
             while self.id and self.last.get("status") not in _TERMINAL:
                 status = self.last.get("status")
                 if status != "input_required" or not await self._answer(answered):
+                    # never sooner than the server asks (SEP-2663), later while nothing changes
                     wait = max(_millis(self.last.get("pollIntervalMs"), 0.05), min(wait * 1.5, 5.0))
                     await asyncio.sleep(max(0.0, min(wait, end - loop.time())))
                 now = (await self.status()).get("status")
@@ -7383,7 +7816,7 @@ async def _client_task(client, answer, task, timeout, on_status):
 
 def _polls_tasks(client, capabilities):
     """A 2026-07-28 client declares the tasks extension: call_tool polls a task."""
-    return {**capabilities, "extensions": {_TASKS: {}}}
+    return {**capabilities, "extensions": {**capabilities.get("extensions", {}), _TASKS: {}}}
 
 
 # The extension plugs in: a tool option, tools/call that may become a task, the tasks/*
@@ -7418,12 +7851,18 @@ __all__ += ["TaskHandle", "TaskStore"]
 #                      "resources": [{"uri": "skill://pdf/SKILL.md", "digest": "sha256:...",
 #                                     "size": 812}]}]}
 #   C->S  resources/read {"uri": "skill://pdf/SKILL.md"}
+#
+# SEP-2640 leaves the skill's format to the Agent Skills specification (agentskills.io) and says
+# only how skills travel: each file a resource, skills/list and skills/get for the entries,
+# resources/directory/read for a folder. A digest is no security (the same server sends the
+# listing and the bytes): it shows a file that changed since it was listed.
 
 MAX_SKILL_FILES = 512       # files in one skill, and bytes: a bigger skill is not served
 MAX_SKILL_BYTES = 16 << 20  # (a warning says so)
 MAX_SKILL_DEPTH = 16        # folders below a skills folder: deeper ones are not served (warned)
 
 _SKILLS = _MODERN + "skills"    # the extension's name, in capabilities
+# Agent Skills' name: 1 to 64 lowercase letters, digits and hyphens, none first, last or doubled
 _SKILL_NAME = re.compile(r"(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 
 
@@ -7441,13 +7880,14 @@ def _skills(server):
 
 def _add_skills(server, root):
     """`Server.skills`: each folder under `root` with a SKILL.md we can read is a skill, and the
-    files of the skills are resources."""
+    files of the skills are resources. A folder deeper down with its own SKILL.md is a skill
+    too, whose files are also the enclosing skill's (SEP-2640 "Nested skills")."""
     if not os.path.isdir(root):
         raise ValueError(f"{root}: not a folder of skills")
     files, folders = _skill_files(os.path.realpath(root))
     entries = {}
     for uri in files:
-        if uri.endswith("/SKILL.md") and uri.count("/") > 2:
+        if uri.endswith("/SKILL.md") and uri.count("/") > 2:  # the root's own SKILL.md: no skill
             entry = _skill_entry(uri, files)
             if entry:
                 entries[uri] = entry
@@ -7455,10 +7895,11 @@ def _add_skills(server, root):
     for entry in skills.entries.values():     # the last call's skills are what is served
         for listed in entry["resources"]:
             server.resources.pop(listed["uri"], None)
-    served = tuple(uri[:-len("SKILL.md")] for uri in entries)
+    served = tuple(uri[:-len("SKILL.md")] for uri in entries)     # files outside them: not served
     for uri, (real, mime, size, listed) in files.items():
         if not uri.startswith(served):
             continue
+        # SEP-2640 "Resource Metadata": SKILL.md's name and description; another file, its name
         front = {"name": uri.rpartition("/")[2]}
         if uri in entries:
             front = entries[uri]["frontmatter"]
@@ -7469,7 +7910,7 @@ def _add_skills(server, root):
     for uri, inside in folders.items():
         if (uri + "/").startswith(served):
             skills.folders[uri] = inside
-    server._changed("resources")
+    server._changed("resources")   # notifications/resources/list_changed, to who hears them
 
 
 def _skill_reader(real, listed):
@@ -7491,7 +7932,7 @@ def _skill_files(root):
         prefix = "skill://"
         if at != ".":
             prefix += at + "/"
-        subdirs[:] = sorted(name for name in subdirs
+        subdirs[:] = sorted(name for name in subdirs     # in place: os.walk descends into these
                             if _plain(name) and not os.path.islink(os.path.join(here, name)))
         if subdirs and prefix.count("/") - 2 >= MAX_SKILL_DEPTH:    # os.walk recurses: no deeper
             _logger.warning("skills: %s is %d folders deep: what is below it is not served "
@@ -7501,16 +7942,17 @@ def _skill_files(root):
                                           "mimeType": "inode/directory"}
                                          for d in subdirs]
         for name in sorted(filter(_plain, names)):
-            # a link, to a plain file of the folder
+            # A link is served only if it ends at a plain file inside the root: resolved, then
+            # contained (SECURITY.md R31; root + os.sep: /srv/skills-evil is not in /srv/skills)
             real = os.path.realpath(os.path.join(here, name))
             parts = os.path.relpath(real, root).split(os.sep)
             if not (real.startswith(root + os.sep) and all(map(_plain, parts))):
                 continue
             found = os.stat(real)
-            if not stat.S_ISREG(found.st_mode):
+            if not stat.S_ISREG(found.st_mode):     # a FIFO, a device: no file to serve
                 continue
             mime = mimetypes.guess_type(name)[0]
-            if name.endswith(".md"):
+            if name.endswith(".md"):     # SEP-2640's SKILL.md type; mimetypes may not know .md
                 mime = "text/markdown"
             mime = mime or "application/octet-stream"
             files[prefix + name] = (real, mime, found.st_size, (found.st_dev, found.st_ino))
@@ -7523,6 +7965,7 @@ def _skill_entry(uri, files):
     it cannot be served."""
     folder = uri[:-len("/SKILL.md")]
     mine, name = [u for u in files if u.startswith(folder + "/")], folder.rpartition("/")[2]
+    # every file below the folder, a nested skill's too: the list is complete (SEP-2640 "Resources")
     front, why = _skill_front(uri, files, mine, name)
     if why:
         _logger.warning("skill %s is not served: %s", folder, why)
@@ -7541,9 +7984,10 @@ def _skill_front(uri, files, mine, name):
         front = _front_matter(text)
     if front is None:
         return None, "it is not UTF-8 text opening with key: value YAML"
+    # SEP-2640 "Resource Mapping": the folder is named as the skill, so a URI names its skill
     if front.get("name") != name or not _SKILL_NAME.fullmatch(name):
         return None, f"its front matter's name is not {name!r}, or not a valid name"
-    if type(front.get("description")) is not str:
+    if type(front.get("description")) is not str:     # name and description: Agent Skills' two
         return None, "no description"
     return front, ""
 
@@ -7558,19 +8002,20 @@ def _file_bytes(path, listed):
     through a folder or file put in its place since, a link or a hard link), a regular file (a
     FIFO would hang the read), and within MAX_SKILL_BYTES."""
     import stat
+    # no link followed at the last step; a FIFO opens without waiting for a writer
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     with open(os.open(path, flags), "rb") as f:
         found = os.fstat(f.fileno())
         if not stat.S_ISREG(found.st_mode) or (found.st_dev, found.st_ino) != listed:
             raise McpError(INTERNAL_ERROR, "A skill file was replaced since it was listed")
-        data = f.read(MAX_SKILL_BYTES + 1)
+        data = f.read(MAX_SKILL_BYTES + 1)     # one byte more shows a file that grew
     if len(data) > MAX_SKILL_BYTES:
         raise McpError(INTERNAL_ERROR, "A skill file grew past MAX_SKILL_BYTES since it was listed")
     return data
 
 
 def _text_or_bytes(data):
-    """A skill file's content: text if it is UTF-8, else bytes (a blob)."""
+    """A skill file's content: text if it is UTF-8, else bytes (a base64 blob: PROTOCOL.md 6.4)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -7578,26 +8023,33 @@ def _text_or_bytes(data):
 
 
 def _fingerprint(data):
-    """A skill file's size and sha256, as skills/list gives them and the client checks them."""
+    """A skill file's size and sha256, as skills/list gives them and the client checks them
+    (SEP-2640 "Integrity and verification": sha256: and 64 lowercase hex digits)."""
     import hashlib
     return {"digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
 def _serves_skills(server):
+    """Whether the skills methods are served: once a skill is, as the capability says."""
     return bool(_skills(server).entries)
 
 
 def _skills_capability(server):
+    """The extension in capabilities.extensions (SEP-2640 "Capability Declaration"): it
+    promises skills/list and skills/get; directoryRead, resources/directory/read too."""
     if _serves_skills(server):
         return {_SKILLS: {"directoryRead": True}}
     return {}
 
 
 async def _skills_list(session, params, ctx):
+    """skills/list: every skill's entry, paged as resources/list is (an entry is never split
+    across pages); 2026-07-28 adds the caching hints (`_CACHEABLE`)."""
     return _page(list(_skills(session.server).entries.values()), params, "skills")
 
 
 async def _skills_get(session, params, ctx):
+    """skills/get: an entry by its SKILL.md's URI; -32602 for no skill served (SEP-2640)."""
     entry = _skills(session.server).entries.get(_name(params, "uri"))
     if entry is None:
         raise McpError(INVALID_PARAMS,
@@ -7606,23 +8058,28 @@ async def _skills_get(session, params, ctx):
 
 
 async def _read_directory(session, params, ctx):
+    """resources/directory/read: a folder's direct children, files and folders (inode/directory),
+    paged; -32602 for what is not a folder served (SEP-2640 "Directory Listing")."""
     inside = _skills(session.server).folders.get(_name(params, "uri"))
     if inside is None:
         raise McpError(INVALID_PARAMS, "Invalid params: not a folder of the skills served")
     return _page(inside, params, "resources")
 
 
-# SKILL.md's front matter: the YAML that skills use, read as YAML 1.2 would read it.
+# SKILL.md's front matter: the YAML that skills use, read as YAML 1.2 would read it. Not a YAML
+# parser: what it does not know it refuses (that skill is not served), rather than read it
+# otherwise than the clients will, which parse it again to check the listing.
 
 _FRONT = re.compile(r"\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE)
 _YAML_LINE = re.compile(r"( *)([A-Za-z0-9_][\w./-]*):((?: .*)?)")     # indent, key, value
 _YAML_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*")(?:[ \t]+#.*)?[ \t]*""")
+# YAML 1.2's core schema: null and the booleans; 1.1's yes, no, on and off are strings
 _YAML_WORDS = {"": None, "~": None, "null": None, "Null": None, "NULL": None, "true": True,
                "True": True,
                "TRUE": True, "false": False, "False": False, "FALSE": False}
 _YAML_INTEGER = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
 _YAML_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
-_YAML_SPECIAL = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_YAML_SPECIAL = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")    # no JSON for these
 
 
 def _front_matter(text):
@@ -7673,9 +8130,9 @@ def _yaml_scalar(text):
     if quoted:
         text = quoted.group(1)
         if text[0] == "'":
-            return text[1:-1].replace("''", "'")
+            return text[1:-1].replace("''", "'")     # single quotes: '' is the one escape
         try:
-            return json.loads(text)
+            return json.loads(text)     # double quotes: JSON's escapes are YAML's too
         except ValueError:      # an escape YAML has and JSON not
             return _NOT_YAML
     text = re.sub(r"(?:^|[ \t])#.*", "", text).strip(" \t")   # a comment
@@ -7704,7 +8161,7 @@ def _yaml_scalar(text):
 # The client's side: skills listed, and their files read and checked against the listing.
 
 async def _list_skills(client):
-    """`Client.list_skills`."""
+    """`Client.list_skills`: every page; [] from a server that did not declare the extension."""
     extensions = typing.cast(_Json, client.server_capabilities or {}).get("extensions")
     if type(extensions) is dict and _SKILLS in extensions:
         return await client._all("skills/list")
@@ -7712,7 +8169,9 @@ async def _list_skills(client):
 
 
 async def _load_skill(client, skill):
-    """`Client.load_skill`."""
+    """`Client.load_skill`: SKILL.md's text, once checked: its bytes against the entry's digest,
+    its front matter field by field against the entry's; else it is refused, never loaded
+    (SEP-2640 "Integrity and verification")."""
     if isinstance(skill, str):
         skill = (await client.request("skills/get", {"uri": skill})).get("skill")
     if type(skill) is not dict or type(skill.get("uri")) is not str \
@@ -7720,14 +8179,14 @@ async def _load_skill(client, skill):
         raise McpError(INTERNAL_ERROR, "Not a skill: a skill is {uri, frontmatter, resources}")
     text = _text_or_bytes(await _read_skill_file(client, skill, skill["uri"]))
     if type(text) is not str or not _same(_front_matter(text), skill["frontmatter"]):
-        raise McpError(INTERNAL_ERROR,
-                       f"Skill {skill['uri']} refused: its front matter is not what "
-                                       "the server listed")
+        raise McpError(INTERNAL_ERROR, f"Skill {skill['uri']} refused: its front matter is not "
+                                       "what the server listed")
     return text
 
 
 async def _read_skill_file(client, skill, uri):
-    """`Client.read_skill_file`: only a file the skill's entry lists, as listed."""
+    """`Client.read_skill_file`: only a file the skill's entry lists, as listed. A relative path
+    resolves against the skill's folder; an unlisted file is refused as a bad digest is."""
     folder = str(skill.get("uri")).rpartition("/")[0]
     if "://" not in uri:
         uri = f"{folder}/{uri}"
@@ -7811,13 +8270,14 @@ _PROVIDED["Client.read_skill_file"] = _read_skill_file
 # A token is checked before any body is read, by asking the authorization server (RFC 7662
 # introspection) or by a function of the application's; it must be for this server (its `aud`,
 # RFC 8707). A fixed --token is the simplest guard of all: one secret, no metadata.
+# A token for another server is refused, so that none is ever passed through (PROTOCOL.md 8).
 
 # seconds an introspection answer is reused: a revoked token works that long
 INTROSPECTION_TTL = 60.0
 # answers kept at most, and refusals: past it the expired go, else the oldest
 INTROSPECTION_CACHE = 1000
-_WELL_KNOWN = "/.well-known/oauth-protected-resource"
-_SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+_WELL_KNOWN = "/.well-known/oauth-protected-resource"     # RFC 9728 3: where the metadata is
+_SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")      # RFC 6749 3.3: a scope's characters
 
 
 class AuthInfo(typing.NamedTuple):
@@ -7829,6 +8289,8 @@ class AuthInfo(typing.NamedTuple):
 
 
 def _refused(text):
+    """Why a sign-in, or an introspection, cannot go on: an McpError (CONNECTION_CLOSED, never
+    sent on the wire) that ends the client's request; a resource server answers it with 503."""
     return McpError(CONNECTION_CLOSED, f"authorization: {text}")
 
 
@@ -7853,7 +8315,7 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
     method, body = "GET", b""
     if form is not None:
         method = "POST"
-        if as_json:
+        if as_json:     # RFC 7591 registration is JSON; the rest are forms (RFC 6749)
             headers["Content-Type"] = "application/json"
             body = encode(form)
         else:
@@ -7865,7 +8327,7 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
         trace.http("out", f"{method} {url}", headers, encode(_masked(form)) if form else b"")
     try:    # secrets never follow a redirect
         response = await asyncio.wait_for(_http(url, method, headers, body, hops=0), REPLY_TIMEOUT)
-        data = await asyncio.wait_for(response.body(READ_CHUNK * 4), REPLY_TIMEOUT)
+        data = await asyncio.wait_for(response.body(READ_CHUNK * 4), REPLY_TIMEOUT)  # cap 256 KiB
         response.close()
     # 3.10's is not yet the builtin TimeoutError
     except (OSError, asyncio.TimeoutError) as e:  # noqa: UP041
@@ -7889,6 +8351,7 @@ _SIGN_IN_TRACE: "contextvars.ContextVar[_Trace | None]" = contextvars.ContextVar
 
 
 def _masked(fields):
+    """A copy of an OAuth form or answer, its secrets `***`: the trace shows they went, not what."""
     masked = {}
     for key, value in fields.items():
         if key in _SECRET_FIELDS and value:
@@ -7908,6 +8371,7 @@ async def _server_metadata(issuer):
     "Authorization Server Metadata Discovery"); the issuer must be the one asked for."""
     parts = urlsplit(_secure(issuer, "authorization server"))
     origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+    # RFC 8414 3.1: the well-known part goes after the host; OpenID's is inserted, then appended
     places = [f"{origin}/.well-known/oauth-authorization-server{path}",
               f"{origin}/.well-known/openid-configuration{path}"]
     if path:
@@ -7923,6 +8387,7 @@ async def _server_metadata(issuer):
     if metadata.get("issuer") != issuer:    # RFC 8414 §3.3: else its endpoints could be anyone's
         raise _refused(f"the metadata at {where} names issuer "
                        f"{str(metadata.get('issuer'))[:200]!r}, not {issuer}")
+    # codes, tokens and secrets cross these: https only; token_endpoint is required
     for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
         if key in metadata or key == "token_endpoint":
             _secure(metadata.get(key), key.replace("_", " "))
@@ -7944,6 +8409,7 @@ class Introspection:
             self.basic = {"Authorization": _basic(client_id, client_secret)}
 
     async def __call__(self, token):
+        """The claims of an active token, or None: kept, or asked once for all who wait."""
         import hashlib
         key, now = hashlib.sha256(token.encode()).digest(), _now()    # the caches hold no token
         hit = self.good.get(key) or self.bad.get(key)
@@ -7955,10 +8421,11 @@ class Introspection:
             def asked(_):
                 self.asking.pop(key, None)
             self.asking[key].add_done_callback(asked)
-        return await asyncio.shield(self.asking[key])
+        return await asyncio.shield(self.asking[key])  # a caller cancelled: the others still wait
 
     async def _ask(self, token, key):
-        if not self.endpoint:
+        """One look-up at the introspection endpoint (RFC 7662 2.1), its answer kept."""
+        if not self.endpoint:   # found in the metadata at the first look-up
             endpoint = (await _server_metadata(self.issuer)).get("introspection_endpoint")
             self.endpoint = _secure(endpoint, "introspection endpoint")
         status, claims = await _fetch_json(self.endpoint,
@@ -7978,10 +8445,10 @@ class Introspection:
             cache = self.good
         if len(cache) >= INTROSPECTION_CACHE:
             expired = [old for old, (until, _) in cache.items() if until <= now]
-            for old in expired or [next(iter(cache))]:
+            for old in expired or [next(iter(cache))]:    # the expired, else the oldest
                 del cache[old]
         if not active:
-            cache[key] = (now + INTROSPECTION_TTL, None)
+            cache[key] = (now + INTROSPECTION_TTL, None)   # a bad token asked again costs nothing
             return None
         # never kept past the token's own end
         cache[key] = (now + _ttl(claims.get("exp")), claims)
@@ -7991,11 +8458,11 @@ class Introspection:
 def _fixed_token(token):
     """Today's --token: one secret, compared in constant time (SECURITY.md R6)."""
     import hmac
-    expected = token.strip(" \t").encode()
+    expected = token.strip(" \t").encode()    # a token file's newline is no part of it
 
     async def verify(given):
         if hmac.compare_digest(given.encode(), expected):
-            return {"sub": "token"}
+            return {"sub": "token"}   # one user: whoever holds it
         return None
     verify.fixed = True     # type: ignore[attr-defined]  # no metadata, a bare "Bearer" challenge,
     return verify           # no audience: as before OAuth
@@ -8027,16 +8494,19 @@ class ResourceServer:
         self.resource: str = resource or ""     # "": the HttpServer names it when it starts
 
     def publishes(self, path):
+        """Whether `path` is metadata, which is served with no token (RFC 9728 3)."""
         return path.startswith(_WELL_KNOWN)
 
     def publish(self, conn, server):
         """RFC 9728 2 metadata: who issues tokens for us, and the scopes our tools ask; at the root
         well-known URI and the one suffixed with /mcp (3.1; MCP clients try both)."""
+        # a fixed token has no authorization server to name
         if self.fixed or conn.request.path not in (_WELL_KNOWN, _WELL_KNOWN + "/mcp"):
             raise _HttpError(404, "Not found")
         if conn.request.method != "GET":
             raise _HttpError(405, headers=[("Allow", "GET")])
         asked = set(self.scopes).union(*(_scopes_of(tool) for tool in server.tools.values()))
+        # RFC 9728 2: `resource` (required) and who issues; tokens come in the header alone
         conn.write(200, conn.cors + [("Content-Type", "application/json")], encode({
             "resource": self.resource, "authorization_servers": self.authorization_servers,
             "scopes_supported": sorted(asked), "bearer_methods_supported": ["header"]}))
@@ -8045,7 +8515,7 @@ class ResourceServer:
     def _refuse(self, status, error=None, scopes=None):
         """RFC 6750 3 and RFC 9728 5.1: where the metadata is, which scopes would do, what failed.
         """
-        if self.fixed:
+        if self.fixed:      # a bare challenge: no metadata to point at
             return _HttpError(status, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
         where = urlsplit(self.resource)
         fields = []
@@ -8069,7 +8539,7 @@ class ResourceServer:
         scheme, _, token = request.header("authorization").partition(" ")
         # only HTTP's own whitespace: a Unicode strip() takes NBSP too
         token = token.strip(" \t")
-        if scheme.lower() != "bearer" or not token:
+        if scheme.lower() != "bearer" or not token:     # a scheme ignores case (RFC 9110 11.1)
             raise self._refuse(401)     # RFC 6750 3.1: no error code when no token came
         try:
             if self.is_async:
@@ -8085,17 +8555,19 @@ class ResourceServer:
         auth = self._auth_info(claims)
         if auth is None:     # inactive, expired, or not for us
             raise self._refuse(401, "invalid_token")
-        if not self.scopes <= auth.scopes:
+        if not self.scopes <= auth.scopes:  # RFC 6750 3.1: insufficient_scope is a 403
             raise self._refuse(403, "insufficient_scope", self.scopes | auth.scopes)
-        if conn is not None:
+        if conn is not None:    # a long stream checks the token again then (`due`)
             conn.extensions["recheck"] = _now() + _ttl(auth.claims.get("exp"))
         return auth
 
     def _auth_info(self, claims):
+        """The claims as AuthInfo, or None for a token this server must not take: inactive, not
+        for this resource, out of its time, from an issuer not ours, or naming nobody."""
         if type(claims) is not dict or claims.get("active") is False:
             return None
         aud, iss, scope, client = (claims.get(key) for key in ("aud", "iss", "scope", "client_id"))
-        if type(aud) is not list:
+        if type(aud) is not list:   # RFC 7519 4.1.3: one string, or a list of them
             aud = [aud]
         named = [audience.rstrip("/") for audience in _strings(aud)]
         if not self.fixed and self.resource.rstrip("/") not in named:
@@ -8120,15 +8592,16 @@ class ResourceServer:
         """Who sends this request (`principal`: its verified user and client, whose sessions are
         theirs alone: MCP security best practices, "Session Hijacking"), and whose share of the
         limits it uses (`owner`: the OAuth subject; with a fixed token, the client's address)."""
+        # JSON: no subject can pose as another by holding a separator
         principal = encode([conn.auth.subject, conn.auth.client_id]).decode()
-        if self.fixed:
+        if self.fixed:      # one token for all: each address its own share
             return principal, conn.request.client or conn.peer
         return principal, conn.auth.subject
 
     def step_up(self, auth, body, server):
         """403 insufficient_scope for a tools/call whose tool needs scopes the token lacks: the
         client asks the user for more and calls again (step-up). Granted scopes stay asked."""
-        messages = body if type(body) is list else [body]
+        messages = body if type(body) is list else [body]   # a batch (2025-03-26): every call
         for message in messages:
             if type(message) is not dict or message.get("method") != "tools/call":
                 continue
@@ -8150,6 +8623,8 @@ class ResourceServer:
         return conn.extensions.get("recheck", math.inf) - _now()
 
     async def still_good(self, conn):
+        """Whether the connection's token still holds, checked again once due (else the
+        stream ends, and the client's next request meets the 401)."""
         if not self.due(conn):
             return True
         try:
@@ -8228,7 +8703,7 @@ class _AuthOptions(_ServeOptions):
         'id:secret', from --auth-client-file or $MCP_AUTH_CLIENT: never the command line), else
         token= (from --token-file, $MCP_TOKEN, or --token with a warning; never empty, which would
         turn it off)."""
-        if args.port is None:
+        if args.port is None:   # stdio: credentials come from the environment (PROTOCOL.md 8)
             return
         path = args.token_file
         if args.auth_server:
@@ -8271,8 +8746,11 @@ __all__ += ["Introspection", "ResourceServer"]
 # fetch that server's metadata (RFC 8414 or OpenID discovery); get a client id there
 # (pre-registered, a Client ID Metadata Document, or RFC 7591 registration); have the user
 # approve in a browser (authorization code + PKCE, a loopback redirect); trade the code for
-# tokens; resend. A 403 insufficient_scope asks again with more scope (step-up).
+# tokens; resend. A 403 insufficient_scope asks again with more scope (step-up). Every URL
+# that carries a code, a token or a secret is https (or http to this machine: `_secure`), and
+# each client id and secret goes only to the authorization server it is from.
 
+# WWW-Authenticate's auth-params (RFC 9110 11.2): name=token or name="quoted string"
 _CHALLENGE_PARAM = re.compile(r'([\w-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 
 
@@ -8306,12 +8784,13 @@ class OAuth:
         self.issuer, self.grant = issuer, grant
         self.client_metadata_url = client_metadata_url
         self.headless, self.browser, self.client_name = headless, browser, client_name
+        # the user's configuration folder: XDG's, Windows', else ~/.config
         config = os.environ.get("XDG_CONFIG_HOME") or os.environ.get("APPDATA") or \
             os.path.expanduser("~/.config")
         self.store = store
         if store == "default":
             self.store = os.path.join(config, "mcp_min", "tokens.json")
-        self._entries, self._lock = None, asyncio.Lock()
+        self._entries, self._lock = None, asyncio.Lock()     # read when first needed
 
     def token(self, url: str) -> str | None:
         """The access token for the server at `url` (and for no other URL), or None."""
@@ -8322,11 +8801,12 @@ class OAuth:
         if self._entries is None:
             self._entries = {}
             with contextlib.suppress(OSError, ValueError, TypeError), \
-                    open(self.store or "", "rb") as f:
+                    open(self.store or "", "rb") as f:    # none, or unreadable: none yet
                 self._entries = dict(json.load(f))
         return self._entries
 
     def _save(self):
+        """The sign-ins written back: a new file put in place at once (a crash leaves the old)."""
         if self.store:
             os.makedirs(os.path.dirname(self.store), 0o700, exist_ok=True)
             new = self.store + ".new"
@@ -8349,13 +8829,15 @@ class OAuth:
             _SIGN_IN_TRACE.reset(signing_in)
 
     async def _sign_in(self, url, status, challenge, sent):
+        """The spec's sequence (this section's opening): True once a new token is kept. A 401
+        tries the refresh token first; a 403 asks for more scope, unless it was asked already."""
         token = self.token(url)
         if token and f"Bearer {token}" != sent:
             return True         # another request signed in while this one waited
         entry = self._all().get(url, {})
         params = {}
         for key, quoted, bare in _CHALLENGE_PARAM.findall(challenge):
-            params[key.lower()] = quoted or bare
+            params[key.lower()] = quoted or bare    # names ignore case (RFC 9110 11.2)
         asked = set(params.get("scope", "").split())
         if status == 403 and asked <= set(entry.get("scope", "").split()):
             return False        # asked for and given already: signing in again would loop
@@ -8366,12 +8848,12 @@ class OAuth:
             # authorization server are never shown to another (SEP-2352)
             entry = {"issuer": server["issuer"], "resource": resource}
         entry["token_endpoint"] = server["token_endpoint"]
-        if status == 401 and entry.get("refresh_token"):
+        if status == 401 and entry.get("refresh_token"):   # RFC 6749 6: no person needed
             with contextlib.suppress(McpError):     # refused or expired: sign in afresh
                 return await self._tokens(url, entry, {"grant_type": "refresh_token",
                                                        "refresh_token": entry["refresh_token"]})
         scope = self._scope(status, entry, params, metadata, server)
-        if self.grant == "client_credentials":
+        if self.grant == "client_credentials":     # RFC 6749 4.4: a program, no person
             self._credentials(entry, server, self.client_id, self.client_secret)
             form = {"grant_type": "client_credentials", "scope": scope}
         else:
@@ -8411,16 +8893,16 @@ class OAuth:
         if metadata is None:
             metadata = {"resource": url, "authorization_servers": [origin]}
         resource = metadata.get("resource")
-        if not _about(resource, parts, path):
+        if not _about(resource, parts, path):   # RFC 9728 3.3: about another, refused
             raise _refused(f"the resource metadata at {where} is about {str(resource)[:200]!r}, "
                            f"not {url}")
         servers = metadata.get("authorization_servers")
         if type(servers) is not list or not servers:
             raise _refused(f"the protected resource metadata of {url} names no authorization "
                            "server")
-        # pre-registered: that server's
+        # A client id registered beforehand is its authorization server's alone (2026-07-28
+        # "Authorization Server Binding")
         if self.client_id and self.issuer not in (None, servers[0]):
-            # only (2026-07-28 "Authorization Server Binding")
             raise _refused(f"{url} now signs in at {servers[0]}, but the client id is "
                            f"{self.issuer}'s")
         return resource, metadata, await _server_metadata(servers[0])
@@ -8440,8 +8922,10 @@ class OAuth:
         listener, redirect_uri, answered = await _loopback_redirect(state)
         try:
             await self._register(server, entry, redirect_uri)
+            # RFC 7636 4.2: the challenge is BASE64URL(SHA256(verifier)), unpadded
             digest = hashlib.sha256(verifier.encode()).digest()
             challenge = base64.urlsafe_b64encode(digest).rstrip(b"=")
+            # resource: a token for this MCP server alone (RFC 8707)
             query = {"response_type": "code", "client_id": entry["client_id"],
                      "redirect_uri": redirect_uri,
                      "state": state, "code_challenge": challenge.decode(),
@@ -8452,7 +8936,7 @@ class OAuth:
                 query["prompt"] = "consent"
             endpoint = server["authorization_endpoint"]
             joiner = "&" if "?" in endpoint else "?"
-            given = {key: value for key, value in query.items() if value}
+            given = {key: value for key, value in query.items() if value}  # no empty ones
             url = endpoint + joiner + urlencode(given)
             answer = await self._approve(url, answered)
         except asyncio.TimeoutError:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
@@ -8494,7 +8978,7 @@ class OAuth:
         if self.client_id:
             self._credentials(entry, server, self.client_id, self.client_secret)
             return
-        if entry.get("client_id"):
+        if entry.get("client_id"):     # registered before, at this same issuer
             return
         if self.client_metadata_url and server.get("client_id_metadata_document_supported"):
             self._credentials(entry, server, self.client_metadata_url, None)
@@ -8502,6 +8986,7 @@ class OAuth:
         if not server.get("registration_endpoint"):
             raise _refused(f"{server['issuer']} takes no registrations: pass a client id "
                            "(--client-id)")
+        # RFC 7591 2: a public client (a native app keeps no secret) with a loopback redirect
         status, answer = await _fetch_json(server["registration_endpoint"], {
             "client_name": self.client_name, "redirect_uris": [redirect_uri],
             "application_type": "native",
@@ -8545,7 +9030,7 @@ class OAuth:
             error = str(answer.get("error", f"HTTP {status}"))[:100]
             raise _refused(f"the token endpoint said {error}: "
                            f"{str(answer.get('error_description', ''))[:300]}")
-        if str(answer.get("token_type", "")).lower() != "bearer":
+        if str(answer.get("token_type", "")).lower() != "bearer":  # case aside (RFC 6749 5.1)
             raise _refused(f"a token of type {str(answer.get('token_type'))[:40]!r}: only Bearer "
                            "is spoken")
         # RFC 6749 §6: a refresh that brings no new refresh token leaves the old one good
@@ -8589,7 +9074,7 @@ async def _loopback_redirect(state):
             line = head.split(b" ")
             query = {}
             if line[0] == b"GET" and line[1].startswith(b"/callback?"):
-                query = _query(line[1].decode("latin-1"))
+                query = _query(line[1].decode("latin-1"))     # any byte decodes so
             ours = hmac.compare_digest(query.get("state", ""), state) and not answered.done()
             if ours:
                 answered.set_result(query)
@@ -8603,17 +9088,20 @@ async def _loopback_redirect(state):
             _logger.debug("the redirect listener dropped a connection: %r", e)
         finally:
             writer.close()
+    # port 0: the system picks a free one (RFC 8252 7.3: the client may use any port)
     listener = await asyncio.start_server(serve, "127.0.0.1", 0)
     return listener, f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/callback", answered
 
 
 def _open_browser(url):
+    """The default `browser`: the system's, the address printed in case none opens."""
     import webbrowser
     print(f"Opening the browser to sign in; if it does not open, visit:\n{url}", file=sys.stderr)
     webbrowser.open(url)
 
 
 def _query(url):
+    """An address's query as a dict (a name given twice: its last value)."""
     return dict(parse_qsl(urlsplit(url.strip()).query))
 
 
@@ -8631,7 +9119,9 @@ __all__ += ["OAuth"]
 #
 # `--trace FILE.jsonl` appends the same records as JSON Lines (examples/capture.py draws them).
 # The transports call it where the bytes are: `message` and `line` (stdio and in memory), `http`
-# (a request or status line, its headers, its body), `event` (an SSE event), `note`.
+# (a request or status line, its headers, its body), `event` (an SSE event), `note`. Secrets
+# stay out (Authorization's credentials, a token in a query, OAuth's codes and tokens), and a
+# peer's control characters are shown escaped, never obeyed by the terminal.
 
 
 class _Trace:
@@ -8641,6 +9131,8 @@ class _Trace:
     getUsers``, ``response #2 (tools/call) ok``; then the headers worth seeing and the JSON,
     indented. To a file (``--trace=FILE``): the same as JSON Lines."""
 
+    # The headers MCP gives meaning: Host and Origin (SECURITY.md R3, R4), Mcp-Session-Id
+    # (2025-03-26), MCP-Protocol-Version (2025-06-18), auth's, and 2026-07-28's routing headers
     SHOWN_HEADERS = ("host", "origin", "accept", "content-type", "mcp-session-id",
                      "mcp-protocol-version",
                      "last-event-id", "authorization", "location", "www-authenticate", "allow",
@@ -8649,11 +9141,11 @@ class _Trace:
 
     def __init__(self, target, side="server"):
         self.start, self.side, self.jsonl = time.monotonic(), side, target != "-"
-        self.file: _Any = sys.stderr
+        self.file: _Any = sys.stderr    # "-": the capture as text, for a person
         if self.jsonl:
             self.file = open(  # noqa: SIM115 — open for the trace's life
-                target, "a", encoding="utf-8", errors="backslashreplace")
-        self.lock = threading.Lock()
+                target, "a", encoding="utf-8", errors="backslashreplace")  # lone surrogates escaped
+        self.lock = threading.Lock()    # records written from several threads never interleave
         self.asked = {}     # (arrow of the request, id) -> method
         self.lane, self.connections = {}, itertools.count(1)
 
@@ -8661,10 +9153,13 @@ class _Trace:
         """This trace for one more HTTP connection: its JSON Lines say "conn": its number, from 1
         in the order this side opened or accepted them (examples/capture.py draws a lane each)."""
         view = _Trace.__new__(_Trace)
+        # the same file, lock and request ids: one trace, a lane for each connection
         view.__dict__ = {**self.__dict__, "lane": {"conn": next(self.connections)}}
         return view
 
     def _emit(self, direction, channel, head, headers=None, message=None, data=None):
+        """Write one record: every frame traced passes here. `direction` is this side's ("in",
+        "out"); the arrow says who spoke, C→S or S→C, whichever side the trace is of."""
         server_hears = (direction == "in") == (self.side == "server")
         arrow = "C→S" if server_hears else "S→C"
         if headers:
@@ -8675,9 +9170,9 @@ class _Trace:
             if message is not None:
                 record.update(self._about(arrow, message))
             why = _TRACE_WHY.get()
-            if why and record.get("kind") == "request":
+            if why and record.get("kind") == "request":    # the answer names its request anyway
                 record["why"] = why
-            if self.jsonl:
+            if self.jsonl:      # JSON Lines: one record a line, the message whole
                 for key, value in ("headers", headers), ("data", data), ("message",
                                                                          _shorten(message, None)):
                     if value:
@@ -8694,7 +9189,7 @@ class _Trace:
 
     def _about(self, arrow, message):
         """What a message is, as record fields (kind, id, method, name, answers, outcome)."""
-        if type(message) is list:
+        if type(message) is list:      # a batch (2025-03-26 only): each message, the first 50
             items = [self._about(arrow, item if type(item) is dict else None) for item in message]
             return {"kind": "batch", "count": len(items), "items": items[:50]}
         if type(message) is not dict:
@@ -8707,8 +9202,8 @@ class _Trace:
         if type(method) is str:
             return self._about_call(arrow, message, method[:80], id_)
         about = {"kind": "response", "id": id_}
-        back = "S→C" if arrow == "C→S" else "C→S"
-        answers = self.asked.pop((back, repr(id_)), None)
+        back = "S→C" if arrow == "C→S" else "C→S"      # an answer comes back the other way
+        answers = self.asked.pop((back, repr(id_)), None)  # repr: ids 1 and "1" are not the same
         if answers:
             about["answers"] = answers
         about["outcome"] = _outcome(message.get("error"), message.get("result"))
@@ -8729,7 +9224,7 @@ class _Trace:
         if "id" not in message:
             return about
         about["id"] = id_
-        if len(self.asked) >= self.ASKED:
+        if len(self.asked) >= self.ASKED:   # a peer that never answers cannot make it grow
             del self.asked[next(iter(self.asked))]
         key = arrow, repr(id_)
         # Sessions share a trace and may reuse an id: a reply then names no method, not a wrong one.
@@ -8743,9 +9238,12 @@ class _Trace:
         return about
 
     def message(self, direction, channel, message):
+        """A message as this side holds it (one it writes, or one handed over in memory)."""
         self._emit(direction, channel, channel, message=message)
 
     def line(self, direction, channel, data):
+        """A line read from a pipe: its JSON, or its first 200 bytes if it holds none (what a
+        stray print() on a server's stdout looks like: stdio carries MCP messages alone)."""
         message, shown = _parsed(data, repr(bytes(data[:200])))
         head = channel
         if shown:
@@ -8753,11 +9251,12 @@ class _Trace:
         self._emit(direction, channel, head, None, message, shown)
 
     def http(self, direction, head, headers, body=None):
-        # a token sent in a URL is shown no more than in a header
+        """An HTTP request or status line, the headers worth seeing, and the body's JSON."""
+        # a token in a URL (never put one there: SECURITY.md R6) is masked as in a header
         head = _SECRET_QUERY.sub(r"\1***", head)
         for name, value in (headers or {}).items():
             if name.lower() == "content-type" and value.startswith("text/event-stream"):
-                head += "  (an SSE stream opens)"
+                head += "  (an SSE stream opens)"      # its events follow, each as it comes
                 break
         parsed = ()
         if body:
@@ -8775,6 +9274,7 @@ class _Trace:
         self._emit(direction, "sse", head or "(no fields)", message=message, data=data)
 
     def note(self, direction, text):
+        """The trace's own words on a stream (primed, ended ...): no bytes on the wire."""
         self._emit(direction, "sse", text)
 
 
@@ -8791,20 +9291,18 @@ def _shown_headers(headers, shown):
     return kept
 
 
+# A query parameter whose name says secret (access_token=, code=, client_secret= ...): masked
 _SECRET_QUERY = re.compile(
     r"(?i)([?&][^=&#\s]*(?:token|secret|key|password|code)[^=&#\s]*=)[^&#\s]*")
-# method -> its name
+# method -> the param naming what it acts on (a tool, a prompt, a URI), shown after it
 _NAMED = {**_NAME_KEY, "resources/subscribe": "uri", "resources/unsubscribe": "uri"}
-# Set around a request the CLI makes for itself, so that the trace says why it was sent.
-_TRACE_WHY: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("mcp_min_why",
-                                                                          default=None)
 
 
 def _parsed(text, otherwise):
     """(the JSON in `text`, None), or (None, `otherwise`) if it holds none."""
     try:
         return json.loads(text), None
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):   # deep nesting is a RecursionError (SECURITY.md R20)
         return None, otherwise
 
 
@@ -8822,10 +9320,12 @@ def _capture_text(record, headers, data, message):
         lines += shown.splitlines()
     # A peer's words (a method, an id, a header) may hold ESC or a newline: shown, never obeyed
     lines = [_CONTROLS.sub(_escaped, line) for line in lines]
+    # the rest indented past the header line's time
     return "\n".join(lines[:1] + [" " * 14 + line for line in lines[1:]]) + "\n"
 
 
 def _escaped(control):
+    """A control character as its hex escape: shown, never obeyed."""
     return f"\\x{ord(control.group()):02x}"
 
 
@@ -8839,11 +9339,11 @@ def _what_for(message, params):
     if type(meta) is not dict:
         meta = {}
     listen = meta.get(_MODERN + "subscriptionId")
-    if "id" not in message and _is_id(listen):
+    if "id" not in message and _is_id(listen):     # a listen's (PROTOCOL.md 4.7)
         return f"listen #{str(listen)[:40]}"
     if message.get("method") == "notifications/cancelled" and _is_id(params.get("requestId")):
         return f"#{str(params['requestId'])[:40]}"
-    if "id" in message and type(params.get("inputResponses")) is dict:
+    if "id" in message and type(params.get("inputResponses")) is dict:  # a retry (PROTOCOL.md 4.5)
         return "answering " + ", ".join(map(str, params["inputResponses"]))[:200]
     return None
 
@@ -8855,16 +9355,16 @@ def _outcome(error, result):
     if type(result) is not dict:
         return "ok"
     asks = result.get("inputRequests")
-    if type(asks) is dict:     # 2026-07-28
+    if type(asks) is dict:     # 2026-07-28 input_required: what the server asks first
         named = []
         for key, ask in asks.items():
             method = ask.get("method") if type(ask) is dict else "?"
             named.append(f"{key} ({method})")
         return "input required: " + ", ".join(named)[:200]
-    if type(result.get("taskId")) is str and type(result.get("status")) is str:
+    if type(result.get("taskId")) is str and type(result.get("status")) is str:  # SEP-2663's task
         return _task_outcome(result)
     if result.get("isError") is True:
-        return "ok, isError"
+        return "ok, isError"    # the tool failed, not the request
     return "ok"
 
 
@@ -8932,11 +9432,12 @@ def _bare_trace(argv):
         if following and following.endswith(".jsonl"):
             words[i], words[i + 1] = "--trace=" + following, None
         else:
-            words[i] = "--trace=-"
+            words[i] = "--trace=-"     # "-": stderr
     return [word for word in words if word is not None]
 
 
 def _trace_option(parser):
+    """--trace, the same for serve and client (FILE optional: `_bare_trace` reads it first)."""
     parser.add_argument("--trace", nargs="?", const="-", metavar="FILE.jsonl",
                         help="show every message on "
                         "stderr as a packet capture would; --trace FILE.jsonl (or --trace=FILE) "
@@ -8958,11 +9459,12 @@ class _TraceOption(_ServeOptions):
         _trace_option(parser)
 
     def argv(self, argv):
+        """`--trace` alone made `--trace=-` before argparse reads it (`_bare_trace`)."""
         return _bare_trace(argv)
 
     def configure(self, server, args, options):
         if args.trace:
-            options["trace"] = _opened_trace(args.trace, "server")
+            options["trace"] = _opened_trace(args.trace, "server")  # unwritable: exit 2
 
 
 # The extension plugs in: Client(trace="FILE") and serve --trace.
@@ -8976,30 +9478,35 @@ _SERVE_OPTIONS.append(_TraceOption())
 # examples/deploy.py runs several processes behind nginx: a balancer probes /healthz, routes a
 # session's requests by the start of its id (--node), and a proxy says who the client is in
 # X-Forwarded-For, -Host and -Proto, believed from the addresses --forwarded-allow-ips names.
+# Nothing here is MCP: a 2026-07-28 request stands alone, so any process may serve it (given
+# one MCP_MIN_STATE_KEY and --task-store); a handshake-era session lives in one process, hence
+# the balancer's routing by --node.
 
 
 async def _healthz(http, conn):
-    """GET /healthz: a balancer's probe (no Host, no token): ok, or 503 once the server stops."""
+    """GET /healthz: a balancer's probe (no Host, no token): ok, or 503 once the server stops.
+    Public (served before the Host check and any token): it says nothing but ok."""
     if http.closing:
         raise _HttpError(503, "Server shutting down")
     conn.write(200, [("Content-Type", "text/plain")], b"ok\n")
-    return True
+    return True     # the connection may carry the next request
 
 
 class _Forwarded:
     """HttpServer(forwarded_allow_ips=...): the proxies ("a, b", networks too, or "*": any) whose
-    X-Forwarded-* headers are believed."""
+    X-Forwarded-* headers are believed. Anybody can send those headers: believed from anyone
+    else, they would let a client pose as another address or name a Host the check passes."""
 
     def __init__(self, spec):
         import ipaddress
-        self.ipaddress = ipaddress
+        self.ipaddress = ipaddress      # imported here: a server with no proxy never pays for it
         self.proxies = []
         names = spec.split(",") if isinstance(spec, str) else spec
         for name in map(str.strip, names):
-            if name == "*":
+            if name == "*":     # any address at all: both families' whole range
                 self.proxies += [ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0")]
             elif name:
-                self.proxies.append(ipaddress.ip_network(name, strict=False))
+                self.proxies.append(ipaddress.ip_network(name, strict=False))  # 10.0.0.1/8: its net
 
     def trusts(self, address):
         """Whether `address` is one of the proxies."""
@@ -9007,19 +9514,20 @@ class _Forwarded:
             address = self.ipaddress.ip_address(address)
         except ValueError:
             return False
-        address = getattr(address, "ipv4_mapped", None) or address
+        address = getattr(address, "ipv4_mapped", None) or address  # ::ffff:10.0.0.1 is 10.0.0.1
         return any(address in network for network in self.proxies)
 
     def apply(self, request, conn):
         """What a trusted proxy says: the client's address (the last X-Forwarded-For entry not a
         proxy's own: anybody can write those before it), the Host it asked for, its scheme."""
         request.client = conn.peer
-        if not self.trusts(conn.peer):
+        if not self.trusts(conn.peer):     # not a proxy of ours: its headers are only words
             return
         for address in reversed(request.header("x-forwarded-for").replace(" ", "").split(",")):
-            request.client = address[:64] or request.client
+            request.client = address[:64] or request.client     # bounded: it goes in the log
             if not self.trusts(address):
                 break
+        # the last value of each: the one our proxy wrote (what comes before, anybody could)
         host = request.header("x-forwarded-host").rpartition(",")[2].strip()
         proto = request.header("x-forwarded-proto").rpartition(",")[2].strip().lower()
         if host:
@@ -9041,6 +9549,7 @@ class _DeployOptions(_ServeOptions):
                             "X-Forwarded-For/-Host/-Proto are believed (default: none)")
 
     def configure(self, server, args, options):
+        """HTTP only (--port): over stdio no balancer or proxy stands between the two sides."""
         if args.port is not None:
             options.update(node=args.node, forwarded_allow_ips=args.forwarded_allow_ips)
 
@@ -9056,24 +9565,27 @@ _SERVE_OPTIONS.append(_DeployOptions())
 ##############################################################################
 # `python3 mcp_min.py serve [TARGET]` serves the Server in TARGET (or the demo user store from
 # the capture) with `Server.run`'s options; `python3 mcp_min.py client TARGET METHOD [ARGS]`
-# connects, sends one request, prints its answer as JSON, and disconnects.
+# connects, sends one request, prints its answer as JSON, and disconnects. It uses the public
+# Client and Server.run alone: what it sends (--trace shows it) is what any program using them
+# sends, plus a tools/list of its own to type k=v, which the trace marks as the CLI's.
 
 
 def _load_server(target):
-    """A Server from ``path/to/file.py[:name]`` or ``package.module[:name]``."""
+    """A Server from ``path/to/file.py[:name]`` or ``package.module[:name]``: without a name,
+    the module's one Server, else the one called `server`. A bad TARGET is a ValueError."""
     import importlib.util  # binds importlib too
     spec, _, name = target.rpartition(":")
     if not spec or not name.isidentifier():    # no ":name" (or a Windows drive letter)
         spec, name = target, None
-    if spec.endswith(".py") or os.sep in spec or "/" in spec:
+    if spec.endswith(".py") or os.sep in spec or "/" in spec:     # a file to run, not a module
         path = os.path.abspath(spec)
         module_name = os.path.splitext(os.path.basename(path))[0]
         module_spec = importlib.util.spec_from_file_location(module_name, path)
         if module_spec is None or module_spec.loader is None or not os.path.exists(path):
             raise ValueError(f"no such file: {spec}")
         module = importlib.util.module_from_spec(module_spec)
-        sys.path.insert(0, os.path.dirname(path))
-        module_spec.loader.exec_module(module)
+        sys.path.insert(0, os.path.dirname(path))   # its neighbours import, as under `python3 f.py`
+        module_spec.loader.exec_module(module)  # its code runs now: what it raises, main says
     else:
         module = importlib.import_module(spec)
     if name:
@@ -9096,10 +9608,11 @@ def _load_server(target):
 
 def _load_error(e):
     """Why a TARGET did not load, in one line: the error at the user's file and line."""
-    if isinstance(e, SyntaxError) and e.filename:
+    if isinstance(e, SyntaxError) and e.filename:  # its file and line: no frame of the user's shows
         return f"{type(e).__name__} at {os.path.basename(e.filename)}:{e.lineno}: {e.msg}"
     import traceback
     stdlib = os.path.dirname(os.__file__)
+    # the user's own frames: neither this file's nor the standard library's (importlib ...)
     frames = [frame for frame in traceback.extract_tb(e.__traceback__) if frame.filename != __file__
               and not frame.filename.startswith(("<frozen", stdlib))]
     if not frames:      # our own word (no such file, no such name), or importlib's
@@ -9117,13 +9630,15 @@ _CLI_NEEDS = {"tools/call": "NAME [k=v ...]", "prompts/get": "NAME [k=v ...]",
 
 
 def _client_usage(args):
-    """The request the CLI will send, checked first: (name, arguments, raw "k=v" texts)."""
+    """The request the CLI will send, checked first: (name, arguments, raw "k=v" texts). A
+    mistake is a usage error (exit 2) before any server is started or any connection made."""
     target, method, words = args.target, args.method, args.args
     if not target.strip():
         raise ValueError("TARGET is empty: give a URL or the command that starts a server")
     if re.fullmatch(r"[\w.\-\[\]:]+:\d+(/\S*)?", target):        # 127.0.0.1:8080/mcp
         raise ValueError(f"{target} is not a URL: write http://{target}")
     scheme = target.partition(":")[0].lower()
+    # ws://, file:// ...: no MCP transport, and no command either
     if re.fullmatch(r"[A-Za-z][\w+.-]*://\S*", target) and scheme not in ("http", "https"):
         raise ValueError(f"{target}: only http:// and https:// URLs, or a command that starts a "
                          "server")
@@ -9132,12 +9647,12 @@ def _client_usage(args):
                          f"{_CLI_NEEDS[method]}")
     if method in ("tools/call", "prompts/get"):
         return (words[0], *_cli_arguments(words[1:]))
-    if method in _CLI_NEEDS or method in _LISTS_OF:
+    if method in _CLI_NEEDS or method in _LISTS_OF:     # a URI or a level; a list takes none
         name = words[0] if words else None
         return name, None, None
     if not words:
         return None, None, None
-    return None, _cli_arguments(words)[0], None
+    return None, _cli_arguments(words)[0], None     # any other method: k=v are its params
 
 
 def _cli_arguments(words):
@@ -9145,7 +9660,7 @@ def _cli_arguments(words):
     raw)."""
     if len(words) == 1 and words[0].lstrip().startswith("{"):
         try:
-            return json.loads(words[0]), {}
+            return json.loads(words[0]), {}    # typed as written: no k=v text to retype
         except (ValueError, RecursionError) as e:
             raise ValueError(f"the JSON object is not valid JSON: {e}") from None
     arguments, raw = {}, {}
@@ -9158,29 +9673,33 @@ def _cli_arguments(words):
             arguments[key] = json.loads(value)
             json.dumps(arguments[key], allow_nan=False)     # NaN, 1e999: not JSON to send
         except (ValueError, RecursionError):
-            arguments[key] = value
+            arguments[key] = value      # not JSON: the text itself
     return arguments, raw
 
 
 def _client_main(args, name, arguments, raw):
+    """Send the request and print its answer on stdout: the exit status. 0: answered; 1: an
+    error (one line on stderr, never a traceback) or a tool's isError result; 130: Ctrl-C."""
+    # mcp_min's own log goes to stderr: stdout holds the answer alone, for a pipe or jq
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
-        if "client declined" in e.message and not sys.stdin.isatty():
+        if "client declined" in e.message and not sys.stdin.isatty():     # no one to ask
             print("mcp_min: on a terminal, the CLI asks you for the form's fields", file=sys.stderr)
         asked = e.data.get("elicitations") if type(e.data) is dict else None
+        # 2025-11-25's -32042: the URLs to visit before calling again, shown, never opened
         if e.code == URL_ELICITATION_REQUIRED and type(asked) is list:
             for params in asked:
                 if type(params) is dict:
                     _show_url(params, ask=False)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return 130      # 128 + SIGINT, as a shell reports it
     except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
-        _logger.debug("client failed", exc_info=True)
+        _logger.debug("client failed", exc_info=True)      # the traceback: --log-level DEBUG
         print(f"mcp_min: {_said(e)}", file=sys.stderr)
         return 1
     try:
@@ -9188,7 +9707,7 @@ def _client_main(args, name, arguments, raw):
     except BrokenPipeError:     # piped into `head`, which read enough: no traceback (Python's docs,
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # "Note on SIGPIPE")
         return 1
-    if isinstance(result, dict) and result.get("isError"):
+    if isinstance(result, dict) and result.get("isError"):     # the tool ran, and failed
         print("the tool reported an error", file=sys.stderr)
         return 1
     return 0
@@ -9204,6 +9723,7 @@ def _said(e):
 
 
 def _print_log(params):
+    """A server's notifications/message, on stderr: stdout carries the answer alone."""
     print(f"[{params.get('level')}] {params.get('data')}", file=sys.stderr)
 
 
@@ -9213,16 +9733,20 @@ def _print_status(task):
 
 
 async def _client_run(args, name, arguments, raw):
+    """One request's whole life: connect (server/discover or initialize), send METHOD, return
+    its answer, disconnect. A terminal lets the server's asks (elicitation) reach the user."""
+    # --protocol: a 2026-07-28 version alone, or the handshake alone; none: server/discover
+    # first, the handshake if the server does not speak 2026-07-28 (PROTOCOL.md 4.8)
     version, era = args.protocol, "auto"
     if version in MODERN_VERSIONS:
         era = version
     elif version:
         era = "handshake"
-    requested = LATEST_PROTOCOL_VERSION
+    requested = LATEST_PROTOCOL_VERSION     # what initialize asks for, if it comes to that
     if version in PROTOCOL_VERSIONS:
         requested = version
-    show = functools.partial(asyncio.to_thread, _show_url)
-    fill_in = show if sys.stdin.isatty() else None
+    show = functools.partial(asyncio.to_thread, _show_url)     # input() blocks: off the loop
+    fill_in = show if sys.stdin.isatty() else None     # no terminal: no form mode declared
     client = Client(args.target, token=args.token, auth=_cli_auth(args), trace=args.trace, era=era,
                     protocol_version=requested, on_log=_print_log, elicit_url=show,
                     elicitation=fill_in,
@@ -9230,7 +9754,7 @@ async def _client_run(args, name, arguments, raw):
     method = args.method
     async with client:
         if method in _LISTS_OF:
-            return {_LISTS_OF[method]: await client._all(method)}
+            return {_LISTS_OF[method]: await client._all(method)}  # each page, by nextCursor
         if method == "prompts/get":     # prompt arguments are strings, as typed
             texts = {}
             for key, value in arguments.items():
@@ -9245,15 +9769,15 @@ async def _client_run(args, name, arguments, raw):
             return await client.set_log_level(name)
         if method == "ping":
             return await client.ping()
-        if name:
+        if name:    # resources/read, subscribe and unsubscribe name a URI
             return await client.request(method, {"uri": name})
-        return await client.request(method, arguments)
+        return await client.request(method, arguments)     # completion/complete, your own ...
 
 
 async def _typed(client, name, arguments, raw):
     """A tool's k=v arguments, each as typed where the tool's schema wants a string (zip=10001,
     or a Decimal's digits, exactly). The CLI's own tools/list, so marked in the trace."""
-    if not arguments:
+    if not arguments:   # nothing to type: no tools/list of the CLI's own
         return arguments
     why = _TRACE_WHY.set("the CLI's own: it reads the tool's schema to type k=v")
     try:
@@ -9261,13 +9785,14 @@ async def _typed(client, name, arguments, raw):
     finally:
         _TRACE_WHY.reset(why)
     tool = next((tool for tool in tools if tool["name"] == name), None)
-    if tool is None:
+    if tool is None:    # said as the server would: -32602, an unknown tool (PROTOCOL.md 5.3)
         raise McpError(INVALID_PARAMS, f"The server has no tool named {name!r}")
     props = tool.get("inputSchema", {}).get("properties", {})
     for key, text in raw.items():
         prop = props.get(key)
         if type(prop) is not dict or validate(text, prop):
             continue    # the text itself would not do
+        # the parsed value would not do, or a string is wanted: zip=10001 stays "10001"
         if validate(arguments[key], prop) or "string" in (prop.get("type") or ()):
             arguments[key] = text
     return arguments
@@ -9278,19 +9803,21 @@ def _show_url(params, ask=True):
     can hide part of it), and the user's consent; form mode: each field typed in (JSON where it
     parses, a string field as typed; none typed: declined). A terminal asks, anything else declines.
     """
+    # A server's words: no escape sequence reaches the terminal to hide or rewrite a line
     message = "".join(c if c.isprintable() else "?" for c in str(params.get("message")))
     if "url" in params:
         where = "".join(c if c.isprintable() else "?" for c in str(params.get("url")))
         print(f"the server asks you to visit a URL: {message}\n  {where}", file=sys.stderr)
     else:
         print(f"the server asks: {message}", file=sys.stderr)
-    if not (ask and sys.stdin.isatty()):
+    if not (ask and sys.stdin.isatty()):   # nobody to ask: declined, never accepted unseen
         return {"action": "decline"}
     if "url" in params:
+        # URL mode (PROTOCOL.md 5.12): the whole URL shown, consent asked, nothing opened here
         if input("Will you open it? [y/N] ").strip().lower() == "y":
             return {"action": "accept"}
         return {"action": "decline"}
-    fields = (params.get("requestedSchema") or {}).get("properties") or {}
+    fields = (params.get("requestedSchema") or {}).get("properties") or {}  # flat, primitives only
     content = {}
     for key in fields:
         typed = input(f"  {key}: ").strip()
@@ -9299,7 +9826,7 @@ def _show_url(params, ask=True):
         if (fields[key] or {}).get("type") == "string":
             content[key] = typed
         else:
-            content[key] = _cli_arguments([f"v={typed}"])[0]["v"]
+            content[key] = _cli_arguments([f"v={typed}"])[0]["v"]     # JSON if it parses, as k=v
     if not content:
         return {"action": "decline"}
     return {"action": "accept", "content": content}
@@ -9308,12 +9835,12 @@ def _show_url(params, ask=True):
 def _cli_auth(args):
     """--auth [browser|paste|machine], --client-id, --client-secret: an OAuth, or None. A person
     signs in within the request that met the 401: it gets 5 minutes, whatever --timeout says."""
-    if not (args.auth or args.client_id):
+    if not (args.auth or args.client_id):  # no OAuth: a 401 ends the request
         return None
     if args.client_id and args.client_secret and not args.issuer:
         raise ValueError("--client-secret needs --issuer: the authorization server it may be sent "
                          "to")
-    grant = "authorization_code"
+    grant = "authorization_code"     # a person signs in (browser, paste); machine: its secret
     if args.auth == "machine":
         grant = "client_credentials"
     else:
@@ -9323,12 +9850,15 @@ def _cli_auth(args):
 
 
 def demo_server():
-    """The user store from the packet capture we started from, in memory."""
+    """The user store from the packet capture this project started from, in memory: tools,
+    resources with a template, a prompt, completions, and an elicitation, each as small as the
+    feature allows, so that a learner can call every kind (`client ... --trace`)."""
     server = Server("user-store", version=__version__,
                     instructions="Tools manage a small in-memory user directory.")
-    users = {"John": "john@example.com", "Jane": "jane@example.com"}
+    users = {"John": "john@example.com", "Jane": "jane@example.com"}  # the capture's two users
 
-    # These touch only a dict, so they are async: no thread hop per call.
+    # These touch only a dict, so they are async: no thread hop per call. Annotations are hints
+    # to the client (2025-03-26), never enforced, and untrusted unless the server is.
     @server.tool(annotations={"readOnlyHint": True})
     async def getUsers() -> list:
         """List every user with their email address."""
@@ -9339,7 +9869,7 @@ def demo_server():
                       email: typing.Annotated[str, "An email address: ada@example.com"]) -> str:
         """Add a user to the directory."""
         name, email = name.strip(), email.strip()
-        if not name:
+        if not name:    # McpError in a tool: an isError result, which the model reads and fixes
             raise McpError(INVALID_PARAMS, "The name must not be empty.")
         if name in users:
             raise McpError(INVALID_PARAMS, f"A user named {name!r} already exists.")
@@ -9347,30 +9877,32 @@ def demo_server():
             raise McpError(INVALID_PARAMS,
                            f"{email!r} is not an email address (like ada@example.com).")
         users[name] = email
-        server.resource_updated("users://all")
+        server.resource_updated("users://all")     # subscribers and listens hear of it
         return f"Added {name} <{email}>."
 
     @server.tool(annotations={"readOnlyHint": True})
     async def getUser(name: str) -> dict:
         """Look up one user by name."""
-        if name not in users:
+        if name not in users:   # the message says what to call next: the model can recover
             raise McpError(INVALID_PARAMS,
                            f"No user named {name!r}. Call getUsers to see who exists.")
         return {"name": name, "email": users[name]}
 
+    # destructive, and idempotent: deleting twice leaves what deleting once does
     @server.tool(annotations={"destructiveHint": True, "idempotentHint": True})
     async def deleteUser(name: str, ctx: Context) -> str:
         """Remove a user from the directory (asking the user first, if the client can)."""
         if name not in users:
             raise McpError(INVALID_PARAMS, f"No user named {name!r}.")
-        if "elicitation" in (ctx.client_capabilities or {}):
+        if "elicitation" in (ctx.client_capabilities or {}):  # only a client that declared it
             answer = await ctx.elicit(f"Delete user {name}?", {"ok": {"type": "boolean"}})
             if answer.get("action") != "accept" or answer.get("content", {}).get("ok") is not True:
-                return f"Kept {name}."
+                return f"Kept {name}."     # declined, cancelled, or not a yes
         users.pop(name, None)
         server.resource_updated("users://all")
         return f"Deleted {name}."
 
+    # A fixed resource, and a template (RFC 6570): resources/templates/list shows users://{name}
     @server.resource("users://all", mime_type="application/json")
     async def all_users():
         """Every user, as JSON."""
@@ -9383,20 +9915,23 @@ def demo_server():
             raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": f"users://{name}"})
         return {"name": name, "email": users[name]}
 
-    @server.prompt()
+    @server.prompt()    # returns a string: prompts/get gives it as one user message
     async def greet(name: typing.Annotated[str, "Who to welcome"]) -> str:
         """Ask the model to welcome a user."""
         return f"Write a short, friendly welcome message for {name}, a new member of our directory."
 
+    # one function completes both: the prompt's argument and the template's variable
     @server.completion("greet", "name")
     @server.completion("users://{name}", "name")
     async def user_names(prefix: str):
+        """completion/complete of a name: the users whose names begin so, case aside."""
         return [name for name in users if name.lower().startswith(prefix.lower())]
 
     return server
 
 
 def _looks_like_email(value):
+    """Whether addUser takes it: one @, text before it, a dotted domain after; no space."""
     local, at, domain = value.partition("@")
     if not (local and at and "." in domain.strip(".") and not domain.startswith(".")):
         return False
@@ -9430,10 +9965,12 @@ examples:
 
 
 def main(argv=None):
-    """The command line: ``serve`` (Server.run's options, and TARGET) or ``client``."""
+    """The command line: ``serve`` (Server.run's options, and TARGET) or ``client``; the exit
+    status (2: a usage error or a TARGET that does not load)."""
     parser = _argument_parser(prog="mcp_min", description=_MAIN_HELP)
     parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{serve,client}")
+    # serve takes Server.run's own parser: one set of options, whichever way a server starts
     serve = commands.add_parser("serve", parents=[_serve_parser()], add_help=False,
                                 formatter_class=parser.formatter_class, description=_SERVE_HELP,
                                 help="serve a Server (default: the user-store demo)")
@@ -9460,16 +9997,19 @@ def main(argv=None):
             print(f"mcp_min: cannot load {args.target}: {_load_error(e)}", file=sys.stderr)
             return 2
         return _serve(server, args, stdout)
+    # A usage error, or a trace file that cannot be written: exit 2, before anything is sent
     try:
         request = _client_usage(args)
         if args.trace:
             args.trace = _opened_trace(args.trace, "client")
     except ValueError as e:
-        client.error(str(e))
+        client.error(str(e))    # argparse's way: one line, exit 2
     return _client_main(args, *request)
 
 
 def _client_options(client):
+    """client's arguments. Secrets come from the environment by default: every local user can
+    read a command line (ps), not another's environment."""
     client.add_argument("target",
                         help="an http(s):// URL, or a quoted command that starts a stdio server")
     client.add_argument("method", metavar="METHOD",
@@ -9478,7 +10018,7 @@ def _client_options(client):
                         help="NAME, URI, k=v pairs or one JSON object")
     client.add_argument("--token", default=os.environ.get("MCP_TOKEN"),
                         help="bearer token for HTTP (default: $MCP_TOKEN)")
-    client.add_argument("--auth", nargs="?", const="browser",
+    client.add_argument("--auth", nargs="?", const="browser",     # --auth alone: the browser
                         choices=("browser", "paste", "machine"),
                         help="sign in with OAuth on a 401: in the browser (default), by pasting "
                              "the "
@@ -9503,7 +10043,7 @@ def _client_options(client):
                              "WARNING)")
 
 
-__all__ += ["demo_server", "main"]
+__all__ += ["demo_server", "main"]     # the CLI itself stays private: `main` is its door
 
 if __name__ == "__main__":
     # Make `import mcp_min` (in a TARGET file) find this very module, not a second copy.
