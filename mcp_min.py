@@ -113,6 +113,7 @@ type hints make; hand-written schemas' others ($ref, oneOf ...) are an extension
 
 import asyncio
 import base64
+import collections.abc
 import contextlib
 import contextvars
 import enum
@@ -127,8 +128,7 @@ import sys
 import threading
 import time
 import typing
-from collections import abc, deque
-from urllib.parse import parse_qsl, quote_plus, unquote, urlencode, urljoin, urlsplit
+import urllib.parse
 
 __version__ = "0.1.0"
 # What users import; the limits are module settings beside the code they bound
@@ -2075,7 +2075,7 @@ class _UriTemplate:
                 end = len(uri) - len(literal) if uri.endswith(literal) else -1
             else:       # a literal (never empty: see __init__) ends the variable
                 end = uri.find(literal, pos)
-            value = unquote(uri[pos:end])   # checked decoded: "%2F" is a "/" too
+            value = urllib.parse.unquote(uri[pos:end])   # checked decoded: "%2F" is a "/" too
             if end <= pos or not _segment(value):   # not found, or empty: no match
                 return None
             found[parts[i]] = value
@@ -2438,12 +2438,13 @@ def _container_hint(tp, origin, args, depth):
     """An object for a mapping hint (dict[K, V] ...), an array for another collection (list[T],
     deque ...)."""
     cls = origin or tp
-    collection = isinstance(cls, type) and (issubclass(cls, abc.Collection) or cls is abc.Iterable)
+    collection = isinstance(cls, type) and (issubclass(cls, collections.abc.Collection)
+                                            or cls is collections.abc.Iterable)
     # str and bytes are collections too, but never arrays: a str subclass or bytes was taken
     # above, and what is left (memoryview ...) has no JSON form.
     if not collection or issubclass(cls, (str, bytes, bytearray, memoryview)):
         raise TypeError(f"unsupported type hint {_hint_name(tp)}")
-    if issubclass(cls, abc.Mapping):
+    if issubclass(cls, collections.abc.Mapping):
         return _mapping_hint(args, depth)
     if cls is tuple and args and args[-1] is not Ellipsis:    # tuple[int, str]
         return _tuple_hint(args, depth, lambda *items: items)
@@ -2453,9 +2454,9 @@ def _container_hint(tp, origin, args, depth):
         schema["items"] = item
     make: _Any = cls
     if getattr(cls, "__abstractmethods__", None):     # Sequence, Set ...: a list, set or frozenset
-        if not issubclass(cls, abc.Set):
+        if not issubclass(cls, collections.abc.Set):
             make = list
-        elif issubclass(cls, abc.MutableSet):
+        elif issubclass(cls, collections.abc.MutableSet):
             make = set
         else:
             make = frozenset
@@ -2717,9 +2718,9 @@ def _to_json(value):
     as_string = _string_type(type(value))
     if as_string:
         return as_string[2](value)
-    if isinstance(value, abc.Mapping):
+    if isinstance(value, collections.abc.Mapping):
         return {str(key): _to_json(member) for key, member in value.items()}
-    if isinstance(value, abc.Iterable) and not isinstance(value,
+    if isinstance(value, collections.abc.Iterable) and not isinstance(value,
                                                           (str, bytes, bytearray, memoryview)):
         return [_to_json(item) for item in value]    # a range, a generator, a deque ...
     return value    # no JSON form: encoding it fails, and the call is answered an error
@@ -4811,11 +4812,13 @@ class Client(_Peer):
                         on_progress: _Callback | None = None,
                         timeout: float | None = None, task: typing.Literal[False] = False,
                         on_status: _Callback | None = None) -> CallToolResult: ...
+    # A TaskHandle, the tasks extension's, which the core's annotations cannot name: the core
+    # alone must pass a type checker too
     @typing.overload
     async def call_tool(self, name: str, arguments: _Json | None = None,
                         on_progress: _Callback | None = None,
                         timeout: float | None = None, *, task: typing.Literal[True],
-                        on_status: _Callback | None = None) -> "TaskHandle": ...
+                        on_status: _Callback | None = None) -> _Any: ...
 
     async def call_tool(self, name: str, arguments: _Json | None = None,
                         on_progress: _Callback | None = None,
@@ -5344,7 +5347,7 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
     """One HTTP/1.1 request on a new connection; a 307 or 308 is followed, `hops` times
     at most, with the same method and body (RFC 9110 15.4.8, 15.4.9); a 301 or 302 is not: a
     client may turn its POST into a GET (15.4.2, 15.4.3)."""
-    parts = urlsplit(url)
+    parts = urllib.parse.urlsplit(url)
     tls = parts.scheme == "https"
     # origin-form: path and query; an empty path MUST be sent as "/" (RFC 9112 3.2.1)
     target = parts.path or "/"
@@ -5371,7 +5374,7 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
         raise
     location = response_headers.get("location")
     if status in (307, 308) and hops and location:
-        target = urlsplit(urljoin(url, location))
+        target = urllib.parse.urlsplit(urllib.parse.urljoin(url, location))
         if target.scheme == "https" or target.scheme == parts.scheme:     # never down to plain http
             writer.close()
             if target[:2] != parts[:2]:     # another origin: our token does not go there
@@ -5783,8 +5786,9 @@ class _LegacySse(_Transport):
             async with contextlib.aclosing(response.events(self.client, closed)) as events:
                 async for event in events:
                     if "data" in event and event["event"] == "endpoint" and not found.done():
-                        endpoint = urljoin(self.url, event["data"])
-                        if urlsplit(endpoint)[:2] != urlsplit(self.url)[:2]:
+                        endpoint = urllib.parse.urljoin(self.url, event["data"])
+                        here = urllib.parse.urlsplit(self.url)[:2]
+                        if urllib.parse.urlsplit(endpoint)[:2] != here:
                             found.set_exception(McpError(CONNECTION_CLOSED,
                                                          "the server named an endpoint on another "
                                                          "origin"))
@@ -6845,7 +6849,8 @@ class _ResumableStream(_Stream):
         super().__init__()
         self.number, self.primes = number, primes
         self.seq = 0            # the last event's
-        self.log: deque[tuple[int, bytes]] | None = None    # (seq, event) sent, oldest first
+        # (seq, event) sent, oldest first
+        self.log: collections.deque[tuple[int, bytes]] | None = None
         self.logged = 0         # bytes in `log`
         self.replay: _Replay | None = None      # the server's, once it logged anything
         self.unread: _Replay | None = None      # while no connection reads it: where its events go
@@ -6905,7 +6910,7 @@ class _Replay:
         if stream.closed:   # what a closed stream still writes out is never replayed
             return
         if stream.log is None:
-            stream.log, stream.replay = deque(), self
+            stream.log, stream.replay = collections.deque(), self
         stream.log.append((stream.seq, event))
         stream.logged += len(event)
         self.size += len(event)
@@ -8297,7 +8302,7 @@ def _refused(text):
 def _secure(url, what, error=_refused):
     """`url` if https, or plain http to this machine only (OAuth 2.1 1.5): codes and tokens cross
     it."""
-    parts = urlsplit(url) if isinstance(url, str) else None
+    parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
     secure = False
     if parts and parts.hostname:
         local = parts.scheme == "http" and _is_loopback(parts.hostname)
@@ -8320,7 +8325,7 @@ async def _fetch_json(url, form=None, headers=(), as_json=False):
             body = encode(form)
         else:
             headers["Content-Type"] = "application/x-www-form-urlencoded"
-            body = urlencode(form).encode()
+            body = urllib.parse.urlencode(form).encode()
     trace = _SIGN_IN_TRACE.get()
     if trace:
         trace = trace.on()
@@ -8362,14 +8367,14 @@ def _masked(fields):
 
 def _basic(client_id, secret):
     """RFC 6749 2.3.1: HTTP Basic, each half form-encoded first."""
-    pair = f"{quote_plus(client_id)}:{quote_plus(secret or '')}"
+    pair = f"{urllib.parse.quote_plus(client_id)}:{urllib.parse.quote_plus(secret or '')}"
     return "Basic " + base64.b64encode(pair.encode()).decode()
 
 
 async def _server_metadata(issuer):
     """RFC 8414 §3.1, then OpenID Connect discovery, in the spec's order (2025-11-25
     "Authorization Server Metadata Discovery"); the issuer must be the one asked for."""
-    parts = urlsplit(_secure(issuer, "authorization server"))
+    parts = urllib.parse.urlsplit(_secure(issuer, "authorization server"))
     origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
     # RFC 8414 3.1: the well-known part goes after the host; OpenID's is inserted, then appended
     places = [f"{origin}/.well-known/oauth-authorization-server{path}",
@@ -8517,7 +8522,7 @@ class ResourceServer:
         """
         if self.fixed:      # a bare challenge: no metadata to point at
             return _HttpError(status, "Unauthorized", headers=[("WWW-Authenticate", "Bearer")])
-        where = urlsplit(self.resource)
+        where = urllib.parse.urlsplit(self.resource)
         fields = []
         if error:
             fields.append(f'error="{error}"')
@@ -8879,7 +8884,7 @@ class OAuth:
         path-suffixed first (spec "Protected Resource Metadata Discovery Requirements"); then
         its authorization server's: (the resource as published, unnormalized (RFC 8707), its
         metadata, the authorization server's)."""
-        parts = urlsplit(_secure(url, "MCP server"))
+        parts = urllib.parse.urlsplit(_secure(url, "MCP server"))
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
         well_known = f"{origin}/.well-known/oauth-protected-resource"
         places = [hinted, path and well_known + path, well_known]
@@ -8937,7 +8942,7 @@ class OAuth:
             endpoint = server["authorization_endpoint"]
             joiner = "&" if "?" in endpoint else "?"
             given = {key: value for key, value in query.items() if value}  # no empty ones
-            url = endpoint + joiner + urlencode(given)
+            url = endpoint + joiner + urllib.parse.urlencode(given)
             answer = await self._approve(url, answered)
         except asyncio.TimeoutError:  # noqa: UP041 — 3.10's is not yet the builtin TimeoutError
             raise _refused("nobody signed in within 5 minutes") from None
@@ -9047,7 +9052,7 @@ def _about(resource, parts, path):
     server at `parts` (its URL, or a parent path): else its tokens would be minted for another."""
     if type(resource) is not str:
         return False
-    named = urlsplit(resource)
+    named = urllib.parse.urlsplit(resource)
     if (named.scheme, _host_of(named)) != (parts.scheme, _host_of(parts)):
         return False
     return (path + "/").startswith(named.path.rstrip("/") + "/")
@@ -9102,7 +9107,7 @@ def _open_browser(url):
 
 def _query(url):
     """An address's query as a dict (a name given twice: its last value)."""
-    return dict(parse_qsl(urlsplit(url.strip()).query))
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url.strip()).query))
 
 
 __all__ += ["OAuth"]
