@@ -2318,6 +2318,19 @@ class SessionResourcesPromptsTest(unittest.IsolatedAsyncioTestCase):
         response = await self.wire.request(rpc(3, "completion/complete", params))
         self.assertEqual(response["error"]["code"], INVALID_PARAMS)
 
+    async def test_a_completion_that_returns_one_string_suggests_it_whole(self):
+        # Regression (issue 35): a str was taken as a list, one suggestion a character.
+        self.server.completion("review", "code")(lambda value: value + "()")
+        params = {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "code", "value": "run"}}
+        result = (await self.wire.request(rpc(1, "completion/complete", params)))["result"]
+        self.assertEqual(result["completion"]["values"], ["run()"])
+
+    async def test_an_unknown_uri_is_not_echoed_whole(self):
+        # Regression (issue 35): resources/read's -32002 held the URI whole, megabytes if sent (R22).
+        uri = "nope://" + "a" * (mcp_min.MAX_URI * 4)
+        error = (await self.wire.request(rpc(1, "resources/read", {"uri": uri})))["error"]
+        self.assertEqual((error["code"], error["data"]["uri"]), (RESOURCE_NOT_FOUND, uri[:mcp_min.MAX_URI]))
+
 
 ##############################################################################
 # Core: content, what tools return
@@ -2493,7 +2506,8 @@ class UriTemplateTest(unittest.TestCase):
         self.assertIsNone(two.match("repo://me/proj/x"))
 
     def test_unsupported_template_rejected(self):
-        for bad in ("r://{/ids*}", "r://{a", "r://{}"):
+        # "{a}{b}": no URI says where one ends and the next begins (issue 35: taken, matched wrong)
+        for bad in ("r://{/ids*}", "r://{a", "r://{}", "r://{a}{b}", "r://x/{a}{b}/y"):
             with self.assertRaises(ValueError):
                 mcp_min._UriTemplate(bad)
 
@@ -2640,6 +2654,26 @@ class HintTest(unittest.TestCase):
         self.assertEqual(props["p"], {"type": "string", "format": "path"})
         self.assertEqual(props["b"], {"type": "string", "contentEncoding": "base64"})
         self.assertEqual(props["when"]["default"], "2024-01-02")    # a default as JSON
+
+    def test_a_literal_of_enum_members_travels_as_their_values(self):
+        # Regression (issue 35): the schema listed the members themselves, which JSON cannot hold.
+        class Color(enum.Enum):
+            RED, BLUE = "red", "blue"
+        server = Server("s")
+
+        @server.tool()
+        def paint(color: typing.Literal[Color.RED, Color.BLUE]) -> str:
+            return repr(color)
+        self.assertEqual(server.tools["paint"].input_schema["properties"]["color"],
+                         {"enum": ["red", "blue"], "type": "string"})
+
+        async def calls():
+            wire = Wire(server)
+            await wire.initialize()
+            blue = await wire.request(call(1, "paint", {"color": "blue"}))
+            green = await wire.request(call(2, "paint", {"color": "green"}))
+            return tool_text(blue), green["result"]["isError"]
+        self.assertEqual(asyncio.run(calls()), (repr(Color.BLUE), True))
 
     def test_containers_from_collections_abc_and_typing_markers(self):
         import collections.abc
@@ -3039,6 +3073,13 @@ class HttpFramingTest(HttpTestCase):
 
     async def raw(self, data, **options):
         return await self.client.exchange(data, check_close=True, **options)
+
+    async def test_close_among_the_connection_options_closes(self):
+        # Regression (issue 35): "close" was heard only alone; the header is a list (RFC 9110 7.6.1).
+        sid = await self.client.initialize()
+        response = await self.client.post(rpc(1, "ping"), sid, headers={"Connection": "keep-alive, Close"},
+                                          check_close=True)
+        self.assertEqual((response.status, response.closed), (200, True))
 
     async def test_413_before_the_body_is_read(self):
         sid = await self.client.initialize()
@@ -5249,6 +5290,9 @@ class ClientTests(ClientTestCase):
         self.assertEqual(events(b"event:\ndata: 1\n\n"), [{"event": "message", "data": "1"}])
         self.assertEqual(events(b"event: endpoint\n\nid: 5\nretry: 9\n\n"), [{"id": "5", "retry": "9"}])
         self.assertEqual(events(b"data: a\r", b"\ndata: b\r\n\r", b"\n"), [{"event": "message", "data": "a\nb"}])
+        # An id holding NUL is ignored (WHATWG): that event has none, the last good one stands (issue 35).
+        self.assertEqual(events(b"id: 7\ndata: a\n\nid: 8\0x\ndata: b\n\n"),
+                         [{"id": "7", "event": "message", "data": "a"}, {"event": "message", "data": "b"}])
 
     def test_body_sizes_are_digits_only(self):
         for bad in ("-1", "+5", " 5", "", "1e3", "9" * 13):
@@ -6318,6 +6362,18 @@ class ModernSessionTest(unittest.IsolatedAsyncioTestCase):
         await self.wire.initialize()
         self.assertEqual((await self.wire.request(rpc(20, "server/discover")))["error"]["code"],
                          METHOD_NOT_FOUND)
+
+    async def test_a_template_that_finds_nothing_answers_in_the_eras_code(self):
+        # Regression (issue 35): a template's handler raising -32002 reached a 2026-07-28 client
+        # as -32002, which that era MUST NOT send: -32602 instead (PROTOCOL.md, error codes).
+        @self.server.resource("files://{name}")
+        def file(name: str) -> str:
+            raise McpError(RESOURCE_NOT_FOUND, f"no file {name}", {"uri": f"files://{name}"})
+        error = (await self.wire.request(modern(1, "resources/read", {"uri": "files://x"})))["error"]
+        self.assertEqual((error["code"], error["data"]), (INVALID_PARAMS, {"uri": "files://x"}))
+        await self.wire.initialize()
+        error = (await self.wire.request(rpc(2, "resources/read", {"uri": "files://x"})))["error"]
+        self.assertEqual(error["code"], RESOURCE_NOT_FOUND)
 
     async def test_logs_only_when_asked_and_capabilities_per_request(self):
         self.wire.feed(modern(1, "tools/call", {"name": "chat"}))
@@ -7754,6 +7810,11 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
 class TaskClientTest(unittest.IsolatedAsyncioTestCase):
     """The client: call_tool polls a task to its end; task=True gives a handle; the CLI and the
     trace show a task's steps."""
+
+    def test_the_tasks_extension_joins_the_others_a_client_declares(self):
+        # Regression (issue 35): declaring tasks replaced the extensions declared before it.
+        caps = mcp_min._polls_tasks(None, {"sampling": {}, "extensions": {"x.example/other": {}}})
+        self.assertEqual(caps, {"sampling": {}, "extensions": {"x.example/other": {}, mcp_min._TASKS: {}}})
 
     async def asyncSetUp(self):
         self.server, self.state = task_server()
