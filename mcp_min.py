@@ -1953,14 +1953,19 @@ class Tool(_Handler):
         """The author's outputSchema, else the return hint's (2025-06-18: structuredContent);
         a result that is not an object goes under "result", as {"result": ...}."""
         if given:
-            return json.loads(json.dumps(given))
-        returns = self.hints.get("return", typing.Any)
-        # Content blocks are their own answer, and a str is text: no structured output.
-        if _mentions_content(returns) or _strip(returns) in _UNSTRUCTURED:
-            return None
-        schema = self.hint("return", returns)[0]
-        if not schema:      # {} (object, a TypeVar): any JSON, no promise
-            return None
+            if type(given) is not dict:
+                raise TypeError(f"tool {self.name!r}: output_schema must be a dict (a JSON Schema)")
+            schema = json.loads(json.dumps(given))
+        else:
+            returns = self.hints.get("return", typing.Any)
+            # Content blocks are their own answer, and a str is text: no structured output.
+            if _mentions_content(returns) or _strip(returns) in _UNSTRUCTURED:
+                return None
+            schema = self.hint("return", returns)[0]
+            if not schema:      # {} (object, a TypeVar): any JSON, no promise
+                return None
+        # an outputSchema is an object's (2025-06-18 schema.ts): the author's too, else no
+        # structuredContent could ever match it
         if schema.get("type") != "object":
             self.wrap = True
             return {"type": "object", "properties": {"result": schema}, "required": ["result"]}
@@ -1977,12 +1982,12 @@ class Tool(_Handler):
             return {"content": list(value)}
         if value is None and not self.output_schema:
             return {"content": []}      # content is required, and may be empty
-        if isinstance(value, str) and not self.wrap:
+        if isinstance(value, str) and not self.output_schema:
             return {"content": [text(value)]}
         data = _to_json(value)
         body = _text_encoder.encode(data)
         structured = {"result": data} if self.wrap or type(data) is not dict else data
-        problem = self.check_output(structured, "")
+        problem = self.check_output(structured, "structuredContent")
         if problem:     # the author's bug: the detail to the log, a constant text to the client
             _logger.error("tool %s returned a value that does not match its outputSchema: %s",
                           self.name, problem)
@@ -5398,8 +5403,14 @@ async def _response_head(reader):
             headers = {}
             for line in lines:
                 name, colon, value = line.partition(":")
-                if colon:
-                    headers[name.strip().lower()] = value.strip()
+                if not colon:
+                    continue
+                name, value = name.strip().lower(), value.strip()
+                # two lengths that differ: where the body ends is unknowable, and the response
+                # MUST be discarded (RFC 9112 6.3)
+                if name == "content-length" and headers.get(name, value) != value:
+                    raise ConnectionError("the response gives two Content-Lengths")
+                headers[name] = value
             return int(rest[:3]), rest, headers
 
 
@@ -5607,7 +5618,7 @@ class _StreamableHttp(_Transport):
             id_ = message["id"]
         headers = {**self._headers(), "Content-Type": "application/json"}
         # 2026-07-28: what it is, so that it is routed unread
-        if self.client.stateless and id_ is not None:
+        if self.client.stateless and "method" in message:
             headers.update(self.client.stateless.headers(self.client, message))
         sent_with = self.session_id     # a 404 means that session is over, not a later one
         response = await self._request("POST", self.url, headers, encode(message))
@@ -6726,12 +6737,16 @@ class _StatelessClient:
 
     @staticmethod
     def headers(client, message):
-        """A request's routing headers, with the arguments its tool marks."""
+        """A request's routing headers, with the arguments its tool marks; a notification's
+        Mcp-Method, which the spec leaves undefined and no server may require (PROTOCOL.md 10)."""
         tool = message["params"].get("name") if message["method"] == "tools/call" else None
         marks = ()
         if type(tool) is str:
             marks = client.extensions.get("headers", {}).get(tool, ())
-        return {key: _header_value(_text(value)) for key, value in _routing(message, marks).items()}
+        routed = _routing(message, marks)
+        if "id" not in message:
+            routed["Mcp-Method"] = message["method"]
+        return {key: _header_value(_text(value)) for key, value in routed.items()}
 
     @staticmethod
     def tools(client, tools):

@@ -2407,6 +2407,23 @@ class ToolResultTest(unittest.TestCase):
         self.assertTrue(result["isError"])
         self.assertNotIn("structuredContent", result)
 
+    def test_the_authors_output_schema_holds_for_every_return(self):
+        # Issue 35 (a careful read): a str return skipped the author's outputSchema (no
+        # structuredContent, which a tool with one MUST send), and one not of an object, which
+        # no structuredContent can match, failed every call.
+        def f(): ...
+        said = mcp_min.Tool(f, output_schema={"type": "object", "properties": {"result": {"type": "string"}}})
+        self.assertEqual(said.result("hi")["structuredContent"], {"result": "hi"})
+        strict = mcp_min.Tool(f, output_schema={"type": "object", "required": ["name"]})
+        with self.assertLogs("mcp_min", "ERROR") as logged:
+            self.assertTrue(strict.result("hi")["isError"])
+        self.assertIn("outputSchema: structuredContent.name: required property is missing", logged.output[0])
+        listed = mcp_min.Tool(f, output_schema={"type": "array", "items": {"type": "integer"}})
+        self.assertEqual(listed.output_schema["properties"]["result"], {"type": "array", "items": {"type": "integer"}})
+        self.assertEqual(listed.result([1, 2])["structuredContent"], {"result": [1, 2]})
+        with self.assertRaises(TypeError):
+            mcp_min.Tool(f, output_schema='{"type": "object"}')
+
     def test_optional_return_of_none_meets_the_output_schema(self):
         server = Server("s")
 
@@ -5302,6 +5319,15 @@ class ClientTests(ClientTestCase):
         with self.assertRaises(ValueError):
             mcp_min._size(b"-1", 16)
 
+    async def test_a_response_with_two_lengths_is_refused(self):
+        # RFC 9112 6.3: the client took the last Content-Length of two that differ (issue 35's read)
+        answer = b'{"jsonrpc":"2.0","id":0,"result":{}}'
+        url = await self.hostile_server(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                        b"Content-Length: %d\r\nContent-Length: 5\r\n\r\n%s" % (len(answer), answer))
+        with self.assertRaises(McpError) as caught:
+            await asyncio.wait_for(mcp_min.Client(url, timeout=5, transport="http").connect(), TIMEOUT)
+        self.assertIn("two Content-Lengths", caught.exception.message)
+
     async def test_a_body_that_never_comes_is_bounded_by_the_timeout(self):
         url = await self.hostile_server(lambda head, body: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                                            b"Content-Length: 500\r\n\r\n{")
@@ -6749,6 +6775,24 @@ class HttpModernTest(HttpTestCase):
         async with mcp_min.Client(f"http://127.0.0.1:{self.port}/mcp", era="2026-07-28") as client:
             self.assertEqual((await client.call_tool("where", {"region": "Zürich"}))["content"][0]["text"],
                              "Zürich")
+
+    async def test_our_client_names_a_notifications_method_in_a_header(self):
+        # PROTOCOL.md ambiguity 10: no header is defined for a notification's POST; send
+        # MCP-Protocol-Version and Mcp-Method anyway (ours sent no Mcp-Method; issue 35's read)
+        sent = []
+        request = mcp_min._StreamableHttp._request
+
+        async def recorded(transport, method, url, headers, body=b"", sign_in=True):
+            sent.append((headers, body))
+            return await request(transport, method, url, headers, body, sign_in)
+        with mock.patch.object(mcp_min._StreamableHttp, "_request", recorded):
+            async with mcp_min.Client(f"http://127.0.0.1:{self.port}/mcp", era="2026-07-28") as client:
+                await client.notify("notifications/cancelled", {"requestId": 99})
+                await client.list_tools()
+        said = next(headers for headers, body in sent if b"notifications/cancelled" in body)
+        said = {key.lower(): value for key, value in said.items()}
+        self.assertEqual((said.get("mcp-protocol-version"), said.get("mcp-method")),
+                         ("2026-07-28", "notifications/cancelled"))
 
     async def test_input_required_rounds_over_http(self):
         ask = modern(1, "tools/call", {"name": "ask_user", "arguments": {}}, {"elicitation": {}})
@@ -8975,7 +9019,7 @@ class OAuthServerTest(unittest.IsolatedAsyncioTestCase):
     async def test_a_stream_ends_at_its_tokens_expiry(self):
         # GET /sse and GET /mcp opened with a token that expired 4 s later went on carrying
         # list_changed (and would have carried logs and server requests) long after.
-        exp = time.time() + 1.5
+        exp = time.time() + 0.8     # the streams open well within it
         soon = self.issuer_server.issue("bob", "mcp", self.resource, exp=exp)
         streams = await self.open_streams(soon)
         await asyncio.sleep(exp - time.time() + 0.05)     # until it has expired
