@@ -94,13 +94,17 @@ skills; OAuth, the resource server and the client; the trace (--trace); and,
 last, the command line, the demo and the options of a deployment. The file cut
 at the first banner is a complete server and client of the handshake era.
 
-On the capture's path the extensions change nothing, though they hook into the
-core's tables as the file is imported: the 2026-07-28 era claims only requests
-whose _meta names its version; resumable streams number only Streamable HTTP
-sessions' streams (legacy /sse's stays as the core writes it); tasks wrap only
-tools registered with task=; skills add a capability only when serving some.
-The capture's tools are defined like any others: examples/user_store.py (or
-demo_server, at the very end) holds getUsers and addUser.
+On the capture's path the extensions change nothing, though three of them are
+on it, hooked into the core's tables as the file is imported: every request is
+offered to the 2026-07-28 era (`_Stateless.claims`), which takes only those
+whose _meta names its version; every stream event is written by the resumable
+streams' `_Resumable.event`, which numbers only Streamable HTTP sessions'
+events (legacy /sse's go out as the core writes them); every tools/call is
+served by the tasks' `_call_tool_or_task`, which hands a tool registered
+without task= to the core's `_call_tool`. Skills add a capability only when
+serving some. The capture's tools are defined like any others:
+examples/user_store.py (or `demo_server`, in the command line's section, the
+last) holds getUsers and addUser.
 
 Where the line falls: the client's side of resumable streams (a GET with
 Last-Event-ID after a stream broke) is core, since a 2025-11-25 server may end
@@ -447,7 +451,7 @@ async def _sse_get(http, conn):
     finally:    # the stream was the session: it ends with it
         http.sessions.pop(sid, None)
         entry.close(cancel=False)
-    return False
+    return False    # (a route says whether its connection may carry another request: `_Route`)
 
 
 async def _sse_post(http, conn):
@@ -459,7 +463,9 @@ async def _sse_post(http, conn):
         raise _HttpError(400, "Missing or malformed sessionId")
     entry = http.find(conn, ids[0], legacy=True)
     message = _parsed_body(conn)
-    conn.write(202, conn.cors, b"")     # first: the answer goes to the stream
+    # The 202 first: the answer goes to the stream, on another connection, and may be written
+    # before `receive` returns (initialize is answered at once; on 3.12+ so is a quick call).
+    conn.write(202, conn.cors, b"")
     entry.session.receive(message)
     return True
 
@@ -671,7 +677,6 @@ class Session(_Peer):
         # each extension's own state for this session, by name
         self.extensions: dict[str, _Any] = {}
         self._cancelled = set()
-        # request id -> what `_sweep` needs to know of it
         # request id -> (when it started, its method, its `_Method`, its params, its `done`): what
         # `_sweep` needs to know of it (a plain tuple: made for every request, it is cheap)
         self._running: dict[_Any, tuple[float, str, _Any, _Json, _Any]] = {}
@@ -1669,8 +1674,9 @@ class _Method(typing.NamedTuple):
     endless: bool = False
 
 
-# Every method the server answers; the extensions add theirs (tasks/get ...) and wrap some
-# (tools/call may become a task).
+# Every method the server answers; the extensions add theirs (tasks/get ...) and wrap some:
+# tools/call is served by the tasks extension's `_call_tool_or_task`, which may make a call a
+# task and hands every other to `_call_tool`.
 _METHODS = {
     "initialize": _Method(_initialize),
     "ping": _Method(_ping),
