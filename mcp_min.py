@@ -1959,23 +1959,31 @@ class Tool(_Handler):
         """The author's outputSchema, else the return hint's (2025-06-18: structuredContent);
         a result that is not an object goes under "result", as {"result": ...}."""
         if given:
-            if type(given) is not dict:
-                raise TypeError(f"tool {self.name!r}: output_schema must be a dict (a JSON Schema)")
-            schema = json.loads(json.dumps(given))
-        else:
-            returns = self.hints.get("return", typing.Any)
-            # Content blocks are their own answer, and a str is text: no structured output.
-            if _mentions_content(returns) or _strip(returns) in _UNSTRUCTURED:
-                return None
-            schema = self.hint("return", returns)[0]
-            if not schema:      # {} (object, a TypeVar): any JSON, no promise
-                return None
-        # an outputSchema is an object's (2025-06-18 schema.ts): the author's too, else no
-        # structuredContent could ever match it
+            return self._authors_output_schema(given)
+        returns = self.hints.get("return", typing.Any)
+        # Content blocks are their own answer, and a str is text: no structured output.
+        if _mentions_content(returns) or _strip(returns) in _UNSTRUCTURED:
+            return None
+        schema = self.hint("return", returns)[0]
+        if not schema:      # {} (object, a TypeVar): any JSON, no promise
+            return None
         if schema.get("type") != "object":
             self.wrap = True
             return {"type": "object", "properties": {"result": schema}, "required": ["result"]}
         return schema
+
+    def _authors_output_schema(self, given):
+        """The author's outputSchema, as given (its $ref and $defs keep their places). One that
+        names a type without "object" is refused now: structuredContent is an object (2025-06-18
+        schema.ts; 2026-07-28 allows any, but a tool serves both eras): no call could meet it."""
+        if type(given) is not dict:
+            raise TypeError(f"tool {self.name!r}: output_schema must be a dict (a JSON Schema)")
+        kinds = given.get("type", "object")
+        if kinds != "object" and not (type(kinds) is list and "object" in kinds):
+            raise ValueError(f"tool {self.name!r}: output_schema must describe an object, as "
+                             f'structuredContent is one: {{"type": "object", "properties": '
+                             f'{{"result": ...}}}} holds any value')
+        return json.loads(json.dumps(given))
 
     def result(self, value):
         """A CallToolResult from whatever the function returned. Data goes out twice: as
@@ -4823,12 +4831,12 @@ class Client(_Peer):
                         on_progress: _Callback | None = None,
                         timeout: float | None = None, task: typing.Literal[False] = False,
                         on_status: _Callback | None = None) -> CallToolResult: ...
-    # A TaskHandle, the tasks extension's, which the core's annotations cannot name: the core
-    # alone must pass a type checker too
+    # With task true, a TaskHandle: the tasks extension's, which the core's annotations cannot
+    # name (the core alone must pass a type checker too); `task=flag`, a bool, ends here too
     @typing.overload
     async def call_tool(self, name: str, arguments: _Json | None = None,
                         on_progress: _Callback | None = None,
-                        timeout: float | None = None, *, task: typing.Literal[True],
+                        timeout: float | None = None, *, task: bool,
                         on_status: _Callback | None = None) -> _Any: ...
 
     async def call_tool(self, name: str, arguments: _Json | None = None,

@@ -2410,7 +2410,7 @@ class ToolResultTest(unittest.TestCase):
     def test_the_authors_output_schema_holds_for_every_return(self):
         # Issue 35 (a careful read): a str return skipped the author's outputSchema (no
         # structuredContent, which a tool with one MUST send), and one not of an object, which
-        # no structuredContent can match, failed every call.
+        # no structuredContent can match, failed every call: now refused at registration.
         def f(): ...
         said = mcp_min.Tool(f, output_schema={"type": "object", "properties": {"result": {"type": "string"}}})
         self.assertEqual(said.result("hi")["structuredContent"], {"result": "hi"})
@@ -2418,9 +2418,18 @@ class ToolResultTest(unittest.TestCase):
         with self.assertLogs("mcp_min", "ERROR") as logged:
             self.assertTrue(strict.result("hi")["isError"])
         self.assertIn("outputSchema: structuredContent.name: required property is missing", logged.output[0])
-        listed = mcp_min.Tool(f, output_schema={"type": "array", "items": {"type": "integer"}})
-        self.assertEqual(listed.output_schema["properties"]["result"], {"type": "array", "items": {"type": "integer"}})
-        self.assertEqual(listed.result([1, 2])["structuredContent"], {"result": [1, 2]})
+        # kept as given: its $ref still finds its $defs, and is checked
+        schema = {"$defs": {"P": {"type": "object", "required": ["a"]}}, "$ref": "#/$defs/P"}
+        referred = mcp_min.Tool(f, output_schema=schema)
+        self.assertEqual(referred.definition["outputSchema"], schema)
+        self.assertEqual(referred.result({"a": 1})["structuredContent"], {"a": 1})
+        with self.assertLogs("mcp_min", "ERROR"):
+            self.assertTrue(referred.result({"b": 1})["isError"])
+        for bad in ({"type": "array", "items": {"type": "integer"}}, {"type": ["string", "null"]}):
+            with self.assertRaises(ValueError) as raised:
+                mcp_min.Tool(f, output_schema=bad)
+            self.assertIn("output_schema must describe an object", str(raised.exception))
+        mcp_min.Tool(f, output_schema={"type": ["object", "null"]})     # an object among them: taken
         with self.assertRaises(TypeError):
             mcp_min.Tool(f, output_schema='{"type": "object"}')
 
