@@ -2418,13 +2418,9 @@ class ToolResultTest(unittest.TestCase):
         with self.assertLogs("mcp_min", "ERROR") as logged:
             self.assertTrue(strict.result("hi")["isError"])
         self.assertIn("outputSchema: structuredContent.name: required property is missing", logged.output[0])
-        # kept as given: its $ref still finds its $defs, and is checked
+        # kept as given, so that its $ref still finds its $defs (SchemaKeywordsTest checks them)
         schema = {"$defs": {"P": {"type": "object", "required": ["a"]}}, "$ref": "#/$defs/P"}
-        referred = mcp_min.Tool(f, output_schema=schema)
-        self.assertEqual(referred.definition["outputSchema"], schema)
-        self.assertEqual(referred.result({"a": 1})["structuredContent"], {"a": 1})
-        with self.assertLogs("mcp_min", "ERROR"):
-            self.assertTrue(referred.result({"b": 1})["isError"])
+        self.assertEqual(mcp_min.Tool(f, output_schema=schema).definition["outputSchema"], schema)
         for bad in ({"type": "array", "items": {"type": "integer"}}, {"type": ["string", "null"]}):
             with self.assertRaises(ValueError) as raised:
                 mcp_min.Tool(f, output_schema=bad)
@@ -6210,6 +6206,16 @@ class OfficialClientTest(unittest.TestCase):
 @needs_schema_keywords
 class SchemaKeywordsTest(unittest.TestCase):
     """What validate checks of schemas written by hand: const, allOf, oneOf, bounds, $ref."""
+
+    def test_an_authors_output_schema_with_a_ref_is_checked(self):
+        # Issue 35's second read: wrapping an author's schema under "result" left its $ref
+        # pointing at nothing, and every value passed.
+        def f(): ...
+        schema = {"$defs": {"P": {"type": "object", "required": ["a"]}}, "$ref": "#/$defs/P"}
+        referred = mcp_min.Tool(f, output_schema=schema)
+        self.assertEqual(referred.result({"a": 1})["structuredContent"], {"a": 1})
+        with self.assertLogs("mcp_min", "ERROR"):
+            self.assertTrue(referred.result({"b": 1})["isError"])
 
     def test_keywords_beyond_type_hints(self):
         self.assertIsNotNone(validate("b", {"const": "a"}))
