@@ -1197,6 +1197,11 @@ class Context:
         self.asks = _ask_in_session             # how an ask travels (the extensions change it)
         self.extensions: dict[str, _Any] = {}   # each extension's own state for this request
 
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call became (the tasks extension's `detach`), else None."""
+        return self.extensions.get("task")
+
     def log(self, level: str, data: _Any, logger: str | None = None) -> typing.Awaitable[None]:
         """Send a notifications/message to the client if `level` passes its filter
         (logging/setLevel; 2026-07-28: only if the request asked, with a logLevel in its _meta)."""
@@ -4543,6 +4548,12 @@ class Client(_Peer):
         if self.stateless:
             caps = self.stateless.capabilities(self, caps)
         return caps
+
+    @property
+    def modern(self) -> bool:
+        """Whether this client speaks 2026-07-28 with its server (no session, each request whole:
+        the era an extension speaks, `stateless`), rather than the handshake's."""
+        return self.stateless is not None
 
     async def connect(self) -> "Client":
         """Open a transport and begin the conversation: each of `_transports` in turn, the next

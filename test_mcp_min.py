@@ -7885,6 +7885,20 @@ class TaskClientTest(unittest.IsolatedAsyncioTestCase):
             self.addCleanup(patcher.stop)
 
     @needs_trace
+    async def test_a_tool_knows_its_tasks_id_and_the_client_its_era(self):
+        # ctx.task_id and Client.modern, public before issue 35's restyle, were lost in it
+        async def whose(ctx: Context) -> str:
+            before = ctx.task_id
+            await ctx.detach()
+            return f"{before} {ctx.task_id}"
+        self.server.add_tool(whose, task="optional")
+        async with mcp_min.Client(self.server) as client:
+            handle = await client.call_tool("whose", task=True)
+            self.assertEqual(tool_text({"result": await handle.result()}), f"None {handle.id}")
+            self.assertTrue(client.modern)
+        async with mcp_min.Client(self.server, era="handshake") as client:
+            self.assertFalse(client.modern)
+
     async def test_polled_to_the_end_answered_and_cancelled(self):
         seen, trace = [], io.StringIO()
         answers = iter(["Ada", "Lovelace"])
