@@ -7207,6 +7207,14 @@ class ClientModernInMemoryTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn("response #2 (tools/call) input required: elicitation-1 (elicitation/create)", wire)
 
 
+def region_server():
+    """The test server, and a tool `where` whose `region` is mirrored in Mcp-Param-Region."""
+    server, _ = make_server()
+    server.add_tool(lambda region: region, "where", input_schema={"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}})
+    return server
+
+
 @needs_2026
 class ClientHostileModernServerTest(unittest.IsolatedAsyncioTestCase):
     """The client's mirrored headers against hostile values."""
@@ -7214,9 +7222,7 @@ class ClientHostileModernServerTest(unittest.IsolatedAsyncioTestCase):
     async def test_a_lone_surrogate_in_a_mirrored_header_is_an_invalid_params_error(self):
         # Issue 34 item 20: a tool name or a mirrored argument holding a lone surrogate raised
         # UnicodeEncodeError in the transport (a "connection closed" error naming it).
-        server, _ = make_server()
-        server.add_tool(lambda region: region, "where", input_schema={"type": "object", "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"}}})
+        server = region_server()
         http = await start_http(server, "127.0.0.1", 0)
         self.addAsyncCleanup(http.close)
         async with mcp_min.Client(f"http://127.0.0.1:{http.port}/mcp", timeout=TIMEOUT) as client:
@@ -9803,9 +9809,7 @@ class TraceHeadersTest(unittest.IsolatedAsyncioTestCase):
     async def test_challenges_allow_and_routing_headers_shown_a_token_in_a_url_not(self):
         # WWW-Authenticate, Allow, Mcp-Method, Mcp-Name and Mcp-Param-* were left out (the capture
         # of OAuth discovery showed a bare 401); a token sent in the URL was written verbatim.
-        server, _ = make_server()
-        server.add_tool(lambda region: region, "where", input_schema={"type": "object", "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"}}})
+        server = region_server()
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trace.jsonl")
             trace = mcp_min._Trace(path)
