@@ -653,7 +653,8 @@ class Session(_Peer):
     `accepting` (again at `on_ready`), and `close`s it when the client is gone. Out goes
     ``send(message, related)``: `related` is the id of the client request it belongs to (its
     response, or sent while serving it), or None; ``send(None, id)``: that request ends with no
-    response (it was cancelled). A stateless one (HTTP --stateless, `version`) needs no handshake.
+    response (it was cancelled). A stateless one (HTTP --stateless, `stateless_version`) needs no
+    handshake.
     """
 
     def __init__(self, server, send, stateless_version=None):
@@ -1624,7 +1625,7 @@ async def _set_level(session, params, ctx):
 async def _complete(session, params, ctx):
     """completion/complete: the values a completion handler suggests for a prompt's argument or
     a resource template's variable, at most 100 of them (2025-11-25 server/utilities/completion).
-    An unknown prompt or template is -32602; an argument with no completion handler, no values."""
+    An unknown prompt or resource is -32602; an argument with no completion handler, no values."""
     ref, argument = params.get("ref"), params.get("argument")
     if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
         raise McpError(INVALID_PARAMS, "Invalid params: completion needs ref and argument")
@@ -1946,7 +1947,7 @@ class Tool(_Handler):
         # A schema of the author's is copied: what is advertised stays what is checked. One
         # that is not JSON fails here, at registration, rather than in every tools/list.
         if input_schema:
-            self.input_schema = json.loads(json.dumps(input_schema))
+            self.input_schema = _json_copy(input_schema, f"tool {self.name!r}: input_schema")
         else:
             self.input_schema = self._schema()
         self.check_input = _checker(self.input_schema)
@@ -1988,7 +1989,7 @@ class Tool(_Handler):
             raise ValueError(f"tool {self.name!r}: output_schema must describe an object, as "
                              f'structuredContent is one: {{"type": "object", "properties": '
                              f'{{"result": ...}}}} holds any value')
-        return json.loads(json.dumps(given))
+        return _json_copy(given, f"tool {self.name!r}: output_schema")
 
     def result(self, value):
         """A CallToolResult from whatever the function returned. Data goes out twice: as
@@ -2020,6 +2021,15 @@ _UNSTRUCTURED = (str, typing.Any, type(None), typing.NoReturn, getattr(typing, "
 _TOOL_OPTIONS: dict[str, typing.Callable[[Tool, _Any], _Any]] = {}
 # What the extensions check of each tool once it is made (a warning, say)
 _TOOL_CHECKS: list[typing.Callable[[Tool], None]] = []
+
+
+def _json_copy(value, what):
+    """`value` made anew from its JSON: what JSON cannot hold (NaN, a set, an object) fails now,
+    naming `what`, rather than in every list that would send it."""
+    try:
+        return json.loads(_wire_encoder.encode(value))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{what} is not JSON: {e}") from None
 
 
 def _mentions_content(hint):
@@ -2703,6 +2713,7 @@ def _decimal(number):
     return number
 
 
+@functools.cache      # a class's answer never changes; _to_json asks per value
 def _string_type(cls):
     """The _STRING_TYPES entry for a class or its nearest base (datetime before date)."""
     for klass in cls.__mro__:
@@ -3204,12 +3215,15 @@ class _Stream:
         _logger.warning("a client fell %d messages (%d bytes) behind on its stream: closed",
                         len(self.items), self.size)
         self.overflowed = True
-        self.items.clear()      # the memory goes now, not when the client does
-        self.sizes.clear()
+        self.clear()
         self.close()
         if self.abort:
             self.abort()
         return False
+
+    def clear(self):
+        """What is queued goes now (the memory too), not when the client does."""
+        self.items, self.sizes, self.size = [], [], 0
 
     def close(self):
         self.closed = True
@@ -3262,9 +3276,9 @@ class _Streams:
     streams that number their events, keep what they sent, and outlive the connection for a
     client that comes back with Last-Event-ID."""
 
-    def open(self, entry, json_only=False):
+    def open(self, entry):
         """A new stream of the session's (the answer to a POST, or the GET stream)."""
-        return _Stream(json_only)
+        return _Stream()
 
     def prime(self, conn, stream):
         """What the stream opens with, before its first message."""
@@ -3277,8 +3291,7 @@ class _Streams:
     def left(self, conn, stream):
         """The stream's connection is over: the stream ends with it."""
         stream.close()
-        stream.items.clear()
-        stream.sizes.clear()
+        stream.clear()
 
     def after_post(self, entry, stream):
         """A POST is over, and its stream with it."""
@@ -3402,8 +3415,9 @@ class _Connection:
 
     async def hold(self, stream, first, note=None):
         """Write `first`, then what `stream` carries, until its answer is sent (_FINISHED), it
-        parts (_PART: resumed elsewhere) or the client leaves (None): which is returned. `note`
-        ends the trace. What becomes of the stream then is `_STREAMS`'s to say."""
+        parts (_PART: resumed elsewhere) or it ends otherwise (None: the client left, the stream
+        was closed, or its token went bad): which is returned. `note` ends the trace. What
+        becomes of the stream then is `_STREAMS`'s to say."""
         writer, frame = self.writer, self.frame
         self.left()     # nothing more is read here: whatever comes means the client left
 
@@ -4821,7 +4835,9 @@ class Client(_Peer):
                 if method == "tools/list" and self.stateless:
                     return self.stateless.tools(self, items)
                 return items
-            if cursor in seen or type(cursor) is not str:     # a server going round in circles
+            if type(cursor) is not str:
+                raise McpError(INVALID_REQUEST, f"{method}: the server's cursor is not a string")
+            if cursor in seen:      # a server going round in circles
                 raise McpError(INVALID_REQUEST, f"{method}: the server repeated a cursor")
             seen.add(cursor)
 
@@ -5236,14 +5252,13 @@ class _StdioClient(_Transport):
         # already broken: the steps below still end the process
         except Exception as e:  # noqa: BLE001
             _logger.debug("closing the server's stdin: %s", e)
+        # (Windows has no SIGKILL: its server gets terminate(), then one more wait)
         for signum in (None, signal.SIGTERM, getattr(signal, "SIGKILL", None)):
             try:
                 if signum and os.name == "posix":
                     os.killpg(process.pid, signum)
                 elif signum == signal.SIGTERM:
                     process.terminate()
-                elif signum:
-                    process.kill()
             except (ProcessLookupError, PermissionError):     # none left to signal
                 break
             if await self._ended(process):
@@ -5331,8 +5346,9 @@ class _HttpResponse:
             self.close()
             raise
         finally:
-            self._trace(b"".join(pieces))   # the head with its body: one record
-        return b"".join(pieces)
+            data = b"".join(pieces)
+            self._trace(data)   # the head with its body: one record
+        return data
 
     async def events(self, client, closed):
         """The SSE events of this response, each traced; one past the client's max_message_bytes
@@ -6078,10 +6094,11 @@ async def _serving(server, args, options, stdout, signals):
 
 def _ref(schema, root, depth):
     """$ref to a place in the same schema ("#/$defs/node"): that place's check, compiled when first
-    met (a schema may refer to itself), once. What it finds for a value at a place is kept for the
-    rest of the check (`_REF_MEMO`): else a schema whose anyOf names one $ref twice, level after
-    level, doubles the work at each level; and a $ref that comes back to the same value at the
-    same place, without consuming any of it, is a loop, said rather than followed for ever."""
+    met at each depth (a schema may refer to itself). What it finds for a value at a place is
+    kept for the rest of the check (`_REF_MEMO`): else a schema whose anyOf names one $ref twice,
+    level after level, doubles the work at each level; and a $ref that comes back to the same
+    value at the same place, without consuming any of it, is a loop, said rather than followed
+    for ever."""
     ref = schema["$ref"]
     if not (type(ref) is str and ref.startswith("#/")):     # a URL (never fetched), "#": unchecked
         return None
@@ -6271,7 +6288,6 @@ class _Stateless:
         if method in _ROUNDS:  # only these may answer input_required (PROTOCOL.md 4.5)
             rounds = _Rounds(session, params, method)
             ctx.kept, ctx.asks = rounds.kept, rounds.ask
-            ctx.extensions["rounds"] = rounds
             try:
                 result = await handler(session, params, ctx)
             except _InputRequired:      # the client is to answer, and call again
@@ -6921,7 +6937,7 @@ class _ResumableStream(_Stream):
         MAX_REPLAY_BYTES, oldest first, as everything kept for a client that may resume does."""
         self.unread, self.unread_from = replay, self.seq
         waiting = self.items
-        self.items, self.sizes, self.size = [], [], 0
+        self.clear()
         for message in waiting:
             self.put(message)
 
@@ -6984,7 +7000,7 @@ def _replay(http):
 class _Resumable(_Streams):
     """A Streamable HTTP session's streams, resumable (`_STREAMS`, in place of the core's)."""
 
-    def open(self, entry, json_only=False):
+    def open(self, entry):
         count = entry.session.extensions.get("streams", 0) + 1
         entry.session.extensions["streams"] = count
         # 2025-11-25 transports: the server SHOULD open with a priming event (an id, no data)
@@ -7383,7 +7399,9 @@ def _task_tag(session):
     request, whose session is of one POST."""
     if session.protocol_version in MODERN_VERSIONS:
         return ""
-    return session.extensions.setdefault("task tag", os.urandom(16).hex())
+    if "task tag" not in session.extensions:
+        session.extensions["task tag"] = os.urandom(16).hex()
+    return session.extensions["task tag"]
 
 
 def _task_owner(session):
@@ -8926,7 +8944,7 @@ class OAuth:
         metadata, the authorization server's)."""
         parts = urllib.parse.urlsplit(_secure(url, "MCP server"))
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-        well_known = f"{origin}/.well-known/oauth-protected-resource"
+        well_known = origin + _WELL_KNOWN
         places = [hinted, path and well_known + path, well_known]
         metadata, where = None, hinted or well_known
         for where in dict.fromkeys(filter(None, places)):

@@ -2407,6 +2407,16 @@ class ToolResultTest(unittest.TestCase):
         self.assertTrue(result["isError"])
         self.assertNotIn("structuredContent", result)
 
+    def test_a_schema_json_cannot_hold_fails_at_registration(self):
+        # A second read: a NaN in an author's schema passed registration, then failed every
+        # tools/list with -32603.
+        def f(): ...
+        nan = {"type": "object", "properties": {"n": {"type": "number", "maximum": float("nan")}}}
+        for option in ("input_schema", "output_schema"):
+            with self.assertRaises(TypeError) as raised:
+                mcp_min.Tool(f, **{option: nan})
+            self.assertIn(f"tool 'f': {option} is not JSON", str(raised.exception))
+
     def test_the_authors_output_schema_holds_for_every_return(self):
         # Issue 35 (a careful read): a str return skipped the author's outputSchema (no
         # structuredContent, which a tool with one MUST send), and one not of an object, which
@@ -5323,6 +5333,14 @@ class ClientTests(ClientTestCase):
         self.assertEqual((mcp_min._size("42", 10), mcp_min._size(b"1F", 16)), (42, 31))
         with self.assertRaises(ValueError):
             mcp_min._size(b"-1", 16)
+
+    async def test_a_cursor_that_is_not_a_string_is_an_error_not_a_crash(self):
+        # A second read: a list as nextCursor raised TypeError (unhashable) from the pager.
+        client = mcp_min.Client(make_server()[0])
+        client.request = mock.AsyncMock(return_value={"tools": [], "nextCursor": ["x"]})
+        with self.assertRaises(McpError) as raised:
+            await client.list_tools()
+        self.assertEqual(raised.exception.message, "tools/list: the server's cursor is not a string")
 
     async def test_a_response_with_two_lengths_is_refused(self):
         # RFC 9112 6.3: the client took the last Content-Length of two that differ (issue 35's read)
