@@ -133,6 +133,7 @@ import threading
 import time
 import typing
 import urllib.parse
+import weakref
 
 __version__ = "0.1.0"
 # What users import; the limits are module settings beside the code they bound
@@ -525,6 +526,47 @@ MAX_WAITING = 10_000    # requests waiting in a session, however they came; more
 MAX_QUEUED = 1000       # log and progress notifications from sync tools' threads not yet sent (the
                         # loop is held up: the client does not read); more are dropped
 REPLY_TIMEOUT = 60.0    # seconds to wait for the answer to a request we send -> -32001
+
+# Memory runs out by bytes, not by messages: one small frame can ask for answers a thousand times
+# its size. So what the server holds on a client's behalf (a frame taken in until its work is
+# over, answers not yet written, a stream's backlog and replay, a connection's buffers) is
+# charged to that client's account, and all of it to the server's. A charge past either is
+# refused, and the client is told which bound it met; every other client is served as before.
+# "A client" is `Session.owner`: the OAuth user, else the address; on stdio, the session.
+CLIENT_BYTES = 64 << 20     # bytes held for one client
+SERVER_BYTES = 512 << 20    # ... and for all of them together
+MESSAGE_COST = 1024         # bytes charged per message besides its own: what parsing it makes
+
+
+class _Account:
+    """Bytes held for one client within `limit`, and within its `parent`'s (the server's): `take`
+    charges if both have room, `give` returns. The client's `Client` keeps one too, of what its
+    server makes it hold."""
+
+    def __init__(self, limit, parent=None, name="this client"):
+        self.used, self.limit, self.parent, self.name = 0, limit, parent, name
+
+    def take(self, size):
+        """Charge `size` bytes: False, and nothing charged, if they do not fit."""
+        if self.used + size > self.limit:
+            return False
+        if self.parent is not None and not self.parent.take(size):
+            return False
+        self.used += size
+        return True
+
+    def give(self, size):
+        self.used -= size
+        if self.parent is not None:
+            self.parent.give(size)
+
+    def refusal(self, size):
+        """Why `size` bytes were refused, in one line naming the bound."""
+        account = self
+        if self.used + size <= self.limit:      # it was the server's that is full
+            account = self.parent
+        return (f"Over the memory {account.name} may hold ({account.limit} bytes, "
+                f"{account.used} held now); try again once earlier answers are read")
 
 
 class _Timer:
@@ -2184,11 +2226,22 @@ class Server:
         # the Session told
         self.on_roots_changed: typing.Callable[[Session], object] | None = None
         self.sessions: set[Session] = set()     # live sessions, for change notifications
+        # the bytes held for its clients (each client's account, kept while something holds it)
+        self.memory = _Account(SERVER_BYTES, name="the server")
+        self.accounts: weakref.WeakValueDictionary[str, _Account] = weakref.WeakValueDictionary()
         self.state_key, self.task_store = state_key, tasks      # the extensions' (see above)
         # each extension's own state for this server, by name
         self.extensions: dict[str, _Any] = {}
         for prepare in _ON_SERVER:
             prepare(self)
+
+    def account(self, client: str) -> _Account:
+        """The byte account of `client` (see CLIENT_BYTES): one per client, however many
+        sessions and connections it holds."""
+        account = self.accounts.get(client)
+        if account is None:
+            account = self.accounts[client] = _Account(CLIENT_BYTES, self.memory)
+        return account
 
     # Guards it over HTTP (the authorization extension's ResourceServer), unless serve_http is given
     # its own token= or auth=.
