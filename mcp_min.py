@@ -443,7 +443,7 @@ async def _sse_get(http, conn):
     import secrets
     sid = http.node + secrets.token_hex(16)
     entry = http.sessions[sid] = http.own(_HttpSession(http.server, sid, legacy=True), conn)
-    entry.standalone = _Stream()
+    entry.standalone = _Stream(entry.session.account)
     conn.start_sse(conn.cors)
     endpoint = conn.fields({"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"})
     try:
@@ -463,11 +463,11 @@ async def _sse_post(http, conn):
                              and ids[0].replace(".", "", 1).isalnum()):
         raise _HttpError(400, "Missing or malformed sessionId")
     entry = http.find(conn, ids[0], legacy=True)
-    message = _parsed_body(conn)
+    message, size = _parsed_body(conn)
     # The 202 first: the answer goes to the stream, on another connection, and may be written
     # before `receive` returns (initialize is answered at once; on 3.12+ so is a quick call).
     conn.write(202, conn.cors, b"")
-    entry.session.receive(message)
+    entry.session.receive(message, size=size)
     return True
 
 
@@ -475,18 +475,21 @@ _SESSION_IDS = re.compile(r"(?:^|&)(?:sessionId|session_id)=([^&]*)")
 
 
 def _parsed_body(conn):
-    """A POST's body parsed, as a frame for Session.receive; 400 if it is not JSON."""
+    """A POST's body parsed, as a frame for Session.receive, and its size; 400 if it is not
+    JSON."""
+    size = len(conn.request.body)
     try:
         body = _request_from(conn.request.body)
     except McpError as e:
         raise _HttpError(400, e.message, e.code) from None
-    # traced already; a stream may stay open for hours: it keeps none of it
-    conn.request.body = b""
+    finally:    # traced already; a stream may stay open for hours: it keeps none of it
+        conn.request.body = b""
+        conn.release()
     if conn.auth is not None:   # a tool may need more of the token than the endpoint did
         conn.http.auth.step_up(conn.auth, body, conn.http.server)
     if type(body) is str:       # a JSON string is no message; handed on parsed, never decoded again
-        return McpError(INVALID_REQUEST, "Invalid request")
-    return body
+        return McpError(INVALID_REQUEST, "Invalid request"), size
+    return body, size
 
 
 ##############################################################################
@@ -520,9 +523,8 @@ _TRANSITIONS = {    # (state, what happened) -> the next state
 
 TOOL_TIMEOUT = 300.0    # seconds a request may run: a tool then gets an isError result, anything
                         # else -32603, and it is cancelled (per server and per tool: `timeout=`)
-# requests running in a session; more wait their turn (stdio: reading pauses)
+# requests running in a session; more wait their turn, as many as the client's account holds
 MAX_IN_FLIGHT = 256
-MAX_WAITING = 10_000    # requests waiting in a session, however they came; more -> -32603
 MAX_QUEUED = 1000       # log and progress notifications from sync tools' threads not yet sent (the
                         # loop is held up: the client does not read); more are dropped
 REPLY_TIMEOUT = 60.0    # seconds to wait for the answer to a request we send -> -32001
@@ -711,6 +713,9 @@ class Session(_Peer):
         # Authorization it came with, or the user its token names), `owner` is whose share of the
         # server's limits it uses (HTTP: its address, or that user), `auth` what was verified of it.
         self.principal, self.owner, self.auth = "", "", None
+        # what the server holds for the client, in bytes: the session's own until a transport
+        # names the client (HTTP: `HttpServer.own`), whose account its sessions share
+        self.account = _Account(CLIENT_BYTES, server.memory)
         self.running = {}       # request id -> the task serving it
         self.waiting = {}       # request id -> (message, done): taken in, waiting for a slot (FIFO)
         self.replies = {}       # request id -> the reply its frame came with (see `receive`)
@@ -734,13 +739,16 @@ class Session(_Peer):
         """The lifecycle moves on (`_TRANSITIONS`), or stays where it is."""
         self.state = _TRANSITIONS.get((self.state, event), self.state)
 
-    def receive(self, frame, done=None, reply=None):
-        """The one door: a frame of JSON text (bytes or str) or parsed (a dict; a list is a batch).
-        All is answered, bad input too: nothing raises. Past MAX_IN_FLIGHT running, requests wait
-        their turn in order (see `accepting`). Answers go to ``reply(message)`` if given (HTTP: the
-        POST's own response; a reply returning False cannot carry a notification, which goes to
-        `send`), else to `send`; ``done()`` when the frame's work is over. Returns how many
-        requests it took in; None if it refused the frame whole (a batch it does not accept)."""
+    def receive(self, frame, done=None, reply=None, size=0):
+        """The one door: a frame of JSON text (bytes or str) or parsed (a dict; a list is a batch;
+        `size`: its bytes). All is answered, bad input too: nothing raises. Past MAX_IN_FLIGHT
+        running, requests wait their turn in order (see `accepting`). A frame with a request in it
+        is charged to the client's account (its bytes, and MESSAGE_COST a message) until its work
+        is over; one that does not fit is refused whole. Answers go to ``reply(message)`` if given
+        (HTTP: the POST's own response; a reply returning False cannot carry a notification, which
+        goes to `send`), else to `send`; ``done()`` when the frame's work is over. Returns how
+        many requests it took in; None if it refused the frame whole (a batch it does not accept).
+        """
         if self.state == "closed":
             if done:
                 done()
@@ -751,16 +759,30 @@ class Session(_Peer):
             frame = frame.encode()
         message = frame
         if isinstance(frame, (bytes, bytearray)):
+            size = len(frame)
             try:
                 message = _request_from(frame)
             except McpError as e:
                 message = e
         if type(message) is not list:
+            # A request is held until answered; a notification or response is done with at once.
+            if type(message) is dict and "id" in message and "method" in message:
+                charge = size + MESSAGE_COST
+                if not self.account.take(charge):
+                    refusal = self.account.refusal(charge)
+                    id_ = message["id"] if _is_id(message["id"]) else None
+                    self._over(_error(id_, INTERNAL_ERROR, refusal), None, done, reply)
+                    return 0
+                done = self._giving(charge, done)
             return self._take(message, done, reply, None)
         why = self._batch_refused(message)
+        charge = size + MESSAGE_COST * len(message)
+        if not why and not self.account.take(charge):
+            why = self.account.refusal(charge)
         if why:     # JSON-RPC: a batch that cannot be taken gets one error, not an array
             self._over(_error(None, INVALID_REQUEST, "Invalid request: " + why), None, done, reply)
             return None
+        done = self._giving(charge, done)
         left = [len(message)]
 
         def one_done():
@@ -776,17 +798,27 @@ class Session(_Peer):
             return "empty batch"
         if self.protocol_version not in BATCH_VERSIONS:
             return "batches are not accepted"
-        room = MAX_IN_FLIGHT - len(self.running) + MAX_WAITING - len(self.waiting)
-        if len(batch) > room:
-            return f"batch too large (room for {room} now)"
         return None
+
+    def _giving(self, charge, done):
+        """`done`, which first gives a frame's charge back (reading may then go on)."""
+        account = self.account
+
+        def given():
+            account.give(charge)
+            if self.on_ready is not None and not self.waiting and self.accepting:
+                self.on_ready()
+            if done:
+                done()
+        return given
 
     @property
     def accepting(self):
-        """Whether a transport should read on: false while as many requests wait as may run
-        (`on_ready` then says when to go on), unless the client owes us an answer, which must
-        get in (requests beyond are then refused)."""
-        return len(self.waiting) < MAX_IN_FLIGHT or bool(self._pending)
+        """Whether a transport should read on: while half the client's account is free (the rest
+        is for what the requests taken make: their answers), and while the client owes us an
+        answer, which must get in (requests beyond are then refused if they do not fit);
+        `on_ready` says when to go on."""
+        return self.account.used * 2 <= self.account.limit or bool(self._pending)
 
     def _admit(self, message, batched):
         """What a message is (`classify`), or McpError: a request may not reuse a live id (nor
@@ -826,16 +858,10 @@ class Session(_Peer):
         id_ = message["id"]
         if reply is not None:
             self.replies[id_] = reply
-        # While the client owes us an answer, reading goes on (`accepting`): fewer may wait.
-        waiting_room = MAX_WAITING
-        if self._pending:
-            waiting_room = MAX_IN_FLIGHT
         if len(self.running) < MAX_IN_FLIGHT and not self.waiting:
             self._handle(message, kind, done)
-        elif len(self.waiting) < waiting_room:
+        else:   # as many may wait as the client's account holds (`receive` charged it)
             self.waiting[id_] = message, done
-        else:
-            self._over(_error(id_, INTERNAL_ERROR, "Too many requests in flight"), id_, done)
         return 1
 
     def _handle(self, message, kind, done):
@@ -3082,16 +3108,16 @@ WRITE_TIMEOUT = 30.0                # a reader that stops reading is cut off the
 WRITE_BUFFER = 1 << 16              # bytes unsent to a reader before we wait for it to catch up
 KEEPALIVE_INTERVAL = 15.0           # a ": keepalive" comment on a quiet SSE stream: proxies
                                     # keep it open, and a dead peer shows (SECURITY.md R26)
-MAX_CONNECTIONS = 512               # -> 503
+MAX_CONNECTIONS = 512               # -> 503 (file descriptors; a client's share is its account's)
+# bytes a connection is charged to its client's account while open: what its buffers may hold
+# (asyncio reads ahead up to twice the head's limit), its requests' own charges aside -> 503
+CONNECTION_COST = 2 * MAX_HEAD_BYTES + 2 * WRITE_BUFFER
 MAX_SESSIONS = 10_000               # -> 503, once a quiet session cannot make room
 MAX_SESSION_ID = 128                # a longer Mcp-Session-Id or sessionId is not looked up: 404/400
 SESSION_IDLE = 30 * 60.0            # seconds without activity before a session expires:
                                     # clients seldom send DELETE (SECURITY.md R14)
 HANDSHAKE_IDLE = 60.0               # seconds a session never past initialize lives idle; at
                                     # MAX_SESSIONS the one idle longest makes room if idle this long
-MAX_QUEUED_BYTES = 16 * 1024 * 1024     # bytes waiting behind the first on an SSE stream, besides
-                                    # MAX_QUEUED messages: a response or request past them ends the
-                                    # stream (legacy SSE: its session)
 DRAIN_LINGER = 1.0                  # seconds of the shutdown grace that kept-alive connections are
                                     # still served (a proxy may be sending on one)
                                     # before idle ones close
@@ -3205,14 +3231,18 @@ def _is_loopback(host):
 
 
 class _Stream:
-    """Messages waiting to go out on one SSE stream, bounded (SECURITY.md R24): past MAX_QUEUED
-    messages or MAX_QUEUED_BYTES, a new notification is dropped, and a response or request drops
-    the notifications queued to make room, or else closes the stream (`overflowed`): never
-    silently. A stream of a POST's answer ends with _FINISHED, when the POST's work is over."""
+    """Messages waiting to go out on one SSE stream, bounded (SECURITY.md R24): what waits behind
+    the first is charged to the client's `account` (as are all of a JSON answer's, a batch's,
+    until it is written). Past it a new notification is dropped, and a response or request drops
+    the notifications queued to make room; then a response is replaced by an error naming the
+    bound (dropped whole), and a request closes the stream (`overflowed`): never silently. A
+    stream of a POST's answer ends with _FINISHED, when the POST's work is over."""
 
-    def __init__(self, json_only=False):
-        self.items, self.sizes = [], []     # sizes: bytes of each item behind the first
-        self.size = 0
+    def __init__(self, account, json_only=False):
+        self.account = account
+        self.items, self.sizes = [], []     # sizes: bytes charged for each item
+        self.size = 0           # bytes charged now (a JSON answer's: until it is written)
+        self.answers = 0        # messages a JSON answer took: all but the first are charged
         self.wake = asyncio.Event()
         self.closed = self.poked = self.overflowed = False
         self.dropped = 0
@@ -3239,32 +3269,46 @@ class _Stream:
         if not self.items and self.direct and self.direct(message):
             return True         # no waking the stream's task for each message
         size = 0
-        if self.items and not self.json_only and message is not _FINISHED:   # a backlog
-            if self._full():
-                if "id" not in message:
-                    self.dropped += 1
-                    return True
-                if not self._make_room():
-                    return True     # the stream is closed
-            size = len(_encode_safely(message) or b"")
+        # What waits behind the first is held for the client, so charged, as are a JSON answer's
+        # (a batch's) answers but its first, until it is written.
+        if message is not _FINISHED and (self.items or self.answers):
+            size = MESSAGE_COST + len(_encode_safely(message) or b"")
+            if not self.account.take(size):
+                message, size = self._over(message, size)
+                if message is None:
+                    return True     # dropped, or the stream closed
             self.size += size
+        if self.json_only:
+            self.answers += 1
         self.items.append(message)
         self.sizes.append(size)
         self.wake.set()
         return True
 
-    def _full(self):
-        return len(self.items) >= MAX_QUEUED or self.size >= MAX_QUEUED_BYTES
-
-    def _make_room(self):
-        """Drop the notifications queued; if that is not room enough, close: False."""
+    def _over(self, message, size):
+        """`message` does not fit the client's account: what takes its place, and its charge (None:
+        nothing). The notifications queued go first; then a notification is dropped, a response
+        becomes an error naming the bound, and a request, or an error with no room either, closes
+        the stream."""
+        if "id" not in message:
+            self.dropped += 1
+            return None, 0
         kept = [(item, size) for item, size in zip(self.items, self.sizes)
                 if item is _FINISHED or "id" in item]
         self.dropped += len(self.items) - len(kept)
+        freed = sum(self.sizes) - sum(size for _, size in kept)
+        self.account.give(freed)
+        self.size -= freed
         self.items, self.sizes = [item for item, _ in kept], [size for _, size in kept]
-        self.size = sum(self.sizes)
-        if not self._full():
-            return True
+        if self.account.take(size):
+            return message, size
+        if "method" not in message:     # a response: dropped whole, and the client told
+            refusal = self.account.refusal(size)
+            _logger.warning("an answer of %d bytes was dropped: %s", size, refusal)
+            error = _error(message["id"], INTERNAL_ERROR, "The answer was dropped: " + refusal)
+            size = MESSAGE_COST + len(encode(error))
+            if self.account.take(size):
+                return error, size
         _logger.warning("a client fell %d messages (%d bytes) behind on its stream: closed",
                         len(self.items), self.size)
         self.overflowed = True
@@ -3272,14 +3316,17 @@ class _Stream:
         self.close()
         if self.abort:
             self.abort()
-        return False
+        return None, 0
 
     def clear(self):
-        """What is queued goes now (the memory too), not when the client does."""
+        """What is queued goes now (the memory too, and its charge), not when the client does."""
+        self.account.give(self.size)
         self.items, self.sizes, self.size = [], [], 0
 
     def close(self):
         self.closed = True
+        if self.json_only:  # what its answer held was written, or never will be
+            self.clear()
         self.wake.set()
 
     def part(self):
@@ -3301,7 +3348,10 @@ class _Stream:
             self.parting = False
             return _PART
         if self.items:
-            self.size -= self.sizes.pop(0)
+            size = self.sizes.pop(0)
+            if not self.json_only:  # written now (a JSON answer's: once all are, `close`)
+                self.size -= size
+                self.account.give(size)
             self.ended = self.items[0] is _FINISHED
             return self.items.pop(0)
         if self.closed:
@@ -3331,7 +3381,7 @@ class _Streams:
 
     def open(self, entry):
         """A new stream of the session's (the answer to a POST, or the GET stream)."""
-        return _Stream()
+        return _Stream(entry.session.account)
 
     def prime(self, conn, stream):
         """What the stream opens with, before its first message."""
@@ -3378,6 +3428,14 @@ class _Connection:
         self.frame = bytes      # an SSE answer's framing: `_chunk`, or none (it ends at close)
         self.trace = http.trace.on() if http.trace else None    # its frames say which connection
         self.extensions: dict[str, _Any] = {}   # each extension's own state for this connection
+        self.body: tuple[_Account, int] | None = None   # a body's charge, until it is parsed
+
+    def release(self):
+        """The request's body is parsed, or never will be: its charge goes back."""
+        if self.body is not None:
+            account, size = self.body
+            self.body = None
+            account.give(size)
 
     def left(self):
         """Whether the client is gone while its answer is pending: reset, closed, or sending
@@ -3649,9 +3707,17 @@ class HttpServer:
         next one. Nothing that fails here reaches another connection (SECURITY.md R19)."""
         self.connections += 1
         conn = self.writers[writer] = _Connection(self, reader, writer)
+        # A proxy we trust speaks for many clients: its connections count for the server alone.
+        account = self.server.memory
+        if self.forwarded is None or not self.forwarded.trusts(conn.peer):
+            account = self.server.account(conn.peer)
+        charged = 0
         try:
             if self.connections > MAX_CONNECTIONS:
                 raise _HttpError(503, "Too many connections")
+            if not account.take(CONNECTION_COST):
+                raise _HttpError(503, account.refusal(CONNECTION_COST))
+            charged = CONNECTION_COST
             kept_alive = False
             while await self._next_request(conn, kept_alive) and await self._respond(conn):
                 kept_alive = True
@@ -3669,6 +3735,8 @@ class HttpServer:
                 client = conn.request.client
             _logger.exception("HTTP connection from %s failed", client)
         finally:
+            account.give(charged)
+            conn.release()
             self.connections -= 1
             self.writers.pop(writer).timer.cancel()
             if conn.watcher is not None:
@@ -3885,6 +3953,11 @@ class HttpServer:
             raise _HttpError(413)
         if _media_types(headers.get("content-type", "")) != {"application/json"}:
             raise _HttpError(415, "Content-Type must be application/json")
+        # held until parsed (`_parsed_body`), charged to the client who sends it
+        account = self.server.account(self._client(conn))
+        if not account.take(int(length)):
+            raise _HttpError(503, account.refusal(int(length)))
+        conn.body = (account, int(length))
         # RFC 9110 10.1.1: a 100-continue from an HTTP/1.0 client MUST be ignored
         if headers.get("expect", "").lower() == "100-continue" and request.version == "HTTP/1.1":
             conn.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
@@ -3898,18 +3971,26 @@ class HttpServer:
         if conn.trace:
             self._trace(conn)
 
+    def _client(self, conn):
+        """Who sends `conn`'s request, as the accounts and the task quarters know clients: its
+        OAuth user, else its address (behind a proxy: the one the proxy names)."""
+        if self.auth is not None:
+            return self.auth.who(conn)[1]
+        return conn.request.client or conn.peer
+
     # The sessions, each its user's own, within MAX_SESSIONS (both endpoints keep theirs here).
 
     def own(self, entry, conn):
         """The client binds the session: requestState (2026-07-28), its listens' count, and with
         authorization the session itself, which another user cannot take (see `find`)."""
         session = entry.session
+        session.owner = self._client(conn)
         if self.auth is not None:
-            session.principal, session.owner = self.auth.who(conn)
+            session.principal = self.auth.who(conn)[0]
         else:
             session.principal = conn.request.header("authorization")
-            session.owner = conn.request.client or conn.peer
         session.auth = conn.auth
+        session.account = self.server.account(session.owner)
         return entry
 
     def make_room(self):
@@ -4038,7 +4119,7 @@ def _http_era(request, message) -> _Any:
 
 async def _mcp_post(http, conn):
     """A POST of one message (or, in 2025-03-26, a batch): its answers on this response."""
-    body = _parsed_body(conn)
+    body, size = _parsed_body(conn)
     message = _object(body)
     batch = type(body) is list
     era = _http_era(conn.request, message)
@@ -4059,7 +4140,7 @@ async def _mcp_post(http, conn):
     if entry.sid in http.sessions and not json_only:
         stream = _STREAMS.open(entry)
     else:
-        stream = _Stream(json_only)
+        stream = _Stream(entry.session.account, json_only)
     stream.abort, stream.attached = conn.writer.transport.abort, True
     entry.posts.add(stream)
     try:
@@ -4067,7 +4148,7 @@ async def _mcp_post(http, conn):
 
         def finished():
             stream.put(_FINISHED)
-        taken = entry.session.receive(body, finished, stream.put)
+        taken = entry.session.receive(body, finished, stream.put, size)
         if not taken:   # None: a batch refused whole, answered with one error
             return _no_request(conn, stream, taken is not None and batch)
         headers = list(conn.cors)
@@ -6936,13 +7017,11 @@ _CORS_PREFIXES.append("mcp-param-")
 #   C->S  GET /mcp  Last-Event-ID: 3-1
 #   S->C  id: 3-2  event: message  data: {"jsonrpc":"2.0","id":7,"result":{...}}
 #
-# What a stream sent is kept (REPLAY_BYTES a stream, MAX_REPLAY_BYTES for all), as is a POST's
-# stream whose connection broke before its answer (KEPT_STREAMS a session).
+# What a stream sent is kept (REPLAY_BYTES a stream, within a quarter of its client's account),
+# as is a POST's stream whose connection broke before its answer (KEPT_STREAMS a session).
 
 REPLAY_BYTES = 4 << 20          # bytes of events a session's SSE stream keeps for a client that
                                 # resumes it (GET + Last-Event-ID), sent or waiting; before -> 400
-# all streams together: the least recently written loses its oldest first
-MAX_REPLAY_BYTES = 64 << 20
 KEPT_STREAMS = 64               # POSTs' SSE streams a session keeps after their connection is over,
                                 # to be resumed; past it the oldest answered one goes, else the
                                 # oldest not in use (its resume -> 400)
@@ -6954,14 +7033,16 @@ class _ResumableStream(_Stream):
     (`log`) for a client that comes back with Last-Event-ID. While no connection reads it,
     what comes for it goes to the log too (`unattended`), as if sent."""
 
-    def __init__(self, number, primes):
-        super().__init__()
+    def __init__(self, account, number, primes):
+        super().__init__(account)
         self.number, self.primes = number, primes
         self.seq = 0            # the last event's
         # (seq, event) sent, oldest first
         self.log: collections.deque[tuple[int, bytes]] | None = None
         self.logged = 0         # bytes in `log`
         self.replay: _Replay | None = None      # the server's, once it logged anything
+        self.share: _Account | None = None      # ... its client's part of it
+        self.peers: dict = {}   # ... and its client's streams with a log (`_Replay`)
         self.unread: _Replay | None = None      # while no connection reads it: where its events go
         self.unread_from = 0    # ... after which event
 
@@ -6986,8 +7067,8 @@ class _ResumableStream(_Stream):
 
     def unattended(self, replay):
         """Its connection is gone; the stream waits for a client that resumes it. What comes for
-        it meanwhile goes to its replay log, as if sent: it counts against REPLAY_BYTES and
-        MAX_REPLAY_BYTES, oldest first, as everything kept for a client that may resume does."""
+        it meanwhile goes to its replay log, as if sent: it counts against REPLAY_BYTES and the
+        client's account, oldest first, as everything kept for a client that may resume does."""
         self.unread, self.unread_from = replay, self.seq
         waiting = self.items
         self.clear()
@@ -7008,38 +7089,55 @@ class _ResumableStream(_Stream):
 
 
 class _Replay:
-    """What the resumable streams of a server keep, MAX_REPLAY_BYTES together: past it, the stream
-    written least recently loses its oldest events first (a resume from before them gets 400)."""
+    """What the resumable streams of a server keep, charged to their clients' accounts: a
+    client's logs together hold a quarter of its account at most (the rest is for its requests
+    and answers). Past it, its stream written least recently loses its oldest events first, as
+    a stream past REPLAY_BYTES does its own (a resume from before them gets 400)."""
 
     def __init__(self):
-        self.streams: dict[_ResumableStream, _ResumableStream] = {}    # in the order last written
-        self.size = 0
+        # a client's account -> the part of it its logs may hold, and its streams with a log,
+        # least recently written first
+        self.parts: weakref.WeakKeyDictionary[_Account, tuple[_Account, dict]] = \
+            weakref.WeakKeyDictionary()
 
     def add(self, stream, event):
         if stream.closed:   # what a closed stream still writes out is never replayed
             return
         if stream.log is None:
+            if stream.account not in self.parts:
+                share = _Account(stream.account.limit // 4, stream.account)
+                self.parts[stream.account] = (share, {})
             stream.log, stream.replay = collections.deque(), self
-        stream.log.append((stream.seq, event))
-        stream.logged += len(event)
-        self.size += len(event)
-        self.streams.pop(stream, None)
-        self.streams[stream] = stream
-        while stream.logged > REPLAY_BYTES:
+            stream.share, stream.peers = self.parts[stream.account]
+        size = len(event)
+        if size > REPLAY_BYTES:     # never kept, nor what came before it
+            while stream.log:
+                self._drop(stream)
+            return
+        while stream.logged + size > REPLAY_BYTES:
             self._drop(stream)
-        while self.size > MAX_REPLAY_BYTES:
-            self._drop(next(iter(self.streams)))
+        stream.peers.pop(stream, None)  # written now: the others lose theirs first
+        while not stream.share.take(size):
+            if not stream.peers and not stream.log:
+                return      # no room even with nothing else kept: not kept
+            self._drop(next(iter(stream.peers), stream))
+        stream.log.append((stream.seq, event))
+        stream.logged += size
+        stream.peers[stream] = stream
 
-    def _drop(self, stream):
+    @staticmethod
+    def _drop(stream):
         size = len(stream.log.popleft()[1])
         stream.logged -= size
-        self.size -= size
+        stream.share.give(size)
         if not stream.log:
-            del self.streams[stream]
+            stream.peers.pop(stream, None)
 
-    def forget(self, stream):
-        self.size -= stream.logged
-        self.streams.pop(stream, None)
+    @staticmethod
+    def forget(stream):
+        if stream.share is not None:
+            stream.share.give(stream.logged)
+            stream.peers.pop(stream, None)
         stream.log, stream.logged = None, 0
 
 
@@ -7059,7 +7157,7 @@ class _Resumable(_Streams):
         # 2025-11-25 transports: the server SHOULD open with a priming event (an id, no data)
         version = entry.session.protocol_version or "2025-03-26"
         primes = PROTOCOL_VERSIONS.index(version) >= PROTOCOL_VERSIONS.index("2025-11-25")
-        return _ResumableStream(count, primes)
+        return _ResumableStream(entry.session.account, count, primes)
 
     def prime(self, conn, stream):
         """2025-11-25: an id before anything else, so that a client that loses the stream

@@ -1197,9 +1197,11 @@ _BLOBS = "from mcp_min import Server\nserver = Server('blobs')\n" \
 @runs_beside
 @unittest.skipUnless(os.path.exists("/proc/self/status"), "reads memory from /proc")
 class AbuseSseTest(unittest.IsolatedAsyncioTestCase):
-    async def test_a_legacy_stream_that_is_not_read_ends_its_session(self):
+    async def test_a_legacy_stream_that_is_not_read_holds_its_clients_account_at_most(self):
         # Regression (issue 15): answers to a client that stopped reading its /sse stream
-        # piled up without bound (3 GiB in 17 s) while every POST still got 202.
+        # piled up without bound (3 GiB in 17 s) while every POST still got 202. Issue 39: what
+        # waits is charged to the client's account (CLIENT_BYTES); past it an answer is dropped
+        # whole, and the client told.
         asyncio.get_running_loop().slow_callback_duration = 5     # big bodies are built here
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "blobs.py")
@@ -1218,14 +1220,20 @@ class AbuseSseTest(unittest.IsolatedAsyncioTestCase):
         before = server.rss_mib()
         for i in range(1, 301):         # 300 MiB of answers, were they all kept
             statuses.append((await client.request("POST", endpoint, call(i, "blob", {"n": 1 << 20}))).status)
-            if statuses[-1] != 202:
-                break
-        self.assertEqual(statuses[:3], [202, 202, 202])
-        self.assertEqual(statuses[-1], 404)     # the session ended with its stream
-        self.assertLess(server.rss_mib() - before, 100)
-        with contextlib.suppress(ConnectionError):     # the stream was cut: it ends
-            while await asyncio.wait_for(reader.read(1 << 20), TIMEOUT):
-                pass
+        self.assertEqual(set(statuses), {202})
+        self.assertLess(server.rss_mib() - before, mcp_min.CLIENT_BYTES / (1 << 20) + 40)
+        answers, data = {}, b""
+        while len(answers) < 300:      # the client reads at last: each call has its answer
+            data += await asyncio.wait_for(reader.read(1 << 20), TIMEOUT)
+            *events, data = data.split(b"\n\n")
+            for event in events:
+                if b"\ndata: " in event:
+                    message = json.loads(event.partition(b"\ndata: ")[2])
+                    answers[message["id"]] = message
+        dropped = [i for i, message in answers.items() if "error" in message]
+        self.assertGreater(len(dropped), 200)
+        self.assertIn("The answer was dropped: Over the memory this client may hold",
+                      answers[300]["error"]["message"])
 
 
 ##############################################################################
@@ -1504,15 +1512,19 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
         await self.wire.settle()
         self.assertEqual(len(self.wire.messages), 3)    # initialize + two answers
 
-    async def test_a_batch_beyond_the_room_is_refused_whole(self):
+    async def test_a_batch_beyond_the_account_is_refused_whole(self):
         await self.wire.initialize("2025-03-26")
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2), mock.patch.object(mcp_min, "MAX_WAITING", 3):
+        five = [rpc(i, "ping") for i in range(1, 6)]
+        limit = self.wire.session.account.limit = len(json.dumps(five)) + 5 * mcp_min.MESSAGE_COST
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
             self.wire.feed([rpc(i, "ping") for i in range(1, 7)])
             error = await self.wire.response(None)
-            self.assertEqual(error["error"]["message"], "Invalid request: batch too large (room for 5 now)")
+            self.assertTrue(error["error"]["message"].startswith(
+                f"Invalid request: Over the memory this client may hold ({limit} bytes"), error)
             self.wire.feed([rpc(i, "ping") for i in range(1, 6)])     # five fit: all are answered
             for i in range(1, 6):
                 self.assertEqual((await self.wire.response(i))["result"], {})
+        self.assertEqual(self.wire.session.account.used, 0)     # all given back
 
     async def test_batch_refused_on_other_versions(self):
         for version in ("2024-11-05", "2025-06-18", "2025-11-25"):
@@ -1572,11 +1584,14 @@ class SessionJsonRpcTest(unittest.IsolatedAsyncioTestCase):
 
     async def test_requests_in_flight_are_bounded_per_session(self):
         await self.wire.initialize()
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3), mock.patch.object(mcp_min, "MAX_WAITING", 1):
+        held = sum(len(json.dumps(call(i, "wait"))) + mcp_min.MESSAGE_COST for i in range(1, 5))
+        self.wire.session.account.limit = held      # as many wait as it holds: four
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 3):
             for i in range(1, 6):
                 self.wire.feed(call(i, "wait"))
             refused = await self.wire.response(5)
             self.assertEqual(refused["error"]["code"], INTERNAL_ERROR)
+            self.assertIn("Over the memory this client may hold", refused["error"]["message"])
             self.assertEqual((set(self.wire.session.running), set(self.wire.session.waiting)),
                              ({1, 2, 3}, {4}))
             self.state.gate.set()
@@ -4023,10 +4038,12 @@ class HttpStreamingTest(HttpTestCase):
 
     async def test_slow_consumer_is_bounded(self):
         # SECURITY.md F51, kept cheap: ~16 MB of progress to a client that reads
-        # only the response head. The stream's queue must stay bounded, the
-        # result must not be dropped, and other sessions must not wait.
+        # only the response head. The stream's queue must stay within the client's
+        # account (4 MiB here), the result must not be dropped, and other sessions
+        # must not wait.
         sid = await self.client.initialize()
         canary = await self.client.initialize()
+        account = self.http.sessions[sid].session.account = mcp_min._Account(4 << 20, self.server.memory)
         reader, writer = await self.client.connect()
         try:
             writer.write(self.client.build("POST", "/mcp", call(7, "flood", {"n": 4000, "size": 4000},
@@ -4047,7 +4064,8 @@ class HttpStreamingTest(HttpTestCase):
                     break
                 await asyncio.sleep(0.01)
             self.assertEqual(stream.items.pop(), mcp_min._FINISHED)    # the POST's work is over
-            self.assertLessEqual(len(stream.items), mcp_min.MAX_QUEUED + 1)
+            self.assertLessEqual(account.used, 4 << 20)
+            self.assertGreater(stream.size, 2 << 20)
             self.assertGreater(stream.dropped, 0)
             self.assertEqual(stream.items[-1]["id"], 7)
             self.assertEqual(stream.items[-1]["result"]["content"][0]["text"], "flooded")
@@ -4081,26 +4099,34 @@ class HttpStreamingTest(HttpTestCase):
         finally:
             writer.close()
 
-    def test_a_full_stream_drops_notifications_for_a_response_and_closes_past_responses(self):
-        stream = mcp_min._Stream()
+    def test_a_full_stream_drops_notifications_then_answers_then_closes(self):
+        # Issue 39: a stream's backlog is charged to its client's account (not counted).
+        progress = note("notifications/progress", {"progress": 0})
+        cost = mcp_min.MESSAGE_COST + len(mcp_min.encode(progress))
+        account = mcp_min._Account(10 * cost)
+        stream = mcp_min._Stream(account)
         stream.put(rpc("first", "x"))       # the head is being written: it never counts
-        for i in range(mcp_min.MAX_QUEUED - 1):
-            stream.put(note("notifications/progress", {"progress": i}))
-        stream.put(note("notifications/progress", {"progress": -1}))
-        self.assertEqual((len(stream.items), stream.dropped), (mcp_min.MAX_QUEUED, 1))
+        for _ in range(11):
+            stream.put(progress)
+        self.assertEqual((len(stream.items), stream.dropped, account.used), (11, 1, 10 * cost))
         stream.put({"jsonrpc": "2.0", "id": 1, "result": {}})    # room is made for it
         self.assertEqual([m.get("id") for m in stream.items], ["first", 1])
         self.assertFalse(stream.overflowed)
-        with mock.patch.object(mcp_min, "MAX_QUEUED_BYTES", 1000):
-            for i in range(2, 100):
-                stream.put({"jsonrpc": "2.0", "id": i, "result": {"text": "x" * 100}})
-        self.assertTrue(stream.overflowed)      # responses found no room: the stream closed
+        # an answer with no room is dropped whole: an error naming the bound takes its place
+        stream.put({"jsonrpc": "2.0", "id": 2, "result": {"text": "x" * 20 * cost}})
+        error = stream.items[-1]
+        self.assertEqual((error["id"], error["error"]["code"]), (2, INTERNAL_ERROR))
+        self.assertIn(f"The answer was dropped: Over the memory this client may hold ({10 * cost} bytes",
+                      error["error"]["message"])
+        for i in range(3, 100):     # requests to the client find no room: the stream closes
+            stream.put(rpc(i, "sampling/createMessage"))
+        self.assertTrue(stream.overflowed)
         self.assertTrue(stream.closed)
-        self.assertEqual(stream.items, [])
+        self.assertEqual((stream.items, account.used), ([], 0))
 
     def test_a_full_stream_still_takes_its_end_marker(self):
-        stream = mcp_min._Stream()
-        for i in range(mcp_min.MAX_QUEUED):
+        stream = mcp_min._Stream(mcp_min._Account(10 * mcp_min.MESSAGE_COST))
+        for i in range(20):
             stream.put(note("notifications/progress", {"progress": i}))
         stream.put(mcp_min._FINISHED)
         self.assertIs(stream.items[-1], mcp_min._FINISHED)
@@ -4699,11 +4725,13 @@ class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
     async def test_past_a_full_queue_new_requests_are_refused_not_queued_ones(self):
         # Regression: a request read while the client owed us an answer could take the
         # slot a queued request was about to get; the queued one was refused instead.
-        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2):
+        taken = (call(1, "ask_model", {"prompt": "Hi?"}), call(2, "wait"), rpc(10, "ping"), rpc(11, "ping"))
+        held = sum(len(json.dumps(m)) + mcp_min.MESSAGE_COST for m in taken)   # the account is full
+        with mock.patch.object(mcp_min, "MAX_IN_FLIGHT", 2), \
+                mock.patch.object(mcp_min, "CLIENT_BYTES", held + mcp_min.MESSAGE_COST):
             serving = self.serve()
             self.write(rpc(0, "initialize", init_params(capabilities={"sampling": {}})),
-                       note("notifications/initialized"), call(1, "ask_model", {"prompt": "Hi?"}),
-                       call(2, "wait"), rpc(10, "ping"), rpc(11, "ping"))
+                       note("notifications/initialized"), *taken)
             self.assertEqual((await self.read())["id"], 0)
             request = await self.read()
             self.write(rpc(13, "ping"))
@@ -7375,25 +7403,28 @@ class HttpResumeTest(HttpTestCase):
                 "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": priming["id"]})
         self.assertEqual(lost.status, 400)
         self.assertIn("not kept", lost.json()["error"]["message"])
-        self.assertEqual(mcp_min._replay(self.http).size, 0)
+        self.assertEqual(replay_kept(self.http), 0)
         for bad in ("x", "1-", "99-0", "-1-0", "\xb2-0", "1-\xb2"):
             response = await self.client.request("GET", "/mcp", headers={
                 "Mcp-Session-Id": sid, "Accept": "text/event-stream", "Last-Event-ID": bad})
             self.assertEqual(response.status, 400, bad)
 
-    def test_all_streams_together_keep_at_most_max_replay_bytes(self):
-        replay, old, new = mcp_min._Replay(), mcp_min._ResumableStream(1, False), mcp_min._ResumableStream(2, False)
-        with mock.patch.object(mcp_min, "MAX_REPLAY_BYTES", 25):
-            for stream in (old, new, old, new):
-                stream.seq += 1
-                replay.add(stream, b"x" * 10)
-        self.assertEqual(replay.size, 20)       # old, written least recently, lost its first
-        self.assertEqual([[n for n, _ in s.log] for s in (old, new)], [[2], [2]])
+    def test_a_clients_streams_together_keep_a_quarter_of_its_account(self):
+        account, other = mcp_min._Account(100), mcp_min._Account(100)     # a quarter: 25 bytes
+        replay = mcp_min._Replay()
+        old, new = mcp_min._ResumableStream(account, 1, False), mcp_min._ResumableStream(account, 2, False)
+        apart = mcp_min._ResumableStream(other, 1, False)
+        for stream in (old, apart, new, old, new):
+            stream.seq += 1
+            replay.add(stream, b"x" * 10)
+        # old, written least recently, lost its first; another client's stream lost nothing
+        self.assertEqual((account.used, other.used), (20, 10))
+        self.assertEqual([[n for n, _ in s.log] for s in (old, new, apart)], [[2], [2], [1]])
         self.assertEqual((old.since(0), old.since(1)), (None, [b"x" * 10]))
         new.close()
-        self.assertEqual((replay.size, new.log), (10, None))
+        self.assertEqual((account.used, new.log), (10, None))
         replay.add(new, b"late")        # what a closed stream still writes is never kept
-        self.assertEqual((replay.size, new.log), (10, None))
+        self.assertEqual((account.used, new.log), (10, None))
 
     def test_a_session_keeps_unanswered_streams_before_answered_ones(self):
         entry = mcp_min._HttpSession(self.server, "sid", False)
@@ -7463,11 +7494,16 @@ class HttpPrimingTest(HttpTestCase):
         await quiet_streams(self, primed)
 
 
+def replay_kept(http):
+    """Bytes the resumable streams of `http` keep, all clients together."""
+    return sum(share.used for share, _ in mcp_min._replay(http).parts.values())
+
+
 @needs_resumable
 class HttpLeftStreamTest(HttpTestCase):
     """Issue 34 item 2: answers that came for a POST's SSE stream after its client left were
-    queued without bound (3 sessions x 20 POSTs x 3 MB: +173 MiB, past MAX_REPLAY_BYTES). They go
-    to the replay log now: REPLAY_BYTES a stream, MAX_REPLAY_BYTES in all, oldest dropped first."""
+    queued without bound (3 sessions x 20 POSTs x 3 MB: +173 MiB). They go to the replay log now:
+    REPLAY_BYTES a stream, a quarter of the client's account in all, oldest dropped first."""
 
     async def asyncSetUp(self):
         await super().asyncSetUp()
@@ -7500,7 +7536,9 @@ class HttpLeftStreamTest(HttpTestCase):
         # A stream keeps 3000 bytes, all of them 5000: "a"'s 4000-byte answer is over the first;
         # b, c and d's 2000 bytes each are over the second, and b, written least recently, goes.
         headers = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION}
-        with mock.patch.object(mcp_min, "REPLAY_BYTES", 3000), mock.patch.object(mcp_min, "MAX_REPLAY_BYTES", 5000):
+        account = entry.session.account     # its streams' logs may hold 5000 bytes
+        mcp_min._replay(self.http).parts[account] = (mcp_min._Account(5000, account), {})
+        with mock.patch.object(mcp_min, "REPLAY_BYTES", 3000):
             for id_, (key, size) in enumerate((("a", 4000), ("b", 2000), ("c", 2000), ("d", 2000)), 1):
                 reader, writer = await self.client.connect()
                 writer.write(self.client.build("POST", "/mcp", call(id_, "answer", {"key": key, "size": size},
@@ -7517,7 +7555,7 @@ class HttpLeftStreamTest(HttpTestCase):
                 self.assertIn(id_, entry.session.running)
                 self.gates[key].set()
                 await until(lambda id_=id_: id_ not in entry.session.running, f"{key}'s answer written")
-            kept = mcp_min._replay(self.http).size
+            kept = replay_kept(self.http)
             held = [m for s in streams() for m in s.items if m is not mcp_min._FINISHED]
             resumed = {key: await self.resume(sid, primed[key]) for key in "abcd"}
         self.assertEqual((resumed["a"], resumed["b"]), ((400, []), (400, [])))    # not kept: 400
