@@ -9441,11 +9441,16 @@ def _capture_text(record, headers, data, message):
 
 
 def _escaped(control):
-    """A control character as its hex escape: shown, never obeyed."""
-    return f"\\x{ord(control.group()):02x}"
+    """A control character as its hex escape (\\x1b, \\u202e): shown, never obeyed."""
+    code = ord(control.group())
+    if code > 0xFF:
+        return f"\\u{code:04x}"
+    return f"\\x{code:02x}"
 
 
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")     # C0 and C1: a terminal acts on them
+# C0 and C1, which a terminal acts on, and Unicode's bidirectional controls (ALM, LRM, RLM, the
+# embeddings and overrides, the isolates), with which a peer's id or method would show reordered
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _what_for(message, params):

@@ -10220,6 +10220,29 @@ class TraceEscapeTest(unittest.IsolatedAsyncioTestCase):
                          "error with no id: -32600")
 
 
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+@runs_beside
+@needs_trace
+class TraceBidiTest(unittest.TestCase):
+    """Issue 39 item 13: the text trace escaped C0 and C1, and let Unicode's bidirectional controls
+    through: an id or a method showed reordered on the terminal. Now they are escaped too."""
+
+    def test_bidi_controls_in_an_id_or_a_method_are_shown_escaped(self):
+        lines = [rpc(0, "initialize", init_params()), rpc("id" + _BIDI, "ping"),
+                 rpc(2, "tools/\u202ellac"), rpc(3, "ping")]
+        done = subprocess.run([*SERVE, "serve", "--stdio", "--trace"], input="".join(
+            json.dumps(m) + "\n" for m in lines).encode(), capture_output=True, timeout=30, cwd=HERE,
+                              env=_clean_env())
+        self.assertEqual(len(done.stdout.splitlines()), 4, done.stderr)
+        text = done.stderr.decode()
+        self.assertIsNone(re.search(f"[{_BIDI}]", text), "a raw bidi control")
+        self.assertIn("request #id\\u061c\\u200e\\u200f\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066"
+                      "\\u2067\\u2068\\u2069 ping", text)
+        self.assertIn("request #2 tools/\\u202ellac", text)
+
+
 ##############################################################################
 # Extension: running behind a proxy or a balancer
 ##############################################################################
