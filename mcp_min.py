@@ -9802,12 +9802,13 @@ def _client_main(args, name, arguments, raw):
     """Send the request and print its answer on stdout: the exit status. 0: answered; 1: an
     error (one line on stderr, never a traceback) or a tool's isError result; 130: Ctrl-C."""
     # mcp_min's own log goes to stderr: stdout holds the answer alone, for a pipe or jq
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
     try:
         result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
-        print(f"error {e.code}: {e.message}", file=sys.stderr)
+        print(_printable(f"error {e.code}: {e.message}"), file=sys.stderr)
         if "client declined" in e.message and not sys.stdin.isatty():     # no one to ask
             print("mcp_min: on a terminal, the CLI asks you for the form's fields", file=sys.stderr)
         asked = e.data.get("elicitations") if type(e.data) is dict else None
@@ -9821,10 +9822,14 @@ def _client_main(args, name, arguments, raw):
         return 130      # 128 + SIGINT, as a shell reports it
     except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
         _logger.debug("client failed", exc_info=True)      # the traceback: --log-level DEBUG
-        print(f"mcp_min: {_said(e)}", file=sys.stderr)
+        print(_printable(f"mcp_min: {_said(e)}"), file=sys.stderr)
         return 1
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    if not text.replace("\n", "").isprintable():    # a control or bidi character a server sent
+        # JSON's own escapes (DEL too, which JSON leaves): the same value, nothing to obey
+        text = json.dumps(result, indent=2).replace("\x7f", "\\u007f")
     try:
-        print(json.dumps(result, indent=2, ensure_ascii=False), flush=True)
+        print(text, flush=True)
     except BrokenPipeError:     # piped into `head`, which read enough: no traceback (Python's docs,
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # "Note on SIGPIPE")
         return 1
@@ -9843,14 +9848,30 @@ def _said(e):
     return f"{type(e).__name__}: {e}"
 
 
+def _printable(text):
+    """A server's words as the terminal may show them: "?" for each character it would obey or
+    that would reorder the line (C0 and C1 controls, bidi controls: what isprintable refuses).
+    No escape sequence from a server writes the clipboard (OSC 52), retitles or clears a screen.
+    """
+    return "".join(c if c.isprintable() else "?" for c in str(text))
+
+
+class _PrintableFormatter(logging.Formatter):
+    """mcp_min's log on the CLI's stderr, which may quote a server (a method it sent): each line
+    `_printable`."""
+
+    def format(self, record):
+        return "\n".join(map(_printable, super().format(record).split("\n")))
+
+
 def _print_log(params):
     """A server's notifications/message, on stderr: stdout carries the answer alone."""
-    print(f"[{params.get('level')}] {params.get('data')}", file=sys.stderr)
+    print(_printable(f"[{params.get('level')}] {params.get('data')}"), file=sys.stderr)
 
 
 def _print_status(task):
     """A task's status, as it changes (the tasks extension)."""
-    print(f"task {task.get('taskId')}: {task.get('status')}", file=sys.stderr)
+    print(_printable(f"task {task.get('taskId')}: {task.get('status')}"), file=sys.stderr)
 
 
 async def _client_run(args, name, arguments, raw):
@@ -9924,10 +9945,9 @@ def _show_url(params, ask=True):
     can hide part of it), and the user's consent; form mode: each field typed in (JSON where it
     parses, a string field as typed; none typed: declined). A terminal asks, anything else declines.
     """
-    # A server's words: no escape sequence reaches the terminal to hide or rewrite a line
-    message = "".join(c if c.isprintable() else "?" for c in str(params.get("message")))
+    message = _printable(params.get("message"))
     if "url" in params:
-        where = "".join(c if c.isprintable() else "?" for c in str(params.get("url")))
+        where = _printable(params.get("url"))
         print(f"the server asks you to visit a URL: {message}\n  {where}", file=sys.stderr)
     else:
         print(f"the server asks: {message}", file=sys.stderr)
@@ -9941,10 +9961,16 @@ def _show_url(params, ask=True):
     fields = (params.get("requestedSchema") or {}).get("properties") or {}  # flat, primitives only
     content = {}
     for key in fields:
-        typed = input(f"  {key}: ").strip()
+        field = fields[key]
+        if type(field) is not dict:
+            field = {}
+        label = _printable(field.get("title") or key)
+        if field.get("description"):
+            label += f" ({_printable(field['description'])})"
+        typed = input(f"  {label}: ").strip()
         if not typed:
             continue
-        if (fields[key] or {}).get("type") == "string":
+        if field.get("type") == "string":
             content[key] = typed
         else:
             content[key] = _cli_arguments([f"v={typed}"])[0]["v"]     # JSON if it parses, as k=v

@@ -10941,6 +10941,84 @@ class ClientCliTests(unittest.TestCase):
             self.assertFalse(os.path.exists(marker))
             self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
 
+# A server whose every word would act on a terminal: OSC 52 writes the clipboard, OSC 0 retitles
+# the window, CSI 2J (ESC [ or C1's 0x9b) clears the screen, U+202E reverses what follows.
+_TERMINAL_ATTACKS = "\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned\x07\x1b[2J\x9b2J\u202e"
+_ATTACKS_SHOWN = "?]52;c;cHduZWQ=??]0;pwned??[2J?2J?"     # as the CLI shows them: nothing to obey
+# what a terminal obeys (C0 but a line's end, C1) or reorders a line with (the bidi controls)
+_RAW_ON_A_TERMINAL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_HOSTILE_TO_TERMINALS = f'''
+import json, sys
+ATTACK = {_TERMINAL_ATTACKS!r}
+def send(message):
+    print(json.dumps(message), flush=True)
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        send({{"jsonrpc": "2.0", "id": message["id"], "result": {{
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {{"tools": {{}}, "logging": {{}}}}, "serverInfo": {{"name": "h", "version": "1"}}}}}})
+    elif message["method"] == "tools/list":
+        send({{"jsonrpc": "2.0", "method": "notifications/message", "params": {{"level": "info" + ATTACK,
+              "data": "logged" + ATTACK}}}})
+        send({{"jsonrpc": "2.0", "id": message["id"], "result": {{"tools": [{{"name": "tool" + ATTACK,
+              "description": ATTACK + "\\x7f", "inputSchema": {{"type": "object"}}}}]}}}})
+    else:
+        send({{"jsonrpc": "2.0", "id": message["id"], "error": {{"code": -32602, "message": "no" + ATTACK}}}})
+'''
+
+
+@runs_beside
+@needs_cli
+class ClientCliTerminalTest(unittest.TestCase):
+    """Issue 39 item 9: what a server sent reached the CLI's terminal raw (a log message's level
+    and data, an error's message, a listing): a clipboard write, a new title, a cleared screen."""
+
+    def run_cli(self, *args):
+        return subprocess.run([*PYTHON, MCP_MIN, "client", *args, "--protocol", "2025-06-18"],
+                              capture_output=True, text=True, timeout=30, cwd=ROOT)
+
+    def test_a_servers_words_reach_the_terminal_shown_not_obeyed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "hostile.py")
+            with open(path, "w") as f:
+                f.write(_HOSTILE_TO_TERMINALS)
+            target = f"{PYTHON_CMD} {path}"
+            listed, failed = side_by_side(self.run_cli, (target, "tools/list"), (target, "tools/call", "x"))
+        self.assertEqual((listed.returncode, failed.returncode), (0, 1), listed.stderr + failed.stderr)
+        for text in listed.stdout, listed.stderr, failed.stdout, failed.stderr:
+            self.assertIsNone(_RAW_ON_A_TERMINAL.search(text), text)
+        self.assertIn(f"[info{_ATTACKS_SHOWN}] logged{_ATTACKS_SHOWN}\n", listed.stderr)
+        self.assertIn(f"error -32602: no{_ATTACKS_SHOWN}\n", failed.stderr)
+        # stdout's JSON says the same as the server, in JSON's escapes
+        [tool] = json.loads(listed.stdout)["tools"]
+        self.assertEqual((tool["name"], tool["description"]), ("tool" + _TERMINAL_ATTACKS, _TERMINAL_ATTACKS + "\x7f"))
+
+
+@needs_cli
+class ClientCliFormTerminalTest(unittest.TestCase):
+    """Issue 39 item 9, in this process: a form's field names, titles and descriptions, and
+    mcp_min's own log (which may quote a server), as the CLI shows them."""
+
+    def test_a_forms_fields_and_mcp_mins_own_log_are_shown_not_obeyed(self):
+        params = {"message": "Who?" + _TERMINAL_ATTACKS, "requestedSchema": {"type": "object", "properties": {
+            "name" + _TERMINAL_ATTACKS: {"type": "string"},
+            "age": {"type": "integer", "title": "Age" + _TERMINAL_ATTACKS, "description": "in" + _TERMINAL_ATTACKS}}}}
+        terminal = mock.Mock(isatty=lambda: True)
+        with contextlib.redirect_stderr(io.StringIO()) as shown, mock.patch.object(sys, "stdin", terminal), \
+                mock.patch("builtins.input", side_effect=["Ada", "36"]) as asked:
+            typed = mcp_min._show_url(params)
+        self.assertEqual(typed, {"action": "accept", "content": {"name" + _TERMINAL_ATTACKS: "Ada", "age": 36}})
+        prompts = [ask.args[0] for ask in asked.call_args_list]
+        self.assertEqual(prompts, [f"  name{_ATTACKS_SHOWN}: ", f"  Age{_ATTACKS_SHOWN} (in{_ATTACKS_SHOWN}): "])
+        self.assertIsNone(_RAW_ON_A_TERMINAL.search(shown.getvalue()))
+        record = logging.makeLogRecord({"msg": "could not answer the server's %s", "args": (_TERMINAL_ATTACKS,)})
+        self.assertEqual(mcp_min._PrintableFormatter("%(message)s").format(record),
+                         f"could not answer the server's {_ATTACKS_SHOWN}")
+
+
 @needs_cli
 class ClientRefusalCommandLineTest(ClientProcessCase):
     """What the CLI has no handler for; a form it fills in; a URL it shows."""
