@@ -8012,14 +8012,14 @@ def _add_skills(server, root):
         for listed in entry["resources"]:
             server.resources.pop(listed["uri"], None)
     served = tuple(uri[:-len("SKILL.md")] for uri in entries)     # files outside them: not served
-    for uri, (real, mime, size, listed) in files.items():
+    for uri, (place, mime, size, listed) in files.items():
         if not uri.startswith(served):
             continue
         # SEP-2640 "Resource Metadata": SKILL.md's name and description; another file, its name
         front = {"name": uri.rpartition("/")[2]}
         if uri in entries:
             front = entries[uri]["frontmatter"]
-        server.resources[uri] = Resource(_skill_reader(real, listed), uri, front["name"],
+        server.resources[uri] = Resource(_skill_reader(place, listed), uri, front["name"],
                                          front.get("description"), mime, size=size)
     skills.entries = entries
     skills.folders = {}
@@ -8029,17 +8029,17 @@ def _add_skills(server, root):
     server._changed("resources")   # notifications/resources/list_changed, to who hears them
 
 
-def _skill_reader(real, listed):
+def _skill_reader(place, listed):
     """The function a skill file's Resource calls: the file as it is now (`_file_bytes`)."""
     def read():
-        return _text_or_bytes(_file_bytes(real, listed))
+        return _text_or_bytes(_file_bytes(place, listed))
     return read
 
 
 def _skill_files(root):
     """The regular files under `root` (none hidden, none a link takes out of it, MAX_SKILL_DEPTH
-    folders deep at most), as URI -> (real path, mimeType, size, (device, inode)), and its
-    folders, as URI -> what is in each."""
+    folders deep at most), as URI -> ((root, the names on the real path below it), mimeType,
+    size, (device, inode)), and its folders, as URI -> what is in each."""
     import mimetypes
     import stat
     files, folders = {}, {}
@@ -8071,7 +8071,8 @@ def _skill_files(root):
             if name.endswith(".md"):     # SEP-2640's SKILL.md type; mimetypes may not know .md
                 mime = "text/markdown"
             mime = mime or "application/octet-stream"
-            files[prefix + name] = (real, mime, found.st_size, (found.st_dev, found.st_ino))
+            place = (root, parts)     # `_file_bytes` opens it a name at a time
+            files[prefix + name] = (place, mime, found.st_size, (found.st_dev, found.st_ino))
             inside.append({"uri": prefix + name, "name": name, "mimeType": mime})
     return files, folders
 
@@ -8113,14 +8114,22 @@ def _plain(name):
     return name[:1] != "." and name.isprintable()
 
 
-def _file_bytes(path, listed):
-    """A skill file as it is now, if it is still the one listed (its device and inode: not
-    through a folder or file put in its place since, a link or a hard link), a regular file (a
-    FIFO would hang the read), and within MAX_SKILL_BYTES."""
+def _file_bytes(place, listed):
+    """A skill file as it is now (`place`: the skills root, the names below it), if it is still
+    the one listed: reached through no link put on its path since (`_open_below`), with its
+    device and inode (not a file or hard link put in its place), a regular file (a FIFO would
+    hang the read), and within MAX_SKILL_BYTES."""
+    import errno
     import stat
     # no link followed at the last step; a FIFO opens without waiting for a writer
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    with open(os.open(path, flags), "rb") as f:
+    try:
+        fd = _open_below(*place, flags)
+    except OSError as e:    # a link on the way (FreeBSD says EMLINK), or a file where a folder was
+        if e.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
+            raise
+        raise McpError(INTERNAL_ERROR, "A skill file was replaced since it was listed") from None
+    with open(fd, "rb") as f:
         found = os.fstat(f.fileno())
         if not stat.S_ISREG(found.st_mode) or (found.st_dev, found.st_ino) != listed:
             raise McpError(INTERNAL_ERROR, "A skill file was replaced since it was listed")
@@ -8128,6 +8137,25 @@ def _file_bytes(path, listed):
     if len(data) > MAX_SKILL_BYTES:
         raise McpError(INTERNAL_ERROR, "A skill file grew past MAX_SKILL_BYTES since it was listed")
     return data
+
+
+def _open_below(root, names, flags):
+    """A descriptor of the file at root/names..., opened a folder at a time with O_NOFOLLOW: a
+    link put anywhere on the path is never followed (O_NOFOLLOW on a whole path guards its last
+    name alone), whatever inode the file it leads to may have (ext4 gives a freed one out again
+    at once). Without dir_fd (Windows): the path, opened as it is."""
+    if os.open not in os.supports_dir_fd or not hasattr(os, "O_DIRECTORY"):
+        return os.open(os.path.join(root, *names), flags)
+    in_folder = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    folder = os.open(root, in_folder)
+    try:
+        for name in names[:-1]:
+            below = os.open(name, in_folder, dir_fd=folder)
+            os.close(folder)
+            folder = below
+        return os.open(names[-1], flags, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def _text_or_bytes(data):

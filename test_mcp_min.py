@@ -8660,6 +8660,45 @@ class SkillsSwapTest(unittest.IsolatedAsyncioTestCase):
         self.assertFalse([uri for uri in server.resources if uri.endswith("at30.txt")])
 
 
+@needs_skills
+@unittest.skipUnless(hasattr(os, "O_NOFOLLOW") and os.open in os.supports_dir_fd,
+                     "opening a name at a time (dir_fd, O_NOFOLLOW) is POSIX's")
+class SkillsLinkOnThePathTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 39 item 11: ext4 gives a freed inode out again at once, so a file outside the root
+    may have the inode a skill file was listed with; a folder on its path swapped for a link to
+    the outside then served it (O_NOFOLLOW guards a path's last name alone)."""
+
+    async def test_a_link_on_the_path_to_a_file_with_the_listed_inode_is_not_followed(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        root, outside = os.path.join(tmp, "skills"), os.path.join(tmp, "outside")
+        os.makedirs(os.path.join(root, "swap", "refs"))
+        os.makedirs(outside)
+        for name, text in (("SKILL.md", SkillsSwapTest.SKILL), ("refs/doc.md", "inside")):
+            with open(os.path.join(root, "swap", name), "w") as f:
+                f.write(text)
+        server = Server("skilled")
+        server.skills(root)
+        wire = Wire(server)
+        read = await wire.request(modern(1, "resources/read", {"uri": "skill://swap/refs/doc.md"}))
+        self.assertEqual(read["result"]["contents"][0]["text"], "inside")
+        # The inode reused, made certain: the listed file itself moved out (its inode goes with
+        # it) and rewritten; then its folder swapped for a link to where it now is.
+        listed = os.stat(os.path.join(root, "swap", "refs", "doc.md")).st_ino
+        os.rename(os.path.join(root, "swap", "refs", "doc.md"), os.path.join(outside, "doc.md"))
+        with open(os.path.join(outside, "doc.md"), "w") as f:
+            f.write("SECRET")
+        self.assertEqual(os.stat(os.path.join(outside, "doc.md")).st_ino, listed)
+        os.rmdir(os.path.join(root, "swap", "refs"))
+        os.symlink(outside, os.path.join(root, "swap", "refs"))
+        answer = await wire.request(modern(2, "resources/read", {"uri": "skill://swap/refs/doc.md"}))
+        self.assertNotIn("SECRET", json.dumps(answer))
+        self.assertIn("replaced since it was listed", answer["error"]["message"])
+        # and the skill's other files are read as before
+        read = await wire.request(modern(3, "resources/read", {"uri": "skill://swap/SKILL.md"}))
+        self.assertEqual(read["result"]["contents"][0]["text"], SkillsSwapTest.SKILL)
+
+
 ##############################################################################
 # Extension: authorization, the resource server
 ##############################################################################
