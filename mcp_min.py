@@ -7209,13 +7209,24 @@ _TASK_FIELDS = ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt
 _SWEEP_EVERY = 1.0      # seconds between a runner's signs of life, and its looks at a shared store
 
 
+def _room(client_usage, store_usage):
+    """Whether a client, and the store, may take one more task, from their `usage` (else a call
+    stays a plain one): `TaskStore.add` asks, within the transaction that adds it."""
+    tasks, size = client_usage
+    all_tasks, all_size = store_usage
+    if tasks >= MAX_TASKS or size >= MAX_TASK_BYTES // 4:
+        return False
+    return all_tasks < 16 * MAX_TASKS and all_size < MAX_TASK_BYTES
+
+
 class TaskStore:
     """Where tasks live: in this process (the default: SQLite in memory), or in the SQLite file
     `path`, which every process that opens it shares: behind a balancer any of them answers for
     any task. A record is a dict: the task as clients see it (`_TASK_FIELDS`), plus `owner` (who
     may see it), `client` (whose share of the store it counts against), `runner` (the process
     running it), `expires` (a time.time()) and `answers` (to what it asked). To keep tasks in
-    another database, subclass this and give its six methods; each is atomic. They are called
+    another database, subclass this and give its six methods; each is atomic (`add` counts and
+    adds at once). They are called
     in a thread of the store's own, never on the event loop: another process may hold a shared
     file's write lock for seconds (SQLite then waits up to TASK_STORE_WAIT, and the call is
     tried again)."""
@@ -7260,11 +7271,19 @@ class TaskStore:
         with self.lock:     # one connection, one statement at a time
             return self.db.execute(sql, args).fetchall()
 
-    def add(self, record: _Json) -> None:
-        """A new task: every `get`, in every process, finds it once this returns. The expired go."""
-        self._rows("DELETE FROM tasks WHERE expires < ?", time.time())
-        self._rows("INSERT INTO tasks VALUES (?, ?, ?, ?)", record["taskId"], record["client"],
-                   record["expires"], json.dumps(record).encode())
+    def add(self, record: _Json) -> bool:
+        """A new task, if its client and the store have room for one more (`_room`): counted and
+        added in one transaction, so that calls that come together, in any process sharing the
+        store, never pass the bounds. True: every `get`, in every process, finds it from now on;
+        False: there was no room, and it is not added. The expired go."""
+        with self.lock, self.db:
+            self.db.execute("BEGIN IMMEDIATE")  # no other process adds between count and add
+            self._rows("DELETE FROM tasks WHERE expires < ?", time.time())
+            if not _room(self.usage(record["client"]), self.usage()):
+                return False
+            self._rows("INSERT INTO tasks VALUES (?, ?, ?, ?)", record["taskId"], record["client"],
+                       record["expires"], json.dumps(record).encode())
+            return True
 
     def get(self, task_id: str) -> _Json | None:
         """The task's record (a copy), or None: no such task, or expired."""
@@ -7474,15 +7493,6 @@ def _task_client(session):
     return hashlib.sha256(f"client|{who}".encode()).hexdigest()
 
 
-async def _room_for_task(store, client):
-    """Whether `client`, and the store, may take one more task (else a call stays a plain one)."""
-    tasks, size = await _stored(store, "usage", client)
-    all_tasks, all_size = await _stored(store, "usage")
-    if tasks >= MAX_TASKS or size >= MAX_TASK_BYTES // 4:
-        return False
-    return all_tasks < 16 * MAX_TASKS and all_size < MAX_TASK_BYTES
-
-
 def _call_tool_or_task(session, params, ctx):
     """tools/call, where a tool with task= may become a task (in place of the core's `_call_tool`):
     the coroutine that serves it (a plain function, so that a plain call costs no extra layer)."""
@@ -7504,15 +7514,16 @@ async def _tasked(session, tool, params, ctx):
     server, owner, client = session.server, _task_owner(session), _task_client(session)
     if server.task_store is None:
         server.task_store = TaskStore()
-    store = server.task_store
     made = session.loop.create_future()     # the answer, once the call is a task
     detaching = asyncio.Lock()     # ctx.detach and the timer may come together: one task made
 
     # by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set then
     async def detach():
         async with detaching:
-            if not made.done() and await _room_for_task(store, client):
-                made.set_result(await _new_task(server, owner, client, ctx, work))
+            if not made.done():
+                answer = await _new_task(server, owner, client, ctx, work)
+                if answer is not None:     # None: no room for it, the call stays a plain one
+                    made.set_result(answer)
         return made.done()
     ctx.extensions["detach"] = detach
     work = asyncio.ensure_future(_call_tool(session, params, ctx))     # may outlive the request
@@ -7536,7 +7547,8 @@ async def _tasked(session, tool, params, ctx):
 
 async def _new_task(server, owner, client, ctx, work):
     """The call becomes a task: its record, from now on followed by `_finish` and `_keep`. Nobody
-    hears the call any more: its log messages and progress go nowhere; its asks go to the task."""
+    hears the call any more: its log messages and progress go nowhere; its asks go to the task.
+    None if the store has no room for it (MAX_TASKS, MAX_TASK_BYTES): nothing changed then."""
     tasks, now = server.extensions["tasks"], time.time()
     # 128 random bits: an unguessable id (PROTOCOL.md 5.13), the one guard when no user is known
     record = {"taskId": os.urandom(16).hex(), "status": "working", "createdAt": _iso(now),
@@ -7544,7 +7556,10 @@ async def _new_task(server, owner, client, ctx, work):
               "pollIntervalMs": int(TASK_POLL * 1000), "owner": owner, "client": client,
               "runner": tasks.runner, "expires": now + TASK_TTL, "answers": {}}
     await _stored(server.task_store, "beat", tasks.runner)    # alive before any task of its is seen
-    await _stored(server.task_store, "add", record)   # durable before the answer (SEP-2663)
+    # durable before the answer (SEP-2663); counted as it is added: calls that come together, the
+    # count of each taken before any was added, once made them all tasks past MAX_TASKS
+    if not await _stored(server.task_store, "add", record):
+        return None
     task_id = record["taskId"]
     ctx.extensions["task"], ctx.extensions["asked"] = task_id, 0
     ctx.asks, ctx.log_level, ctx.progress_token = _task_input, _SILENT, None

@@ -7895,6 +7895,44 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
 
 
 @needs_tasks
+class TaskCountRaceTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 39 item 12: a client's tasks were counted, then one added, awaits apart: calls that
+    came together were each counted before any was added, and all became tasks (200 of 200 on
+    stdio with MAX_TASKS 5). The store now counts and adds in one transaction."""
+
+    async def test_calls_that_come_together_never_pass_max_tasks(self):
+        server, _ = task_server()
+        self.addAsyncCleanup(close_task_store, server)
+        wire = Wire(server)
+        with mock.patch.object(mcp_min, "MAX_TASKS", 5):
+            for i in range(40):     # one client's calls, all in before any is answered
+                wire.feed(task_call(i, "only_a_task"))
+            answers = [(await wire.response(i))["result"] for i in range(40)]
+        made = [answer for answer in answers if answer["resultType"] == "task"]
+        self.assertEqual(len(made), 5)
+        self.assertEqual({tool_text({"result": a}) for a in answers if a not in made}, {"False"})
+        self.assertEqual(server.task_store.usage(mcp_min._task_client(wire.session))[0], 5)
+
+    def test_two_stores_on_one_file_add_within_the_bound(self):
+        # Two processes sharing a store file: each has its own connection, and its own lock.
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        stores = [mcp_min.TaskStore(os.path.join(tmp, "tasks.db")) for _ in range(2)]
+        for store in stores:
+            self.addCleanup(mcp_min._close_store, store)
+        ready = threading.Barrier(20)
+
+        def add(i):
+            ready.wait(TIMEOUT)     # all at once
+            return stores[i % 2].add({"taskId": f"t{i}", "client": "one", "expires": time.time() + 60})
+        with mock.patch.object(mcp_min, "MAX_TASKS", 5), concurrent.futures.ThreadPoolExecutor(20) as pool:
+            added = list(pool.map(add, range(20)))
+        self.assertEqual(added.count(True), 5)
+        self.assertEqual(added.count(False), 15)
+        self.assertEqual(stores[1].usage("one")[0], 5)
+
+
+@needs_tasks
 class TaskClientTest(unittest.IsolatedAsyncioTestCase):
     """The client: call_tool polls a task to its end; task=True gives a handle; the CLI and the
     trace show a task's steps."""
