@@ -7307,13 +7307,24 @@ _TASK_FIELDS = ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt
 _SWEEP_EVERY = 1.0      # seconds between a runner's signs of life, and its looks at a shared store
 
 
+def _room(client_usage, store_usage):
+    """Whether a client, and the store, may take one more task, from their `usage` (else a call
+    stays a plain one): `TaskStore.add` asks, within the transaction that adds it."""
+    tasks, size = client_usage
+    all_tasks, all_size = store_usage
+    if tasks >= MAX_TASKS or size >= MAX_TASK_BYTES // 4:
+        return False
+    return all_tasks < 16 * MAX_TASKS and all_size < MAX_TASK_BYTES
+
+
 class TaskStore:
     """Where tasks live: in this process (the default: SQLite in memory), or in the SQLite file
     `path`, which every process that opens it shares: behind a balancer any of them answers for
     any task. A record is a dict: the task as clients see it (`_TASK_FIELDS`), plus `owner` (who
     may see it), `client` (whose share of the store it counts against), `runner` (the process
     running it), `expires` (a time.time()) and `answers` (to what it asked). To keep tasks in
-    another database, subclass this and give its six methods; each is atomic. They are called
+    another database, subclass this and give its six methods; each is atomic (`add` counts and
+    adds at once). They are called
     in a thread of the store's own, never on the event loop: another process may hold a shared
     file's write lock for seconds (SQLite then waits up to TASK_STORE_WAIT, and the call is
     tried again)."""
@@ -7358,11 +7369,19 @@ class TaskStore:
         with self.lock:     # one connection, one statement at a time
             return self.db.execute(sql, args).fetchall()
 
-    def add(self, record: _Json) -> None:
-        """A new task: every `get`, in every process, finds it once this returns. The expired go."""
-        self._rows("DELETE FROM tasks WHERE expires < ?", time.time())
-        self._rows("INSERT INTO tasks VALUES (?, ?, ?, ?)", record["taskId"], record["client"],
-                   record["expires"], json.dumps(record).encode())
+    def add(self, record: _Json) -> bool:
+        """A new task, if its client and the store have room for one more (`_room`): counted and
+        added in one transaction, so that calls that come together, in any process sharing the
+        store, never pass the bounds. True: every `get`, in every process, finds it from now on;
+        False: there was no room, and it is not added. The expired go."""
+        with self.lock, self.db:
+            self.db.execute("BEGIN IMMEDIATE")  # no other process adds between count and add
+            self._rows("DELETE FROM tasks WHERE expires < ?", time.time())
+            if not _room(self.usage(record["client"]), self.usage()):
+                return False
+            self._rows("INSERT INTO tasks VALUES (?, ?, ?, ?)", record["taskId"], record["client"],
+                       record["expires"], json.dumps(record).encode())
+            return True
 
     def get(self, task_id: str) -> _Json | None:
         """The task's record (a copy), or None: no such task, or expired."""
@@ -7572,15 +7591,6 @@ def _task_client(session):
     return hashlib.sha256(f"client|{who}".encode()).hexdigest()
 
 
-async def _room_for_task(store, client):
-    """Whether `client`, and the store, may take one more task (else a call stays a plain one)."""
-    tasks, size = await _stored(store, "usage", client)
-    all_tasks, all_size = await _stored(store, "usage")
-    if tasks >= MAX_TASKS or size >= MAX_TASK_BYTES // 4:
-        return False
-    return all_tasks < 16 * MAX_TASKS and all_size < MAX_TASK_BYTES
-
-
 def _call_tool_or_task(session, params, ctx):
     """tools/call, where a tool with task= may become a task (in place of the core's `_call_tool`):
     the coroutine that serves it (a plain function, so that a plain call costs no extra layer)."""
@@ -7602,15 +7612,16 @@ async def _tasked(session, tool, params, ctx):
     server, owner, client = session.server, _task_owner(session), _task_client(session)
     if server.task_store is None:
         server.task_store = TaskStore()
-    store = server.task_store
     made = session.loop.create_future()     # the answer, once the call is a task
     detaching = asyncio.Lock()     # ctx.detach and the timer may come together: one task made
 
     # by the work (ctx.detach) or after TASK_AFTER s: either way `work` is set then
     async def detach():
         async with detaching:
-            if not made.done() and await _room_for_task(store, client):
-                made.set_result(await _new_task(server, owner, client, ctx, work))
+            if not made.done():
+                answer = await _new_task(server, owner, client, ctx, work)
+                if answer is not None:     # None: no room for it, the call stays a plain one
+                    made.set_result(answer)
         return made.done()
     ctx.extensions["detach"] = detach
     work = asyncio.ensure_future(_call_tool(session, params, ctx))     # may outlive the request
@@ -7634,7 +7645,8 @@ async def _tasked(session, tool, params, ctx):
 
 async def _new_task(server, owner, client, ctx, work):
     """The call becomes a task: its record, from now on followed by `_finish` and `_keep`. Nobody
-    hears the call any more: its log messages and progress go nowhere; its asks go to the task."""
+    hears the call any more: its log messages and progress go nowhere; its asks go to the task.
+    None if the store has no room for it (MAX_TASKS, MAX_TASK_BYTES): nothing changed then."""
     tasks, now = server.extensions["tasks"], time.time()
     # 128 random bits: an unguessable id (PROTOCOL.md 5.13), the one guard when no user is known
     record = {"taskId": os.urandom(16).hex(), "status": "working", "createdAt": _iso(now),
@@ -7642,7 +7654,10 @@ async def _new_task(server, owner, client, ctx, work):
               "pollIntervalMs": int(TASK_POLL * 1000), "owner": owner, "client": client,
               "runner": tasks.runner, "expires": now + TASK_TTL, "answers": {}}
     await _stored(server.task_store, "beat", tasks.runner)    # alive before any task of its is seen
-    await _stored(server.task_store, "add", record)   # durable before the answer (SEP-2663)
+    # durable before the answer (SEP-2663); counted as it is added: calls that come together, the
+    # count of each taken before any was added, once made them all tasks past MAX_TASKS
+    if not await _stored(server.task_store, "add", record):
+        return None
     task_id = record["taskId"]
     ctx.extensions["task"], ctx.extensions["asked"] = task_id, 0
     ctx.asks, ctx.log_level, ctx.progress_token = _task_input, _SILENT, None
@@ -8110,14 +8125,14 @@ def _add_skills(server, root):
         for listed in entry["resources"]:
             server.resources.pop(listed["uri"], None)
     served = tuple(uri[:-len("SKILL.md")] for uri in entries)     # files outside them: not served
-    for uri, (real, mime, size, listed) in files.items():
+    for uri, (place, mime, size, listed) in files.items():
         if not uri.startswith(served):
             continue
         # SEP-2640 "Resource Metadata": SKILL.md's name and description; another file, its name
         front = {"name": uri.rpartition("/")[2]}
         if uri in entries:
             front = entries[uri]["frontmatter"]
-        server.resources[uri] = Resource(_skill_reader(real, listed), uri, front["name"],
+        server.resources[uri] = Resource(_skill_reader(place, listed), uri, front["name"],
                                          front.get("description"), mime, size=size)
     skills.entries = entries
     skills.folders = {}
@@ -8127,17 +8142,17 @@ def _add_skills(server, root):
     server._changed("resources")   # notifications/resources/list_changed, to who hears them
 
 
-def _skill_reader(real, listed):
+def _skill_reader(place, listed):
     """The function a skill file's Resource calls: the file as it is now (`_file_bytes`)."""
     def read():
-        return _text_or_bytes(_file_bytes(real, listed))
+        return _text_or_bytes(_file_bytes(place, listed))
     return read
 
 
 def _skill_files(root):
     """The regular files under `root` (none hidden, none a link takes out of it, MAX_SKILL_DEPTH
-    folders deep at most), as URI -> (real path, mimeType, size, (device, inode)), and its
-    folders, as URI -> what is in each."""
+    folders deep at most), as URI -> ((root, the names on the real path below it), mimeType,
+    size, (device, inode)), and its folders, as URI -> what is in each."""
     import mimetypes
     import stat
     files, folders = {}, {}
@@ -8169,7 +8184,8 @@ def _skill_files(root):
             if name.endswith(".md"):     # SEP-2640's SKILL.md type; mimetypes may not know .md
                 mime = "text/markdown"
             mime = mime or "application/octet-stream"
-            files[prefix + name] = (real, mime, found.st_size, (found.st_dev, found.st_ino))
+            place = (root, parts)     # `_file_bytes` opens it a name at a time
+            files[prefix + name] = (place, mime, found.st_size, (found.st_dev, found.st_ino))
             inside.append({"uri": prefix + name, "name": name, "mimeType": mime})
     return files, folders
 
@@ -8211,14 +8227,22 @@ def _plain(name):
     return name[:1] != "." and name.isprintable()
 
 
-def _file_bytes(path, listed):
-    """A skill file as it is now, if it is still the one listed (its device and inode: not
-    through a folder or file put in its place since, a link or a hard link), a regular file (a
-    FIFO would hang the read), and within MAX_SKILL_BYTES."""
+def _file_bytes(place, listed):
+    """A skill file as it is now (`place`: the skills root, the names below it), if it is still
+    the one listed: reached through no link put on its path since (`_open_below`), with its
+    device and inode (not a file or hard link put in its place), a regular file (a FIFO would
+    hang the read), and within MAX_SKILL_BYTES."""
+    import errno
     import stat
     # no link followed at the last step; a FIFO opens without waiting for a writer
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    with open(os.open(path, flags), "rb") as f:
+    try:
+        fd = _open_below(*place, flags)
+    except OSError as e:    # a link on the way (FreeBSD says EMLINK), or a file where a folder was
+        if e.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
+            raise
+        raise McpError(INTERNAL_ERROR, "A skill file was replaced since it was listed") from None
+    with open(fd, "rb") as f:
         found = os.fstat(f.fileno())
         if not stat.S_ISREG(found.st_mode) or (found.st_dev, found.st_ino) != listed:
             raise McpError(INTERNAL_ERROR, "A skill file was replaced since it was listed")
@@ -8226,6 +8250,25 @@ def _file_bytes(path, listed):
     if len(data) > MAX_SKILL_BYTES:
         raise McpError(INTERNAL_ERROR, "A skill file grew past MAX_SKILL_BYTES since it was listed")
     return data
+
+
+def _open_below(root, names, flags):
+    """A descriptor of the file at root/names..., opened a folder at a time with O_NOFOLLOW: a
+    link put anywhere on the path is never followed (O_NOFOLLOW on a whole path guards its last
+    name alone), whatever inode the file it leads to may have (ext4 gives a freed one out again
+    at once). Without dir_fd (Windows): the path, opened as it is."""
+    if os.open not in os.supports_dir_fd or not hasattr(os, "O_DIRECTORY"):
+        return os.open(os.path.join(root, *names), flags)
+    in_folder = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    folder = os.open(root, in_folder)
+    try:
+        for name in names[:-1]:
+            below = os.open(name, in_folder, dir_fd=folder)
+            os.close(folder)
+            folder = below
+        return os.open(names[-1], flags, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def _text_or_bytes(data):
@@ -9539,11 +9582,16 @@ def _capture_text(record, headers, data, message):
 
 
 def _escaped(control):
-    """A control character as its hex escape: shown, never obeyed."""
-    return f"\\x{ord(control.group()):02x}"
+    """A control character as its hex escape (\\x1b, \\u202e): shown, never obeyed."""
+    code = ord(control.group())
+    if code > 0xFF:
+        return f"\\u{code:04x}"
+    return f"\\x{code:02x}"
 
 
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")     # C0 and C1: a terminal acts on them
+# C0 and C1, which a terminal acts on, and Unicode's bidirectional controls (ALM, LRM, RLM, the
+# embeddings and overrides, the isolates), with which a peer's id or method would show reordered
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _what_for(message, params):
@@ -9895,12 +9943,13 @@ def _client_main(args, name, arguments, raw):
     """Send the request and print its answer on stdout: the exit status. 0: answered; 1: an
     error (one line on stderr, never a traceback) or a tool's isError result; 130: Ctrl-C."""
     # mcp_min's own log goes to stderr: stdout holds the answer alone, for a pipe or jq
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
     try:
         result = asyncio.run(_client_run(args, name, arguments, raw))
     except McpError as e:
-        print(f"error {e.code}: {e.message}", file=sys.stderr)
+        print(_printable(f"error {e.code}: {e.message}"), file=sys.stderr)
         if "client declined" in e.message and not sys.stdin.isatty():     # no one to ask
             print("mcp_min: on a terminal, the CLI asks you for the form's fields", file=sys.stderr)
         asked = e.data.get("elicitations") if type(e.data) is dict else None
@@ -9914,10 +9963,14 @@ def _client_main(args, name, arguments, raw):
         return 130      # 128 + SIGINT, as a shell reports it
     except Exception as e:      # whatever a broken server makes of us: one line, not a traceback
         _logger.debug("client failed", exc_info=True)      # the traceback: --log-level DEBUG
-        print(f"mcp_min: {_said(e)}", file=sys.stderr)
+        print(_printable(f"mcp_min: {_said(e)}"), file=sys.stderr)
         return 1
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    if not text.replace("\n", "").isprintable():    # a control or bidi character a server sent
+        # JSON's own escapes (DEL too, which JSON leaves): the same value, nothing to obey
+        text = json.dumps(result, indent=2).replace("\x7f", "\\u007f")
     try:
-        print(json.dumps(result, indent=2, ensure_ascii=False), flush=True)
+        print(text, flush=True)
     except BrokenPipeError:     # piped into `head`, which read enough: no traceback (Python's docs,
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # "Note on SIGPIPE")
         return 1
@@ -9936,14 +9989,30 @@ def _said(e):
     return f"{type(e).__name__}: {e}"
 
 
+def _printable(text):
+    """A server's words as the terminal may show them: "?" for each character it would obey or
+    that would reorder the line (C0 and C1 controls, bidi controls: what isprintable refuses).
+    No escape sequence from a server writes the clipboard (OSC 52), retitles or clears a screen.
+    """
+    return "".join(c if c.isprintable() else "?" for c in str(text))
+
+
+class _PrintableFormatter(logging.Formatter):
+    """mcp_min's log on the CLI's stderr, which may quote a server (a method it sent): each line
+    `_printable`."""
+
+    def format(self, record):
+        return "\n".join(map(_printable, super().format(record).split("\n")))
+
+
 def _print_log(params):
     """A server's notifications/message, on stderr: stdout carries the answer alone."""
-    print(f"[{params.get('level')}] {params.get('data')}", file=sys.stderr)
+    print(_printable(f"[{params.get('level')}] {params.get('data')}"), file=sys.stderr)
 
 
 def _print_status(task):
     """A task's status, as it changes (the tasks extension)."""
-    print(f"task {task.get('taskId')}: {task.get('status')}", file=sys.stderr)
+    print(_printable(f"task {task.get('taskId')}: {task.get('status')}"), file=sys.stderr)
 
 
 async def _client_run(args, name, arguments, raw):
@@ -10017,10 +10086,9 @@ def _show_url(params, ask=True):
     can hide part of it), and the user's consent; form mode: each field typed in (JSON where it
     parses, a string field as typed; none typed: declined). A terminal asks, anything else declines.
     """
-    # A server's words: no escape sequence reaches the terminal to hide or rewrite a line
-    message = "".join(c if c.isprintable() else "?" for c in str(params.get("message")))
+    message = _printable(params.get("message"))
     if "url" in params:
-        where = "".join(c if c.isprintable() else "?" for c in str(params.get("url")))
+        where = _printable(params.get("url"))
         print(f"the server asks you to visit a URL: {message}\n  {where}", file=sys.stderr)
     else:
         print(f"the server asks: {message}", file=sys.stderr)
@@ -10034,10 +10102,16 @@ def _show_url(params, ask=True):
     fields = (params.get("requestedSchema") or {}).get("properties") or {}  # flat, primitives only
     content = {}
     for key in fields:
-        typed = input(f"  {key}: ").strip()
+        field = fields[key]
+        if type(field) is not dict:
+            field = {}
+        label = _printable(field.get("title") or key)
+        if field.get("description"):
+            label += f" ({_printable(field['description'])})"
+        typed = input(f"  {label}: ").strip()
         if not typed:
             continue
-        if (fields[key] or {}).get("type") == "string":
+        if field.get("type") == "string":
             content[key] = typed
         else:
             content[key] = _cli_arguments([f"v={typed}"])[0]["v"]     # JSON if it parses, as k=v

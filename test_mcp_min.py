@@ -7933,6 +7933,44 @@ class TasksTest(unittest.IsolatedAsyncioTestCase):
 
 
 @needs_tasks
+class TaskCountRaceTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 39 item 12: a client's tasks were counted, then one added, awaits apart: calls that
+    came together were each counted before any was added, and all became tasks (200 of 200 on
+    stdio with MAX_TASKS 5). The store now counts and adds in one transaction."""
+
+    async def test_calls_that_come_together_never_pass_max_tasks(self):
+        server, _ = task_server()
+        self.addAsyncCleanup(close_task_store, server)
+        wire = Wire(server)
+        with mock.patch.object(mcp_min, "MAX_TASKS", 5):
+            for i in range(40):     # one client's calls, all in before any is answered
+                wire.feed(task_call(i, "only_a_task"))
+            answers = [(await wire.response(i))["result"] for i in range(40)]
+        made = [answer for answer in answers if answer["resultType"] == "task"]
+        self.assertEqual(len(made), 5)
+        self.assertEqual({tool_text({"result": a}) for a in answers if a not in made}, {"False"})
+        self.assertEqual(server.task_store.usage(mcp_min._task_client(wire.session))[0], 5)
+
+    def test_two_stores_on_one_file_add_within_the_bound(self):
+        # Two processes sharing a store file: each has its own connection, and its own lock.
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        stores = [mcp_min.TaskStore(os.path.join(tmp, "tasks.db")) for _ in range(2)]
+        for store in stores:
+            self.addCleanup(mcp_min._close_store, store)
+        ready = threading.Barrier(20)
+
+        def add(i):
+            ready.wait(TIMEOUT)     # all at once
+            return stores[i % 2].add({"taskId": f"t{i}", "client": "one", "expires": time.time() + 60})
+        with mock.patch.object(mcp_min, "MAX_TASKS", 5), concurrent.futures.ThreadPoolExecutor(20) as pool:
+            added = list(pool.map(add, range(20)))
+        self.assertEqual(added.count(True), 5)
+        self.assertEqual(added.count(False), 15)
+        self.assertEqual(stores[1].usage("one")[0], 5)
+
+
+@needs_tasks
 class TaskClientTest(unittest.IsolatedAsyncioTestCase):
     """The client: call_tool polls a task to its end; task=True gives a handle; the CLI and the
     trace show a task's steps."""
@@ -8696,6 +8734,45 @@ class SkillsSwapTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(list(mcp_min._skills(server).entries), ["skill://swap/SKILL.md"])
         self.assertIn("skill://swap/d/d/d/at3.txt", server.resources)
         self.assertFalse([uri for uri in server.resources if uri.endswith("at30.txt")])
+
+
+@needs_skills
+@unittest.skipUnless(hasattr(os, "O_NOFOLLOW") and os.open in os.supports_dir_fd,
+                     "opening a name at a time (dir_fd, O_NOFOLLOW) is POSIX's")
+class SkillsLinkOnThePathTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 39 item 11: ext4 gives a freed inode out again at once, so a file outside the root
+    may have the inode a skill file was listed with; a folder on its path swapped for a link to
+    the outside then served it (O_NOFOLLOW guards a path's last name alone)."""
+
+    async def test_a_link_on_the_path_to_a_file_with_the_listed_inode_is_not_followed(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        root, outside = os.path.join(tmp, "skills"), os.path.join(tmp, "outside")
+        os.makedirs(os.path.join(root, "swap", "refs"))
+        os.makedirs(outside)
+        for name, text in (("SKILL.md", SkillsSwapTest.SKILL), ("refs/doc.md", "inside")):
+            with open(os.path.join(root, "swap", name), "w") as f:
+                f.write(text)
+        server = Server("skilled")
+        server.skills(root)
+        wire = Wire(server)
+        read = await wire.request(modern(1, "resources/read", {"uri": "skill://swap/refs/doc.md"}))
+        self.assertEqual(read["result"]["contents"][0]["text"], "inside")
+        # The inode reused, made certain: the listed file itself moved out (its inode goes with
+        # it) and rewritten; then its folder swapped for a link to where it now is.
+        listed = os.stat(os.path.join(root, "swap", "refs", "doc.md")).st_ino
+        os.rename(os.path.join(root, "swap", "refs", "doc.md"), os.path.join(outside, "doc.md"))
+        with open(os.path.join(outside, "doc.md"), "w") as f:
+            f.write("SECRET")
+        self.assertEqual(os.stat(os.path.join(outside, "doc.md")).st_ino, listed)
+        os.rmdir(os.path.join(root, "swap", "refs"))
+        os.symlink(outside, os.path.join(root, "swap", "refs"))
+        answer = await wire.request(modern(2, "resources/read", {"uri": "skill://swap/refs/doc.md"}))
+        self.assertNotIn("SECRET", json.dumps(answer))
+        self.assertIn("replaced since it was listed", answer["error"]["message"])
+        # and the skill's other files are read as before
+        read = await wire.request(modern(3, "resources/read", {"uri": "skill://swap/SKILL.md"}))
+        self.assertEqual(read["result"]["contents"][0]["text"], SkillsSwapTest.SKILL)
 
 
 ##############################################################################
@@ -10258,6 +10335,29 @@ class TraceEscapeTest(unittest.IsolatedAsyncioTestCase):
                          "error with no id: -32600")
 
 
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+@runs_beside
+@needs_trace
+class TraceBidiTest(unittest.TestCase):
+    """Issue 39 item 13: the text trace escaped C0 and C1, and let Unicode's bidirectional controls
+    through: an id or a method showed reordered on the terminal. Now they are escaped too."""
+
+    def test_bidi_controls_in_an_id_or_a_method_are_shown_escaped(self):
+        lines = [rpc(0, "initialize", init_params()), rpc("id" + _BIDI, "ping"),
+                 rpc(2, "tools/\u202ellac"), rpc(3, "ping")]
+        done = subprocess.run([*SERVE, "serve", "--stdio", "--trace"], input="".join(
+            json.dumps(m) + "\n" for m in lines).encode(), capture_output=True, timeout=30, cwd=HERE,
+                              env=_clean_env())
+        self.assertEqual(len(done.stdout.splitlines()), 4, done.stderr)
+        text = done.stderr.decode()
+        self.assertIsNone(re.search(f"[{_BIDI}]", text), "a raw bidi control")
+        self.assertIn("request #id\\u061c\\u200e\\u200f\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066"
+                      "\\u2067\\u2068\\u2069 ping", text)
+        self.assertIn("request #2 tools/\\u202ellac", text)
+
+
 ##############################################################################
 # Extension: running behind a proxy or a balancer
 ##############################################################################
@@ -10955,6 +11055,84 @@ class ClientCliTests(unittest.TestCase):
             done = self.run_cli(f"{PYTHON_CMD} {MCP_MIN} serve '; touch {marker}'", "ping")
             self.assertFalse(os.path.exists(marker))
             self.assertNotEqual(done.returncode, 0)     # the odd TARGET is one literal argument
+
+# A server whose every word would act on a terminal: OSC 52 writes the clipboard, OSC 0 retitles
+# the window, CSI 2J (ESC [ or C1's 0x9b) clears the screen, U+202E reverses what follows.
+_TERMINAL_ATTACKS = "\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned\x07\x1b[2J\x9b2J\u202e"
+_ATTACKS_SHOWN = "?]52;c;cHduZWQ=??]0;pwned??[2J?2J?"     # as the CLI shows them: nothing to obey
+# what a terminal obeys (C0 but a line's end, C1) or reorders a line with (the bidi controls)
+_RAW_ON_A_TERMINAL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_HOSTILE_TO_TERMINALS = f'''
+import json, sys
+ATTACK = {_TERMINAL_ATTACKS!r}
+def send(message):
+    print(json.dumps(message), flush=True)
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        send({{"jsonrpc": "2.0", "id": message["id"], "result": {{
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {{"tools": {{}}, "logging": {{}}}}, "serverInfo": {{"name": "h", "version": "1"}}}}}})
+    elif message["method"] == "tools/list":
+        send({{"jsonrpc": "2.0", "method": "notifications/message", "params": {{"level": "info" + ATTACK,
+              "data": "logged" + ATTACK}}}})
+        send({{"jsonrpc": "2.0", "id": message["id"], "result": {{"tools": [{{"name": "tool" + ATTACK,
+              "description": ATTACK + "\\x7f", "inputSchema": {{"type": "object"}}}}]}}}})
+    else:
+        send({{"jsonrpc": "2.0", "id": message["id"], "error": {{"code": -32602, "message": "no" + ATTACK}}}})
+'''
+
+
+@runs_beside
+@needs_cli
+class ClientCliTerminalTest(unittest.TestCase):
+    """Issue 39 item 9: what a server sent reached the CLI's terminal raw (a log message's level
+    and data, an error's message, a listing): a clipboard write, a new title, a cleared screen."""
+
+    def run_cli(self, *args):
+        return subprocess.run([*PYTHON, MCP_MIN, "client", *args, "--protocol", "2025-06-18"],
+                              capture_output=True, text=True, timeout=30, cwd=ROOT)
+
+    def test_a_servers_words_reach_the_terminal_shown_not_obeyed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "hostile.py")
+            with open(path, "w") as f:
+                f.write(_HOSTILE_TO_TERMINALS)
+            target = f"{PYTHON_CMD} {path}"
+            listed, failed = side_by_side(self.run_cli, (target, "tools/list"), (target, "tools/call", "x"))
+        self.assertEqual((listed.returncode, failed.returncode), (0, 1), listed.stderr + failed.stderr)
+        for text in listed.stdout, listed.stderr, failed.stdout, failed.stderr:
+            self.assertIsNone(_RAW_ON_A_TERMINAL.search(text), text)
+        self.assertIn(f"[info{_ATTACKS_SHOWN}] logged{_ATTACKS_SHOWN}\n", listed.stderr)
+        self.assertIn(f"error -32602: no{_ATTACKS_SHOWN}\n", failed.stderr)
+        # stdout's JSON says the same as the server, in JSON's escapes
+        [tool] = json.loads(listed.stdout)["tools"]
+        self.assertEqual((tool["name"], tool["description"]), ("tool" + _TERMINAL_ATTACKS, _TERMINAL_ATTACKS + "\x7f"))
+
+
+@needs_cli
+class ClientCliFormTerminalTest(unittest.TestCase):
+    """Issue 39 item 9, in this process: a form's field names, titles and descriptions, and
+    mcp_min's own log (which may quote a server), as the CLI shows them."""
+
+    def test_a_forms_fields_and_mcp_mins_own_log_are_shown_not_obeyed(self):
+        params = {"message": "Who?" + _TERMINAL_ATTACKS, "requestedSchema": {"type": "object", "properties": {
+            "name" + _TERMINAL_ATTACKS: {"type": "string"},
+            "age": {"type": "integer", "title": "Age" + _TERMINAL_ATTACKS, "description": "in" + _TERMINAL_ATTACKS}}}}
+        terminal = mock.Mock(isatty=lambda: True)
+        with contextlib.redirect_stderr(io.StringIO()) as shown, mock.patch.object(sys, "stdin", terminal), \
+                mock.patch("builtins.input", side_effect=["Ada", "36"]) as asked:
+            typed = mcp_min._show_url(params)
+        self.assertEqual(typed, {"action": "accept", "content": {"name" + _TERMINAL_ATTACKS: "Ada", "age": 36}})
+        prompts = [ask.args[0] for ask in asked.call_args_list]
+        self.assertEqual(prompts, [f"  name{_ATTACKS_SHOWN}: ", f"  Age{_ATTACKS_SHOWN} (in{_ATTACKS_SHOWN}): "])
+        self.assertIsNone(_RAW_ON_A_TERMINAL.search(shown.getvalue()))
+        record = logging.makeLogRecord({"msg": "could not answer the server's %s", "args": (_TERMINAL_ATTACKS,)})
+        self.assertEqual(mcp_min._PrintableFormatter("%(message)s").format(record),
+                         f"could not answer the server's {_ATTACKS_SHOWN}")
+
 
 @needs_cli
 class ClientRefusalCommandLineTest(ClientProcessCase):
