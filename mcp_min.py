@@ -128,6 +128,7 @@ import logging
 import math
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -556,6 +557,13 @@ class _Account:
             return False
         self.used += size
         return True
+
+    def hold(self, size):
+        """Charge `size` bytes that cannot be refused (the rest of a line begun on the wire): the
+        account may pass its limit by that much."""
+        self.used += size
+        if self.parent is not None:
+            self.parent.hold(size)
 
     def give(self, size):
         self.used -= size
@@ -4431,6 +4439,19 @@ class _Lines:
 _EDGE = 256     # bytes kept of each end of a message too long to read
 
 
+def _unsent(session, message, size):
+    """What goes out in place of a message with no room in the client's account: for a response,
+    an error naming the bound (the answer dropped whole); for a request of ours, its waiter
+    fails now; a notification is dropped. None: nothing."""
+    refusal = session.account.refusal(size)
+    _logger.warning("a message of %d bytes was not sent: %s", size, refusal)
+    if "method" not in message:
+        return _error(message["id"], INTERNAL_ERROR, "The answer was dropped: " + refusal)
+    if "id" in message:
+        session._fail(message["id"], McpError(INTERNAL_ERROR, refusal))
+    return None
+
+
 def _private_stdout(fd=1):
     """A private copy of `fd` for the protocol; fd 1 then points at stderr, so a
     stray print() in a tool (or a child process) cannot corrupt the stream: the server MUST
@@ -4442,13 +4463,92 @@ def _private_stdout(fd=1):
     return out
 
 
+class _Output:
+    """Lines out on stdout. A pipe or a socket is written without blocking: what the client has
+    not read yet waits here, charged to its account, while the loop goes on (the client's input,
+    a cancel, a signal: a second one ends the process at once). A terminal or a file takes each
+    line whole, at once."""
+
+    def __init__(self, fd, loop, account, drained):
+        self.fd, self.loop, self.account = fd, loop, account
+        self.drained = drained      # called when what waited is all written
+        self.unsent: collections.deque[memoryview] = collections.deque()
+        self.dropped = 0        # log and progress notifications dropped meanwhile (`send`)
+        self.empty = asyncio.Event()    # set while nothing waits
+        self.empty.set()
+        mode = os.fstat(fd).st_mode
+        self.blocking = not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
+        if not self.blocking:
+            os.set_blocking(fd, False)
+
+    def write(self, data, refusable=True):
+        """Write `data` now, or what stdout does not take after what waits; False, and nothing
+        written, if it does not fit the client's account (and is `refusable`). OSError: the
+        client closed its end."""
+        if self.blocking:
+            view = memoryview(data)
+            while view:     # a pipe may take part of it: the rest follows
+                view = view[os.write(self.fd, view):]
+            return True
+        written = 0
+        if not self.unsent:
+            with contextlib.suppress(BlockingIOError):
+                written = os.write(self.fd, data)
+        if written == len(data):
+            return True
+        rest = memoryview(data)[written:]
+        if written or not refusable:    # a line begun must end, or the stream is broken
+            self.account.hold(len(rest))
+        elif not self.account.take(len(rest)):
+            return False
+        if not self.unsent:
+            self.loop.add_writer(self.fd, self._flush)
+            self.empty.clear()
+        self.unsent.append(rest)
+        return True
+
+    def _flush(self):
+        """stdout takes more: what waits goes, as much as it takes."""
+        try:
+            while self.unsent:
+                first = self.unsent[0]
+                written = os.write(self.fd, first)
+                self.account.give(written)
+                if written < len(first):
+                    self.unsent[0] = first[written:]
+                    return
+                self.unsent.popleft()
+        except BlockingIOError:
+            return
+        except OSError:     # the client closed its end: what waits is lost with it
+            self.account.give(sum(len(view) for view in self.unsent))
+            self.unsent.clear()
+        self.loop.remove_writer(self.fd)
+        self.empty.set()
+        self.drained()
+
+    async def flush(self, timeout):
+        """Wait until what waits is written, `timeout` seconds at most."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.empty.wait(), timeout)
+
+    def close(self):
+        if self.unsent:
+            self.loop.remove_writer(self.fd)
+            self.account.give(sum(len(view) for view in self.unsent))
+            self.unsent.clear()
+        if not self.blocking:
+            os.set_blocking(self.fd, True)     # it may be shared: as it came
+        os.close(self.fd)
+
+
 async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     """Serve one session over stdin/stdout (a private copy: `_private_stdout`) until stdin closes
     or it is cancelled (SIGTERM, Ctrl-C); what runs then gets `grace` s (SHUTDOWN_GRACE). Framing
     only: lines in, lines out. Reading pauses while the session is not `accepting` (the pipe holds
-    the client back), until `on_ready`. `trace`: the trace extension's, shown every line."""
+    the client back), until `on_ready`; what the client does not read waits in `_Output`, within
+    its account. `trace`: the trace extension's, shown every line."""
     loop = asyncio.get_running_loop()
-    out = _private_stdout(stdout_fd)
     finished = asyncio.Event()
     paused = threaded = False
     go = threading.Event()              # the reader thread (if any) waits here to read on
@@ -4457,22 +4557,39 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         # None: a request ended unanswered (cancelled)
         if message is None or session.state == "closed":
             return
+        # Past half the account behind, logs and progress give way: the rest is for answers.
+        behind = out.unsent and session.account.used * 2 > session.account.limit
+        if behind and type(message) is dict and message.get("method") in _DROPPABLE:
+            out.dropped += 1
+            return
         data = _encode_all(message) if type(message) is list else _encode_safely(message)
         if data is None:
             return
-        if trace:
-            trace.message("out", "stdout", message)
-        try:
-            view = memoryview(data + b"\n")
-            while view:     # a pipe may take part of it: the rest follows
-                view = view[os.write(out, view):]
+        try:    # a batch's answers were charged as they came (`batch`): its line is not refused
+            if not out.write(data + b"\n", type(message) is not list):
+                message = _unsent(session, message, len(data))
+                if message is None:
+                    return
+                out.write(encode(message) + b"\n", refusable=False)
         except OSError:     # the client closed its end (EPIPE): end quietly (SECURITY.md R30)
             session.state = "closed"
             session._closed("The client stopped reading")
             finished.set()
+            return
+        if trace:
+            trace.message("out", "stdout", message)
 
     session = Session(server, send)
     session.loop = loop
+
+    def drained():
+        if out.dropped:
+            _logger.warning("dropped %d log/progress notifications: the client is not reading",
+                            out.dropped)
+            out.dropped = 0
+        if session.on_ready is not None and session.accepting:
+            session.on_ready()
+    out = _Output(_private_stdout(stdout_fd), loop, session.account, drained)
 
     def too_long(head, tail):
         # id null: the line was never parsed (JSON-RPC 2.0 5: an id that cannot be read is null)
@@ -4508,11 +4625,18 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     def batch(line):     # 2025-03-26: the answers to a batch go out together, as one array
         answers, over = [], []
         taken: _Any = over      # until receive() says: how many it took, or None (refused whole)
+        held = [0]      # bytes of the answers kept, charged to the client's account until sent
 
         def reply(message):         # False: a notification, which goes out on its own
-            if message is not None and "method" not in message:
-                answers.append(message)
-            return message is None or "method" not in message
+            if message is None or "method" in message:
+                return message is None
+            size = MESSAGE_COST + len(_encode_safely(message) or b"")
+            if session.account.take(size):
+                held[0] += size
+            else:
+                message = _unsent(session, message, size)
+            answers.append(message)
+            return True
 
         def done():
             over.append(True)
@@ -4520,12 +4644,11 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
                 flush()
 
         def flush():
-            if not answers:
-                return
             if taken is None:   # a batch refused whole gets its one error alone
                 send(answers[0])
-            else:
+            elif answers:
                 send(answers)
+            session.account.give(held[0])
         taken = session.receive(line, done, reply)
         if over:
             flush()
@@ -4579,11 +4702,15 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         session.on_ready = None
         with contextlib.suppress(NotImplementedError, OSError, ValueError):
             loop.remove_reader(stdin_fd)
-    try:    # what was read still runs, waiting requests too, within the grace period
-        await session.stop(SHUTDOWN_GRACE if grace is None else grace)
+    if grace is None:
+        grace = SHUTDOWN_GRACE
+    end = loop.time() + grace
+    try:    # what was read still runs, waiting requests too, and is written, within the grace
+        await session.stop(grace)
+        await out.flush(end - loop.time())
     finally:
         session.close(cancel=True)
-        os.close(out)   # the client reads EOF: the server is gone
+        out.close()     # the client reads EOF: the server is gone
     if cancelled:
         raise asyncio.CancelledError
     return 0
@@ -8154,7 +8281,6 @@ def _skill_files(root):
     folders deep at most), as URI -> ((root, the names on the real path below it), mimeType,
     size, (device, inode)), and its folders, as URI -> what is in each."""
     import mimetypes
-    import stat
     files, folders = {}, {}
     for here, subdirs, names in os.walk(root):
         at = os.path.relpath(here, root).replace(os.sep, "/")
@@ -8233,7 +8359,6 @@ def _file_bytes(place, listed):
     device and inode (not a file or hard link put in its place), a regular file (a FIFO would
     hang the read), and within MAX_SKILL_BYTES."""
     import errno
-    import stat
     # no link followed at the last step; a FIFO opens without waiting for a writer
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
