@@ -573,7 +573,7 @@ class _Account:
     def refusal(self, size):
         """Why `size` bytes were refused, in one line naming the bound."""
         account = self
-        if self.used + size <= self.limit:      # it was the server's that is full
+        if self.parent is not None and self.used + size <= self.limit:   # the server's is full
             account = self.parent
         return (f"Over the memory {account.name} may hold ({account.limit} bytes, "
                 f"{account.used} held now); try again once earlier answers are read")
@@ -8361,8 +8361,9 @@ def _file_bytes(place, listed):
     import errno
     # no link followed at the last step; a FIFO opens without waiting for a writer
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    root, names = place
     try:
-        fd = _open_below(*place, flags)
+        fd = _open_below(root, names, flags)
     except OSError as e:    # a link on the way (FreeBSD says EMLINK), or a file where a folder was
         if e.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
             raise
