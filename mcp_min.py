@@ -4729,6 +4729,17 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
 # the request it answers fails at once, naming it (per Client: max_message_bytes=): a server must
 # not be able to fill our memory with one event that never ends (SECURITY.md R33)
 MAX_MESSAGE_BYTES = 64 << 20
+# What a server can make this client hold unasked (issue 39): the requests of its that we serve,
+# and our answers until they are written (each MESSAGE_COST besides its bytes). Past MAX_ASKED_BYTES
+# less REFUSING_BYTES served, a request is not run: it gets -32603 naming the bound. An answer or
+# refusal past MAX_ASKED_BYTES is dropped (logged): a server that floods us and never reads what we
+# write costs us this much, no more.
+MAX_ASKED_BYTES = 16 << 20
+REFUSING_BYTES = 1 << 20
+# our answers being sent at once: over HTTP each is a POST, a connection (a file descriptor) that a
+# server may hold open; the rest wait their turn, charged, and our own requests still connect
+MAX_ANSWERING = 4
+MAX_RESPONSE_HEAD = 64 * 1024   # HTTP: a response's status line and headers; more -> McpError
 CONNECT_TIMEOUT = 10.0          # seconds to reach a server and see its endpoint
 KILL_STEP = 2.0                 # seconds a stdio server gets to exit after EOF, then after SIGTERM,
                                 # before SIGKILL (2025-11-25 basic/lifecycle, Shutdown)
@@ -4796,6 +4807,11 @@ class Client(_Peer):
         self._tasks: set[asyncio.Task[_Any]] = set()   # what runs for the server, held
         # a request of the server's -> its answering
         self._asked: dict[_Any, asyncio.Task[_Any]] = {}
+        # what the server makes us hold (MAX_ASKED_BYTES), and within it, the requests we serve
+        self._memory = _Account(MAX_ASKED_BYTES, name="this client")
+        self._serving = _Account(MAX_ASKED_BYTES - REFUSING_BYTES, self._memory, "this client")
+        self._answering = asyncio.Semaphore(MAX_ANSWERING)
+        self._dropped = 0   # answers dropped in a row (`_reply`)
 
     async def __aenter__(self) -> "Client":  # noqa: PYI034 — typing.Self is 3.11's
         if self._transport:
@@ -4966,13 +4982,16 @@ class Client(_Peer):
                 _logger.debug("could not cancel request %r: %s", id_, e)
         _background(self._tasks, tell())
 
-    def _received(self, message):
-        """Every message from the server comes through here (parsed, or JSON text); a
-        response's id is returned (what its transport waits for: a POST's stream that carried
-        its answer needs no resuming)."""
+    def _received(self, message, size=0):
+        """Every message from the server comes through here (JSON text, or parsed from `size`
+        bytes); a response's id is returned (what its transport waits for: a POST's stream that
+        carried its answer needs no resuming)."""
+        if isinstance(message, (bytes, str)):
+            size = len(message)
+            message = self._parsed(message)
+            if message is None:
+                return None
         try:
-            if isinstance(message, (bytes, str)):
-                message = decode(message)
             kind = classify(message)
         except McpError:    # one bad message is skipped, never the whole stream
             _logger.warning("ignoring a malformed message from the server")
@@ -4981,7 +5000,12 @@ class Client(_Peer):
             self._settle(message)
             return message["id"]
         if kind == "request":     # kept by its id: the server may cancel it
-            _background(self._tasks, self._answer(message), self._asked, message["id"])
+            cost = MESSAGE_COST + size
+            if self._serving.take(cost):
+                _background(self._tasks, self._answer(message, cost), self._asked, message["id"])
+            else:   # not run: refused, naming the bound
+                refusal = _error(message["id"], INTERNAL_ERROR, self._serving.refusal(cost))
+                _background(self._tasks, self._reply(refusal, message["method"]))
         else:
             self._notified(message["method"], message.get("params") or {})
         return None
@@ -5002,18 +5026,37 @@ class Client(_Peer):
         elif self.on_notification:
             self._call(self.on_notification, method, params)
 
+    def _parsed(self, data, id_=None):
+        """A message from the server parsed, or None: refused before parsing if parsing would
+        multiply it (`_request_from`: past MAX_CONTAINERS, as the server refuses a client's), or
+        not JSON. What it answers (`id_`, else the id read off its ends) then fails now."""
+        if isinstance(data, str):
+            data = data.encode()
+        try:
+            return _request_from(data)
+        except McpError as e:
+            _logger.warning("ignoring a malformed message from the server: %s", e.message)
+            self._unread(id_, data[:_EDGE], data[-_EDGE:],
+                         f"The server's message could not be read ({e.message})")
+            return None
+
     def _too_big(self, id_=None, head=b"", tail=b""):
         """A message from the server past `max_message_bytes` was skipped: the request it
-        answers (`id_`, else the id read off its ends) fails now, naming the limit."""
+        answers fails now, naming the limit."""
+        _logger.error("a message from the server over %d bytes was skipped", self.max_message)
+        self._unread(id_, head, tail, f"The server's answer is over {self.max_message} bytes, "
+                                      "this client's limit: raise it with "
+                                      "Client(max_message_bytes=...)")
+
+    def _unread(self, id_, head, tail, why):
+        """A message from the server was not read: the request it answers (`id_`, else the id
+        read off `head` or `tail`, its ends) fails now with `why`."""
         found = _EDGE_ID[0].match(head) or _EDGE_ID[1].search(tail)
         if id_ is None and found:
             # "00", a control byte, \xff: no id, not an error
             with contextlib.suppress(ValueError):
                 id_ = json.loads(found.group(1))
-        _logger.error("a message from the server over %d bytes was skipped", self.max_message)
-        self._fail(id_, McpError(INTERNAL_ERROR, f"The server's answer is over {self.max_message} "
-                                                 "bytes, this client's limit: raise it with "
-                                                 "Client(max_message_bytes=...)"))
+        self._fail(id_, McpError(INTERNAL_ERROR, why))
 
     def _call(self, fn, *args):
         """A callback of the user's: a coroutine it returns runs on its own, and what it raises is
@@ -5064,9 +5107,10 @@ class Client(_Peer):
                 answers[key] = {}
         return answers
 
-    async def _answer(self, message):
-        """Answer one request of the server's. A handler's exception is -32603 with a constant
-        message: its details go to our log, never to the server."""
+    async def _answer(self, message, cost):
+        """Answer one request of the server's, `cost` charged while it is served. A handler's
+        exception is -32603 with a constant message: its details go to our log, never to the
+        server."""
         method, params = message["method"], message.get("params") or {}
         try:
             reply = _result(message["id"], await self._handle(method, params))
@@ -5075,11 +5119,38 @@ class Client(_Peer):
         except Exception:
             _logger.exception("handler for %s failed", method)
             reply = _error(message["id"], INTERNAL_ERROR, "Internal error")
-        if self._transport:     # closed meanwhile: no one to answer
-            try:
-                await self._transport.send(reply)
-            except Exception:  # noqa: BLE001 — the answer is lost, not the client
-                _logger.warning("could not answer the server's %s", method)
+        finally:
+            self._serving.give(cost)
+        await self._reply(reply, method)
+
+    async def _reply(self, reply, method):
+        """Send our answer to the server's `method` request, MAX_ANSWERING at once, charged (its
+        bytes, and MESSAGE_COST) until written. One that does not fit is dropped: the server
+        floods us, or does not read what we write. The first of a run is logged, then its count.
+        """
+        try:
+            size = MESSAGE_COST + len(encode(reply))
+        except (TypeError, ValueError, RecursionError):     # a handler's answer is not JSON
+            _logger.error("our answer to the server's %s is not JSON: %.200r", method, reply)
+            reply = _error(reply["id"], INTERNAL_ERROR, "Internal error")
+            size = MESSAGE_COST + len(encode(reply))
+        if not self._memory.take(size):
+            if not self._dropped:
+                _logger.warning("dropped our answer to the server's %s: %s", method,
+                                self._memory.refusal(size))
+            self._dropped += 1
+            return
+        if self._dropped:
+            _logger.warning("dropped %d answers to the server in all", self._dropped)
+            self._dropped = 0
+        try:
+            async with self._answering:
+                if self._transport:     # closed meanwhile: no one to answer
+                    await self._transport.send(reply)
+        except Exception:  # noqa: BLE001 — the answer is lost, not the client
+            _logger.warning("could not answer the server's %s", method)
+        finally:
+            self._memory.give(size)
 
     async def _all(self, method):
         """Every page of a list. A cursor is opaque: sent back as it came, never read
@@ -5665,9 +5736,9 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
         trace.http("out", f"{method} {target}", headers, body)
     port = parts.port or (443 if tls else 80)
     # ssl=True: the default context (certificate and host name checked); a response head past
-    # MAX_HEAD_BYTES stops readuntil: a server cannot make us buffer without end
+    # MAX_RESPONSE_HEAD stops readuntil: a server cannot make us buffer without end
     reader, writer = await asyncio.wait_for(asyncio.open_connection(
-        parts.hostname, port, ssl=tls, limit=MAX_HEAD_BYTES), CONNECT_TIMEOUT)
+        parts.hostname, port, ssl=tls, limit=MAX_RESPONSE_HEAD), CONNECT_TIMEOUT)
     # Host: the URL's host and port, never its user:password@ (RFC 9110 7.2)
     lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
@@ -5676,6 +5747,10 @@ async def _http(url, method, headers, body=b"", trace=None, hops=5):
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
     try:
         status, reason, response_headers = await _response_head(reader)
+    except asyncio.LimitOverrunError:
+        writer.close()
+        raise McpError(CONNECTION_CLOSED, f"{url}: response head too large (over "
+                                          f"{MAX_RESPONSE_HEAD} bytes)") from None
     except BaseException:   # cancelled too: the connection goes with the request
         writer.close()
         raise
@@ -5956,11 +6031,13 @@ class _StreamableHttp(_Transport):
         response.close()
         if not body.strip():    # 202: taken, nothing to say
             return None
-        data = decode(body)
+        data = self.client._parsed(body, id_)
+        if data is None:    # refused unread: what it answered has failed
+            return None
         if type(data) is not list:      # a batch's answers come as one array
             data = [data]
         for item in data:
-            self.client._received(item)
+            self.client._received(item, len(body))
         return None
 
     async def _reinitialize(self):

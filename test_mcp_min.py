@@ -6009,6 +6009,229 @@ class ClientHostileServerTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(sum("was skipped" in line for line in logged.output), 6)
 
 
+# Issue 39's fake stdio server. A ping is answered first with `bombs` empty arrays, once. A
+# tools/call sends n requests of its `method` (with a sampling request's params unless "ping"),
+# then a log message (the client has read every request by then: one stream, read in order);
+# with `read`, it reads as many answers and returns how many were results and the refusals,
+# else it never reads its stdin again.
+_FLOODING = r'''
+import json, sys, time
+bombs = int(sys.argv[1])
+def send(message):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+for line in sys.stdin:
+    message = json.loads(line)
+    method, id_ = message.get("method"), message.get("id")
+    if method == "initialize":
+        send({"id": id_, "result": {"protocolVersion": message["params"]["protocolVersion"],
+                                    "capabilities": {"tools": {}},
+                                    "serverInfo": {"name": "flooding", "version": "1"}}})
+    elif method == "ping" and bombs:
+        sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":[%s]}\n'
+                         % (json.dumps(id_), ",".join(["[]"] * bombs)))
+        bombs = 0
+    elif method == "tools/call":
+        n, ask, read = (message["params"]["arguments"][k] for k in ("n", "method", "read"))
+        params = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                  "maxTokens": 10}
+        for i in range(n):
+            send({"id": f"s{i}", "method": ask, **({} if ask == "ping" else {"params": params})})
+        send({"method": "notifications/message", "params": {"level": "info", "data": "all sent"}})
+        sys.stdout.flush()
+        if not read:
+            time.sleep(60)
+        answers = [json.loads(sys.stdin.readline()) for _ in range(n)]
+        refusals = [a["error"] for a in answers if "error" in a]
+        summary = {"results": n - len(refusals), "refusals": refusals}
+        send({"id": id_, "result": {"content": [{"type": "text", "text": json.dumps(summary)}]}})
+    elif id_ is not None:
+        send({"id": id_, "result": {}})
+    sys.stdout.flush()
+'''
+
+
+class ClientBoundsTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 39: what a server can make our Client hold is bounded: a message's objects and
+    arrays (MAX_CONTAINERS, before parsing), the server's requests and our answers by bytes
+    (MAX_ASKED_BYTES), our answers' POSTs in number (MAX_ANSWERING), a response's head
+    (MAX_RESPONSE_HEAD)."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.flooding = os.path.join(tmp.name, "flooding.py")
+        with open(self.flooding, "w") as f:
+            f.write(_FLOODING)
+
+    def shrink(self, **limits):
+        for name, value in limits.items():
+            patch = mock.patch.object(mcp_min, name, value)
+            patch.start()
+            self.addCleanup(patch.stop)
+
+    def stdio_client(self, bombs=0, **options):
+        return mcp_min.Client([*PYTHON, self.flooding, str(bombs)], era="handshake",
+                              timeout=TIMEOUT, env=_clean_env(), inherit_env=False, **options)
+
+    async def http_server(self, answer):
+        """A Streamable HTTP server in a few lines: ``await answer(head, message, writer)`` for
+        each request (`message`: its JSON body parsed, or None), on a connection of its own."""
+        async def handle(reader, writer):
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+                body = await reader.readexactly(int(length.group(1)) if length else 0)
+                await answer(head, json.loads(body) if body else None, writer)
+                await writer.drain()
+                if not writer.is_closing():     # held open: until the client lets go
+                    await reader.read()
+                writer.close()
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        self.addCleanup(server.close)
+        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+
+    @staticmethod
+    def json_answer(writer, data):
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n%s" % (len(data), data))
+        writer.close()
+
+    def routine(self, message, writer):
+        """What the fake servers answer alike: True if it was a GET (405: no stream of its
+        own), a notification (202) or initialize."""
+        if message is None:
+            writer.write(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            writer.close()
+            return True
+        if "id" not in message:
+            writer.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            writer.close()
+            return True
+        if message.get("method") != "initialize":
+            return False
+        self.json_answer(writer, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "protocolVersion": message["params"]["protocolVersion"], "capabilities": {},
+            "serverInfo": {"name": "fake", "version": "1"}}}).encode())
+        return True
+
+    async def test_a_container_bomb_is_refused_before_parsing_and_fails_what_it_answers(self):
+        # Regression (issue 39 item 7): the client parsed a server's [[],[],...] whole (16 MB
+        # peaked at 425 MiB); now it refuses it first, as the server does (_request_from).
+        self.shrink(MAX_CONTAINERS=100)
+        with self.assertLogs("mcp_min", "WARNING") as logged:
+            async with self.stdio_client(bombs=1000) as client:     # a stdio line
+                with self.assertRaises(McpError) as caught:
+                    await client.ping()
+                self.assertEqual(await client.ping(), {})     # the session goes on
+        self.assertEqual(caught.exception.code, INTERNAL_ERROR)
+        self.assertIn("over 100 objects and arrays", caught.exception.message)
+        self.assertIn("over 100 objects and arrays", "\n".join(logged.output))
+
+        async def bombing(head, message, writer):   # a POST's JSON answer
+            if not self.routine(message, writer):
+                self.json_answer(writer, b'{"jsonrpc":"2.0","id":%d,"result":[%s]}'
+                                 % (message["id"], b",".join([b"[]"] * 1000)))
+        url = await self.http_server(bombing)
+        async with mcp_min.Client(url, era="handshake", timeout=TIMEOUT) as client:
+            with self.assertRaises(McpError) as caught:
+                await client.ping()
+        self.assertIn("over 100 objects and arrays", caught.exception.message)
+
+    async def test_requests_past_the_bound_are_refused_not_run(self):
+        # Regression (issue 39 item 8): 50,000 sampling requests to a slow handler were all held
+        # (+215 MiB). Now those past the bound get -32603 naming it, and their handler never runs.
+        self.shrink(MAX_ASKED_BYTES=20 << 10, REFUSING_BYTES=8 << 10)
+        gate, sent, calls = asyncio.Event(), asyncio.Event(), []
+
+        async def sampling(params):
+            calls.append(params)
+            await gate.wait()
+            return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+        async with self.stdio_client(sampling=sampling, on_log=lambda p: sent.set()) as client:
+            call = asyncio.ensure_future(client.call_tool(
+                "flood", {"n": 200, "method": "sampling/createMessage", "read": True}))
+            await asyncio.wait_for(sent.wait(), TIMEOUT)    # every request read
+            held = len(client._asked)
+            gate.set()
+            summary = json.loads((await call)["content"][0]["text"])
+        self.assertEqual(summary["results"], held)
+        self.assertEqual(len(calls), held)
+        self.assertLess(held, 20)   # 12 KiB, at MESSAGE_COST and its bytes each
+        refusals = summary["refusals"]
+        self.assertEqual(len(refusals), 200 - held)
+        self.assertEqual({r["code"] for r in refusals}, {INTERNAL_ERROR})
+        self.assertTrue(refusals[0]["message"].startswith(
+            f"Over the memory this client may hold ({12 << 10} bytes"), refusals[0])
+        self.assertNotIn("\n", refusals[0]["message"])
+        self.assertEqual(client._memory.used, 0)    # all given back
+
+    async def test_a_server_that_never_reads_its_stdin_costs_a_bounded_amount(self):
+        # Regression (issue 39 item 8): 200,000 pings from a server that never read its stdin
+        # held an answer each, and a task blocked writing it (362-708 MiB). Now the answers
+        # waiting are within the bound; those past it are dropped, logged.
+        self.shrink(MAX_ASKED_BYTES=40 << 10, REFUSING_BYTES=8 << 10, KILL_STEP=0.2)
+        sent = asyncio.Event()
+        with self.assertLogs("mcp_min", "WARNING") as logged:
+            async with self.stdio_client(on_log=lambda p: sent.set()) as client:
+                call = asyncio.ensure_future(client.call_tool(
+                    "flood", {"n": 6000, "method": "ping", "read": False}))
+                await asyncio.wait_for(sent.wait(), TIMEOUT)    # every ping read
+                unsent = client._transport.process.stdin.transport.get_write_buffer_size()
+                waiting = len(client._asked)
+            with self.assertRaises(McpError):
+                await call
+        # unread: the pipe's 64 KiB and asyncio's write buffer (its high-water mark: 64 KiB)
+        self.assertLess(waiting, (32 << 10) // mcp_min.MESSAGE_COST)   # 2,500 before
+        self.assertLessEqual(unsent, (64 << 10) + mcp_min.MAX_ANSWERING * 512)
+        self.assertTrue(any("dropped our answer to the server's ping" in line
+                            for line in logged.output))
+
+    async def test_answers_posts_are_few_and_our_own_requests_still_connect(self):
+        # Regression (issue 39 item 8): 3,000 pings on a GET /mcp stream whose answers' POSTs
+        # never completed held 3,008 open connections, and under ulimit -n 1024 the client's
+        # own next request failed with "Too many open files".
+        self.shrink(MAX_ANSWERING=2)
+        open_posts, most, sent = set(), [0], asyncio.Event()
+
+        async def holding(head, message, writer):
+            if head.startswith(b"GET"):     # the client's GET stream: 50 pings, then a log
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+                for i in range(50):
+                    writer.write(b'data: {"jsonrpc":"2.0","id":%d,"method":"ping"}\n\n' % i)
+                writer.write(b'data: {"jsonrpc":"2.0","method":"notifications/message",'
+                             b'"params":{"level":"info","data":"all sent"}}\n\n')
+            elif self.routine(message, writer):
+                pass
+            elif "method" in message:     # a request of the client's own: answered
+                self.json_answer(writer, b'{"jsonrpc":"2.0","id":%d,"result":{}}' % message["id"])
+            else:   # our answer to a ping: its POST is never answered
+                open_posts.add(writer)
+                most[0] = max(most[0], len(open_posts))
+        url = await self.http_server(holding)
+        async with mcp_min.Client(url, era="handshake", timeout=TIMEOUT,
+                                  on_log=lambda p: sent.set()) as client:
+            await asyncio.wait_for(sent.wait(), TIMEOUT)    # every ping read
+            self.assertEqual(await client.ping(), {})
+            self.assertEqual(most[0], 2)
+            # the other answers wait their turn, charged
+            self.assertGreater(client._memory.used, 50 * mcp_min.MESSAGE_COST)
+        for task in client._tasks:  # they would wait REPLY_TIMEOUT for the POSTs
+            task.cancel()
+        await asyncio.gather(*client._tasks, return_exceptions=True)
+
+    async def test_a_response_head_too_large_is_an_mcp_error_naming_the_url(self):
+        # Regression (issue 39 item 10): a 200 kB head was a raw LimitOverrunError, no URL.
+        async def big_head(head, message, writer):
+                writer.write(b"HTTP/1.1 200 OK\r\nX-Big: " + b"x" * 200_000 + b"\r\n\r\n")
+        url = await self.http_server(big_head)
+        for era in ("auto", "handshake"):
+            with self.subTest(era=era), self.assertRaises(McpError) as caught:
+                await mcp_min.Client(url, era=era, timeout=TIMEOUT).connect()
+            self.assertIn(url, caught.exception.message)
+            self.assertIn(f"response head too large (over {mcp_min.MAX_RESPONSE_HEAD} bytes)",
+                          caught.exception.message)
+
+
 ##############################################################################
 # Core: running a server: server.run(), its signals, the official SDK's client
 ##############################################################################
