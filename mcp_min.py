@@ -548,6 +548,7 @@ class _Account:
 
     def __init__(self, limit, parent=None, name="this client"):
         self.used, self.limit, self.parent, self.name = 0, limit, parent, name
+        self.drops = 0      # messages dropped for want of room (`dropped`)
 
     def take(self, size):
         """Charge `size` bytes: False, and nothing charged, if they do not fit."""
@@ -577,6 +578,23 @@ class _Account:
             account = self.parent
         return (f"Over the memory {account.name} may hold ({account.limit} bytes, "
                 f"{account.used} held now); try again once earlier answers are read")
+
+    def dropped(self, size):
+        """Count a message of `size` bytes dropped for want of room: the refusal, logged at the
+        1st, 2nd, 4th, 8th... drop (a client that floods us does not flood the log too)."""
+        refusal = self.refusal(size)
+        self.drops += 1
+        if self.drops & (self.drops - 1) == 0:
+            _logger.warning("%d messages dropped in all for %s, the last of %d bytes: %s",
+                            self.drops, self.name, size, refusal)
+        return refusal
+
+
+def _dropped(account, response, size):
+    """The error that goes out in place of `response` (`size` bytes), dropped whole for want of
+    room in the client's `account`."""
+    refusal = account.dropped(size)
+    return _error(response["id"], INTERNAL_ERROR, "The answer was dropped: " + refusal)
 
 
 class _Timer:
@@ -3311,12 +3329,12 @@ class _Stream:
         if self.account.take(size):
             return message, size
         if "method" not in message:     # a response: dropped whole, and the client told
-            refusal = self.account.refusal(size)
-            _logger.warning("an answer of %d bytes was dropped: %s", size, refusal)
-            error = _error(message["id"], INTERNAL_ERROR, "The answer was dropped: " + refusal)
+            # The error is held past the bound: no bigger than its request's charge, freed as it
+            # goes (a JSON answer, a batch's, is never cut off for want of room).
+            error = _dropped(self.account, message, size)
             size = MESSAGE_COST + len(encode(error))
-            if self.account.take(size):
-                return error, size
+            self.account.hold(size)
+            return error, size
         _logger.warning("a client fell %d messages (%d bytes) behind on its stream: closed",
                         len(self.items), self.size)
         self.overflowed = True
@@ -3942,7 +3960,8 @@ class HttpServer:
     async def _read_body(self, conn):
         """A POST's body into `request.body`, refused before a byte of it is read: no length
         (411), too long (413), or not application/json (415: a text/plain POST needs no CORS
-        preflight, so any web page could send one; SECURITY.md R5)."""
+        preflight, so any web page could send one; SECURITY.md R5). Past the client's account
+        (503) it is read, but not kept."""
         request, headers = conn.request, conn.request.headers
         if "transfer-encoding" in headers:
             # Chunked bodies are not needed by MCP clients (411: send a length); CL+TE is a
@@ -3962,10 +3981,10 @@ class HttpServer:
         if _media_types(headers.get("content-type", "")) != {"application/json"}:
             raise _HttpError(415, "Content-Type must be application/json")
         # held until parsed (`_parsed_body`), charged to the client who sends it
-        account = self.server.account(self._client(conn))
-        if not account.take(int(length)):
-            raise _HttpError(503, account.refusal(int(length)))
-        conn.body = (account, int(length))
+        size, account = int(length), self.server.account(self._client(conn))
+        refused = not account.take(size)
+        if not refused:
+            conn.body = (account, size)
         # RFC 9110 10.1.1: a 100-continue from an HTTP/1.0 client MUST be ignored
         if headers.get("expect", "").lower() == "100-continue" and request.version == "HTTP/1.1":
             conn.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
@@ -3974,7 +3993,13 @@ class HttpServer:
             self._trace(conn)
             conn.timeout()
         conn.timer.set(BODY_TIMEOUT, too_slow)
-        request.body = await conn.reader.readexactly(int(length))
+        if refused:
+            # Read and dropped as it comes: closed with a body unread, the connection would be
+            # reset, and the client might never see the 503 that says why.
+            while size:
+                size -= len(await conn.reader.readexactly(min(size, WRITE_BUFFER)))
+            raise _HttpError(503, account.refusal(int(length)))
+        request.body = await conn.reader.readexactly(size)
         conn.timer.clear()
         if conn.trace:
             self._trace(conn)
@@ -4443,13 +4468,12 @@ def _unsent(session, message, size):
     """What goes out in place of a message with no room in the client's account: for a response,
     an error naming the bound (the answer dropped whole); for a request of ours, its waiter
     fails now; a notification is dropped. None: nothing."""
-    refusal = session.account.refusal(size)
-    _logger.warning("a message of %d bytes was not sent: %s", size, refusal)
     if "method" not in message:
-        return _error(message["id"], INTERNAL_ERROR, "The answer was dropped: " + refusal)
+        return _dropped(session.account, message, size)
     if "id" in message:
-        session._fail(message["id"], McpError(INTERNAL_ERROR, refusal))
+        session._fail(message["id"], McpError(INTERNAL_ERROR, session.account.dropped(size)))
     return None
+
 
 
 def _private_stdout(fd=1):
@@ -4811,7 +4835,6 @@ class Client(_Peer):
         self._memory = _Account(MAX_ASKED_BYTES, name="this client")
         self._serving = _Account(MAX_ASKED_BYTES - REFUSING_BYTES, self._memory, "this client")
         self._answering = asyncio.Semaphore(MAX_ANSWERING)
-        self._dropped = 0   # answers dropped in a row (`_reply`)
 
     async def __aenter__(self) -> "Client":  # noqa: PYI034 — typing.Self is 3.11's
         if self._transport:
@@ -5126,7 +5149,7 @@ class Client(_Peer):
     async def _reply(self, reply, method):
         """Send our answer to the server's `method` request, MAX_ANSWERING at once, charged (its
         bytes, and MESSAGE_COST) until written. One that does not fit is dropped: the server
-        floods us, or does not read what we write. The first of a run is logged, then its count.
+        floods us, or does not read what we write (logged as `_Account.dropped` says).
         """
         try:
             size = MESSAGE_COST + len(encode(reply))
@@ -5135,14 +5158,8 @@ class Client(_Peer):
             reply = _error(reply["id"], INTERNAL_ERROR, "Internal error")
             size = MESSAGE_COST + len(encode(reply))
         if not self._memory.take(size):
-            if not self._dropped:
-                _logger.warning("dropped our answer to the server's %s: %s", method,
-                                self._memory.refusal(size))
-            self._dropped += 1
+            self._memory.dropped(size)
             return
-        if self._dropped:
-            _logger.warning("dropped %d answers to the server in all", self._dropped)
-            self._dropped = 0
         try:
             async with self._answering:
                 if self._transport:     # closed meanwhile: no one to answer
