@@ -549,6 +549,7 @@ class _Account:
     def __init__(self, limit, parent=None, name="this client"):
         self.used, self.limit, self.parent, self.name = 0, limit, parent, name
         self.drops = 0      # messages dropped for want of room (`dropped`)
+        self.over = False   # one was, and half of the limit is not free again since (`flooded`)
 
     def take(self, size):
         """Charge `size` bytes: False, and nothing charged, if they do not fit."""
@@ -568,21 +569,41 @@ class _Account:
 
     def give(self, size):
         self.used -= size
+        if self.over and self.used * 2 <= self.limit:
+            self.over = False
         if self.parent is not None:
             self.parent.give(size)
 
     def refusal(self, size):
         """Why `size` bytes were refused, in one line naming the bound."""
-        account = self
-        if self.parent is not None and self.used + size <= self.limit:   # the server's is full
-            account = self.parent
-        return (f"Over the memory {account.name} may hold ({account.limit} bytes, "
-                f"{account.used} held now); try again once earlier answers are read")
+        return self._refusing(size).why()
+
+    def _refusing(self, size):
+        """The account that has no room for `size` more bytes: this one, else the server's."""
+        if self.parent is not None and self.used + size <= self.limit:
+            return self.parent
+        return self
+
+    def why(self):
+        return (f"Over the memory {self.name} may hold ({self.limit} bytes, {self.used} held "
+                "now); try again once earlier answers are read")
+
+    def flooded(self):
+        """The account (this one, or the server's) that dropped a message for want of room, and
+        has not had half of it free since, else None. What runs meanwhile would be dropped too:
+        a request is then refused before it runs."""
+        if self.over:
+            return self
+        if self.parent is not None and self.parent.over:
+            return self.parent
+        return None
 
     def dropped(self, size):
         """Count a message of `size` bytes dropped for want of room: the refusal, logged at the
         1st, 2nd, 4th, 8th... drop (a client that floods us does not flood the log too)."""
-        refusal = self.refusal(size)
+        account = self._refusing(size)
+        account.over = True
+        refusal = account.why()
         self.drops += 1
         if self.drops & (self.drops - 1) == 0:
             _logger.warning("%d messages dropped in all for %s, the last of %d bytes: %s",
@@ -972,6 +993,10 @@ class Session(_Peer):
     async def _serve(self, id_, method, params, done, era):
         if id_ in self._cancelled:      # cancelled before it started: no answer
             self._finished(id_, None, done)
+            return
+        flooded = self.account.flooded()
+        if flooded is not None:     # its answer would be dropped too: not run at all
+            self._finished(id_, _error(id_, INTERNAL_ERROR, flooded.why()), done)
             return
         entry = _METHODS[method]
         ctx = Context(self, id_, params.get("_meta"))
@@ -3477,18 +3502,31 @@ class _Connection:
             return True
         return await self.http.auth.still_good(self)
 
-    def write(self, status, headers=(), body: bytes | None = b"", close=False):
-        """A response head, and `body` unless it is None (a stream follows)."""
+    def write(self, status, headers=(), body: bytes | list[bytes] | None = b"", close=False):
+        """A response head, and `body` unless it is None (a stream follows) or a list: parts the
+        caller sends after the head (`send`), one at a time."""
         reason = _REASONS.get(status, "Status")
         lines = [f"HTTP/1.1 {status} {reason}"]
         lines += [f"{name}: {value}" for name, value in headers]
-        if body is not None and status != 204:      # a 204 carries none (RFC 9110 8.6)
+        parts: list[bytes] = []
+        if isinstance(body, list):
+            parts, body = body, None
+            lines.append(f"Content-Length: {sum(map(len, parts))}")
+        elif body is not None and status != 204:    # a 204 carries none (RFC 9110 8.6)
             lines.append(f"Content-Length: {len(body)}")
         if close or self.http.closing:     # draining: a proxy must not reuse this connection
             lines.append("Connection: close")
-        if self.trace:
-            self.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers), body)
-        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
+        if self.trace:      # it shows a body whole
+            self.trace.http("out", f"{status} {_REASONS.get(status, '')}", dict(headers),
+                            b"".join(parts) if parts else body)
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        if not body:
+            self.writer.write(head)
+        elif len(body) > WRITE_BUFFER:      # not copied once more to put the head before it
+            self.writer.write(head)
+            self.writer.write(body)
+        else:
+            self.writer.write(head + body)
 
     def error(self, e, close=False):
         """`e` as the answer: its status, and as body a JSON-RPC error with id null: it refuses the
@@ -4286,14 +4324,25 @@ async def _json_answer(conn, stream, headers, batch, era, responses):
     if not responses:
         conn.write(202, headers, b"")
         return True
-    body = _encode_all(responses) if batch else _encode_safely(responses[0])
     # 200 for a JSON-RPC error too: the transport names no status for one, HTTP statuses are
     # its own refusals; another era may say otherwise (2026-07-28: 404 for -32601)
     status = 200
     if era is not _HANDSHAKE:
         status = era.http_status(responses[0])
-    conn.write(status, headers + [("Content-Type", "application/json")],
-               body)
+    headers = headers + [("Content-Type", "application/json")]
+    if not batch:
+        conn.write(status, headers, _encode_safely(responses[0]))
+        return True
+    # A batch's answers go out one at a time, each encoded in its dict's place, and let go once
+    # written: the array is never built whole, nor copied (what its client's account was
+    # charged for is what it costs).
+    for i, message in enumerate(responses):
+        responses[i] = (b"," if i else b"[") + (_encode_safely(message) or b"")
+    responses.append(b"]")
+    conn.write(status, headers, responses)
+    for i, part in enumerate(responses):
+        responses[i] = b""
+        await conn.send(part)
     return True
 
 
@@ -4586,11 +4635,19 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         if behind and type(message) is dict and message.get("method") in _DROPPABLE:
             out.dropped += 1
             return
-        data = _encode_all(message) if type(message) is list else _encode_safely(message)
-        if data is None:
-            return
-        try:    # a batch's answers were charged as they came (`batch`): its line is not refused
-            if not out.write(data + b"\n", type(message) is not list):
+        try:
+            if type(message) is list:   # a batch's answers, encoded and charged as they came
+                if trace:               # (`batch`): a part at a time, let go once passed on
+                    trace.message("out", "stdout", [json.loads(data) for data in message])
+                for i, data in enumerate(message):
+                    message[i] = b""
+                    out.write((b"," if i else b"[") + data, refusable=False)
+                out.write(b"]\n", refusable=False)
+                return
+            data = _encode_safely(message)
+            if data is None:
+                return
+            if not out.write(data + b"\n"):
                 message = _unsent(session, message, len(data))
                 if message is None:
                     return
@@ -4654,12 +4711,14 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         def reply(message):         # False: a notification, which goes out on its own
             if message is None or "method" in message:
                 return message is None
-            size = MESSAGE_COST + len(_encode_safely(message) or b"")
+            # kept as its bytes, charged: the dict goes now, what is held is what was charged
+            data = _encode_safely(message) or b""
+            size = MESSAGE_COST + len(data)
             if session.account.take(size):
                 held[0] += size
             else:
-                message = _unsent(session, message, size)
-            answers.append(message)
+                data = encode(_unsent(session, message, size))
+            answers.append(data)
             return True
 
         def done():
@@ -4668,8 +4727,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
                 flush()
 
         def flush():
-            if taken is None:   # a batch refused whole gets its one error alone
-                send(answers[0])
+            if taken is None:   # a batch refused whole gets its one error alone (not a list)
+                send(json.loads(answers[0]))
             elif answers:
                 send(answers)
             session.account.give(held[0])

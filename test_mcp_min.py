@@ -1196,6 +1196,7 @@ class ServerProcess:
         self.proc.stderr.close()
 
 
+_REFUSAL = "Over the memory this client may hold"
 _BLOBS = "from mcp_min import Server\nserver = Server('blobs')\n" \
          "@server.tool()\ndef blob(n: int) -> str:\n    return 'x' * n\nserver.run()\n"
 
@@ -1235,19 +1236,29 @@ class AbuseSseTest(unittest.IsolatedAsyncioTestCase):
         for _, body in refused:
             self.assertIn(b"Over the memory this client may hold", body)
         answers, data = {}, b""
-        while len(answers) < len(accepted):     # the client reads at last: each call has its answer
-            data += await asyncio.wait_for(reader.read(1 << 20), TIMEOUT)
-            *events, data = data.split(b"\n\n")
-            for event in events:
-                if b"\ndata: " in event:
-                    message = json.loads(event.partition(b"\ndata: ")[2])
-                    if message["id"]:       # not initialize's
-                        answers[message["id"]] = message
+
+        async def read_answers(count):
+            nonlocal data
+            while len(answers) < count:
+                data += await asyncio.wait_for(reader.read(1 << 20), TIMEOUT)
+                *events, data = data.split(b"\n\n")
+                for event in events:
+                    if b"\ndata: " in event:
+                        message = json.loads(event.partition(b"\ndata: ")[2])
+                        if message["id"]:       # not initialize's
+                            answers[message["id"]] = message
+        await read_answers(len(accepted))      # the client reads at last: each call has its answer
         self.assertEqual(sorted(answers), [i for i, _ in accepted])
         dropped = [i for i, message in answers.items() if "error" in message]
         self.assertGreater(len(dropped) + len(refused), 200)
-        self.assertIn("The answer was dropped: Over the memory this client may hold",
-                      answers[dropped[-1]]["error"]["message"])
+        # the first past the account was dropped; those after it were not even run
+        said = [answers[i]["error"]["message"] for i in dropped]
+        self.assertTrue(said[0].startswith("The answer was dropped: " + _REFUSAL), said[0])
+        self.assertTrue(said[-1].startswith(_REFUSAL), said[-1])
+        # all read: the account is free again, and a call runs
+        self.assertEqual((await client.request("POST", endpoint, call(301, "blob", {"n": 3}))).status, 202)
+        await read_answers(len(accepted) + 1)
+        self.assertEqual(tool_text(answers[301]), "xxx")
 
 
 # Issue 39 (hold under abuse, round 4): what one small input made the server hold, bounded by the
@@ -1271,7 +1282,6 @@ async def hang(pad: str = '') -> str:
 
 server.run()
 """
-_REFUSAL = "Over the memory this client may hold"
 
 
 class StdioChild:
