@@ -551,11 +551,12 @@ class _Account:
         self.drops = 0      # messages dropped for want of room (`dropped`)
         self.over = False   # one was, and half of the limit is not free again since (`flooded`)
 
-    def take(self, size):
-        """Charge `size` bytes: False, and nothing charged, if they do not fit."""
-        if self.used + size > self.limit:
+    def take(self, size, part=1):
+        """Charge `size` bytes: False, and nothing charged, if they do not fit (in the first
+        1/`part` of each limit: see `Session.receive`)."""
+        if self.used + size > self.limit // part:
             return False
-        if self.parent is not None and not self.parent.take(size):
+        if self.parent is not None and not self.parent.take(size, part):
             return False
         self.used += size
         return True
@@ -574,19 +575,22 @@ class _Account:
         if self.parent is not None:
             self.parent.give(size)
 
-    def refusal(self, size):
+    def refusal(self, size, part=1):
         """Why `size` bytes were refused, in one line naming the bound."""
-        return self._refusing(size).why()
+        return self._refusing(size, part).why(part)
 
-    def _refusing(self, size):
+    def _refusing(self, size, part=1):
         """The account that has no room for `size` more bytes: this one, else the server's."""
-        if self.parent is not None and self.used + size <= self.limit:
+        if self.parent is not None and self.used + size <= self.limit // part:
             return self.parent
         return self
 
-    def why(self):
-        return (f"Over the memory {self.name} may hold ({self.limit} bytes, {self.used} held "
-                "now); try again once earlier answers are read")
+    def why(self, part=1):
+        bound = f"{self.limit} bytes"
+        if part > 1:
+            bound = f"{self.limit // part} bytes of its {self.limit} for requests"
+        return (f"Over the memory {self.name} may hold ({bound}, {self.used} held now); try "
+                "again once earlier answers are read")
 
     def flooded(self):
         """The account (this one, or the server's) that dropped a message for want of room, and
@@ -811,12 +815,15 @@ class Session(_Peer):
                 message = _request_from(frame)
             except McpError as e:
                 message = e
+        # A request is held until answered, within half the account: the other half is for what
+        # requests make (answers), and for what the client must still get through (a cancel, an
+        # answer to our request, a connection to send them on). A notification or a response is
+        # done with at once.
         if type(message) is not list:
-            # A request is held until answered; a notification or response is done with at once.
             if type(message) is dict and "id" in message and "method" in message:
                 charge = size + MESSAGE_COST
-                if not self.account.take(charge):
-                    refusal = self.account.refusal(charge)
+                if not self.account.take(charge, 2):
+                    refusal = self.account.refusal(charge, 2)
                     id_ = message["id"] if _is_id(message["id"]) else None
                     self._over(_error(id_, INTERNAL_ERROR, refusal), None, done, reply)
                     return 0
@@ -824,8 +831,8 @@ class Session(_Peer):
             return self._take(message, done, reply, None)
         why = self._batch_refused(message)
         charge = size + MESSAGE_COST * len(message)
-        if not why and not self.account.take(charge):
-            why = self.account.refusal(charge)
+        if not why and not self.account.take(charge, 2):
+            why = self.account.refusal(charge, 2)
         if why:     # JSON-RPC: a batch that cannot be taken gets one error, not an array
             self._over(_error(None, INVALID_REQUEST, "Invalid request: " + why), None, done, reply)
             return None
