@@ -128,6 +128,7 @@ import logging
 import math
 import os
 import re
+import select
 import stat
 import sys
 import threading
@@ -485,7 +486,8 @@ def _parsed_body(conn):
         raise _HttpError(400, e.message, e.code) from None
     finally:    # traced already; a stream may stay open for hours: it keeps none of it
         conn.request.body = b""
-        conn.release()
+        if conn.body is not None:   # charged (`_read_body`)
+            conn.release()
     if conn.auth is not None:   # a tool may need more of the token than the endpoint did
         conn.http.auth.step_up(conn.auth, body, conn.http.server)
     if type(body) is str:       # a JSON string is no message; handed on parsed, never decoded again
@@ -554,26 +556,32 @@ class _Account:
     def take(self, size, part=1):
         """Charge `size` bytes: False, and nothing charged, if they do not fit (in the first
         1/`part` of each limit: see `Session.receive`)."""
-        if self.used + size > self.limit // part:
-            return False
-        if self.parent is not None and not self.parent.take(size, part):
-            return False
-        self.used += size
+        account = self     # a loop, not a call per account: this is paid on every request
+        while account is not None:
+            if account.used + size > account.limit // part:
+                return False
+            account = account.parent
+        account = self
+        while account is not None:
+            account.used += size
+            account = account.parent
         return True
 
     def hold(self, size):
         """Charge `size` bytes that cannot be refused (the rest of a line begun on the wire): the
         account may pass its limit by that much."""
-        self.used += size
-        if self.parent is not None:
-            self.parent.hold(size)
+        account = self
+        while account is not None:
+            account.used += size
+            account = account.parent
 
     def give(self, size):
-        self.used -= size
-        if self.over and self.used * 2 <= self.limit:
-            self.over = False
-        if self.parent is not None:
-            self.parent.give(size)
+        account = self
+        while account is not None:
+            account.used -= size
+            if account.over and account.used * 2 <= account.limit:
+                account.over = False
+            account = account.parent
 
     def refusal(self, size, part=1):
         """Why `size` bytes were refused, in one line naming the bound."""
@@ -827,7 +835,7 @@ class Session(_Peer):
                     id_ = message["id"] if _is_id(message["id"]) else None
                     self._over(_error(id_, INTERNAL_ERROR, refusal), None, done, reply)
                     return 0
-                done = self._giving(charge, done)
+                done = functools.partial(self._given, self.account, charge, done)
             return self._take(message, done, reply, None)
         why = self._batch_refused(message)
         charge = size + MESSAGE_COST * len(message)
@@ -836,7 +844,7 @@ class Session(_Peer):
         if why:     # JSON-RPC: a batch that cannot be taken gets one error, not an array
             self._over(_error(None, INVALID_REQUEST, "Invalid request: " + why), None, done, reply)
             return None
-        done = self._giving(charge, done)
+        done = functools.partial(self._given, self.account, charge, done)
         left = [len(message)]
 
         def one_done():
@@ -854,17 +862,15 @@ class Session(_Peer):
             return "batches are not accepted"
         return None
 
-    def _giving(self, charge, done):
-        """`done`, which first gives a frame's charge back (reading may then go on)."""
-        account = self.account
-
-        def given():
-            account.give(charge)
-            if self.on_ready is not None and not self.waiting and self.accepting:
-                self.on_ready()
-            if done:
-                done()
-        return given
+    def _given(self, account, charge, done):
+        """A frame's work is over: its charge goes back to the account it was taken from (HTTP's
+        initialize changes it: `own`), reading may go on, then `done`. (Bound with
+        functools.partial: a closure would cost a call more per request.)"""
+        account.give(charge)
+        if self.on_ready is not None and not self.waiting and self.accepting:
+            self.on_ready()
+        if done:
+            done()
 
     @property
     def accepting(self):
@@ -957,16 +963,14 @@ class Session(_Peer):
             task = _start_task(self._serve(id_, method, params, done, era), self.loop)
             if not task.done():     # it waits (before 3.12: has yet to begin)
                 self.running[id_] = task
+                # The timer that ends what runs past its time limit (`_sweep`), due by this
+                # request's end at the latest. Only a request that waits needs one: one answered
+                # in its first step (3.12+) costs no timer, and a timer in the event loop makes
+                # each of its turns dearer.
                 if not _METHODS[method].endless:
-                    self._time_limit(method, params)
-
-    def _time_limit(self, method, params):
-        """The timer that ends what runs past its time limit (`_sweep`): due by this request's
-        end at the latest. Only a request that waits needs one: one answered in its first step
-        (3.12+) costs no timer, and a timer in the event loop makes each of its turns dearer."""
-        if self._timer is None:
-            self._timer = _Timer(self.loop)
-        self._timer.by(self.loop.time() + self._limit(method, params), self._sweep)
+                    if self._timer is None:
+                        self._timer = _Timer(self.loop)
+                    self._timer.by(self.loop.time() + self._limit(method, params), self._sweep)
 
     def _era(self, params) -> _Any:
         """The era a request belongs to: another's that claims it (2026-07-28's requests stand
@@ -1001,8 +1005,8 @@ class Session(_Peer):
         if id_ in self._cancelled:      # cancelled before it started: no answer
             self._finished(id_, None, done)
             return
-        flooded = self.account.flooded()
-        if flooded is not None:     # its answer would be dropped too: not run at all
+        if self.account.over or self.server.memory.over:    # its answer would be dropped too:
+            flooded = self.account.flooded() or self.server.memory      # not run at all
             self._finished(id_, _error(id_, INTERNAL_ERROR, flooded.why()), done)
             return
         entry = _METHODS[method]
@@ -3378,7 +3382,8 @@ class _Stream:
 
     def clear(self):
         """What is queued goes now (the memory too, and its charge), not when the client does."""
-        self.account.give(self.size)
+        if self.size:
+            self.account.give(self.size)
         self.items, self.sizes, self.size = [], [], 0
 
     def close(self):
@@ -3407,7 +3412,7 @@ class _Stream:
             return _PART
         if self.items:
             size = self.sizes.pop(0)
-            if not self.json_only:  # written now (a JSON answer's: once all are, `close`)
+            if size and not self.json_only:     # written now (a JSON answer's: at `close`)
                 self.size -= size
                 self.account.give(size)
             self.ended = self.items[0] is _FINISHED
@@ -4025,11 +4030,15 @@ class HttpServer:
             raise _HttpError(413)
         if _media_types(headers.get("content-type", "")) != {"application/json"}:
             raise _HttpError(415, "Content-Type must be application/json")
-        # held until parsed (`_parsed_body`), charged to the client who sends it
-        size, account = int(length), self.server.account(self._client(conn))
-        refused = not account.take(size)
-        if not refused:
-            conn.body = (account, size)
+        # held until parsed (`_parsed_body`), charged to the client who sends it; one that the
+        # reader's share of CONNECTION_COST holds (a head's worth) is charged already
+        size, refused = int(length), None
+        if size > MAX_HEAD_BYTES:
+            account = self.server.account(self._client(conn))
+            if account.take(size):
+                conn.body = (account, size)
+            else:
+                refused = account.refusal(size)
         # RFC 9110 10.1.1: a 100-continue from an HTTP/1.0 client MUST be ignored
         if headers.get("expect", "").lower() == "100-continue" and request.version == "HTTP/1.1":
             conn.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")     # curl waits a second without it
@@ -4043,7 +4052,7 @@ class HttpServer:
             # reset, and the client might never see the 503 that says why.
             while size:
                 size -= len(await conn.reader.readexactly(min(size, WRITE_BUFFER)))
-            raise _HttpError(503, account.refusal(int(length)))
+            raise _HttpError(503, refused)
         request.body = await conn.reader.readexactly(size)
         conn.timer.clear()
         if conn.trace:
@@ -4572,8 +4581,10 @@ class _Output:
             return True
         written = 0
         if not self.unsent:
-            with contextlib.suppress(BlockingIOError):
+            try:
                 written = os.write(self.fd, data)
+            except BlockingIOError:
+                pass
         if written == len(data):
             return True
         rest = memoryview(data)[written:]
@@ -4706,9 +4717,12 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         elif session.accepting:
             if threaded:
                 go.set()
-        elif not threaded:              # the client is far ahead: let the pipe hold it
-            loop.remove_reader(stdin_fd)
-            paused = True
+        else:       # the client is far ahead: let the pipe hold it, until `read_on`
+            session.on_ready = read_on
+            if not threaded:
+                loop.remove_reader(stdin_fd)
+                paused = True
+                watch_hangup()
 
     def batch(line):     # 2025-03-26: the answers to a batch go out together, as one array
         answers, over = [], []
@@ -4743,13 +4757,36 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         if over:
             flush()
 
-    def read_on():
-        nonlocal paused
-        go.set()
-        if paused and not finished.is_set():
+    def read_on():      # the session's on_ready while reading is paused (none else: it is
+        nonlocal paused     # not called for every request's end)
+        if finished.is_set():
+            return
+        session.on_ready = None
+        if threaded:
+            go.set()
+        if paused:
             paused = False
+            unwatch_hangup()
             loop.add_reader(stdin_fd, readable)
-    session.on_ready = read_on
+
+    # While paused, a client that closes its end (and may read no more of ours) is still heard:
+    # what it wrote before can no longer grow (the pipe holds the rest), so it is read to its
+    # EOF, which ends the session. Linux: an epoll of stdin asking no events reports the hang-up.
+    hangup: _Any = None
+
+    def watch_hangup():
+        nonlocal hangup
+        if hangup is None and hasattr(select, "epoll"):    # elsewhere a signal ends it
+            hangup = select.epoll()
+            hangup.register(stdin_fd, select.EPOLLRDHUP)    # a socket's half-close too
+            loop.add_reader(hangup.fileno(), read_on)
+
+    def unwatch_hangup():
+        nonlocal hangup
+        if hangup is not None:
+            loop.remove_reader(hangup.fileno())
+            hangup.close()
+            hangup = None
 
     def readable():                     # the loop's own reader (POSIX pipes, sockets, ttys)
         try:
@@ -4790,6 +4827,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     finally:
         finished.set()                  # `read_on` re-arms no reader (a thread reads on)
         session.on_ready = None
+        unwatch_hangup()
         with contextlib.suppress(NotImplementedError, OSError, ValueError):
             loop.remove_reader(stdin_fd)
     if grace is None:

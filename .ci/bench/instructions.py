@@ -137,4 +137,4 @@ if __name__ == "__main__":
         fail(f"{server} is missing (run from the repository's root)")
     n1, n2 = (int(x) for x in rest[:2]) if len(rest) > 1 else (200, 1200)
     per_call = (run(kind, server, n2) - run(kind, server, n1)) / (n2 - n1)
-    print(f"{server} {kind}: {per_call / 1000:.0f} k instructions per call")
+    print(f"{server} {kind}: {per_call / 1000:.1f} k instructions per call")
