@@ -115,7 +115,9 @@ type hints make; hand-written schemas' others ($ref, oneOf ...) are an extension
 
 # SPDX-License-Identifier: MIT  (c) the mcp_min authors; see LICENSE.
 
+# mypy: disable-error-code="annotation-unchecked"
 import asyncio
+import atexit
 import base64
 import collections.abc
 import contextlib
@@ -991,7 +993,7 @@ class Session(_Peer):
         entry = _METHODS.get(method)
         if entry is None or not self.server.offers(entry.capability) \
                 or entry.era not in (None, era.name):
-            return METHOD_NOT_FOUND, "Method not found"
+            return METHOD_NOT_FOUND, f"Method not found: {method[:100]!r}"
         if era is _HANDSHAKE:
             allowed = _LIFECYCLE[self.state][0]     # what the lifecycle allows now
             if allowed is not None and method not in allowed:
@@ -1726,8 +1728,8 @@ async def _get_prompt(session, params, ctx):
     name = _name(params)
     prompt = session.server.prompts.get(name)
     if prompt is None:
-        raise McpError(INVALID_PARAMS,
-                       "Unknown prompt: call prompts/list for the prompts there are")
+        raise McpError(INVALID_PARAMS, f"Unknown prompt {name[:100]!r}: call prompts/list for "
+                       "the prompts there are")
     arguments = _arguments_of(params)
     if not all(type(value) is str for value in arguments.values()):
         raise McpError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
@@ -1937,36 +1939,70 @@ def _contents(uri, value, mime_type=None):
 
 
 class _Handler:
-    """A registered function, with what its signature says about calling it."""
+    """A registered function, with what its signature says about calling it. What its type
+    hints make (`params`, `schemas`, a tool's `definition` ...) is made by `_resolve`: at once
+    if the hints name only what is already defined, else when first needed."""
 
     def __init__(self, fn: typing.Callable[..., _Any], description: str | None = None) -> None:
         import inspect  # imported here: the cost is paid only when registering
         self.fn, self.is_async = fn, inspect.iscoroutinefunction(fn)
         self.empty = inspect.Parameter.empty    # "no default": inspect is imported only here
+        self.description = description or _first_paragraph(fn.__doc__)
+        self.signature = inspect.signature(fn).parameters
+        for p in self.signature.values():
+            if p.kind is p.POSITIONAL_ONLY:
+                raise ValueError(f"{self._named()}: parameter {p.name!r} is positional-only; "
+                                 "arguments arrive by name")
+            if p.kind is p.VAR_POSITIONAL:  # nothing in a JSON object fills it
+                raise TypeError(f"{self._named()}: *{p.name} can never be given: arguments "
+                                f"arrive by name; take a list ({p.name}: list[...]) instead")
+
+    def _named(self):
+        return f"{getattr(self.fn, '__qualname__', self.fn)}()"
+
+    def _resolve(self, later=False):
+        """Read the type hints and make what they make (`_made`). A hint may name what is not
+        defined yet: a model below its tool under `from __future__ import annotations`. Then,
+        if `later`, it waits until first needed (`__getattr__`), or until serving starts
+        (`Server._resolve`), when the module is whole; a name undefined even then is the
+        author's TypeError, naming it. Never an untyped tool."""
         try:
-            self.hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception:  # noqa: BLE001 — unresolvable forward references: no hints, no schema
-            self.hints = {}
+            self.hints = typing.get_type_hints(self.fn, include_extras=True)
+        except NameError as e:
+            if later:
+                return
+            raise TypeError(f"{self._named()}: a type hint names {e.name!r}, which is not "
+                            "defined (define or import it in the function's module)") from None
+        except Exception as e:  # noqa: BLE001 — any other: a hint Python cannot read
+            raise TypeError(f"{self._named()}: its type hints cannot be read: {e}") from None
         self.context_param, self.var_keyword = None, False
         self.params = []        # (name, hint, default or self.empty)
-        for p in inspect.signature(fn).parameters.values():
-            if p.kind is p.POSITIONAL_ONLY:
-                raise ValueError(f"{getattr(fn, '__name__', fn)!r}: parameter {p.name!r} is "
-                                 "positional-only; arguments arrive by name")
+        for p in self.signature.values():
             hint = self.hints.get(p.name, typing.Any)
             # A Context parameter is the server's to fill, never an argument: not in the schema.
             if _strip(hint) is Context:
                 self.context_param = p.name
             elif p.kind is p.VAR_KEYWORD:   # **kwargs: the schema lets other arguments in
                 self.var_keyword = True
-            elif p.kind is not p.VAR_POSITIONAL:    # *args: nothing in a JSON object fills it
+            else:
                 self.params.append((p.name, hint, p.default))
-        self.description = description or _first_paragraph(fn.__doc__)
         built = {name: self.hint(name, hint) for name, hint, _ in self.params}
         self.schemas = {name: schema for name, (schema, _) in built.items()}
         # where JSON is not the value
         self.loads = {name: load for name, (_, load) in built.items() if load}
         self.names = frozenset(self.schemas)
+        self._made()
+
+    def _made(self):
+        """What a kind of handler makes of its hints, once they are read (a tool's schemas)."""
+
+    def __getattr__(self, name):
+        # Called only for what is missing: what the hints make, while they wait (`_resolve`).
+        if name.startswith("__") or "signature" not in self.__dict__ \
+                or "hints" in self.__dict__:
+            raise AttributeError(name)
+        self._resolve()
+        return getattr(self, name)
 
     def hint(self, name, hint):
         """Parameter `name`'s (or "return"'s) schema and loader: a bad hint is the author's
@@ -2076,15 +2112,21 @@ class Tool(_Handler):
             self.options[option] = _TOOL_OPTIONS[option](self, value)
         # A schema of the author's is copied: what is advertised stays what is checked. One
         # that is not JSON fails here, at registration, rather than in every tools/list.
-        if input_schema:
-            self.input_schema = _json_copy(input_schema, f"tool {self.name!r}: input_schema")
-        else:
-            self.input_schema = self._schema()
+        self.given = (input_schema and _json_copy(input_schema, f"tool {self.name!r}: input_schema"),
+                      output_schema and self._authors_output_schema(output_schema))
+        self.shown = title, annotations, icons, meta
+        self._resolve(later=True)
+
+    def _made(self):
+        """The schemas, from the hints unless the author gave them, and the definition."""
+        input_schema, output_schema = self.given
+        self.input_schema = input_schema or self._schema()
         self.check_input = _checker(self.input_schema)
         # structuredContent must be an object (2025-06-18 server/tools): others go under "result"
         self.wrap = False
         self.output_schema = self._output_schema(output_schema)
         self.check_output = _checker(self.output_schema)
+        title, annotations, icons, meta = self.shown
         self.definition = _defined(name=self.name, title=title, description=self.description,
                                    inputSchema=self.input_schema, outputSchema=self.output_schema,
                                    annotations=annotations, icons=icons, _meta=meta)
@@ -2095,7 +2137,7 @@ class Tool(_Handler):
         """The author's outputSchema, else the return hint's (2025-06-18: structuredContent);
         a result that is not an object goes under "result", as {"result": ...}."""
         if given:
-            return self._authors_output_schema(given)
+            return given
         returns = self.hints.get("return", typing.Any)
         # Content blocks are their own answer, and a str is text: no structured output.
         if _mentions_content(returns) or _strip(returns) in _UNSTRUCTURED:
@@ -2177,7 +2219,9 @@ class Resource(_Handler):
     """A resource, or a template when `uri` has {variables} (passed to the function by name). The
     function returns str (text), bytes (blob), JSON-able data (as application/json text) or
     contents dicts. Options: `name`, `description`, `mime_type`, `title`, `annotations`, `meta`,
-    `icons`, `size`."""
+    `icons`, `size`. To say a URI names nothing, raise ``McpError(RESOURCE_NOT_FOUND, "No note
+    'x'")``: only an McpError's text reaches the client; any other exception (a KeyError) is
+    logged here, and the client gets -32603 "Internal error"."""
 
     def __init__(self, fn, uri, name=None, description=None, mime_type=None, title=None,
                  annotations=None, meta=None, icons=None, size=None):
@@ -2187,11 +2231,19 @@ class Resource(_Handler):
         where = "uri"
         if "{" in uri:      # resources/templates/list shows it (RFC 6570 level 1)
             self.template, where = _UriTemplate(uri), "uriTemplate"
+            # a variable no parameter takes would make every read fail: refused now
+            takes = set(self.signature)
+            lacking = [name for name in self.template.parts[1::2] if name not in takes]
+            if lacking and not any(p.kind is p.VAR_KEYWORD for p in self.signature.values()):
+                raise TypeError(f"resource {uri!r}: {self._named()} takes no parameter "
+                                f"{lacking[0]!r} for the URI's {{{lacking[0]}}}; its parameters: "
+                                f"{', '.join(takes) or 'none'}")
         fields = {where: uri, "name": name or fn.__name__, "title": title,
                   "description": self.description, "mimeType": mime_type,
                   "annotations": annotations, "icons": icons, "_meta": meta, "size": size}
         # `is not None`, unlike `_defined`: a size of 0 (raw bytes, before base64) is worth saying
         self.definition = {key: value for key, value in fields.items() if value is not None}
+        self._resolve(later=True)
 
     def contents(self, uri, value):
         """resources/read's contents: the function's own contents dicts, or one item with the
@@ -2264,6 +2316,10 @@ class Prompt(_Handler):
     def __init__(self, fn, name=None, description=None, title=None, meta=None, icons=None):
         super().__init__(fn, description)
         self.name = name or fn.__name__
+        self.shown = title, icons, meta
+        self._resolve(later=True)
+
+    def _made(self):
         arguments = []
         for pname, _, default in self.params:
             argument = {"name": pname}
@@ -2271,6 +2327,7 @@ class Prompt(_Handler):
                 argument["description"] = self.schemas[pname]["description"]
             argument["required"] = default is self.empty     # else prompts/get is -32602
             arguments.append(argument)
+        title, icons, meta = self.shown
         self.definition = _defined(name=self.name, title=title, description=self.description,
                                    arguments=arguments, icons=icons, _meta=meta)
 
@@ -2393,9 +2450,24 @@ class Server:
         """Register (or replace) an item; connected clients hear that the list changed."""
         if key is None:     # resources go by URI, the others by name
             key = item.name
-        getattr(self, kind)[key] = item
+        items = getattr(self, kind)
+        # Replaced, as a server that updates a tool does, but said: most often it is a copied
+        # function whose name was left as it was, and the first would vanish unseen.
+        if key in items:
+            _logger.warning("%s %r registered again: this one replaces the first (remove_%s() "
+                            "first says it is meant)", kind[:-1], key, kind[:-1])
+        items[key] = item
         self._changed(kind)
         return item
+
+    def resolve(self) -> None:
+        """Read the type hints that waited for names defined later (see `_Handler._resolve`),
+        now that the module is whole: serving starts by it, so that a name still undefined is
+        a TypeError here, not a failed tools/list."""
+        handlers = self.tools, self.resources, self.prompts, self.completions
+        for handler in itertools.chain.from_iterable(kind.values() for kind in handlers):
+            if "hints" not in vars(handler):
+                handler._resolve()
 
     def _remove(self, kind, key):
         if getattr(self, kind).pop(key, None):
@@ -2411,7 +2483,8 @@ class Server:
         kind = "ref/resource" if "://" in ref else "ref/prompt"
 
         def add(fn, _):
-            self.completions[kind, ref, argument] = _Handler(fn)
+            handler = self.completions[kind, ref, argument] = _Handler(fn)
+            handler._resolve(later=True)
         return _decorator(None, add)
 
     def skills(self, path: str) -> None:
@@ -2646,20 +2719,50 @@ def _container_hint(tp, origin, args, depth):
 
 
 def _mapping_hint(args, depth):
-    """dict[str, T]: an object whose members are all T. JSON's keys are strings, so the key type
-    is not in the schema, and keys are not converted: dict[int, T] gets str keys."""
-    item, load = _hint(args[1] if len(args) == 2 else typing.Any, depth + 1)
+    """dict[K, T]: an object whose members are all T. JSON's keys are strings: K is str, or int
+    (each key made an int), or a type that travels as a string (an Enum, a date, a UUID ...),
+    each key made one; a key that is not one is refused (-32602). Other keys: a TypeError."""
+    key, value = args if len(args) == 2 else (str, typing.Any)
+    item, load = _hint(value, depth + 1)
     schema: _Json = {"type": "object"}
     if item:
         schema["additionalProperties"] = item
-    if load is None:
+    load_key, names = _key_hint(key, depth)
+    if names:
+        schema["propertyNames"] = names     # for the client: the core checks keys by loading
+    if load is None and load_key is None:
         return schema, None
 
     def load_members(value):
         if type(value) is not dict:
             return value
-        return {key: _load(load, member) for key, member in value.items()}
+        return {_load(load_key, key): _load(load, member) for key, member in value.items()}
     return schema, load_members
+
+
+def _key_hint(key, depth):
+    """A mapping's key type: (its loader or None, its propertyNames schema or None)."""
+    if key is str or key is typing.Any:
+        return None, None
+    if key is int:
+        return _int_key, {"pattern": "^-?[0-9]+$"}
+    schema, load = _hint(key, depth + 1)
+    options = schema.get("enum")
+    if schema.get("type") != "string":
+        raise TypeError(f"dict keys are strings in JSON: {_hint_name(key)} keys cannot be "
+                        "sent; use str, int, or a type that travels as a string")
+
+    def load_key(name):
+        if options is not None and name not in options:
+            raise ValueError(f"key {name[:50]!r} is not one of {options}")
+        return _load(load, name)
+    return load_key, schema
+
+
+def _int_key(name):
+    if not re.fullmatch(r"-?[0-9]+", name):
+        raise ValueError(f"key {name[:50]!r} is not an integer")
+    return int(name)
 
 
 def _tuple_hint(args, depth, make):
@@ -2716,6 +2819,8 @@ def _record(tp, depth):
                      "properties": {name: schema for name, (schema, _) in fields.items()}}
     if required:
         schema["required"] = list(required)
+    if takes is not None or not _is_dataclass(tp):  # closed, as the arguments are: a key no
+        schema["additionalProperties"] = False      # field takes is refused, never dropped
     doc = _first_paragraph(tp.__doc__)
     if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
         schema["description"] = doc
@@ -2747,7 +2852,14 @@ def _record_fields(tp):
         takes = None
         if not any(p.kind is p.VAR_KEYWORD for p in params):
             takes = frozenset(p.name for p in params)
-        return {f.name: hints.get(f.name, typing.Any) for f in fields}, required, tp, takes
+        found = {f.name: hints.get(f.name, typing.Any) for f in fields}
+        for p in params:    # an InitVar: taken by __init__, kept in no field
+            hint = hints.get(p.name)
+            if isinstance(hint, dataclasses.InitVar):
+                found[p.name] = hint.type
+                if p.default is p.empty:
+                    required.append(p.name)
+        return found, required, tp, takes
     # A TypedDict. String annotations (from __future__) hide Required/NotRequired from
     # __required_keys__, so they are read off the hints: Required[T] in a total=False class,
     # NotRequired[T] in a total one.
@@ -4162,6 +4274,7 @@ _CORS_PREFIXES: list[str] = []  # ... and the families of them, lower case
 
 async def start_http(server, host="127.0.0.1", port=8080, **options):
     """Start serving `server` over HTTP; returns the running HttpServer."""
+    server.resolve()
     return await HttpServer(server, host, port, **options).start()
 
 
@@ -4552,6 +4665,18 @@ def _private_stdout(fd=1):
     return out
 
 
+def _private_stdin(fd=0):
+    """A private copy of `fd` for the protocol; fd 0 then reads the null device, so a child
+    process a tool runs (git, anything that reads stdin when it is not a terminal) cannot take
+    the client's next message, and input() in a tool sees an end rather than hanging."""
+    own = os.dup(fd)
+    if fd == 0:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    return own
+
+
 class _Output:
     """Lines out on stdout. A pipe or a socket is written without blocking: what the client has
     not read yet waits here, charged to its account, while the loop goes on (the client's input,
@@ -4639,6 +4764,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     only: lines in, lines out. Reading pauses while the session is not `accepting` (the pipe holds
     the client back), until `on_ready`; what the client does not read waits in `_Output`, within
     its account. `trace`: the trace extension's, shown every line."""
+    server.resolve()
+    stdin_fd = _private_stdin(stdin_fd)
     loop = asyncio.get_running_loop()
     finished = asyncio.Event()
     paused = threaded = False
@@ -4830,6 +4957,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         unwatch_hangup()
         with contextlib.suppress(NotImplementedError, OSError, ValueError):
             loop.remove_reader(stdin_fd)
+        if not threaded:    # a thread reading on closes nothing: it ends at its next read
+            os.close(stdin_fd)
     if grace is None:
         grace = SHUTDOWN_GRACE
     end = loop.time() + grace
@@ -4868,6 +4997,7 @@ REFUSING_BYTES = 1 << 20
 # server may hold open; the rest wait their turn, charged, and our own requests still connect
 MAX_ANSWERING = 4
 MAX_RESPONSE_HEAD = 64 * 1024   # HTTP: a response's status line and headers; more -> McpError
+STDERR_KEPT = 2048              # stdio: the end of the server's stderr, said if it exits at once
 CONNECT_TIMEOUT = 10.0          # seconds to reach a server and see its endpoint
 KILL_STEP = 2.0                 # seconds a stdio server gets to exit after EOF, then after SIGTERM,
                                 # before SIGKILL (2025-11-25 basic/lifecycle, Shutdown)
@@ -5601,6 +5731,7 @@ class _InMemory(_Transport):
 
     def __init__(self, server, client):
         self.client = client
+        server.resolve()
         self.session = Session(server, self._deliver)
 
     def _deliver(self, message, related):
@@ -5633,6 +5764,8 @@ class _StdioClient(_Transport):
         self.argv, self.client = argv, client
         self.process: _Any = None
         self._reader: asyncio.Future[None] | None = None
+        self._stderr: asyncio.Future[None] | None = None
+        self.said = b""     # the last STDERR_KEPT bytes of the server's stderr
 
     async def start(self):
         if not self.argv:
@@ -5645,11 +5778,10 @@ class _StdioClient(_Transport):
         env = self.client.env      # None: ours as it is
         if env is not None and self.client.inherit_env:
             env = {**os.environ, **env}
+        pipe = asyncio.subprocess.PIPE
         try:
-            # stderr not piped: a pipe nobody reads fills up, and the server then stalls on a log
             self.process = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, **group,
-                                                                env=env)
+                *self.argv, stdin=pipe, stdout=pipe, stderr=pipe, **group, env=env)
         except OSError as e:
             url = ""
             # "localhost:8080" without http:// was taken for a command: say so
@@ -5658,6 +5790,30 @@ class _StdioClient(_Transport):
             raise McpError(CONNECTION_CLOSED, f"cannot start the server {self.argv[0]!r}: "
                            f"{e.strerror}{url}") from None
         self._reader = asyncio.ensure_future(self._read())
+        self._stderr = asyncio.ensure_future(self._pass_stderr())
+
+    async def _pass_stderr(self):
+        """The server's stderr passed on to ours as it comes (a pipe nobody read would fill,
+        and the server would stall on a log); its last lines kept, to say why it ended."""
+        while chunk := await self.process.stderr.read(READ_CHUNK):
+            self.said = (self.said + chunk)[-STDERR_KEPT:]
+            with contextlib.suppress(Exception):    # ours closed or gone: the server goes on
+                sys.stderr.write(chunk.decode(errors="replace"))
+                sys.stderr.flush()
+
+    async def _why_closed(self):
+        """"The server closed its output", with its exit status and its stderr's last lines
+        when it exits at once (a bad argument, an import error ...)."""
+        why = "The server closed its output"
+        with contextlib.suppress(asyncio.TimeoutError):
+            status = await asyncio.wait_for(self.process.wait(), 1.0)
+            if self._stderr is not None:    # to its end: the last lines are there
+                await asyncio.wait_for(asyncio.shield(self._stderr), 1.0)
+            why += f": it exited with status {status}"
+            lines = self.said.decode(errors="replace").strip().splitlines()[-3:]
+            if lines:
+                why += "; its stderr ended: " + " | ".join(line.strip() for line in lines)
+        return why
 
     async def _read(self):
         """The server's stdout cut into lines, each to the client; one past max_message_bytes is
@@ -5666,6 +5822,7 @@ class _StdioClient(_Transport):
         def too_big(head, tail):
             self.client._too_big(None, head, tail)
         lines = _Lines(too_big, self.client.max_message)
+        why = "The server closed its output"
         try:
             while True:
                 chunk = await self.process.stdout.read(READ_CHUNK)
@@ -5678,9 +5835,10 @@ class _StdioClient(_Transport):
                         self._trace("line", "in", "stdout", line)
                         self.client._received(line)
                 if not chunk:
+                    why = await self._why_closed()
                     return
         finally:
-            self.client._closed("The server closed its output")
+            self.client._closed(why)
 
     async def send(self, message):
         """One line on the server's stdin: `encode` writes no raw newline, so the line is the
@@ -5716,8 +5874,9 @@ class _StdioClient(_Transport):
                 break
             if await self._ended(process):
                 break
-        if self._reader:
-            self._reader.cancel()
+        for task in (self._reader, self._stderr):
+            if task:
+                task.cancel()
 
     @staticmethod
     async def _ended(process):
@@ -5920,7 +6079,16 @@ def _http_error(status, body, url):
     with contextlib.suppress(Exception):
         detail = json.loads(body)["error"]
         return McpError(detail["code"], detail["message"], detail.get("data"))
-    return McpError(CONNECTION_CLOSED, f"HTTP {status} from {url}")
+    return McpError(CONNECTION_CLOSED, _http_status(status, url))
+
+
+def _http_status(status, url):
+    """An HTTP status from `url` in words: a 404 at a path that names no MCP endpoint says
+    where servers usually answer."""
+    where = ""
+    if status == 404 and not urllib.parse.urlsplit(url).path.rstrip("/").endswith(("/mcp", "/sse")):
+        where = ": MCP servers usually answer at /mcp (or /sse, the legacy transport)"
+    return f"HTTP {status} from {url}{where}"
 
 
 class _SseParser:
@@ -6279,7 +6447,7 @@ class _LegacySse(_Transport):
                                                         {"Accept": "text/event-stream"})
         if response.status != 200:
             response.close()
-            raise McpError(CONNECTION_CLOSED, f"HTTP {response.status} from {self.url}")
+            raise McpError(CONNECTION_CLOSED, _http_status(response.status, self.url))
         found = asyncio.get_running_loop().create_future()
         self._reader = asyncio.ensure_future(self._read(response, found))
         try:
@@ -6539,6 +6707,22 @@ async def _serving(server, args, options, stdout, signals):
         sys.stderr.flush()
         os._exit(code or 0)
     return code or 0
+
+
+def _core_alone():
+    """At exit, in a copy of the core alone run as a script: it has no command line to run."""
+    print("mcp_min: this copy of mcp_min.py is its core alone, without the command line (serve, "
+          "client, the demo: the whole file's last section); serve your own server with "
+          "Server.run(), as the README shows", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(2)
+
+
+# Run as a script, the whole file runs its command line at its end, once every extension has
+# registered, and takes this back; a copy of the core alone says so as it exits, rather than end
+# having done nothing.
+if __name__ == "__main__":
+    atexit.register(_core_alone)
 
 
 ##############################################################################
@@ -10658,6 +10842,7 @@ def _client_options(client):
 __all__ += ["demo_server", "main"]     # the CLI itself stays private: `main` is its door
 
 if __name__ == "__main__":
+    atexit.unregister(_core_alone)      # the command line is here (see `_core_alone`)
     # Make `import mcp_min` (in a TARGET file) find this very module, not a second copy.
     sys.modules.setdefault("mcp_min", sys.modules[__name__])
     sys.exit(main())

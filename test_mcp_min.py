@@ -475,6 +475,7 @@ if __name__ == "__main__":
         mypy_options = ("--cache-dir", os.devnull, "--config-file", "", "-O", "json")
         runs = {"mypy --strict": [mypy, "--strict", *mypy_options, "weather.py"],
                 "mypy": [mypy, *mypy_options, "mcp_min.py"],
+                "mypy, as a user runs it": [mypy, *mypy_options, "weather.py", "mcp_min.py"],
                 "mypy 3.10": [mypy, "--python-version", "3.10", *mypy_options, "mcp_min.py"],
                 "pyright": [pyright, "--outputjson", "weather.py", "mcp_min.py"],   # one run, both
                 "ruff": [ruff, "check", "--isolated", "--no-cache", "--output-format", "json",
@@ -552,6 +553,13 @@ if __name__ == "__main__":
     def test_the_user_file_runs(self):
         stdout, stderr, _ = self.out["python"]
         self.assertIn("Oslo: sunny for 1 day(s)", stdout, stderr)
+
+    def test_a_users_mypy_says_nothing_of_ours(self):
+        # Issue 40: 47 annotation-unchecked notes on mcp_min.py in every run of a user's mypy.
+        said = [json.loads(line) for line in self.out["mypy, as a user runs it"][0].splitlines()
+                if line.startswith("{")]
+        self.assertEqual([s["message"] for s in said if s["file"] == "mcp_min.py"], [])
+        self.assertTrue(any(s["file"] == "weather.py" for s in said))   # it did check the user's
 
     def test_the_users_bug_alone_under_mypy_strict(self):
         self.expect("mypy --strict", "weather.py", [(self.BUG_LINE, "assignment")])
@@ -1482,6 +1490,200 @@ class AccountsTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(child.answer("barrier")["result"], {})
 
 
+# Issue 40 (what a newcomer trips on): each failed silently, or said too little, on 122d6f1.
+_LAYOUT = """from __future__ import annotations
+from dataclasses import dataclass
+from mcp_min import Server, Context
+server = Server("m")
+
+@server.tool()
+async def add(item: Item, qty: int, ctx: Context) -> str:
+    return f"{qty} x {item.name} ({type(item).__name__}, {type(ctx).__name__})"
+
+@dataclass
+class Item:
+    name: str
+"""
+
+
+def _module(source):
+    """`source` run as a module of its own, as an import would (its functions' hints resolve in
+    its globals; a dataclass finds its module in sys.modules)."""
+    name = f"_layout_{next(_MODULES)}"
+    module = sys.modules[name] = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+_MODULES = itertools.count()
+
+
+class NewcomerTest(unittest.IsolatedAsyncioTestCase):
+    """Issue 40: silent failures in the library, and words that did not help."""
+
+    async def test_1_a_model_below_its_tool_under_future_annotations(self):
+        # 122d6f1: the hints were dropped: {"item": {}, "qty": {}, "ctx": {...}}, never callable.
+        server = _module(_LAYOUT).server
+        async with mcp_min.Client(server) as client:
+            tool, = await client.list_tools()
+            self.assertEqual(set(tool["inputSchema"]["properties"]), {"item", "qty"})
+            self.assertEqual(tool["inputSchema"]["properties"]["qty"], {"type": "integer"})
+            result = await client.call_tool("add", {"item": {"name": "pen"}, "qty": 2})
+            self.assertEqual(result["content"][0]["text"], "2 x pen (Item, Context)")
+            refused = await client.call_tool("add", {"item": {"name": "pen"}, "qty": "lots"})
+            self.assertTrue(refused["isError"])
+
+    async def test_1_a_name_never_defined_is_a_type_error_when_serving_starts(self):
+        server = _module(_LAYOUT.replace("class Item:", "class Thing:")).server
+        with self.assertRaisesRegex(TypeError, r"add\(\): a type hint names 'Item', which is not "
+                                               "defined"):
+            server.resolve()
+        with self.assertRaisesRegex(TypeError, "'Item'"):
+            async with mcp_min.Client(server):
+                pass
+
+    def test_2_a_template_variable_no_parameter_takes_is_refused(self):
+        # 122d6f1: registered, then every read was -32603 Internal error.
+        server = Server("s")
+        with self.assertRaisesRegex(TypeError, r"note\(\) takes no parameter 'name' for the "
+                                               r"URI's \{name\}; its parameters: title"):
+            @server.resource("note://{name}")
+            def note(title: str) -> str:
+                return title
+        self.assertEqual(server.resources, {})
+
+    def test_3_a_second_tool_of_one_name_replaces_the_first_and_says_so(self):
+        # 122d6f1: replaced without a word. Replaced (a server may update a tool), with a warning.
+        server = Server("s")
+        server.add_tool(lambda: "a", "twin")
+        with self.assertLogs("mcp_min", "WARNING") as logs:
+            server.add_tool(lambda: "b", "twin")
+            server.add_prompt(lambda: "p", "p")
+            server.add_prompt(lambda: "q", "p")
+        self.assertEqual(len(logs.output), 2)
+        self.assertIn("tool 'twin' registered again: this one replaces the first", logs.output[0])
+        self.assertIn("prompt 'p' registered again", logs.output[1])
+
+    async def test_4_star_args_refused_dict_keys_made_what_they_say_nested_records_closed(self):
+        server = Server("s")
+        with self.assertRaisesRegex(TypeError, r"\*numbers can never be given: arguments arrive "
+                                               r"by name; take a list \(numbers: list\[...\]\)"):
+            @server.tool()
+            def total(*numbers: int) -> int:
+                return sum(numbers)
+        with self.assertRaisesRegex(TypeError, "dict keys are strings in JSON: float keys"):
+            @server.tool()
+            def weights(w: dict[float, str]) -> str:
+                return ""
+
+        @dataclasses.dataclass
+        class Inner:
+            a: int
+
+        @server.tool()
+        def keyed(m: dict[int, str], inner: Inner) -> str:
+            return repr((m, inner.a))
+        wire = Wire(server)
+        await wire.initialize()
+        good = await wire.request(call(1, "keyed", {"m": {"1": "x", "-2": "y"}, "inner": {"a": 1}}))
+        self.assertEqual(tool_text(good), "({1: 'x', -2: 'y'}, 1)")
+        for i, (arguments, problem) in enumerate((
+                ({"m": {"one": "x"}, "inner": {"a": 1}}, "m: not a valid dict[int, str] (key "
+                                                          "'one' is not an integer)"),
+                ({"m": {}, "inner": {"a": 1, "b": 2}}, "inner.b: unexpected property")), 2):
+            answer = await wire.request(call(i, "keyed", arguments))
+            self.assertTrue(answer["result"]["isError"])
+            self.assertIn(problem, tool_text(answer))
+
+    async def test_6_what_is_not_found_is_named(self):
+        server = Server("s")
+        server.add_prompt(lambda: "hi", "greet")
+        wire = Wire(server)
+        await wire.initialize()
+        answer = await wire.request(rpc(1, "tool/list"))
+        self.assertEqual(answer["error"], {"code": -32601, "message": "Method not found: 'tool/list'"})
+        answer = await wire.request(rpc(2, "prompts/get", {"name": "no_such_prompt"}))
+        self.assertIn("Unknown prompt 'no_such_prompt': call prompts/list", answer["error"]["message"])
+
+    async def test_6_a_url_that_names_no_endpoint_says_where_servers_answer(self):
+        http = await mcp_min.start_http(Server("s"), "127.0.0.1", 0)
+        self.addAsyncCleanup(http.close, 0)
+        with self.assertRaisesRegex(McpError, r"HTTP 404 from http://127\.0\.0\.1:\d+/: MCP servers "
+                                              r"usually answer at /mcp \(or /sse"):
+            async with mcp_min.Client(f"http://127.0.0.1:{http.port}/"):
+                pass
+
+    async def test_6_a_stdio_server_that_exits_at_once_says_why(self):
+        source = "import sys; print('starting', file=sys.stderr); sys.exit('config.toml: not found')"
+        stderr = io.StringIO()
+        with mock.patch.object(sys, "stderr", stderr):
+            with self.assertRaises(McpError) as caught:
+                async with mcp_min.Client([*PYTHON, "-c", source]):
+                    pass
+        self.assertEqual(str(caught.exception), "The server closed its output: it exited with "
+                         "status 1; its stderr ended: starting | config.toml: not found")
+        self.assertIn("config.toml: not found", stderr.getvalue())     # passed on as it came
+
+
+@runs_beside
+class NewcomerProcessTest(unittest.TestCase):
+    """Issue 40, in real processes: the core alone as a script, and a tool's child process."""
+
+    def test_11_the_core_alone_run_as_a_script_says_it_has_no_command_line(self):
+        # 122d6f1: `python3 mcp_min.py serve --stdio` on the cut copy did nothing, and exited 0.
+        with open(MCP_MIN, encoding="utf-8") as f:
+            source = f.read()
+        with tempfile.TemporaryDirectory() as tmp:
+            core = os.path.join(tmp, "mcp_min.py")
+            with open(core, "w", encoding="utf-8") as f:
+                f.write(source.split("\n# Extension:", 1)[0])
+            done = subprocess.run([*PYTHON, core, "serve", "--stdio"], stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=TIMEOUT, env=_clean_env())
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("its core alone, without the command line", done.stderr)
+        self.assertIn("Server.run()", done.stderr)
+
+    def test_13_a_tools_child_process_does_not_read_the_protocols_input(self):
+        # 122d6f1: a child reading stdin took 20 bytes of the client's next request (-32700).
+        script = textwrap.dedent(f"""\
+            import subprocess
+            import mcp_min
+            server = mcp_min.Server("child")
+
+            @server.tool()
+            def child() -> str:
+                read = [{PYTHON[0]!r}, "-c", "import sys; print(len(sys.stdin.buffer.read(20)))"]
+                return subprocess.run(read, capture_output=True, text=True, timeout=10).stdout
+
+            server.run()
+            """)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "child.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(script)
+            lines = [rpc(0, "initialize", init_params("2025-11-25")), note("notifications/initialized"),
+                     call(1, "child")]
+            proc = subprocess.Popen([*PYTHON, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=_clean_env())
+            try:
+                proc.stdin.write("".join(json.dumps(m) + "\n" for m in lines).encode())
+                proc.stdin.flush()
+                answers = {}
+                while 1 not in answers:
+                    message = json.loads(proc.stdout.readline())
+                    answers[message.get("id")] = message
+                proc.stdin.write((json.dumps(rpc(2, "ping")) + "\n").encode())
+                proc.stdin.flush()
+                ping = json.loads(proc.stdout.readline())
+            finally:
+                proc.kill()
+                proc.wait(TIMEOUT)
+                proc.stdout.close()
+                proc.stdin.close()
+        self.assertEqual(tool_text(answers[1]).strip(), "0")    # the child read the null device
+        self.assertEqual(ping, {"jsonrpc": "2.0", "id": 2, "result": {}})
+
+
 ##############################################################################
 # Core: the session, wired in memory
 ##############################################################################
@@ -2399,7 +2601,9 @@ class SessionToolsTest(unittest.IsolatedAsyncioTestCase):
         point = server.tools["where"].input_schema["properties"]["p"]
         self.assertEqual(point["required"], ["x"])
         # Keys the constructor does not take (an extra one, an init=False field) are ignored.
-        self.assertEqual(tool_text(await wire.request(call(2, "where", {"p": {"x": 1, "y": 2, "z": 3}}))), "1,2")
+        # issue 40: a member no field takes is refused, as at the top level (it was dropped)
+        self.assertEqual(tool_text(await wire.request(call(2, "where", {"p": {"x": 1, "y": 2, "z": 3}}))),
+                         "Invalid arguments for tool 'where': p.z: unexpected property")
         self.assertEqual(tool_text(await wire.request(call(3, "where", {"p": {"x": 1, "norm": 2.5}}))), "1,0")
         response = await wire.request(call(4, "pair", {"p": ["a", 1]}))
         self.assertTrue(response["result"]["isError"])
