@@ -717,6 +717,23 @@ def _clean_env(**extra):
     return env
 
 
+# Issue 40: a test that signals its child starts it with those signals at their default (`cmd &`
+# in a script starts the suite with SIGINT ignored; its children inherit that, exec keeps it, and
+# Python keeps it at its start). A Python resets them, then execs the command (the same process):
+# not preexec_fn, unsafe in a process with threads (`runs_beside`), nor `sh -c 'trap - INT; ...'`,
+# which cannot undo a signal ignored on entry (POSIX). SIGPIPE and SIGXFSZ, which a Python ignores
+# at its start, as Popen's restore_signals has them too.
+_AT_DEFAULT = (sys.executable, "-S", "-c", "import os, signal, sys\n"
+               "for name in ('SIGINT', 'SIGTERM', 'SIGPIPE', 'SIGXFSZ'):\n"
+               "    signal.signal(getattr(signal, name), signal.SIG_DFL)\n"
+               "os.execvp(sys.argv[1], sys.argv[1:])")
+
+
+def signals_at_default(argv):
+    """`argv`, to run with SIGINT and SIGTERM at their default whatever this process ignores."""
+    return [*_AT_DEFAULT, *argv]
+
+
 # Issue 34 (hold under abuse, round 3): the parsers, the schema validator, skill files, the
 # trace and stdio's order. What could hang on the code before the fix runs in a child process
 # with a bound (`bounded_child`, a process killed at its timeout), never in the suite's own.
@@ -6259,11 +6276,16 @@ class SyncClientTest(SyncClientCase):
         self.assertTrue(client._loop.is_closed())   # its loop too (it leaked, with its sockets)
 
     def test_a_failed_connect_raises_and_stops_its_thread(self):
-        before = {t for t in threading.enumerate() if t.name == "mcp-client"}
+        # Its own thread (issue 40: every "mcp-client" thread of the process counted, those of
+        # the classes that run beside too): the client made first, so that it is known when
+        # __init__ raises.
+        client = mcp_min.SyncClient.__new__(mcp_min.SyncClient)
         with self.assertRaises(McpError) as caught:
-            mcp_min.SyncClient([*PYTHON, "-c", "import sys; sys.stdin.read()"], timeout=0.15)
+            client.__init__([*PYTHON, "-c", "import sys; sys.stdin.read()"], timeout=0.15)
         self.assertEqual(caught.exception.code, mcp_min.REQUEST_TIMEOUT)
-        self.assertEqual({t for t in threading.enumerate() if t.name == "mcp-client"}, before)
+        self.assertEqual(client._thread.name, "mcp-client")
+        self.assertFalse(client._thread.is_alive())
+        self.assertTrue(client._loop.is_closed())
 
 
 class ClientInMemoryTest(unittest.IsolatedAsyncioTestCase):
@@ -6767,8 +6789,8 @@ class ShutdownTest(unittest.TestCase):
     """SIGTERM and Ctrl-C: calls in flight finish within the grace period, the rest are
     answered with an error, and the process exits 0; a second signal ends it at once. The server
     is a script ending in `server.run()`."""
-    def start_http_server(self, path, *args):
-        return start_http_server(self, [*PYTHON, path], *args)
+    def start_http_server(self, path, *args):     # signalled: SIGINT at its default (issue 40)
+        return start_http_server(self, signals_at_default([*PYTHON, path]), *args)
 
     def naps(self, tmp):
         path = os.path.join(tmp, "naps.py")
@@ -11395,9 +11417,9 @@ class CliTest(unittest.TestCase):
                 f.write(f"import time\nfrom mcp_min import Server\nserver = Server('slow')\n"
                         f"@server.tool\ndef nap() -> str:\n    open({started!r}, 'w').close()\n"
                         f"    time.sleep(60)\n    return 'late'\n")
-            process = subprocess.Popen(
+            process = subprocess.Popen(signals_at_default(     # Ctrl-C heard if this ignores it
                 [*PYTHON, MCP_MIN, "client", f"{PYTHON_CMD} {MCP_MIN} serve {path}",
-                 "tools/call", "nap"], cwd=HERE, env=_clean_env(), stdout=subprocess.PIPE,
+                 "tools/call", "nap"]), cwd=HERE, env=_clean_env(), stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True, start_new_session=True)
             try:
                 deadline = time.monotonic() + TIMEOUT
