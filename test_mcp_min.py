@@ -2139,6 +2139,8 @@ class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(answer["content"][0]["text"], f"Tool '{name}' did not finish within 0.2 s.")
         self.assertEqual((await wire.response(4))["error"],
                          {"code": INTERNAL_ERROR, "message": "Request timed out"})
+        # the cancel reaches the tool's task on a later turn of the loop than the answers may
+        await until(lambda: cancelled, "the timed-out tool hears its cancel")
         self.assertEqual(cancelled, ["forever"])
         self.assertEqual(server.abandoned, 1)       # the sync tool's thread runs on, counted
         self.assertEqual(list(wire.session.running), [2])
