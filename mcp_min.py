@@ -764,6 +764,8 @@ class Session(_Peer):
 
     def __init__(self, server, send, stateless_version=None):
         super().__init__()
+        if server.waiting:      # hints that waited for names defined later: read now
+            server.resolve()
         self.server, self._send = server, send
         self.protocol_version = stateless_version
         self.state = "operating" if stateless_version is not None else "new"
@@ -1941,13 +1943,21 @@ def _contents(uri, value, mime_type=None):
 class _Handler:
     """A registered function, with what its signature says about calling it. What its type
     hints make (`params`, `schemas`, a tool's `definition` ...) is made by `_resolve`: at once
-    if the hints name only what is already defined, else when first needed."""
+    if the hints name only what is already defined, else before it is first needed."""
 
     def __init__(self, fn: typing.Callable[..., _Any], description: str | None = None) -> None:
         import inspect  # imported here: the cost is paid only when registering
         self.fn, self.is_async = fn, inspect.iscoroutinefunction(fn)
         self.empty = inspect.Parameter.empty    # "no default": inspect is imported only here
+        # what the hints make, once `_resolve` has read them
+        self.resolved = False
+        self.hints: dict[str, _Any] = {}
+        self.context_param, self.var_keyword = None, False
+        self.params: list[tuple[str, _Any, _Any]] = []      # (name, hint, default or empty)
         self.description = description or _first_paragraph(fn.__doc__)
+        self.schemas: dict[str, _Json] = {}
+        self.loads: dict[str, _Any] = {}        # a parameter's loader, where JSON is not the value
+        self.names: frozenset[str] = frozenset()
         self.signature = inspect.signature(fn).parameters
         for p in self.signature.values():
             if p.kind is p.POSITIONAL_ONLY:
@@ -1963,8 +1973,8 @@ class _Handler:
     def _resolve(self, later=False):
         """Read the type hints and make what they make (`_made`). A hint may name what is not
         defined yet: a model below its tool under `from __future__ import annotations`. Then,
-        if `later`, it waits until first needed (`__getattr__`), or until serving starts
-        (`Server._resolve`), when the module is whole; a name undefined even then is the
+        if `later`, it waits (`Server.waiting`) until serving starts or a session begins
+        (`Server.resolve`), when the module is whole; a name undefined even then is the
         author's TypeError, naming it. Never an untyped tool."""
         try:
             self.hints = typing.get_type_hints(self.fn, include_extras=True)
@@ -1975,8 +1985,7 @@ class _Handler:
                             "defined (define or import it in the function's module)") from None
         except Exception as e:  # noqa: BLE001 — any other: a hint Python cannot read
             raise TypeError(f"{self._named()}: its type hints cannot be read: {e}") from None
-        self.context_param, self.var_keyword = None, False
-        self.params = []        # (name, hint, default or self.empty)
+        self.context_param, self.var_keyword, self.params = None, False, []
         for p in self.signature.values():
             hint = self.hints.get(p.name, typing.Any)
             # A Context parameter is the server's to fill, never an argument: not in the schema.
@@ -1988,21 +1997,13 @@ class _Handler:
                 self.params.append((p.name, hint, p.default))
         built = {name: self.hint(name, hint) for name, hint, _ in self.params}
         self.schemas = {name: schema for name, (schema, _) in built.items()}
-        # where JSON is not the value
         self.loads = {name: load for name, (_, load) in built.items() if load}
         self.names = frozenset(self.schemas)
         self._made()
+        self.resolved = True
 
     def _made(self):
         """What a kind of handler makes of its hints, once they are read (a tool's schemas)."""
-
-    def __getattr__(self, name):
-        # Called only for what is missing: what the hints make, while they wait (`_resolve`).
-        if name.startswith("__") or "signature" not in self.__dict__ \
-                or "hints" in self.__dict__:
-            raise AttributeError(name)
-        self._resolve()
-        return getattr(self, name)
 
     def hint(self, name, hint):
         """Parameter `name`'s (or "return"'s) schema and loader: a bad hint is the author's
@@ -2322,7 +2323,7 @@ class Prompt(_Handler):
     def _made(self):
         arguments = []
         for pname, _, default in self.params:
-            argument = {"name": pname}
+            argument: _Json = {"name": pname}
             if self.schemas[pname].get("description"):
                 argument["description"] = self.schemas[pname]["description"]
             argument["required"] = default is self.empty     # else prompts/get is -32602
@@ -2371,6 +2372,7 @@ class Server:
         # the Session told
         self.on_roots_changed: typing.Callable[[Session], object] | None = None
         self.sessions: set[Session] = set()     # live sessions, for change notifications
+        self.waiting: list[_Handler] = []       # handlers whose hints wait (`resolve`)
         # the bytes held for its clients (each client's account, kept while something holds it)
         self.memory = _Account(SERVER_BYTES, name="the server")
         self.accounts: weakref.WeakValueDictionary[str, _Account] = weakref.WeakValueDictionary()
@@ -2456,18 +2458,27 @@ class Server:
         if key in items:
             _logger.warning("%s %r registered again: this one replaces the first (remove_%s() "
                             "first says it is meant)", kind[:-1], key, kind[:-1])
+        self._wait(item)
         items[key] = item
         self._changed(kind)
         return item
 
+    def _wait(self, handler):
+        """A handler whose hints wait for names defined later is resolved before it is used:
+        at once if sessions are live (the module is whole), else by `resolve`."""
+        if not handler.resolved:
+            if self.sessions:
+                handler._resolve()
+            else:
+                self.waiting.append(handler)
+
     def resolve(self) -> None:
         """Read the type hints that waited for names defined later (see `_Handler._resolve`),
-        now that the module is whole: serving starts by it, so that a name still undefined is
-        a TypeError here, not a failed tools/list."""
-        handlers = self.tools, self.resources, self.prompts, self.completions
-        for handler in itertools.chain.from_iterable(kind.values() for kind in handlers):
-            if "hints" not in vars(handler):
-                handler._resolve()
+        now that the module is whole: serving starts by it, and each session (`Session`), so
+        that a name still undefined is a TypeError here, not a failed tools/list."""
+        while self.waiting:
+            self.waiting[0]._resolve()
+            del self.waiting[0]
 
     def _remove(self, kind, key):
         if getattr(self, kind).pop(key, None):
@@ -2485,6 +2496,7 @@ class Server:
         def add(fn, _):
             handler = self.completions[kind, ref, argument] = _Handler(fn)
             handler._resolve(later=True)
+            self._wait(handler)
         return _decorator(None, add)
 
     def skills(self, path: str) -> None:
@@ -5731,7 +5743,6 @@ class _InMemory(_Transport):
 
     def __init__(self, server, client):
         self.client = client
-        server.resolve()
         self.session = Session(server, self._deliver)
 
     def _deliver(self, message, related):
