@@ -11538,6 +11538,36 @@ class ReadmeCommandLineTest(unittest.TestCase):
 
 @runs_beside
 @needs_cli
+class ReadmeTranscriptTest(unittest.TestCase):
+    """Issue 40: the README's transcript of the demo is what the demo prints, character for
+    character, its shortened tools/list too: that line said addUser's email was "An email address,
+    like ada@example.com" while the demo sent "An email address: ada@example.com", unseen because
+    the line with "..." was not compared."""
+
+    def test_the_readme_transcript_is_what_the_demo_prints(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            text = f.read()
+        block = re.search(r"```text\n\$ (python3 mcp_min\.py serve --stdio)\n(.*?)```", text, re.S)
+        command, lines = block.group(1).split(), block.group(2).splitlines()
+        sent = [line for line in lines if '"method"' in line]
+        shown = [line for line in lines if '"method"' not in line]
+        self.assertIn("initialize", sent[0])        # the handshake era's transcript, the first
+        done = subprocess.run([*PYTHON, *command[1:]], cwd=HERE, env=_clean_env(), timeout=30,
+                              input="\n".join(sent) + "\n", capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        printed = done.stdout.splitlines()
+        self.assertEqual(len(printed), len(shown), done.stdout)
+        for number, (want, got) in enumerate(zip(shown, printed), 1):
+            head, shortened, _ = want.partition(", ...]")
+            with self.subTest(answer=number):
+                if shortened:       # the first tools as printed, then "..." for the rest
+                    self.assertEqual(got[:len(head) + 1], head + ",")
+                else:
+                    self.assertEqual(got, want)
+
+
+@runs_beside
+@needs_cli
 class StdioDemoTest(unittest.TestCase):
     def test_demo_round_trip(self):
         p = StdioProcess()      # `serve --stdio`: the demo

@@ -23,6 +23,11 @@ TIMEOUT = 30                # seconds: for an answer, and for a server to start 
 CALL = {"name": "getUser", "arguments": {"name": "John"}}
 EXPECT = "john@example.com"     # in the answer's text: the right user, not just any result
 SDK_INSTALL = 'python3 -m venv .peers && .peers/bin/pip install "mcp==2.3.0"'
+# Printed above the ratio lines of stdio.py and http.py, so that a reader of the output knows what
+# they are and what a miss means.
+GOALS = ("Ratios: mcp_min's figure over the official SDK's (\"of SDK\", \"x SDK\") or the stdlib floor's "
+         "(p99/p50: mcp_min's own); in parentheses, the project's own goal for that ratio. A miss means "
+         "the project has not reached its goal against the SDK yet, not that anything fails for a user.")
 now = time.perf_counter_ns
 
 

@@ -1,7 +1,9 @@
 """HTTP side by side: mcp_min (/mcp and /sse), the stdlib floor, the official SDK.
 
-Rounds are interleaved; medians are printed. Each run: cold start (spawn -> initialize result),
-1000 sequential calls on one session, then 20 sessions with a call in flight on each, 100 calls each.
+Rounds are interleaved; medians are printed, then ratios with the project's goals in parentheses
+(harness.GOALS, printed above them, says what they mean). Each run: cold start (spawn -> initialize
+result), 1000 sequential calls on one session, then 20 sessions with a call in flight on each, 100
+calls each.
     python3 .ci/bench/http.py [ROUNDS] [comma-separated target names]
     PY=/path/to/python3 python3 .ci/bench/http.py ...   (run mcp_min and the floor with that interpreter)
 The "sdk" targets run the official SDK from .peers/ (python3 -m venv .peers && .peers/bin/pip
@@ -33,6 +35,7 @@ for name, m in med.items():
     print(f"{name:14} {m['cold_ms']:8.1f} {m['seq']:8.0f} {m['conc']:9.0f} {m['conc_p50_us']:7.0f} "
           f"{m['conc_p99_us']:7.0f} {m['rss_mb']:7.1f}")
 if all(k in med for k in TARGETS):
+    print(harness.GOALS)
     m, s, f = med["mcp_min http"], med["sdk http"], med["floor http"]
     print(f"/mcp seq {m['seq'] / s['seq']:.1f}x SDK (>=5), {m['seq'] / f['seq']:.2f} of floor (>=0.5); "
           f"20x100 {m['conc'] / s['conc']:.1f}x SDK (>=5), p99/p50 {m['conc_p99_us'] / m['conc_p50_us']:.1f} (<10); "

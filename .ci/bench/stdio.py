@@ -1,7 +1,9 @@
 """stdio side by side: mcp_min (-m and script), the stdlib floor, the official SDK.
 
 Rounds are interleaved (A B C D, A B C D, ...); medians are printed with the ratios the issues
-ask about. Each run: cold start (median of 5 spawns), N sequential calls, 20 in flight x 100.
+ask about, each with the project's goal for it in parentheses (harness.GOALS, printed above them,
+says what they mean). Each run: cold start (median of 5 spawns), N sequential calls, 20 in flight
+x 100.
     python3 .ci/bench/stdio.py [ROUNDS] [N] [comma-separated target names]
     PY=/path/to/python3 python3 .ci/bench/stdio.py ...   (run mcp_min and the floor with that interpreter)
 Precompile first for `-m`: python3 -m py_compile mcp_min.py. The target "sdk" runs the official
@@ -37,6 +39,8 @@ if med:
 for name, m in med.items():
     print(f"{name:16} {m['cold_ms']:8.1f} {m['seq']:8.0f} {m['seq_p50_us']:7.0f} {m['seq_p99_us']:7.0f} "
           f"{m['conc']:15.0f} {m['rss_mb']:7.1f}")
+if "sdk" in med and "floor" in med and ("mcp_min script" in med or "mcp_min -m" in med):
+    print(harness.GOALS)
 for name in ("mcp_min script", "mcp_min -m"):
     if name in med and "sdk" in med and "floor" in med:
         m, s, f = med[name], med["sdk"], med["floor"]
