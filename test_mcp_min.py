@@ -11538,6 +11538,25 @@ class ReadmeCommandLineTest(unittest.TestCase):
 
 @runs_beside
 @needs_cli
+class ReadmeFirstScreenTest(unittest.TestCase):
+    """Issue 40 (8, 9): the README is a start, not a digest: what this is, the demo, a host, your
+    own server, the tests; its words explained where they first appear; nothing of our machine."""
+
+    def test_the_first_screen_starts_a_newcomer(self):
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        self.assertEqual(re.findall(r"^## (.+)$", readme, re.M)[:4],
+                         ["Run the demo", "Connect it to a host", "Write your own server in 11 lines",
+                          "Run the tests"])
+        first = readme.index("2026-07-28")
+        self.assertIn("newest released revision", readme[first - 100:first + 200])
+        first = readme.lower().index("the capture")
+        self.assertIn("packet capture", readme[max(0, first - 200):first])
+        self.assertIn("print()", readme[:readme.index("## Run the tests")])     # goes to stderr
+        for ours in ("sandbox", "this project's 2-core machine", " here loads"):
+            self.assertNotIn(ours, readme)
+
+
 class ReadmeTranscriptTest(unittest.TestCase):
     """Issue 40: the README's transcript of the demo is what the demo prints, character for
     character, its shortened tools/list too: that line said addUser's email was "An email address,
