@@ -2113,7 +2113,8 @@ class Tool(_Handler):
             self.options[option] = _TOOL_OPTIONS[option](self, value)
         # A schema of the author's is copied: what is advertised stays what is checked. One
         # that is not JSON fails here, at registration, rather than in every tools/list.
-        self.given = (input_schema and _json_copy(input_schema, f"tool {self.name!r}: input_schema"),
+        what = f"tool {self.name!r}: input_schema"
+        self.given = (input_schema and _json_copy(input_schema, what),
                       output_schema and self._authors_output_schema(output_schema))
         self.shown = title, annotations, icons, meta
         self._resolve(later=True)
@@ -5806,10 +5807,15 @@ class _StdioClient(_Transport):
     async def _pass_stderr(self):
         """The server's stderr passed on to ours as it comes (a pipe nobody read would fill,
         and the server would stall on a log); its last lines kept, to say why it ended."""
-        while chunk := await self.process.stderr.read(READ_CHUNK):
+        import codecs
+        text = codecs.getincrementaldecoder("utf-8")("replace")  # a character cut between reads
+        while True:
+            chunk = await self.process.stderr.read(READ_CHUNK)
+            if not chunk:
+                return
             self.said = (self.said + chunk)[-STDERR_KEPT:]
             with contextlib.suppress(Exception):    # ours closed or gone: the server goes on
-                sys.stderr.write(chunk.decode(errors="replace"))
+                sys.stderr.write(text.decode(chunk))
                 sys.stderr.flush()
 
     async def _why_closed(self):
