@@ -1612,6 +1612,27 @@ class NewcomerTest(unittest.IsolatedAsyncioTestCase):
             self.assertTrue(answer["result"]["isError"])
             self.assertIn(problem, tool_text(answer))
 
+    async def test_7_what_the_readme_says_a_resource_that_fails_gets(self):
+        # The README (item 7): McpError(RESOURCE_NOT_FOUND, ...) says "not found" in its words;
+        # any other exception is logged here, and the client gets only -32603 Internal error.
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            self.assertIn("raise McpError(RESOURCE_NOT_FOUND, f\"No note {day!r}\")", f.read())
+        server = Server("s")
+
+        @server.resource("notes://{day}")
+        def notes(day: str) -> str:
+            if day == "lost":
+                raise McpError(RESOURCE_NOT_FOUND, f"No note {day!r}")
+            return {}["secret"]
+        wire = Wire(server)
+        await wire.initialize()
+        answer = await wire.request(rpc(1, "resources/read", {"uri": "notes://lost"}))
+        self.assertEqual(answer["error"], {"code": RESOURCE_NOT_FOUND, "message": "No note 'lost'"})
+        with self.assertLogs("mcp_min", "ERROR") as logs:
+            answer = await wire.request(rpc(2, "resources/read", {"uri": "notes://monday"}))
+        self.assertEqual(answer["error"], {"code": INTERNAL_ERROR, "message": "Internal error"})
+        self.assertIn("KeyError", "\n".join(logs.output))
+
     async def test_6_what_is_not_found_is_named(self):
         server = Server("s")
         server.add_prompt(lambda: "hi", "greet")
