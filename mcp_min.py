@@ -5818,10 +5818,9 @@ class _StdioClient(_Transport):
                 sys.stderr.write(text.decode(chunk))
                 sys.stderr.flush()
 
-    async def _why_closed(self):
-        """"The server closed its output", with its exit status and its stderr's last lines
+    async def _why(self, why):
+        """`why` the server is lost to us, with its exit status and its stderr's last lines
         when it exits at once (a bad argument, an import error ...)."""
-        why = "The server closed its output"
         with contextlib.suppress(asyncio.TimeoutError):
             status = await asyncio.wait_for(self.process.wait(), 1.0)
             if self._stderr is not None:    # to its end: the last lines are there
@@ -5852,7 +5851,7 @@ class _StdioClient(_Transport):
                         self._trace("line", "in", "stdout", line)
                         self.client._received(line)
                 if not chunk:
-                    why = await self._why_closed()
+                    why = await self._why(why)
                     return
         finally:
             self.client._closed(why)
@@ -5864,8 +5863,10 @@ class _StdioClient(_Transport):
         try:
             self.process.stdin.write(encode(message) + b"\n")
             await self.process.stdin.drain()     # a server that reads slowly holds us here
-        except (ConnectionError, AttributeError):   # it exited, or never started
+        except AttributeError:      # it never started
             raise McpError(CONNECTION_CLOSED, "The server is gone") from None
+        except ConnectionError:     # it exited
+            raise McpError(CONNECTION_CLOSED, await self._why("The server is gone")) from None
 
     async def close(self):
         """stdio shutdown (2025-11-25 basic/lifecycle, Shutdown): close stdin, wait; then
