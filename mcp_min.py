@@ -764,7 +764,7 @@ class Session(_Peer):
 
     def __init__(self, server, send, stateless_version=None):
         super().__init__()
-        if server.waiting:      # hints that waited for names defined later: read now
+        if not server.serving:      # hints that waited for names defined later: read now
             server.resolve()
         self.server, self._send = server, send
         self.protocol_version = stateless_version
@@ -1981,8 +1981,13 @@ class _Handler:
         except NameError as e:
             if later:
                 return
-            raise TypeError(f"{self._named()}: a type hint names {e.name!r}, which is not "
-                            "defined (define or import it in the function's module)") from None
+            why = (f"{self._named()}: a type hint names {e.name!r}, which is not defined at the "
+                   "top level of the function's module (not only under TYPE_CHECKING, nor in a "
+                   "function)")
+            if not self._schema_given():
+                raise TypeError(why) from None
+            # the author's schema says what the arguments are: they arrive as JSON, unconverted
+            _logger.warning("%s: its arguments arrive as JSON, as its input_schema says", why)
         except Exception as e:  # noqa: BLE001 — any other: a hint Python cannot read
             raise TypeError(f"{self._named()}: its type hints cannot be read: {e}") from None
         self.context_param, self.var_keyword, self.params = None, False, []
@@ -2004,6 +2009,10 @@ class _Handler:
 
     def _made(self):
         """What a kind of handler makes of its hints, once they are read (a tool's schemas)."""
+
+    def _schema_given(self) -> bool:
+        """Whether the author wrote the input schema (a tool's input_schema=)."""
+        return False
 
     def hint(self, name, hint):
         """Parameter `name`'s (or "return"'s) schema and loader: a bad hint is the author's
@@ -2119,6 +2128,9 @@ class Tool(_Handler):
         self.shown = title, annotations, icons, meta
         self._resolve(later=True)
 
+    def _schema_given(self) -> bool:
+        return bool(self.given[0])
+
     def _made(self):
         """The schemas, from the hints unless the author gave them, and the definition."""
         input_schema, output_schema = self.given
@@ -2144,7 +2156,7 @@ class Tool(_Handler):
         # Content blocks are their own answer, and a str is text: no structured output.
         if _mentions_content(returns) or _strip(returns) in _UNSTRUCTURED:
             return None
-        schema = self.hint("return", returns)[0]
+        schema: _Json = _opened(self.hint("return", returns)[0])
         if not schema:      # {} (object, a TypeVar): any JSON, no promise
             return None
         if schema.get("type") != "object":
@@ -2195,6 +2207,23 @@ _UNSTRUCTURED = (str, typing.Any, type(None), typing.NoReturn, getattr(typing, "
 _TOOL_OPTIONS: dict[str, typing.Callable[[Tool, _Any], _Any]] = {}
 # What the extensions check of each tool once it is made (a warning, say)
 _TOOL_CHECKS: list[typing.Callable[[Tool], None]] = []
+
+
+def _opened(schema):
+    """A hint's schema as an output's: its records open (what an instance of a subclass or a
+    TypedDict holds beyond its fields is still the promised value), its keys' names not
+    promised (an Enum key goes out as its text)."""
+    if type(schema) is list:
+        return [_opened(item) for item in schema]
+    if type(schema) is not dict:
+        return schema
+    opened = {}
+    for key, value in schema.items():
+        if key == "properties" and type(value) is dict:     # names, each with its schema
+            opened[key] = {name: _opened(sub) for name, sub in value.items()}
+        elif key != "propertyNames" and not (key == "additionalProperties" and value is False):
+            opened[key] = _opened(value)
+    return opened
 
 
 def _json_copy(value, what):
@@ -2374,6 +2403,7 @@ class Server:
         self.on_roots_changed: typing.Callable[[Session], object] | None = None
         self.sessions: set[Session] = set()     # live sessions, for change notifications
         self.waiting: list[_Handler] = []       # handlers whose hints wait (`resolve`)
+        self.serving = False    # whether `resolve` has run: the module is whole
         # the bytes held for its clients (each client's account, kept while something holds it)
         self.memory = _Account(SERVER_BYTES, name="the server")
         self.accounts: weakref.WeakValueDictionary[str, _Account] = weakref.WeakValueDictionary()
@@ -2382,6 +2412,7 @@ class Server:
         self.extensions: dict[str, _Any] = {}
         for prepare in _ON_SERVER:
             prepare(self)
+        atexit.unregister(_core_alone)      # a program with a server of its own: not the CLI
 
     def account(self, client: str) -> _Account:
         """The byte account of `client` (see CLIENT_BYTES): one per client, however many
@@ -2459,6 +2490,7 @@ class Server:
         if key in items:
             _logger.warning("%s %r registered again: this one replaces the first (remove_%s() "
                             "first says it is meant)", kind[:-1], key, kind[:-1])
+            self._unwait(items[key])
         self._wait(item)
         items[key] = item
         self._changed(kind)
@@ -2466,12 +2498,16 @@ class Server:
 
     def _wait(self, handler):
         """A handler whose hints wait for names defined later is resolved before it is used:
-        at once if sessions are live (the module is whole), else by `resolve`."""
+        at once once serving has begun (the module is whole), else by `resolve`."""
         if not handler.resolved:
-            if self.sessions:
+            if self.serving:
                 handler._resolve()
             else:
                 self.waiting.append(handler)
+
+    def _unwait(self, handler):
+        if handler in self.waiting:     # removed or replaced: its hints are no longer needed
+            self.waiting.remove(handler)
 
     def resolve(self) -> None:
         """Read the type hints that waited for names defined later (see `_Handler._resolve`),
@@ -2480,9 +2516,12 @@ class Server:
         while self.waiting:
             self.waiting[0]._resolve()
             del self.waiting[0]
+        self.serving = True
 
     def _remove(self, kind, key):
-        if getattr(self, kind).pop(key, None):
+        item = getattr(self, kind).pop(key, None)
+        if item:
+            self._unwait(item)
             self._changed(kind)
 
     def completion(self, ref: str, argument: str) -> typing.Callable[[_F], _F]:
@@ -2749,33 +2788,37 @@ def _mapping_hint(args, depth):
     def load_members(value):
         if type(value) is not dict:
             return value
-        return {_load(load_key, key): _load(load, member) for key, member in value.items()}
+        loaded = {_load(load_key, key): _load(load, member) for key, member in value.items()}
+        if len(loaded) < len(value):    # "1" and "01": one int key, and a value lost
+            raise ValueError("two keys name the same one")
+        return loaded
     return schema, load_members
 
 
 def _key_hint(key, depth):
     """A mapping's key type: (its loader or None, its propertyNames schema or None)."""
-    if key is str or key is typing.Any:
+    if key is str or key is typing.Any or key is object:
         return None, None
-    if key is int:
-        return _int_key, {"pattern": "^-?[0-9]+$"}
     schema, load = _hint(key, depth + 1)
     options = schema.get("enum")
-    if schema.get("type") != "string":
+    if schema.get("type") == "integer":     # int, an IntEnum, Literal[1, 2]: "1" made 1 first
+        number, schema = True, {"pattern": "^-?[0-9]+$"}
+    elif schema.get("type") == "string":
+        number = False
+    else:
         raise TypeError(f"dict keys are strings in JSON: {_hint_name(key)} keys cannot be "
                         "sent; use str, int, or a type that travels as a string")
 
     def load_key(name):
-        if options is not None and name not in options:
+        key: _Any = name
+        if number:
+            if not re.fullmatch(r"-?[0-9]+", name):
+                raise ValueError(f"key {name[:50]!r} is not an integer")
+            key = int(name)
+        if options is not None and key not in options:
             raise ValueError(f"key {name[:50]!r} is not one of {options}")
-        return _load(load, name)
+        return _load(load, key)
     return load_key, schema
-
-
-def _int_key(name):
-    if not re.fullmatch(r"-?[0-9]+", name):
-        raise ValueError(f"key {name[:50]!r} is not an integer")
-    return int(name)
 
 
 def _tuple_hint(args, depth, make):
@@ -2832,8 +2875,11 @@ def _record(tp, depth):
                      "properties": {name: schema for name, (schema, _) in fields.items()}}
     if required:
         schema["required"] = list(required)
-    if takes is not None or not _is_dataclass(tp):  # closed, as the arguments are: a key no
-        schema["additionalProperties"] = False      # field takes is refused, never dropped
+    # Closed, as the arguments are: a key no field takes is refused, not dropped (open again as
+    # an output schema: a subclass's instance is one too, `_opened`). Unless __init__ takes what
+    # no field shows (**kwargs, an InitVar): then as it came, what the class cannot take dropped.
+    if not _is_dataclass(tp) or (takes is not None and takes <= hints.keys()):
+        schema["additionalProperties"] = False
     doc = _first_paragraph(tp.__doc__)
     if doc and not doc.startswith(tp.__name__ + "("):    # skip dataclass's generated doc
         schema["description"] = doc
@@ -2865,14 +2911,7 @@ def _record_fields(tp):
         takes = None
         if not any(p.kind is p.VAR_KEYWORD for p in params):
             takes = frozenset(p.name for p in params)
-        found = {f.name: hints.get(f.name, typing.Any) for f in fields}
-        for p in params:    # an InitVar: taken by __init__, kept in no field
-            hint = hints.get(p.name)
-            if isinstance(hint, dataclasses.InitVar):
-                found[p.name] = hint.type
-                if p.default is p.empty:
-                    required.append(p.name)
-        return found, required, tp, takes
+        return {f.name: hints.get(f.name, typing.Any) for f in fields}, required, tp, takes
     # A TypedDict. String annotations (from __future__) hide Required/NotRequired from
     # __required_keys__, so they are read off the hints: Required[T] in a total=False class,
     # NotRequired[T] in a total one.
@@ -4778,7 +4817,7 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     the client back), until `on_ready`; what the client does not read waits in `_Output`, within
     its account. `trace`: the trace extension's, shown every line."""
     server.resolve()
-    stdin_fd = _private_stdin(stdin_fd)
+    given, stdin_fd = stdin_fd, _private_stdin(stdin_fd)
     loop = asyncio.get_running_loop()
     finished = asyncio.Event()
     paused = threaded = False
@@ -4938,21 +4977,24 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         feed(chunk)
 
     def reader():                       # a thread: Windows, or stdin redirected from a file
-        while True:
-            try:
-                chunk = os.read(stdin_fd, READ_CHUNK)
-            except OSError:
-                chunk = b""
-            go.clear()
-            if finished.is_set():       # serving ended: nothing more is read
-                return
-            try:
-                loop.call_soon_threadsafe(feed, chunk)
-            except RuntimeError:        # the loop has closed
-                return
-            if not chunk:
-                return
-            go.wait()
+        try:
+            while True:
+                try:
+                    chunk = os.read(stdin_fd, READ_CHUNK)
+                except OSError:
+                    chunk = b""
+                go.clear()
+                if finished.is_set():       # serving ended: nothing more is read
+                    return
+                try:
+                    loop.call_soon_threadsafe(feed, chunk)
+                except RuntimeError:        # the loop has closed
+                    return
+                if not chunk:
+                    return
+                go.wait()
+        finally:
+            os.close(stdin_fd)      # our copy
 
     try:
         loop.add_reader(stdin_fd, readable)
@@ -4970,8 +5012,8 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
         unwatch_hangup()
         with contextlib.suppress(NotImplementedError, OSError, ValueError):
             loop.remove_reader(stdin_fd)
-        if not threaded:    # a thread reading on closes nothing: it ends at its next read
-            os.close(stdin_fd)
+        if threaded:        # the thread reads on, sees the end, and closes our copy
+            go.set()
     if grace is None:
         grace = SHUTDOWN_GRACE
     end = loop.time() + grace
@@ -4981,6 +5023,10 @@ async def serve_stdio(server, stdin_fd=0, stdout_fd=1, trace=None, grace=None):
     finally:
         session.close(cancel=True)
         out.close()     # the client reads EOF: the server is gone
+        if not threaded:
+            if given == 0:  # fd 0 as it came, for what runs next in this process
+                os.dup2(stdin_fd, 0)
+            os.close(stdin_fd)
     if cancelled:
         raise asyncio.CancelledError
     return 0
@@ -5776,8 +5822,9 @@ class _StdioClient(_Transport):
         self.argv, self.client = argv, client
         self.process: _Any = None
         self._reader: asyncio.Future[None] | None = None
-        self._stderr: asyncio.Future[None] | None = None
+        self._errors: int | None = None     # POSIX: our end of the server's stderr
         self.said = b""     # the last STDERR_KEPT bytes of the server's stderr
+        self.all_said = asyncio.Event()     # ... and its end
 
     async def start(self):
         if not self.argv:
@@ -5791,40 +5838,70 @@ class _StdioClient(_Transport):
         if env is not None and self.client.inherit_env:
             env = {**os.environ, **env}
         pipe = asyncio.subprocess.PIPE
+        # POSIX: its stderr on a pipe of our own, passed on as it comes (`_heard`); asyncio's
+        # would hold up process.wait() while a process the server started keeps it open.
+        # Elsewhere the server's stderr is ours.
+        errors = os.pipe() if os.name == "posix" else None
         try:
             self.process = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=pipe, stdout=pipe, stderr=pipe, **group, env=env)
+                *self.argv, stdin=pipe, stdout=pipe, stderr=errors and errors[1], **group,
+                env=env)
         except OSError as e:
+            if errors:
+                os.close(errors[0])
             url = ""
             # "localhost:8080" without http:// was taken for a command: say so
             if len(self.argv) == 1 and ":" in self.argv[0]:
                 url = " (a URL needs http:// or https://)"
             raise McpError(CONNECTION_CLOSED, f"cannot start the server {self.argv[0]!r}: "
                            f"{e.strerror}{url}") from None
+        finally:
+            if errors:
+                os.close(errors[1])     # the server's end
+        if errors:
+            import codecs
+            self._errors = errors[0]
+            self._text = codecs.getincrementaldecoder("utf-8")("replace")   # a character cut
+            os.set_blocking(self._errors, False)                            # between reads
+            asyncio.get_running_loop().add_reader(self._errors, self._heard)
         self._reader = asyncio.ensure_future(self._read())
-        self._stderr = asyncio.ensure_future(self._pass_stderr())
 
-    async def _pass_stderr(self):
+    def _heard(self):
         """The server's stderr passed on to ours as it comes (a pipe nobody read would fill,
-        and the server would stall on a log); its last lines kept, to say why it ended."""
-        import codecs
-        text = codecs.getincrementaldecoder("utf-8")("replace")  # a character cut between reads
-        while True:
-            chunk = await self.process.stderr.read(READ_CHUNK)
-            if not chunk:
-                return
-            self.said = (self.said + chunk)[-STDERR_KEPT:]
-            with contextlib.suppress(Exception):    # ours closed or gone: the server goes on
-                sys.stderr.write(text.decode(chunk))
-                sys.stderr.flush()
+        and the server would stall on a log); its last STDERR_KEPT bytes kept, to say why it
+        ended."""
+        if self._errors is None:
+            return
+        try:
+            chunk = os.read(self._errors, READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._deaf()
+            return
+        self.said = (self.said + chunk)[-STDERR_KEPT:]
+        with contextlib.suppress(Exception):    # ours closed or gone: the server goes on
+            sys.stderr.write(self._text.decode(chunk))
+            sys.stderr.flush()
+
+    def _deaf(self):
+        """The server's stderr is at its end, or no longer ours to read."""
+        if self._errors is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self._errors)
+            os.close(self._errors)
+            self._errors = None
+        self.all_said.set()
 
     async def _why(self, why):
         """`why` the server is lost to us, with its exit status and its stderr's last lines
         when it exits at once (a bad argument, an import error ...)."""
         with contextlib.suppress(asyncio.TimeoutError):
             status = await asyncio.wait_for(self.process.wait(), 1.0)
-            if self._stderr is not None:    # to its end: the last lines are there
-                await asyncio.wait_for(asyncio.shield(self._stderr), 1.0)
+            if self._errors is not None:    # to its end: the last lines are there
+                await asyncio.wait_for(self.all_said.wait(), 1.0)
             why += f": it exited with status {status}"
             lines = self.said.decode(errors="replace").strip().splitlines()[-3:]
             if lines:
@@ -5892,9 +5969,9 @@ class _StdioClient(_Transport):
                 break
             if await self._ended(process):
                 break
-        for task in (self._reader, self._stderr):
-            if task:
-                task.cancel()
+        if self._reader:
+            self._reader.cancel()
+        self._deaf()    # a process the server started may hold its stderr: not ours to wait for
 
     @staticmethod
     async def _ended(process):
@@ -6732,13 +6809,15 @@ def _core_alone():
     print("mcp_min: this copy of mcp_min.py is its core alone, without the command line (serve, "
           "client, the demo: the whole file's last section); serve your own server with "
           "Server.run(), as the README shows", file=sys.stderr)
+    sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(2)
+    os._exit(2)     # an exit status, which a handler here can give no other way
 
 
 # Run as a script, the whole file runs its command line at its end, once every extension has
-# registered, and takes this back; a copy of the core alone says so as it exits, rather than end
-# having done nothing.
+# registered, and takes this back, as does a Server made (a program of its own: the core with a
+# server below it); a copy of the core alone says so as it exits, rather than end having done
+# nothing.
 if __name__ == "__main__":
     atexit.register(_core_alone)
 

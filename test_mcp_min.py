@@ -1559,6 +1559,31 @@ class NewcomerTest(unittest.IsolatedAsyncioTestCase):
             async with mcp_min.Client(server):
                 pass
 
+    async def test_1_a_waiting_tool_removed_or_replaced_is_forgotten_and_one_added_later_is_read_at_once(self):
+        module = _module(_LAYOUT.replace("class Item:", "class Thing:"))    # 'Item' never defined
+        server = module.server
+        server.remove_tool("add")
+        server.resolve()        # nothing waits: the removed tool is not read
+        http = await mcp_min.start_http(server, "127.0.0.1", 0)
+        self.addAsyncCleanup(http.close, 0)
+
+        def late(item: "Item") -> str:
+            return ""
+        with self.assertRaisesRegex(TypeError, "late\\(\\): a type hint names 'Item'"):
+            server.add_tool(late)   # serving: read now, where its author sees it
+        self.assertNotIn("late", server.tools)
+
+    async def test_1_a_name_only_type_checking_imports_is_json_when_the_schema_is_given(self):
+        source = _LAYOUT.replace("async def add(item: Item, qty: int, ctx: Context)",
+                                 "async def add(item: Frame, qty: int, ctx: 'Context')").replace(
+            "@server.tool()", '@server.tool(input_schema={"type": "object", "properties": '
+                              '{"item": {"type": "object"}, "qty": {"type": "integer"}}})')
+        server = _module(source.replace("{item.name}", "{item['name']}")).server
+        with self.assertLogs("mcp_min", "WARNING") as logs:
+            server.resolve()
+        self.assertIn("'Frame', which is not defined", logs.output[0])
+        self.assertIn("its arguments arrive as JSON", logs.output[0])
+
     def test_2_a_template_variable_no_parameter_takes_is_refused(self):
         # 122d6f1: registered, then every read was -32603 Internal error.
         server = Server("s")
@@ -1580,6 +1605,7 @@ class NewcomerTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len(logs.output), 2)
         self.assertIn("tool 'twin' registered again: this one replaces the first", logs.output[0])
         self.assertIn("prompt 'p' registered again", logs.output[1])
+        self.assertEqual(server.tools["twin"].fn(), "b")
 
     async def test_4_star_args_refused_dict_keys_made_what_they_say_nested_records_closed(self):
         server = Server("s")
@@ -1597,9 +1623,24 @@ class NewcomerTest(unittest.IsolatedAsyncioTestCase):
         class Inner:
             a: int
 
+        @dataclasses.dataclass
+        class Wider(Inner):
+            b: int = 2
+
+        class Small(enum.IntEnum):
+            ONE = 1
+
         @server.tool()
         def keyed(m: dict[int, str], inner: Inner) -> str:
             return repr((m, inner.a))
+
+        @server.tool()
+        def widest() -> list[Inner]:    # out, a record stays open: a subclass's instance is one
+            return [Wider(1)]
+
+        @server.tool()
+        def small(m: dict[Small, int]) -> str:
+            return repr(m)
         wire = Wire(server)
         await wire.initialize()
         good = await wire.request(call(1, "keyed", {"m": {"1": "x", "-2": "y"}, "inner": {"a": 1}}))
@@ -1610,6 +1651,14 @@ class NewcomerTest(unittest.IsolatedAsyncioTestCase):
             answer = await wire.request(call(i, "keyed", arguments))
             self.assertTrue(answer["result"]["isError"])
             self.assertIn(problem, tool_text(answer))
+        answer = await wire.request(call(5, "keyed", {"m": {"1": "x", "01": "y"}, "inner": {"a": 1}}))
+        self.assertIn("two keys name the same one", tool_text(answer))
+        answer = await wire.request(call(6, "widest"))
+        self.assertEqual(answer["result"]["structuredContent"], {"result": [{"a": 1, "b": 2}]})
+        self.assertEqual(tool_text(await wire.request(call(7, "small", {"m": {"1": 5}}))),
+                         "{<Small.ONE: 1>: 5}")
+        self.assertIn("key '2' is not one of [1]",
+                      tool_text(await wire.request(call(8, "small", {"m": {"2": 5}}))))
 
     async def test_7_what_the_readme_says_a_resource_that_fails_gets(self):
         # The README (item 7): McpError(RESOURCE_NOT_FOUND, ...) says "not found" in its words;
@@ -1680,6 +1729,22 @@ class NewcomerProcessTest(unittest.TestCase):
         self.assertEqual(done.returncode, 2)
         self.assertIn("its core alone, without the command line", done.stderr)
         self.assertIn("Server.run()", done.stderr)
+        # the core with a server below it is a program of its own: served, and ends as it should
+        with tempfile.TemporaryDirectory() as tmp:
+            single = os.path.join(tmp, "single.py")
+            with open(single, "w", encoding="utf-8") as f:
+                f.write(source.split("\n# Extension:", 1)[0] + textwrap.dedent("""
+                    server = Server("single")
+                    server.add_tool(lambda: "hi", "hi")
+                    server.run()
+                    """))
+            lines = [rpc(0, "initialize", init_params("2025-11-25")), note("notifications/initialized"),
+                     call(1, "hi")]
+            done = subprocess.run([*PYTHON, single], input="".join(json.dumps(m) + "\n" for m in lines),
+                                  capture_output=True, text=True, timeout=TIMEOUT, env=_clean_env())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(tool_text(json.loads(done.stdout.splitlines()[-1])), "hi")
+        self.assertNotIn("core alone", done.stderr)
 
     def test_13_a_tools_child_process_does_not_read_the_protocols_input(self):
         # 122d6f1: a child reading stdin took 20 bytes of the client's next request (-32700).
