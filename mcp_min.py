@@ -94,15 +94,15 @@ skills; OAuth, the resource server and the client; the trace (--trace); and,
 last, the command line, the demo and the options of a deployment. The file cut
 at the first banner is a complete server and client of the handshake era.
 
-On the capture's path the extensions change nothing, though three of them are
+On the capture's path the extensions change nothing, though two of them are
 on it, hooked into the core's tables as the file is imported: every request is
 offered to the 2026-07-28 era (`_Stateless.claims`), which takes only those
 whose _meta names its version; every stream event is written by the resumable
 streams' `_Resumable.event`, which numbers only Streamable HTTP sessions'
-events (legacy /sse's go out as the core writes them); every tools/call is
-served by the tasks' `_call_tool_or_task`, which hands a tool registered
-without task= to the core's `_call_tool`. Skills add a capability only when
-serving some. The capture's tools are defined like any others:
+events (legacy /sse's go out as the core writes them). Tasks and skills run
+no code until a server uses them: tools/call is the core's `_call_tool` until
+a tool with task= is added (then the tasks' `_call_tool_or_task`, which hands
+a tool registered without task= to `_call_tool`). The capture's tools are defined like any others:
 examples/user_store.py (or `demo_server`, in the command line's section, the
 last) holds getUsers and addUser.
 
@@ -1815,8 +1815,8 @@ class _Method(typing.NamedTuple):
 
 
 # Every method the server answers; the extensions add theirs (tasks/get ...) and wrap some:
-# tools/call is served by the tasks extension's `_call_tool_or_task`, which may make a call a
-# task and hands every other to `_call_tool`.
+# once a tool with task= is added, tools/call is served by the tasks extension's
+# `_call_tool_or_task`, which may make a call a task and hands every other to `_call_tool`.
 _METHODS = {
     "initialize": _Method(_initialize),
     "ping": _Method(_ping),
@@ -2144,8 +2144,11 @@ class Tool(_Handler):
         self.definition = _defined(name=self.name, title=title, description=self.description,
                                    inputSchema=self.input_schema, outputSchema=self.output_schema,
                                    annotations=annotations, icons=icons, _meta=meta)
-        for check in _TOOL_CHECKS:
-            check(self)
+        if _TOOL_CHECKS:    # an extension's keyword the schema uses: checked by its extension
+            shown = _wire_encoder.encode(self.input_schema)
+            for keyword, check in _TOOL_CHECKS.items():
+                if f'"{keyword}"' in shown:
+                    check(self)
 
     def _output_schema(self, given):
         """The author's outputSchema, else the return hint's (2025-06-18: structuredContent);
@@ -2205,8 +2208,12 @@ class Tool(_Handler):
 _UNSTRUCTURED = (str, typing.Any, type(None), typing.NoReturn, getattr(typing, "Never", None))
 # A tool option of an extension's -> what it keeps of the value (its check: a bad one raises)
 _TOOL_OPTIONS: dict[str, typing.Callable[[Tool, _Any], _Any]] = {}
-# What the extensions check of each tool once it is made (a warning, say)
-_TOOL_CHECKS: list[typing.Callable[[Tool], None]] = []
+# ... -> what the extension does on a server when a tool with that option is added to it (its
+# state made, its handlers put in place: what a server that uses none of it never runs)
+_ON_TOOL_OPTION: dict[str, typing.Callable[[_Any], None]] = {}
+# A schema keyword of an extension's -> what it checks of a tool whose input schema uses it (a
+# warning, say), once the tool is made
+_TOOL_CHECKS: dict[str, typing.Callable[[Tool], None]] = {}
 
 
 def _opened(schema):
@@ -2402,6 +2409,9 @@ class Server:
         # the Session told
         self.on_roots_changed: typing.Callable[[Session], object] | None = None
         self.sessions: set[Session] = set()     # live sessions, for change notifications
+        # who else hears of a change (`_tell`): an extension's, once it is used (2026-07-28's
+        # listens)
+        self.hearing: list[typing.Callable[[Server, str, _Json], None]] = []
         self.waiting: list[_Handler] = []       # handlers whose hints wait (`resolve`)
         self.serving = False    # whether `resolve` has run: the module is whole
         # the bytes held for its clients (each client's account, kept while something holds it)
@@ -2493,6 +2503,11 @@ class Server:
             self._unwait(items[key])
         self._wait(item)
         items[key] = item
+        if kind == "tools":
+            for option in item.options:     # an extension comes into play when a tool uses it
+                used = _ON_TOOL_OPTION.get(option)
+                if used:
+                    used(self)
         self._changed(kind)
         return item
 
@@ -2570,8 +2585,9 @@ class Server:
         if self.completions:
             caps["completions"] = {}    # the flag is 2025-03-26's (the method is older)
         extensions = {}
-        for offered in _EXTENSION_CAPABILITIES:
-            extensions.update(offered(self))
+        for name, offered in _EXTENSION_CAPABILITIES.items():
+            if name in self.extensions:     # in use on this server (its state is there)
+                extensions.update(offered(self))
         if extensions:
             caps["extensions"] = extensions
         return caps
@@ -2592,7 +2608,7 @@ class Server:
             subscribed = params.get("uri") in session.subscriptions
             if method != "notifications/resources/updated" or subscribed:
                 session.notify(method, params or None)
-        for hear in _ON_CHANGE:
+        for hear in self.hearing:
             hear(self, method, params)
 
     def run(self, argv: list[str] | None = None, exit: bool = True) -> int:
@@ -2612,10 +2628,9 @@ class Server:
 
 
 # What the extensions prepare on each new Server (their state in server.extensions), what they
-# add to its capabilities' "extensions", and who hears of its changes besides its sessions.
+# add to its capabilities' "extensions" (by the name of its state, there while in use).
 _ON_SERVER: list[typing.Callable[[Server], None]] = []
-_EXTENSION_CAPABILITIES: list[typing.Callable[[Server], _Json]] = []
-_ON_CHANGE: list[typing.Callable[[Server, str, _Json], None]] = []
+_EXTENSION_CAPABILITIES: dict[str, typing.Callable[[Server], _Json]] = {}
 # Public methods whose work an extension does ("Server.skills" ...): name -> the function
 _PROVIDED: dict[str, typing.Callable[..., _Any]] = {}
 
@@ -7277,6 +7292,8 @@ async def _listen(session, params, ctx):
         if not ended.done():
             ended.set_result(None)
     _listens(session)[ctx.request_id] = honoured, ended
+    if _publish not in session.server.hearing:     # its changes reach the listens from now on
+        session.server.hearing.append(_publish)
     session.on_close.append(end)
     try:
         await ended
@@ -7601,8 +7618,7 @@ _CLIENT_ERAS["2026-07-28"] = _StatelessClient()
 _METHODS["server/discover"] = _Method(_discover, era="2026-07-28")
 _METHODS["subscriptions/listen"] = _Method(_listen, era="2026-07-28", endless=True)
 _ON_SERVER.append(_prepare_server)
-_ON_CHANGE.append(_publish)
-_TOOL_CHECKS.append(_check_header_marks)
+_TOOL_CHECKS["x-mcp-header"] = _check_header_marks
 _PROVIDED["Client.listen"] = _client_listen
 _CORS_HEADERS.extend(("Mcp-Method", "Mcp-Name"))
 _CORS_PREFIXES.append("mcp-param-")
@@ -8132,8 +8148,23 @@ class _Tasks:
         self.runner = os.urandom(8).hex()   # this process, as its tasks' records name it
 
 
+def _tasks(server):
+    """The server's tasks in this process, made when it first needs them (a tool with task=)."""
+    tasks = server.extensions.get("tasks")
+    if tasks is None:
+        tasks = server.extensions["tasks"] = _Tasks()
+    return tasks
+
+
 def _works(server):
-    return server.extensions["tasks"].works
+    return _tasks(server).works
+
+
+def _use_tasks(server):
+    """A tool with task= is added: the extension comes into play on this server, and tools/call
+    becomes `_call_tool_or_task` (a plain tool's call goes on to the core's `_call_tool`)."""
+    _tasks(server)
+    _METHODS["tools/call"] = _METHODS["tools/call"]._replace(handler=_call_tool_or_task)
 
 
 def _task_option(tool, value):
@@ -8253,7 +8284,7 @@ async def _new_task(server, owner, client, ctx, work):
     """The call becomes a task: its record, from now on followed by `_finish` and `_keep`. Nobody
     hears the call any more: its log messages and progress go nowhere; its asks go to the task.
     None if the store has no room for it (MAX_TASKS, MAX_TASK_BYTES): nothing changed then."""
-    tasks, now = server.extensions["tasks"], time.time()
+    tasks, now = _tasks(server), time.time()
     # 128 random bits: an unguessable id (PROTOCOL.md 5.13), the one guard when no user is known
     record = {"taskId": os.urandom(16).hex(), "status": "working", "createdAt": _iso(now),
               "lastUpdatedAt": _iso(now), "ttlMs": int(TASK_TTL * 1000),
@@ -8294,7 +8325,7 @@ async def _keep(server):
     """While this process runs tasks, each second: it tells the store it is alive (to another
     process its tasks are then not orphans), and, if the store is shared, stops the work of a
     task that another process cancelled. A busy store is tried again the next second."""
-    tasks, store = server.extensions["tasks"], server.task_store
+    tasks, store = _tasks(server), server.task_store
     while tasks.works:
         try:
             await _stored(store, "beat", tasks.runner)
@@ -8423,7 +8454,7 @@ async def _task_record(session, task_id):
     if record is None or record["owner"] != _task_owner(session):
         return None
     runner = record["runner"]
-    if record["status"] in _TERMINAL or runner == server.extensions["tasks"].runner:
+    if record["status"] in _TERMINAL or runner == _tasks(server).runner:
         return record
     if not await _stored(store, "alive", runner):
         stopped = _failed(McpError(INTERNAL_ERROR, "The server process running this task stopped"))
@@ -8505,10 +8536,6 @@ async def _listen_to_tasks(session, ctx, wanted, honoured):
         ids = []
     honoured["taskIds"] = [id_ for id_ in ids if type(id_) is str and await _task_record(session,
                                                                                          id_)]
-
-
-def _prepare_tasks(server):
-    server.extensions["tasks"] = _Tasks()
 
 
 async def _stop_tasks(server):
@@ -8658,13 +8685,12 @@ def _polls_tasks(client, capabilities):
 # methods (2026-07-28 only), a capability, listens that follow tasks, the end of serving,
 # --task-store; on the client, the capability it declares and the handle it polls.
 _TOOL_OPTIONS["task"] = _task_option
-_ON_SERVER.append(_prepare_tasks)
-_METHODS["tools/call"] = _METHODS["tools/call"]._replace(handler=_call_tool_or_task)
+_ON_TOOL_OPTION["task"] = _use_tasks
 _METHODS.update({"tasks/get": _Method(_tasks_get, _offers_tasks, "2026-07-28"),
                  "tasks/update": _Method(_tasks_update, _offers_tasks, "2026-07-28"),
                  "tasks/cancel": _Method(_tasks_cancel, _offers_tasks, "2026-07-28")})
 _NAME_KEY.update(dict.fromkeys(("tasks/get", "tasks/update", "tasks/cancel"), "taskId"))
-_EXTENSION_CAPABILITIES.append(_tasks_capability)
+_EXTENSION_CAPABILITIES["tasks"] = _tasks_capability
 _LISTEN_FILTERS.append(_listen_to_tasks)
 _ON_STOP.append(_stop_tasks)
 _SERVE_OPTIONS.append(_TaskStoreOption())
@@ -8710,7 +8736,11 @@ class _Skills:
 
 
 def _skills(server):
-    return server.extensions["skills"]
+    """The server's skills, made when it first serves some (`Server.skills`)."""
+    skills = server.extensions.get("skills")
+    if skills is None:
+        skills = server.extensions["skills"] = _Skills()
+    return skills
 
 
 def _add_skills(server, root):
@@ -8893,7 +8923,8 @@ def _fingerprint(data):
 
 def _serves_skills(server):
     """Whether the skills methods are served: once a skill is, as the capability says."""
-    return bool(_skills(server).entries)
+    skills = server.extensions.get("skills")
+    return skills is not None and bool(skills.entries)
 
 
 def _skills_capability(server):
@@ -9082,10 +9113,6 @@ async def _read_skill_file(client, skill, uri):
     return data
 
 
-def _prepare_skills(server):
-    server.extensions["skills"] = _Skills()
-
-
 class _SkillsOption(_ServeOptions):
     """serve --skills DIR."""
 
@@ -9100,12 +9127,11 @@ class _SkillsOption(_ServeOptions):
 
 # The extension plugs in: Server.skills, its methods and capability, skills/list's pages and
 # caching, serve --skills; on the client, Client.list_skills and the rest.
-_ON_SERVER.append(_prepare_skills)
 _PROVIDED["Server.skills"] = _add_skills
 _METHODS.update({"skills/list": _Method(_skills_list, _serves_skills),
                  "skills/get": _Method(_skills_get, _serves_skills),
                  "resources/directory/read": _Method(_read_directory, _serves_skills)})
-_EXTENSION_CAPABILITIES.append(_skills_capability)
+_EXTENSION_CAPABILITIES["skills"] = _skills_capability
 _LISTS_OF["skills/list"] = "skills"
 _CACHEABLE.update(("skills/list", "skills/get"))
 _SERVE_OPTIONS.append(_SkillsOption())
