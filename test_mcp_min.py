@@ -8970,6 +8970,8 @@ class TaskMemoryTest(unittest.TestCase):
                                                          for i in range(20)))
                         await asyncio.gather(*(handle.result() for handle in handles))
                         later[0] += mcp_min.TASK_TTL + 1    # they expire; the next round's first add frees them
+                        if mcp_min._WRITES:     # what the store's thread still writes holds results
+                            await asyncio.wait(list(mcp_min._WRITES))
                         rows = server.task_store._rows("SELECT COUNT(*) FROM tasks")[0][0]
                         print(round_, rss(), rows, flush=True)
             asyncio.run(main())
