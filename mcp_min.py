@@ -94,17 +94,16 @@ skills; OAuth, the resource server and the client; the trace (--trace); and,
 last, the command line, the demo and the options of a deployment. The file cut
 at the first banner is a complete server and client of the handshake era.
 
-On the capture's path the extensions change nothing, though two of them are
-on it, hooked into the core's tables as the file is imported: every request is
-offered to the 2026-07-28 era (`_Stateless.claims`), which takes only those
-whose _meta names its version; every stream event is written by the resumable
-streams' `_Resumable.event`, which numbers only Streamable HTTP sessions'
-events (legacy /sse's go out as the core writes them). Tasks and skills run
-no code until a server uses them: tools/call is the core's `_call_tool` until
-a tool with task= is added (then the tasks' `_call_tool_or_task`, which hands
-a tool registered without task= to `_call_tool`). The capture's tools are defined like any others:
-examples/user_store.py (or `demo_server`, in the command line's section, the
-last) holds getUsers and addUser.
+On the capture's path the extensions run no code, but for one at start-up:
+the 2026-07-28 era's `_prepare_server` gives each new Server its key and its
+caching hints. The core reads what decides the rest as data: a request is the
+2026-07-28 era's only if its _meta names that era's `key` (`Session._era`); a
+stream is the resumable streams' only if it is numbered (legacy /sse's are
+not); tasks and skills come into play when a server uses them (a tool with
+task=, `Server.skills`), and tools/call is the core's `_call_tool` until then.
+The capture's tools are defined like any others: examples/user_store.py (or
+`demo_server`, in the command line's section, the last) holds getUsers and
+addUser.
 
 Where the line falls: the client's side of resumable streams (a GET with
 Last-Event-ID after a stream broke) is core, since a 2025-11-25 server may end
@@ -978,9 +977,14 @@ class Session(_Peer):
 
     def _era(self, params) -> _Any:
         """The era a request belongs to: another's that claims it (2026-07-28's requests stand
-        alone), else the handshake's, served in this session."""
+        alone: each names its version in its _meta, under the era's `key`; or its session is of
+        one of the era's `versions`, over HTTP a POST of 2026-07-28), else the handshake's,
+        served in this session. Read here, as data: no era's code runs for a request not its."""
+        if not _ERAS:
+            return _HANDSHAKE
+        meta = params.get("_meta") if type(params) is dict else None
         for era in _ERAS:
-            if era.claims(self, params):
+            if self.protocol_version in era.versions or (type(meta) is dict and era.key in meta):
                 return era
         return _HANDSHAKE
 
@@ -1281,7 +1285,8 @@ class _Handshake:
     """The handshake era's requests (2024-11-05 ... 2025-11-25): served in the session initialize
     opened, as its lifecycle allows (`_LIFECYCLE`), each by its method's handler. Another era may
     claim a request first (`_ERAS`): 2026-07-28's stand alone, each naming its version in its
-    _meta (an extension, below); such an era gives `refusal(session, method, params)` (its own
+    _meta (an extension, below); such an era gives the `key` and `versions` that claim a
+    request (`Session._era`), `refusal(session, method, params)` (its own
     rules) and `run(session, method, handler, params, ctx)` (how it serves a request), and how
     its requests travel over HTTP (`claims_http`, `http_entry`, `streams_only`, `http_status`),
     where the handshake's ways are the core's own, and these two answers."""
@@ -3651,7 +3656,9 @@ class _Streams:
         return []
 
 
-_STREAMS = _Streams()
+# What becomes of a session's numbered streams (`_Stream.number`): the resumable streams
+# extension's; every other stream (legacy /sse's, a JSON answer's) is the core's
+_CORE_STREAMS = _STREAMS = _Streams()
 
 
 class _Connection:
@@ -3752,7 +3759,8 @@ class _Connection:
 
     def event(self, message, stream):
         """A message as an SSE event of `stream`'s, as the trace shows it too."""
-        event = _STREAMS.event(self, stream, message)
+        streams = _STREAMS if stream.number else _CORE_STREAMS
+        event = streams.event(self, stream, message)
         if event and self.trace:
             if stream.number:
                 self.trace.event("out", {"id": f"{stream.number}-{stream.seq}", "event": "message",
@@ -3822,7 +3830,7 @@ class _Connection:
         finally:
             stream.direct = stream.abort = None
             stream.attached = False
-            _STREAMS.left(self, stream)
+            (_STREAMS if stream.number else _CORE_STREAMS).left(self, stream)
             if note and self.trace:
                 self.trace.note("out", note)
         if self.watcher.done():
@@ -6991,20 +6999,14 @@ def _modern(params):
 
 class _Stateless:
     """How a 2026-07-28 request is served (`_ERAS`): it stands alone, its _meta says all. The
-    session asks it whether it `claims` a request, what it refuses (`refusal`), and to `run` it;
-    the HTTP endpoint asks the same of a POST (`claims_http` ...)."""
+    session claims a request for it by its `key` and `versions`, asks what it refuses
+    (`refusal`), and has it `run` the request; the HTTP endpoint asks the same of a POST
+    (`claims_http` ...)."""
     name = "2026-07-28"
+    key = _VERSION_KEY          # a request whose _meta has it is this era's ...
+    versions = MODERN_VERSIONS  # ... as is one in a session of these (over HTTP, a POST's)
     cancels_when_left = True    # over HTTP, a client that closes the stream cancels the request
     watches = True              # ... so it is looked for each second
-
-    @staticmethod
-    def claims(session, params):
-        """Whether a request is this era's: its _meta names its version (`_modern`, written out:
-        every request asks), or its session is of this era (over HTTP, a POST of 2026-07-28)."""
-        meta = params.get("_meta") if type(params) is dict else None
-        if type(meta) is dict and _VERSION_KEY in meta:
-            return True
-        return session.protocol_version in MODERN_VERSIONS
 
     @staticmethod
     def refusal(session, method, params):
@@ -7789,16 +7791,14 @@ class _Resumable(_Streams):
         return conn.fields({"id": f"{stream.number}-{stream.seq}", "retry": SSE_RETRY, "data": ""})
 
     def event(self, conn, stream, message):
-        if not stream.number:   # a JSON-only answer, a one-request session's
-            return _sse_event(message)
-        event = stream.numbered(message)
+        event = stream.numbered(message)    # a numbered stream's (others are the core's)
         if event:
             _replay(conn.http).add(stream, event)
         return event
 
     def left(self, conn, stream):
         """A stream whose answer was not all sent waits for its client (`unattended`)."""
-        if not stream.number or stream.ended:
+        if stream.ended:
             super().left(conn, stream)
         else:
             stream.unattended(_replay(conn.http))
