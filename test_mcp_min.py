@@ -11646,6 +11646,19 @@ class ReadmeFirstScreenTest(unittest.TestCase):
         for ours in ("sandbox", "this project's 2-core machine", " here loads"):
             self.assertNotIn(ours, readme)
 
+    def test_the_bench_says_what_its_ratios_are(self):
+        # Issue 40 (10): "cold 0.279 of SDK (<=0.125)" said nothing of what it is, or whether a
+        # miss matters to a user: the README and the bench's own output say so.
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = " ".join(f.read().split())
+        self.assertIn("A miss means the project has not reached its own goal against the SDK yet; "
+                      "nothing fails for you.", readme)
+        with open(os.path.join(HERE, ".ci", "bench", "harness.py"), encoding="utf-8") as f:
+            self.assertIn("not that anything fails for a user", f.read())      # harness.GOALS
+        for bench in ("stdio.py", "http.py"):
+            with open(os.path.join(HERE, ".ci", "bench", bench), encoding="utf-8") as f:
+                self.assertIn("print(harness.GOALS)", f.read(), bench)      # above the ratios
+
 
 @needs_cli
 class ReadmeTranscriptTest(unittest.TestCase):
