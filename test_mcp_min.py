@@ -2226,7 +2226,7 @@ class TimeLimitTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((await wire.response(4))["error"],
                          {"code": INTERNAL_ERROR, "message": "Request timed out"})
         # the cancel reaches the tool's task on a later turn of the loop than the answers may
-        await until(lambda: cancelled, "the timed-out tool hears its cancel")
+        await until(lambda: cancelled and server.abandoned, "the timed-out tools hear their cancels")
         self.assertEqual(cancelled, ["forever"])
         self.assertEqual(server.abandoned, 1)       # the sync tool's thread runs on, counted
         self.assertEqual(list(wire.session.running), [2])
