@@ -1954,7 +1954,9 @@ class _Handler:
         import inspect  # imported here: the cost is paid only when registering
         self.fn, self.is_async = fn, inspect.iscoroutinefunction(fn)
         self.empty = inspect.Parameter.empty    # "no default": inspect is imported only here
-        # what the hints make, once `_resolve` has read them
+        # What the hints make, once `_resolve` has read them: set here first all the same, so
+        # that every handler's attributes come in one order (CPython then shares their layout
+        # and reads them faster on each call).
         self.resolved = False
         self.hints: dict[str, _Any] = {}
         self.context_param, self.var_keyword = None, False
@@ -2518,7 +2520,7 @@ class Server:
 
     def _wait(self, handler):
         """A handler whose hints wait for names defined later is resolved before it is used:
-        at once once serving has begun (the module is whole), else by `resolve`."""
+        now if serving has begun (the module is whole), else by `resolve`."""
         if not handler.resolved:
             if self.serving:
                 handler._resolve()
@@ -2638,6 +2640,15 @@ _ON_SERVER: list[typing.Callable[[Server], None]] = []
 _EXTENSION_CAPABILITIES: dict[str, typing.Callable[[Server], _Json]] = {}
 # Public methods whose work an extension does ("Server.skills" ...): name -> the function
 _PROVIDED: dict[str, typing.Callable[..., _Any]] = {}
+
+
+def _state(server, name, make):
+    """An extension's state on `server` (`server.extensions[name]`), made when first needed: an
+    extension a server does not use keeps nothing there, and runs no code for it."""
+    state = server.extensions.get(name)
+    if state is None:
+        state = server.extensions[name] = make()
+    return state
 
 
 def _provided(name):
@@ -8150,10 +8161,7 @@ class _Tasks:
 
 def _tasks(server):
     """The server's tasks in this process, made when it first needs them (a tool with task=)."""
-    tasks = server.extensions.get("tasks")
-    if tasks is None:
-        tasks = server.extensions["tasks"] = _Tasks()
-    return tasks
+    return _state(server, "tasks", _Tasks)
 
 
 def _works(server):
@@ -8737,10 +8745,7 @@ class _Skills:
 
 def _skills(server):
     """The server's skills, made when it first serves some (`Server.skills`)."""
-    skills = server.extensions.get("skills")
-    if skills is None:
-        skills = server.extensions["skills"] = _Skills()
-    return skills
+    return _state(server, "skills", _Skills)
 
 
 def _add_skills(server, root):

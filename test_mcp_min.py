@@ -1559,7 +1559,7 @@ class NewcomerTest(unittest.IsolatedAsyncioTestCase):
             async with mcp_min.Client(server):
                 pass
 
-    async def test_1_a_waiting_tool_removed_or_replaced_is_forgotten_and_one_added_later_is_read_at_once(self):
+    async def test_1_a_waiting_tool_removed_is_forgotten_and_one_added_while_serving_is_read_at_once(self):
         module = _module(_LAYOUT.replace("class Item:", "class Thing:"))    # 'Item' never defined
         server = module.server
         server.remove_tool("add")
