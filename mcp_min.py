@@ -1276,9 +1276,25 @@ if sys.version_info >= (3, 12):
         return asyncio.Task(coroutine, loop=loop, eager_start=True)
 else:
     def _start_task(coroutine, loop):
-        """3.10 and 3.11 have no eager tasks: the handler's first step comes on the loop's next
-        turn."""
-        return loop.create_task(coroutine)
+        """3.10 and 3.11 have no eager tasks, so one is made as 3.12 makes it: the task's first
+        step, which creating it put last in the loop's queue, is taken out and run now, with the
+        task the caller runs in (an HTTP connection's) set aside meanwhile. These versions change
+        no more, so their private names are safe here; another loop (no `_ready`, a task factory)
+        gets a plain task, its first step on the loop's next turn."""
+        task = loop.create_task(coroutine)
+        queue = getattr(loop, "_ready", None)
+        if not queue or getattr(queue[-1]._callback, "__self__", None) is not task:
+            return task
+        step = queue.pop()
+        caller = asyncio.current_task(loop)
+        if caller is not None:
+            asyncio.tasks._leave_task(loop, caller)
+        try:
+            step._run()
+        finally:
+            if caller is not None:
+                asyncio.tasks._enter_task(loop, caller)
+        return task
 
 
 class _Handshake:
