@@ -90,7 +90,7 @@ Below the core, each extension is a banner marked "Extension", to skip on a
 first reading; each ends by plugging itself into the core's tables (methods,
 routes, tool options, eras ...): the JSON Schema keywords type hints do not
 make; the 2026-07-28 era (requests that stand alone); resumable streams; tasks;
-skills; OAuth, the resource server and the client; the trace (--trace); and,
+skills; MCP Apps; OAuth, the resource server and the client; the trace (--trace); and,
 last, the command line, the demo and the options of a deployment. The file cut
 at the first banner is a complete server and client of the handshake era.
 
@@ -9156,8 +9156,8 @@ _PROVIDED["Client.read_skill_file"] = _read_skill_file
 ##############################################################################
 # Extension: MCP Apps (SEP-1865), a tool's interactive page (skip on a first reading)
 ##############################################################################
-# An MCP App is a page a tool shows in the host's chat. What the spec (ext-apps,
-# specification/2026-01-26/apps.mdx, "Stable") asks of a server, in our words:
+# An MCP App is a page a tool shows in the host's chat. What the spec asks of a server, in our
+# words ([ext-apps] = modelcontextprotocol/ext-apps, specification/2026-01-26/apps.mdx, "Stable"):
 #
 # * The page is a resource whose URI MUST start with ui:// and whose mimeType is
 #   "text/html;profile=mcp-app" (SHOULD in the listing, MUST in resources/read's contents); its
@@ -9201,13 +9201,13 @@ _APP_VISIBILITY = ("model", "app")
 
 
 class _Apps:
-    """A server's MCP Apps (`server.extensions["apps"]`): its pages, by URI, and whether a check
-    of its tools' links waits for `Server.resolve` (it stands in `server.waiting` till then)."""
+    """A server's use of MCP Apps (`server.extensions["apps"]`: there, the capability is
+    declared), and whether a check of its tools' links to pages waits for `Server.resolve`: it
+    stands in `server.waiting` till then, as a handler whose hints wait does."""
 
     def __init__(self, server):
         self.server = server
-        self.pages: dict[str, _Json] = {}     # URI -> the page's _meta.ui
-        self.resolved = True    # as a handler in `server.waiting`: False while it waits there
+        self.resolved = True    # False while it waits in `server.waiting`
 
     def _resolve(self):
         """Every tool's page is declared, or a ValueError naming the first URI that is not."""
@@ -9217,9 +9217,17 @@ class _Apps:
             raise _no_page(missing[0])
 
     def unlinked(self):
-        """The tools whose ui= names no page of this server."""
-        return [tool for tool in self.server.tools.values()
-                if tool.options.get("ui") and tool.options["ui"] not in self.pages]
+        """The tools not checked yet whose ui= names no resource of this server (the spec: it
+        MUST exist); the others are marked checked (a page removed later is not their fault)."""
+        missing = []
+        for tool in self.server.tools.values():
+            uri = tool.options.get("ui")
+            if uri and "apps" not in tool.extensions:
+                if uri in self.server.resources:
+                    tool.extensions["apps"] = "linked"
+                else:
+                    missing.append(tool)
+        return missing
 
 
 def _no_page(tool):
@@ -9248,7 +9256,7 @@ def _add_app(server, uri, html=None, name=None, description=None, title=None, cs
     def add(make, _):
         label = name or (uri[len("ui://"):] if html is not None else make.__name__)
         about = description or _first_paragraph(make.__doc__)
-        _apps(server).pages[uri] = ui
+        _apps(server)
         server._add("resources", Resource(_app_page(uri, make, ui), uri, label, about, _APP_MIME,
                                           title, meta={"ui": ui} if ui else None), uri)
     if html is None:
@@ -9285,19 +9293,22 @@ def _app_page(uri, make, ui):
     the spec's and its _meta.ui the page's (the host builds the iframe's CSP from this one)."""
     import inspect
 
-    def item(html):
+    def contents(html):
         if not isinstance(html, str):
             raise TypeError(f"app {uri!r}: the page's function returned "
                             f"{type(html).__name__}, not a str of HTML")
-        return _defined(uri=uri, mimeType=_APP_MIME, text=html, _meta=ui and {"ui": ui})
+        item = {"uri": uri, "mimeType": _APP_MIME, "text": html}
+        if ui:
+            item["_meta"] = {"ui": ui}
+        return item
 
     if inspect.iscoroutinefunction(make):
         async def read_async():
-            return item(await make())
+            return contents(await make())
         return read_async
 
     def read():
-        return item(make())
+        return contents(make())
     return read
 
 
@@ -9320,7 +9331,7 @@ def _visibility_option(tool, seen):
 
 
 def _tool_ui(tool, key, value):
-    """`value` at the tool's _meta.ui[key], beside the author's own meta (a copy: theirs is kept)."""
+    """`value` at the tool's _meta.ui[key], beside the author's own meta (a copy: theirs stays)."""
     title, annotations, icons, meta = tool.shown
     meta = dict(meta or {})
     meta["ui"] = {**(meta.get("ui") or {}), key: value}
@@ -9330,8 +9341,8 @@ def _tool_ui(tool, key, value):
 
 
 def _use_apps(server):
-    """A tool linked to a page was added: its link is checked when serving starts (it may come
-    before its page in a module), or now if it has started (the tool is then not added)."""
+    """A tool with ui= or visibility= was added: its link is checked when serving starts (a tool
+    may come before its page in a module), or now if it has started (it is then not added)."""
     apps = _apps(server)
     if server.serving:
         missing = apps.unlinked()
@@ -9352,7 +9363,7 @@ def _apps_capability(server):
 # The extension plugs in: Server.app, the tool options ui= and visibility=, the capability.
 _PROVIDED["Server.app"] = _add_app
 _TOOL_OPTIONS.update({"ui": _ui_option, "visibility": _visibility_option})
-_ON_TOOL_OPTION.update({"ui": _use_apps, "visibility": _apps})
+_ON_TOOL_OPTION.update({"ui": _use_apps, "visibility": _use_apps})
 _EXTENSION_CAPABILITIES["apps"] = _apps_capability
 
 

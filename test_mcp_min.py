@@ -9658,6 +9658,15 @@ class AppsTest(unittest.IsolatedAsyncioTestCase):
             with self.assertRaisesRegex(ValueError, "tool 'other': ui='ui://nowhere' names no page"):
                 server.tool(ui="ui://nowhere")(other)
             self.assertEqual([t["name"] for t in await client.list_tools()], ["show"])
+            # a page removed while serving: its tool stays (the host finds no page: -32002), and
+            # the tools added later are checked alone
+            server.remove_resource("ui://users/gone")
+            server.app("ui://users/new", self.PAGE)
+            server.tool("shown", ui="ui://users/new")(other)
+            self.assertEqual([t["name"] for t in await client.list_tools()], ["show", "shown"])
+            with self.assertRaises(McpError) as gone:
+                await client.read_resource("ui://users/gone")
+            self.assertEqual(gone.exception.code, INVALID_PARAMS)   # 2026-07-28's (-32002 before)
 
     def test_bad_options_are_refused_at_registration(self):
         server = Server("apps")

@@ -57,9 +57,10 @@ def absent():
 
 def bundle(out):
     """host.js and the packages it imports, as one script (esbuild)."""
-    done = subprocess.run([os.path.join(PEERS, ".bin", "esbuild"), os.path.join(ROOT, ".ci", "apps", "host.js"),
-                           "--bundle", "--format=esm", "--log-level=warning", f"--outfile={out}"],
-                          env={**os.environ, "NODE_PATH": PEERS}, capture_output=True, text=True, timeout=120)
+    esbuild, host = os.path.join(PEERS, ".bin", "esbuild"), os.path.join(ROOT, ".ci", "apps", "host.js")
+    done = subprocess.run([esbuild, host, "--bundle", "--format=esm", "--log-level=warning",
+                           f"--outfile={out}"], env={**os.environ, "NODE_PATH": PEERS},
+                          capture_output=True, text=True, timeout=120)
     if done.returncode:
         sys.exit(f"!! esbuild failed: {done.stderr[-2000:]}")
 
