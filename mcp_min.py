@@ -90,7 +90,7 @@ Below the core, each extension is a banner marked "Extension", to skip on a
 first reading; each ends by plugging itself into the core's tables (methods,
 routes, tool options, eras ...): the JSON Schema keywords type hints do not
 make; the 2026-07-28 era (requests that stand alone); resumable streams; tasks;
-skills; OAuth, the resource server and the client; the trace (--trace); and,
+skills; MCP Apps; OAuth, the resource server and the client; the trace (--trace); and,
 last, the command line, the demo and the options of a deployment. The file cut
 at the first banner is a complete server and client of the handshake era.
 
@@ -2127,7 +2127,8 @@ class Tool(_Handler):
     first paragraph), `title`, `annotations` (readOnlyHint ...), `input_schema` / `output_schema`
     (default: from the type hints), `meta`, `icons`, `timeout` (seconds a call may run; default
     the server's, else TOOL_TIMEOUT). The extensions add theirs (`_TOOL_OPTIONS`): `task`
-    (SEP-2663: a call may become a task) and `scopes` (the OAuth scopes a caller's token needs)."""
+    (SEP-2663: a call may become a task), `scopes` (the OAuth scopes a caller's token needs), and
+    `ui` / `visibility` (MCP Apps: the ui:// page that shows its results; "model", "app")."""
 
     def __init__(self, fn, name=None, description=None, title=None, annotations=None,
                  input_schema=None,
@@ -2137,6 +2138,7 @@ class Tool(_Handler):
         # The spec's SHOULD, made a rule: a name no client should get fails at registration.
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):    # 2025-11-25 server/tools
             raise ValueError(f"tool name {self.name!r}: use 1-128 of A-Z a-z 0-9 _ - .")
+        self.shown = title, annotations, icons, meta    # an option may add to its meta
         self.options = {}       # what the extensions' options said (`_TOOL_OPTIONS`)
         self.extensions: dict[str, _Any] = {}   # each extension's own state for this tool
         for option, value in options.items():
@@ -2148,7 +2150,6 @@ class Tool(_Handler):
         what = f"tool {self.name!r}: input_schema"
         self.given = (input_schema and _json_copy(input_schema, what),
                       output_schema and self._authors_output_schema(output_schema))
-        self.shown = title, annotations, icons, meta
         self._resolve(later=True)
 
     def _schema_given(self) -> bool:
@@ -2584,6 +2585,13 @@ class Server:
         ``skill://<folder>/<file>``. Call it again when they change on disk: the last call's set
         is what is served."""
         _provided("Server.skills")(self, path)
+
+    def app(self, uri: str, html: str | None = None, **options: _Any) -> _Any:
+        """An MCP App's page (SEP-1865, the MCP Apps extension): `html` at `uri` (ui://...), shown
+        by the tools that name it (``@server.tool(ui=uri)``); without `html`, a decorator of a
+        function that returns it. Options: name, description, title, csp, permissions, domain,
+        prefers_border."""
+        return _provided("Server.app")(self, uri, html, **options)
 
     def offers(self, capability: _Any) -> bool:
         """Whether the server declares `capability` (a name, or an extension's test of the server;
@@ -9159,6 +9167,220 @@ _SERVE_OPTIONS.append(_SkillsOption())
 _PROVIDED["Client.list_skills"] = _list_skills
 _PROVIDED["Client.load_skill"] = _load_skill
 _PROVIDED["Client.read_skill_file"] = _read_skill_file
+
+
+##############################################################################
+# Extension: MCP Apps (SEP-1865), a tool's interactive page (skip on a first reading)
+##############################################################################
+# An MCP App is a page a tool shows in the host's chat. What the spec asks of a server, in our
+# words ([ext-apps] = modelcontextprotocol/ext-apps, specification/2026-01-26/apps.mdx, "Stable"):
+#
+# * The page is a resource whose URI MUST start with ui:// and whose mimeType is
+#   "text/html;profile=mcp-app" (SHOULD in the listing, MUST in resources/read's contents); its
+#   text (or blob) is a whole HTML5 document. `_meta.ui` on the content item (and, as a default
+#   a host can review at connection time, on the listed resource) says how to frame it:
+#     csp: {connectDomains, resourceDomains, frameDomains, baseUriDomains}: lists of origins
+#          (fetch/XHR/WebSocket; scripts, styles, images, fonts, media; nested iframes; <base>);
+#          omitted: none, and the host MUST apply its restrictive default; it MUST NOT allow more
+#     permissions: {camera, microphone, geolocation, clipboardWrite}, each {}: asked, MAY be granted
+#     domain: a dedicated sandbox origin, in a form each host defines
+#     prefersBorder: true / false (a border and background, or none); omitted: the host decides
+# * A tool names its page in `_meta.ui.resourceUri` (the flat `_meta["ui/resourceUri"]` is
+#   deprecated; the official SDK still writes both, for older hosts, and so do we). The
+#   resource MUST exist on the server; the host reads it with resources/read, and MAY prefetch.
+#   `_meta.ui.visibility`, default ["model", "app"]: "model", the agent may see and call it;
+#   "app", the page may call it (from the same server only). The host does the filtering: it
+#   MUST NOT show the agent a tool without "model", MUST refuse the page a tools/call of a tool
+#   without "app". The server lists every tool, as always.
+# * The extension is negotiated as SEP-1724's: the client (host) declares
+#   capabilities.extensions["io.modelcontextprotocol/ui"] = {"mimeTypes": ["text/html;profile=
+#   mcp-app"]} (mimeTypes REQUIRED). ⚠ The spec says nothing of the server's declaration: we
+#   declare the same entry in the server's capabilities.extensions, as SEP-1724's extensions
+#   are declared by both sides. A server SHOULD give every such tool a text fallback (content),
+#   which Tool.result does: structuredContent for the page, its JSON as text for the model.
+# * The page talks JSON-RPC over postMessage with the host, not with us: ui/initialize,
+#   ui/notifications/initialized, then the host's ui/notifications/tool-input and
+#   ui/notifications/tool-result (the tool's CallToolResult); the page's tools/call and
+#   resources/read reach the server through the host as ordinary requests.
+#
+# Here: ``server.app(uri, html)`` (or ``@server.app(uri)`` on a function returning the HTML)
+# declares the page, and ``@server.tool(ui=uri, visibility=["app"])`` links a tool to it. A
+# tool may come before its page in a module: a link to no page is refused when the server
+# starts serving (`Server.resolve`, which also reads the hints that waited for names defined
+# later), and at once once it serves; a ValueError names the URI.
+
+_APPS = "io.modelcontextprotocol/ui"        # the extension's name, in capabilities
+_APP_MIME = "text/html;profile=mcp-app"
+_APP_CSP = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
+_APP_PERMISSIONS = ("camera", "microphone", "geolocation", "clipboardWrite")
+_APP_VISIBILITY = ("model", "app")
+
+
+class _Apps:
+    """A server's use of MCP Apps (`server.extensions["apps"]`: there, the capability is
+    declared), and whether a check of its tools' links to pages waits for `Server.resolve`: it
+    stands in `server.waiting` till then, as a handler whose hints wait does."""
+
+    def __init__(self, server):
+        self.server = server
+        self.resolved = True    # False while it waits in `server.waiting`
+
+    def _resolve(self):
+        """Every tool's page is declared, or a ValueError naming the first URI that is not."""
+        missing = self.unlinked()
+        self.resolved = not missing
+        if missing:
+            raise _no_page(missing[0])
+
+    def unlinked(self):
+        """The tools not checked yet whose ui= names no resource of this server (the spec: it
+        MUST exist); the others are marked checked (a page removed later is not their fault)."""
+        missing = []
+        for tool in self.server.tools.values():
+            uri = tool.options.get("ui")
+            if uri and "apps" not in tool.extensions:
+                if uri in self.server.resources:
+                    tool.extensions["apps"] = "linked"
+                else:
+                    missing.append(tool)
+        return missing
+
+
+def _no_page(tool):
+    uri = tool.options["ui"]
+    return ValueError(f"tool {tool.name!r}: ui={uri!r} names no page; declare it with "
+                      f"server.app({uri!r}, html)")
+
+
+def _apps(server):
+    return _state(server, "apps", lambda: _Apps(server))
+
+
+def _add_app(server, uri, html=None, name=None, description=None, title=None, csp=None,
+             permissions=None, domain=None, prefers_border=None):
+    """`Server.app`: the page at `uri`; without `html`, a decorator whose function returns it."""
+    if type(uri) is not str or not uri.startswith("ui://") or "{" in uri:
+        raise ValueError(f"an app's page is at a ui:// URI with no {{variables}}, not {uri!r}")
+    if html is not None and not isinstance(html, str):
+        raise TypeError(f"app {uri!r}: the page is a str of HTML (or none, to decorate a "
+                        "function that returns it)")
+    ui = _defined(csp=_app_domains(uri, csp), permissions=_app_permissions(uri, permissions),
+                  domain=domain)
+    if prefers_border is not None:
+        ui["prefersBorder"] = bool(prefers_border)
+
+    def add(make, _):
+        label = name or (uri[len("ui://"):] if html is not None else make.__name__)
+        about = description or _first_paragraph(make.__doc__)
+        _apps(server)
+        server._add("resources", Resource(_app_page(uri, make, ui), uri, label, about, _APP_MIME,
+                                          title, meta={"ui": ui} if ui else None), uri)
+    if html is None:
+        return _decorator(None, add)
+    add(lambda: html, None)
+    return None
+
+
+def _app_domains(uri, csp):
+    """`csp=` as the spec's dict, its lists of origins checked: a typo would be no policy."""
+    if csp is None:
+        return None
+    if type(csp) is not dict or not set(csp) <= set(_APP_CSP) or not all(
+            isinstance(v, (list, tuple)) and all(type(o) is str for o in v) for v in csp.values()):
+        raise ValueError(f"app {uri!r}: csp is a dict of lists of origins, its keys among "
+                         f"{', '.join(_APP_CSP)}")
+    return {key: list(value) for key, value in csp.items()}
+
+
+def _app_permissions(uri, permissions):
+    """`permissions=`: the names asked for (camera ...), as the spec's {name: {}}."""
+    if permissions is None:
+        return None
+    names = [permissions] if isinstance(permissions, str) else list(permissions)
+    unknown = [p for p in names if p not in _APP_PERMISSIONS]
+    if unknown:
+        raise ValueError(f"app {uri!r}: permission {unknown[0]!r}: one of "
+                         f"{', '.join(_APP_PERMISSIONS)}")
+    return {p: {} for p in names}
+
+
+def _app_page(uri, make, ui):
+    """The function the page's Resource calls: resources/read's one content item, its mimeType
+    the spec's and its _meta.ui the page's (the host builds the iframe's CSP from this one)."""
+    import inspect
+
+    def contents(html):
+        if not isinstance(html, str):
+            raise TypeError(f"app {uri!r}: the page's function returned "
+                            f"{type(html).__name__}, not a str of HTML")
+        item = {"uri": uri, "mimeType": _APP_MIME, "text": html}
+        if ui:
+            item["_meta"] = {"ui": ui}
+        return item
+
+    if inspect.iscoroutinefunction(make):
+        async def read_async():
+            return contents(await make())
+        return read_async
+
+    def read():
+        return contents(make())
+    return read
+
+
+def _ui_option(tool, uri):
+    """A tool's `ui=`: the ui:// URI of the page that shows its results (checked: `_Apps`)."""
+    if type(uri) is not str or not uri.startswith("ui://"):
+        raise ValueError(f"tool {tool.name!r}: ui must be a page's ui:// URI, not {uri!r}")
+    _tool_ui(tool, "resourceUri", uri)
+    return uri
+
+
+def _visibility_option(tool, seen):
+    """A tool's `visibility=`: who may see and call it, "model" and/or "app"."""
+    seen = [seen] if isinstance(seen, str) else list(seen)
+    if not seen or not set(seen) <= set(_APP_VISIBILITY):
+        raise ValueError(f"tool {tool.name!r}: visibility is a list of 'model' and/or 'app', "
+                         f"not {seen!r}")
+    _tool_ui(tool, "visibility", seen)
+    return seen
+
+
+def _tool_ui(tool, key, value):
+    """`value` at the tool's _meta.ui[key], beside the author's own meta (a copy: theirs stays)."""
+    title, annotations, icons, meta = tool.shown
+    meta = dict(meta or {})
+    meta["ui"] = {**(meta.get("ui") or {}), key: value}
+    if key == "resourceUri":    # the deprecated flat key, for hosts older than the spec
+        meta["ui/resourceUri"] = value
+    tool.shown = title, annotations, icons, meta
+
+
+def _use_apps(server):
+    """A tool with ui= or visibility= was added: its link is checked when serving starts (a tool
+    may come before its page in a module), or now if it has started (it is then not added)."""
+    apps = _apps(server)
+    if server.serving:
+        missing = apps.unlinked()
+        for tool in missing:
+            del server.tools[tool.name]
+        if missing:
+            raise _no_page(missing[0])
+    elif apps.resolved:
+        apps.resolved = False
+        server.waiting.append(apps)
+
+
+def _apps_capability(server):
+    """The extension in capabilities.extensions, in the form a host declares it (see above)."""
+    return {_APPS: {"mimeTypes": [_APP_MIME]}}
+
+
+# The extension plugs in: Server.app, the tool options ui= and visibility=, the capability.
+_PROVIDED["Server.app"] = _add_app
+_TOOL_OPTIONS.update({"ui": _ui_option, "visibility": _visibility_option})
+_ON_TOOL_OPTION.update({"ui": _use_apps, "visibility": _use_apps})
+_EXTENSION_CAPABILITIES["apps"] = _apps_capability
 
 
 ##############################################################################

@@ -9563,6 +9563,179 @@ class SkillsLinkOnThePathTest(unittest.IsolatedAsyncioTestCase):
 
 
 ##############################################################################
+# Extension: MCP Apps
+##############################################################################
+
+needs_apps = extension("_add_app", "MCP Apps")
+
+
+@needs_apps
+class AppsTest(unittest.IsolatedAsyncioTestCase):
+    """MCP Apps (SEP-1865): a ui:// page declared once, with the spec's mimeType and _meta.ui on
+    the listing and on resources/read's contents; tools linked to it by _meta.ui.resourceUri and
+    visibility; the extension in the server's capabilities; a link to no page refused."""
+
+    PAGE = "<!DOCTYPE html><html><body><p>users</p></body></html>"
+    MIME = "text/html;profile=mcp-app"
+
+    def make(self):
+        server = Server("apps")
+
+        @server.tool(ui="ui://users/table")     # before its page: checked when serving starts
+        def users() -> list[str]:
+            """The users."""
+            return ["Ada", "Grace"]
+
+        @server.tool(visibility=["app"], meta={"ui": {"x": 1}, "other": 2})
+        def refresh() -> str:
+            return "ok"
+        self.author_meta = {"ui": {"x": 1}, "other": 2}
+        server.app("ui://users/table", self.PAGE, csp={"connectDomains": ["https://api.example.com"]},
+                   permissions=["clipboardWrite"], domain="users.example.com", prefers_border=False)
+        return server
+
+    async def test_page_and_tools_carry_the_specs_meta(self):
+        server = self.make()
+        async with mcp_min.Client(server) as client:
+            self.assertEqual(client.server_capabilities["extensions"],
+                             {"io.modelcontextprotocol/ui": {"mimeTypes": [self.MIME]}})
+            tools = {tool["name"]: tool for tool in await client.list_tools()}
+            # the host hides an app-only tool from its model (the spec: Host MUST NOT include
+            # it in the agent's tool list); the server lists every tool, with its visibility
+            self.assertEqual(tools["users"]["_meta"], {"ui": {"resourceUri": "ui://users/table"},
+                                                       "ui/resourceUri": "ui://users/table"})
+            self.assertEqual(tools["refresh"]["_meta"], {"ui": {"x": 1, "visibility": ["app"]},
+                                                         "other": 2})
+            [listed] = await client.list_resources()
+            ui = {"csp": {"connectDomains": ["https://api.example.com"]},
+                  "permissions": {"clipboardWrite": {}}, "domain": "users.example.com",
+                  "prefersBorder": False}
+            self.assertEqual(listed, {"uri": "ui://users/table", "name": "users/table",
+                                      "mimeType": self.MIME, "_meta": {"ui": ui}})
+            [item] = (await client.read_resource("ui://users/table"))["contents"]
+            self.assertEqual(item, {"uri": "ui://users/table", "mimeType": self.MIME,
+                                    "text": self.PAGE, "_meta": {"ui": ui}})
+            result = await client.call_tool("users", {})     # data for the page, text for a model
+            self.assertEqual(result["structuredContent"], {"result": ["Ada", "Grace"]})
+            self.assertEqual(result["content"][0]["text"], '["Ada", "Grace"]')
+        self.assertEqual(self.author_meta, {"ui": {"x": 1}, "other": 2})    # theirs, untouched
+
+    async def test_a_decorated_function_makes_the_page(self):
+        server = Server("apps")
+
+        @server.app("ui://clock", prefers_border=True)
+        def clock() -> str:
+            """A clock."""
+            return "<p>12:00</p>"
+
+        @server.app("ui://later")
+        async def later() -> str:
+            return "<p>later</p>"
+        self.assertEqual(clock(), "<p>12:00</p>")   # the function, unchanged
+        async with mcp_min.Client(server) as client:
+            listed = {r["uri"]: r for r in await client.list_resources()}
+            self.assertEqual(listed["ui://clock"], {"uri": "ui://clock", "name": "clock",
+                                                    "description": "A clock.", "mimeType": self.MIME,
+                                                    "_meta": {"ui": {"prefersBorder": True}}})
+            self.assertNotIn("_meta", listed["ui://later"])
+            [item] = (await client.read_resource("ui://later"))["contents"]
+            self.assertEqual(item, {"uri": "ui://later", "mimeType": self.MIME, "text": "<p>later</p>"})
+
+    async def test_a_tool_whose_page_is_never_declared_is_refused(self):
+        server = Server("apps")
+        server.tool("show", ui="ui://users/gone")(lambda: "x")  # not refused yet: the page may follow
+        with self.assertRaisesRegex(ValueError, r"tool 'show': ui='ui://users/gone' names no page"):
+            await mcp_min.Client(server).connect()
+        with self.assertRaisesRegex(ValueError, "ui://users/gone"):
+            await start_http(server, "127.0.0.1", 0)
+        server.app("ui://users/gone", self.PAGE)        # declared after all: served
+        async with mcp_min.Client(server) as client:
+            self.assertEqual(len(await client.list_tools()), 1)
+
+            def other() -> str:
+                return "y"
+            # once serving, at once; and the tool is not added
+            with self.assertRaisesRegex(ValueError, "tool 'other': ui='ui://nowhere' names no page"):
+                server.tool(ui="ui://nowhere")(other)
+            self.assertEqual([t["name"] for t in await client.list_tools()], ["show"])
+            # a page removed while serving: its tool stays (the host finds no page: -32002), and
+            # the tools added later are checked alone
+            server.remove_resource("ui://users/gone")
+            server.app("ui://users/new", self.PAGE)
+            server.tool("shown", ui="ui://users/new")(other)
+            self.assertEqual([t["name"] for t in await client.list_tools()], ["show", "shown"])
+            with self.assertRaises(McpError) as gone:
+                await client.read_resource("ui://users/gone")
+            self.assertEqual(gone.exception.code, INVALID_PARAMS)   # 2026-07-28's (-32002 before)
+
+    def test_bad_options_are_refused_at_registration(self):
+        server = Server("apps")
+        fn = lambda: "x"    # noqa: E731
+        for options, message in (({"ui": "https://example.com/page"}, "ui:// URI"),
+                                 ({"ui": 3}, "ui:// URI"),
+                                 ({"visibility": ["agent"]}, "'model' and/or 'app'"),
+                                 ({"visibility": []}, "'model' and/or 'app'")):
+            with self.assertRaisesRegex(ValueError, message, msg=options):
+                server.tool("t", **options)(fn)
+        for args, options, message in ((("https://x/page", self.PAGE), {}, "ui:// URI"),
+                                       (("ui://{id}", self.PAGE), {}, "no {variables}"),
+                                       (("ui://p", self.PAGE), {"csp": {"connect": ["x"]}}, "connectDomains"),
+                                       (("ui://p", self.PAGE), {"csp": {"connectDomains": "https://x"}},
+                                        "lists of origins"),
+                                       (("ui://p", self.PAGE), {"permissions": ["camra"]}, "'camra'")):
+            with self.assertRaisesRegex(ValueError, message, msg=args):
+                server.app(*args, **options)
+        with self.assertRaisesRegex(TypeError, "a str of HTML"):
+            server.app("ui://p", b"<p>bytes</p>")
+        self.assertEqual((server.tools, server.resources), ({}, {}))
+
+    async def test_a_server_without_apps_declares_nothing(self):
+        server = Server("plain")
+        server.tool("t")(lambda: "x")
+        async with mcp_min.Client(server) as client:
+            self.assertNotIn("extensions", client.server_capabilities)
+        self.assertNotIn("apps", server.extensions)
+
+    async def test_the_example_over_http(self):
+        # examples/user_table_app.py, served over Streamable HTTP, to a client of the handshake era
+        import importlib
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        sys.path.insert(0, os.path.join(HERE, "examples"))
+        self.addCleanup(sys.path.remove, os.path.join(HERE, "examples"))
+        user_store = importlib.import_module("user_store")
+        saved = user_store.DEFAULT_DB, user_store.store
+        user_store.DEFAULT_DB, user_store.store = os.path.join(tmp, "users.db"), None
+
+        def restore():
+            if user_store.store:
+                user_store.store.db.close()
+            user_store.DEFAULT_DB, user_store.store = saved
+        self.addCleanup(restore)
+        example = importlib.import_module("user_table_app")
+        http = await start_http(example.server, "127.0.0.1", 0)
+        self.addAsyncCleanup(http.close)
+        url = f"http://127.0.0.1:{http.port}/mcp"
+        async with mcp_min.Client(url, era="handshake", timeout=TIMEOUT) as client:
+            self.assertIn("io.modelcontextprotocol/ui", client.server_capabilities["extensions"])
+            tools = {tool["name"]: tool.get("_meta") for tool in await client.list_tools()}
+            self.assertEqual(tools, {"getUsers": {"ui": {"resourceUri": "ui://users/table"},
+                                                  "ui/resourceUri": "ui://users/table"},
+                                     "addUser": None, "deleteUser": {"ui": {"visibility": ["model"]}}})
+            [page] = (await client.read_resource("ui://users/table"))["contents"]
+            self.assertEqual(page["mimeType"], self.MIME)
+            self.assertEqual(page["_meta"], {"ui": {"csp": {"connectDomains": [], "resourceDomains": []},
+                                                    "prefersBorder": True}})
+            # the page's own calls: ui/initialize with the host, tools/call through it
+            for needed in ('"ui/initialize"', "ui/notifications/tool-result", '"tools/call"',
+                           '"addUser"', "structuredContent"):
+                self.assertIn(needed, page["text"])
+            await client.call_tool("addUser", {"name": "Ada", "email": "ada@example.com"})
+            users = (await client.call_tool("getUsers", {}))["structuredContent"]["result"]
+            self.assertEqual([user["name"] for user in users], ["John", "Jane", "Ada"])
+
+
+##############################################################################
 # Extension: authorization, the resource server
 ##############################################################################
 
