@@ -68,7 +68,8 @@ class Def(typing.NamedTuple):
 def read_defs(path=FILE):
     """Every def of the file, by (its code's first line, its name): a code object's first line is
     its first decorator's, when it has one (so both lines are keys)."""
-    text = open(path, encoding="utf-8").read()
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
     tree = ast.parse(text)
     banners = [(number, line[2:]) for number, line in enumerate(text.split("\n"), 1)
                if line.startswith(("# Core: ", "# Extension: "))]
