@@ -27,6 +27,7 @@ import ast
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 import os
 import sys
 import tempfile
@@ -65,44 +66,36 @@ class Def(typing.NamedTuple):
         return f"mcp_min.py:{self.first}-{self.last}"
 
 
+@functools.lru_cache(maxsize=None)
 def read_defs(path=FILE):
     """Every def of the file, by (its code's first line, its name): a code object's first line is
-    its first decorator's, when it has one (so both lines are keys)."""
+    its first decorator's, when it has one (so both lines are keys). One walk of the tree: each
+    name of a table goes to the innermost def around it."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    tree = ast.parse(text)
     banners = [(number, line[2:]) for number, line in enumerate(text.split("\n"), 1)
                if line.startswith(("# Core: ", "# Extension: "))]
+    made, reads = [], {}     # (node, dotted name) in the file's order; node -> tables read
+    stack = [(ast.parse(text), [], None)]      # node, the names around it, the def it is in
+    while stack:
+        node, outer, inside = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            made.append((node, ".".join(outer + [node.name])))
+            outer, inside = outer + [node.name], node
+            reads[node] = set()
+        elif isinstance(node, ast.ClassDef):
+            outer = outer + [node.name]
+        elif isinstance(node, ast.Name) and node.id in TABLES and inside is not None:
+            reads[inside].add(node.id)
+        stack.extend((child, outer, inside) for child in ast.iter_child_nodes(node))
     found = {}
-
-    def section(line):
-        return max(((n, title) for n, title in banners if n < line), default=(0, ""))[1]
-
-    def visit(node, outer):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = ".".join(outer + [child.name])
-                read = {n.id for stmt in child.body for n in _own_nodes(stmt)
-                        if isinstance(n, ast.Name) and n.id in TABLES}
-                d = Def(child.lineno, child.end_lineno, name, tuple(t for t in TABLES if t in read),
-                        section(child.lineno))
-                for line in [child.lineno] + [dec.lineno for dec in child.decorator_list]:
-                    found[(line, child.name)] = d
-                visit(child, outer + [child.name])
-            elif isinstance(child, ast.ClassDef):
-                visit(child, outer + [child.name])
-            else:
-                visit(child, outer)
-    visit(tree, [])
+    for node, name in made:
+        section = max(((n, title) for n, title in banners if n < node.lineno), default=(0, ""))
+        fn = Def(node.lineno, node.end_lineno, name,
+                 tuple(t for t in TABLES if t in reads[node]), section[1])
+        for line in [node.lineno] + [d.lineno for d in node.decorator_list]:
+            found[(line, node.name)] = fn
     return found
-
-
-def _own_nodes(node):
-    """The nodes of a statement, but not those of a function defined in it (its own Def)."""
-    yield node
-    for child in ast.iter_child_nodes(node):
-        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            yield from _own_nodes(child)
 
 
 # The frame an HTTP connection's task serves: [frame number, its _Connection], set when it begins
