@@ -9,7 +9,7 @@
     python examples/agent_walkthrough.py --url http://127.0.0.1:8080/mcp   # a running server
     ... --trace                                             # every frame, as the capture showed
     ... --picture capture.html            # the frames drawn as a sequence diagram (examples/capture.py)
-    ... --tour                  # each frame, then the functions of mcp_min.py it ran (examples/tour.py)
+    ... --tour                  # each frame, then the functions of mcp_min.py it ran: examples/tour.py
 
 The agent's thoughts go to stdout; the trace goes to stderr (with --picture, once the walk is over:
 both come from the one trace the client writes).
@@ -83,6 +83,8 @@ def main():
                    "after each frame, the functions of mcp_min.py that ran for it")
     args = p.parse_args()
     if args.tour:
+        if args.url or args.picture:
+            p.error("--tour serves the demo in this process: no --url, and no --picture")
         import tour     # examples/tour.py, beside this file
         transport = args.transport or "stdio"
         print(tour.render(asyncio.run(tour.play(transport, agent)), transport))

@@ -45,6 +45,7 @@ FILE = os.path.abspath(mcp_min.__file__)
 CODE_FILE = mcp_min.Server.__init__.__code__.co_filename     # as the code objects spell it
 MIN_LINES = 8       # a function shorter than this is a helper: left out, unless a table names it
 MAX_SHOWN = 6       # entries a frame shows at most
+WIDTH, NOTES = 100, 60  # characters a line, and the column where a note begins if it fits
 # The tables a trace cannot show: a lookup in them is no call. Named where they are read.
 TABLES = ("_ROUTES", "_METHODS", "_NOTIFICATIONS", "_LIFECYCLE", "_TRANSITIONS")
 
@@ -116,12 +117,17 @@ class Recorder:
 
     def __init__(self, anchor):
         self.defs = read_defs()
-        if anchor not in {fn.name for fn in self.defs.values()}:
-            raise LookupError(f"mcp_min.py has no {anchor}: the tour must learn where frames begin")
+        names = {fn.name for fn in self.defs.values()}
+        for name in (anchor, _ROUTES_HTTP, _READS_STDIO):
+            if name not in names:
+                raise LookupError(f"mcp_min.py has no {name}: the tour must learn anew where "
+                                  "a frame begins")
         self.anchor = anchor
         self.calls: list[Call] = []
         self.frames: list[dict] = []    # {"mark": str} or a client trace record, with "lines"
         self.heard = -1     # the frame the client's trace is at
+        self.opened: dict[_Any, int] = {}   # a connection of the client's -> the frame it began
+        self.sure: set[int] = set()     # frames an HTTP request the server read was
         self.serving = -1   # the frame the server is at
         self.reading = False    # stdio: a chunk is read, its next line not yet taken in
         self.server: _Any = None     # the mcp_min.Server served
@@ -133,13 +139,20 @@ class Recorder:
 
     def record(self, record):
         """A frame the client traced: one it sends begins a frame; one it hears joins the frame
-        it answers (the walk is strictly in turn)."""
+        of the request it answers, else the one that opened its connection, else the last."""
         line = _capture_text(record, None, None, None).split("\n")[0]
         if record["dir"] == "C→S":
             self.frames.append({**record, "lines": [line]})
             self.heard = len(self.frames) - 1
-        else:
-            self.frames[self.heard]["lines"].append(line)
+            self.opened[record.get("conn")] = self.heard
+            return
+        joins = self.heard
+        if record.get("kind") == "response":
+            joins = next((n for n, frame in enumerate(self.frames) if frame.get("kind") == "request"
+                          and frame.get("id") == record.get("id")), joins)
+        elif record.get("conn") in self.opened and not record["head"].startswith("("):
+            joins = self.opened[record["conn"]]
+        self.frames[joins]["lines"].append(line)
 
     def begin(self):
         """The server takes in the next frame the client sent."""
@@ -176,23 +189,38 @@ class Recorder:
                 self.reading = False
             elif connection is None:    # a connection's task begins (not a resumption)
                 self.begin()
-                connection = [self.serving, None]
+                connection = [self.serving, None, False]
                 _CONNECTION.set(connection)
+        if fn.name == _ROUTES_HTTP and connection is not None and not connection[2]:
+            # Its request is read: the frame that sent it (connections opened at once, a GET
+            # stream's and a POST's, may be taken in in either order)
+            connection[2] = True
+            request = frame.f_locals["conn"].request
+            connection[0] = self.claim(f"{request.method} {request.path}", connection[0])
         own, hop = self.serving, False
         if self.reading:
             own = self.next(own)
         if connection is not None:
-            if fn.name.startswith("_Connection."):
-                conn = frame.f_locals.get("self")
-                if connection[1] is None:
-                    connection[1] = conn
-                hop = conn is not connection[1] and self.sends(own)
             # A connection's work is its request's, but for a stream's end when the client leaves
             opened = connection[0]
             if not (self.frames[opened].get("head", "").startswith("GET")
                     and "mark" in self.frames[own]):
                 own = opened
+            if fn.name.startswith("_Connection."):     # its writer, or another connection's?
+                conn = frame.f_locals.get("self")
+                if connection[1] is None:
+                    connection[1] = conn
+                hop = conn is not connection[1] and self.sends(own)
         self.calls.append(Call(own, fn, caller, hop))
+
+    def claim(self, head, guessed):
+        """The first frame the client sent as `head` ("POST /mcp") that no request read so far
+        was, in place of the one `guessed` when its connection began; `guessed` if none is."""
+        for number, frame in enumerate(self.frames):
+            if frame.get("head", "").split("?")[0] == head and number not in self.sure:
+                self.sure.add(number)
+                return number
+        return guessed
 
     def sends(self, number):
         """Whether frame `number` is a message the client sent (its answer may cross)."""
@@ -203,6 +231,7 @@ class Recorder:
 # runs once a chunk is read and before its line goes in is that line's)
 _BEGINS_HTTP, _BEGINS_STDIO, _READS_STDIO = ("HttpServer._connection", "Session.receive",
                                              "serve_stdio.readable")
+_ROUTES_HTTP = "HttpServer._respond"   # a connection's request is read: which frame it is
 
 
 class _TraceFile:
@@ -307,6 +336,8 @@ async def play(transport, agent):
     try:
         with tempfile.TemporaryDirectory() as tmp:
             if transport == "stdio":
+                if not hasattr(os, "mkfifo"):
+                    raise SystemExit("the tour over stdio needs FIFOs (POSIX): try --transport sse")
                 pipes = os.path.join(tmp, "to-server"), os.path.join(tmp, "from-server")
                 for path in pipes:
                     os.mkfifo(path)
@@ -421,9 +452,13 @@ def show(first, hops, shown, indent="    "):
             notes.append("reads " + ", ".join(_where(table, where)
                                               for table, where in reads[fn].items()))
         if mark:
-            notes.append("the answer, written on the GET stream's connection")
-        if notes:
-            line = f"{line:<72}  [{'; '.join(notes)}]"
+            notes.append("written on the GET stream's connection")
+        note = f"[{'; '.join(notes)}]"
+        if notes and len(line) <= NOTES and NOTES + 2 + len(note) <= WIDTH:
+            line = f"{line:<{NOTES}}  {note}"
+        elif notes:     # on a line of its own, below
+            lines.append(line)
+            line = f"{indent}{'  ' * depth[fn]}    {note}"
         lines.append(line)
     return lines
 
@@ -462,6 +497,18 @@ def _where(table, readers):
     return f"{table} ({'also ' if '' in readers else ''}in {others})"
 
 
+def wrapped(head, names, width=WIDTH):
+    """A path as lines of `width` at most, each line after the first going on with "->" (as the
+    reading guide writes them)."""
+    lines, line = [], head + names[0]
+    for name in names[1:]:
+        if len(line) + len(name) + 4 > width:
+            lines.append(line)
+            line = "      ->"
+        line += f" -> {name}" if not line.endswith("->") else f" {name}"
+    return lines + [line]
+
+
 def guided(recorder):
     """The frames whose paths the reading guide gives: the first GET, the first request."""
     found = {}
@@ -498,8 +545,9 @@ def render(recorder, transport):
     also = {numbers[0]: (kind, ran(numbers) - every) for kind, numbers in kinds.items()
             if len(numbers) > 1 and len(numbers) < len(sent)}
     out = [f"The tour over {transport}: each frame as the client's trace shows it, then the "
-           "functions of mcp_min.py that ran for it (file:first-last line of the def), each under "
-           "the nearest one shown that called it. ⇢: where an answer crosses to the GET stream."]
+           "functions of\nmcp_min.py that ran for it (file:first-last line of the def), each "
+           "under the nearest one shown\nthat called it. ⇢: where an answer crosses to the GET "
+           "stream's connection."]
     shared = set()
     for n, frame in enumerate(recorder.frames):
         calls = by_frame.get(n, [])
@@ -531,7 +579,7 @@ def render(recorder, transport):
     out.append("\nThe paths, whole (the reading guide in mcp_min.py's docstring gives them):")
     for n in guided(recorder):
         to, answer = chain(recorder, n, handlers)
-        out.append(f"  {about(recorder.frames[n])}: {' -> '.join(to)}")
+        out += wrapped(f"  {about(recorder.frames[n])}: ", to)
         if answer:
-            out.append(f"    its answer: {' -> '.join(answer)}")
+            out += wrapped("  its answer: ", answer)
     return "\n".join(out)
