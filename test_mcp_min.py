@@ -10822,6 +10822,19 @@ class TourTest(unittest.TestCase):
                     self.assertEqual(self.defs[int(first)], (int(last or self.defs[int(first)][0]),
                                                              name))
 
+    def test_the_readmes_excerpt_names_defs_at_their_lines(self):
+        # STYLE.md 10: the README's excerpt of the sse tour cannot rot (after mcp_min.py's lines
+        # move, paste the tour's output again)
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        command = "python3 examples/agent_walkthrough.py --transport sse --tour"
+        excerpt = readme.split(command + "\n```\n\n```text\n", 1)[1].split("```", 1)[0]
+        found = self.LINE.findall(excerpt)
+        self.assertGreaterEqual(len(found), 20)
+        for first, last, name in found:
+            self.assertEqual(self.defs.get(int(first), (None, None)), (int(last), name),
+                             f"README: mcp_min.py:{first}-{last} {name}")
+
     def test_each_frame_shows_what_handled_it(self):
         shown = {t: {name for _, _, name in self.LINE.findall(text)}
                  for t, (_, text) in self.played.items()}
