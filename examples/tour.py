@@ -9,25 +9,30 @@ called it; the walkthrough's agent, in the main thread, speaks to it as any clie
 socket (sse, http) or a pipe (stdio: a small relay process between the client's pipes and the
 server's FIFOs). The client's trace says where each frame falls among the server's calls.
 
-Which frame a call belongs to: an HTTP connection belongs to the frame whose request opened it
-(the client traces a request before it connects), and so does all that runs in its task, and in
-the tasks and threads it starts; what the GET stream's task (or its writer) does while a later
-POST is served is that POST's answer crossing to the stream, marked ``⇢``. On stdio, the frame
-last sent. The client's own code runs in the main thread, which is not traced.
+Which frame a call belongs to. HTTP: a connection's task, and the tasks and threads it starts
+(a context variable goes with them), serves the frame whose request it read (matched by method
+and path; the client traces a request before it connects, and one connection carries one of
+its requests); a `_Connection` method that runs for another connection than its frame's own is
+a POST's answer crossing to the GET stream, marked ``⇢``; the GET stream's end, once the client
+leaves, is the leaving's. stdio: each line the server takes in (`Session.receive`), and what ran
+since its chunk was read. Before the first frame, the server's start; after the client leaves,
+the session's end and the server's. The client's own code runs in the main thread, not traced.
 
-What a frame shows, by rule, so that the map stays short: a function that ran for every frame
-is shown once, in the block of what every request runs; a frame's own are ranked, the entries
-of the tables (the route, method and notification handlers) first, then the transport's and the
-session's steps, by size; helpers under MIN_LINES lines, comprehensions and lambdas are left
-out; at most MAX_SHOWN are shown, indented under the nearest shown caller. A table the code reads
-is named beside the function that reads it (or the nearest shown caller), since no trace shows
-a lookup.
+What a frame shows, by rule, so that the map stays short: what every frame ran is shown once,
+at the first (what every POST ran, at the first POST); of a frame's own functions, the tables'
+entries come first (route, method and notification handlers, the server's tools and prompts),
+then where an answer crosses, then the transport's and the session's steps, then the rest, the
+longer first; helpers under MIN_LINES lines (and comprehensions, lambdas) are left out; at most
+MAX_SHOWN, each under the nearest shown caller. The tables a lookup reads (no trace shows one)
+are named beside the function that reads them, or the nearest shown caller. Last, the whole
+path of the first GET and the first request, as the reading guide in mcp_min.py gives them.
 """
 import ast
 import asyncio
 import concurrent.futures
 import contextvars
 import functools
+import json
 import os
 import sys
 import tempfile
@@ -99,7 +104,8 @@ def read_defs(path=FILE):
     return found
 
 
-# The frame an HTTP connection's task serves: [frame number, its _Connection], set when it begins
+# What an HTTP connection's task serves, set when it begins: [its frame's number, its _Connection,
+# whether its request has been read (and its frame matched)]
 _CONNECTION: contextvars.ContextVar[list] = contextvars.ContextVar("tour_connection")
 
 
@@ -241,7 +247,6 @@ class _TraceFile:
         self.recorder = recorder
 
     def write(self, text):
-        import json
         for line in text.splitlines():
             self.recorder.record(json.loads(line))
 
