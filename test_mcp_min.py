@@ -12,6 +12,7 @@ pins.
 Run: ``python -m unittest`` from the directory holding mcp_min.py.
 """
 
+import ast
 import asyncio
 import atexit
 import base64
@@ -10943,6 +10944,111 @@ def trace_headers(stderr):
     """The header lines of a --trace on stderr, without their times."""
     return [line.split("s ", 1)[1] for line in stderr.splitlines()
             if re.match(r" *\d+\.\d{3}s [CS]→[CS] ", line)]
+
+
+@needs_trace
+@needs_cli
+class TourTest(unittest.TestCase):
+    """Issue 41: examples/tour.py (agent_walkthrough.py --tour) plays the capture with the demo
+    served in the test's process: each `mcp_min.py:FIRST-LAST name` it prints is a def of that
+    name there, on each transport; and the reading guide's paths are the ones the tour finds."""
+
+    EXAMPLES = os.path.join(HERE, "examples")
+    LINE = re.compile(r"mcp_min\.py:(\d+)(?:-(\d+))?\s+([\w.]+)")
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, cls.EXAMPLES)
+        try:
+            import agent_walkthrough
+            import tour
+        finally:
+            sys.path.remove(cls.EXAMPLES)
+        cls.tour, cls.agent = tour, agent_walkthrough.agent
+        cls.played = {}
+        with contextlib.redirect_stdout(io.StringIO()):     # the agent's thoughts
+            for transport in ("sse", "http", "stdio"):
+                recorder = asyncio.run(tour.play(transport, cls.agent))
+                cls.played[transport] = recorder, tour.render(recorder, transport)
+        # Every def of mcp_min.py, read here: its first line -> (last line, dotted name)
+        cls.defs = {}
+
+        def visit(node, outer):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    if not isinstance(child, ast.ClassDef):
+                        name = ".".join([*outer, child.name])
+                        cls.defs[child.lineno] = (child.end_lineno, name)
+                    visit(child, [*outer, child.name])
+                else:
+                    visit(child, outer)
+        with open(MCP_MIN, encoding="utf-8") as f:
+            visit(ast.parse(f.read()), [])
+
+    def test_every_line_names_a_def_at_that_line(self):
+        for transport, (_, text) in self.played.items():
+            with self.subTest(transport=transport):
+                found = self.LINE.findall(text)
+                self.assertGreaterEqual(len(found), 30, text)
+                for first, last, name in found:
+                    self.assertIn(int(first), self.defs, f"no def at line {first} ({name})")
+                    self.assertEqual(self.defs[int(first)], (int(last or self.defs[int(first)][0]),
+                                                             name))
+
+    def test_the_readmes_excerpt_names_defs_at_their_lines(self):
+        # STYLE.md 10: the README's excerpt of the sse tour cannot rot (after mcp_min.py's lines
+        # move, paste the tour's output again)
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        command = "python3 examples/agent_walkthrough.py --transport sse --tour"
+        excerpt = readme.split(command + "\n```\n\n```text\n", 1)[1].split("```", 1)[0]
+        found = self.LINE.findall(excerpt)
+        self.assertGreaterEqual(len(found), 20)
+        for first, last, name in found:
+            self.assertEqual(self.defs.get(int(first), (None, None)), (int(last), name),
+                             f"README: mcp_min.py:{first}-{last} {name}")
+
+    def test_each_frame_shows_what_handled_it(self):
+        shown = {t: {name for _, _, name in self.LINE.findall(text)}
+                 for t, (_, text) in self.played.items()}
+        self.assertLessEqual({"_sse_get", "_sse_post", "Session.receive", "_initialize",
+                              "_call_tool", "_Connection.hold.direct"}, shown["sse"])
+        self.assertLessEqual({"_mcp_post", "_initialize", "_call_tool"}, shown["http"])
+        self.assertLessEqual({"serve_stdio.readable", "Session.receive", "_initialize",
+                              "_call_tool"}, shown["stdio"])
+        sse = self.played["sse"][1]
+        self.assertIn("⇢ mcp_min.py:", sse)     # the answer's hop to the GET stream
+        self.assertIn("no answer, so no event", sse.split("notifications/initialized")[1]
+                      .split("C→S")[0])
+        for table in ("_ROUTES", "_METHODS", "_LIFECYCLE", "_NOTIFICATIONS"):
+            self.assertRegex(sse, rf"reads [^\]]*{table}")
+        self.assertIn("(the server starts)", sse)
+        # What every request runs is shown once, not in each frame
+        self.assertEqual(sse.count("  HttpServer._parse_head") + sse.count("  _parse_head"), 1)
+
+    def test_the_reading_guide_gives_the_paths_the_tour_finds(self):
+        recorder, _ = self.played["sse"]
+        handlers = self.tour.entries(recorder, recorder.server)
+        found = {}
+        for n in self.tour.guided(recorder):
+            to, answer = self.tour.chain(recorder, n, handlers)
+            found[self.tour.about(recorder.frames[n])] = to
+            if answer:
+                found["its answer"] = answer
+        self.assertEqual(set(found), {"GET /sse", "POST /messages initialize", "its answer"})
+        # The guide: "NAME: a -> b" lines, a path going on in lines that begin with "->"
+        guide, key = {}, None
+        for line in mcp_min.__doc__.splitlines():
+            line = line.strip()
+            head, colon, rest = line.partition(": ")
+            if colon and head in found:
+                key, guide[head] = head, rest
+            elif key and line.startswith("->"):
+                guide[key] += " " + line
+            else:
+                key = None
+        guide = {k: [name.strip() for name in v.split("->")] for k, v in guide.items()}
+        self.assertEqual(guide, found)
 
 
 @needs_trace

@@ -9,6 +9,7 @@
     python examples/agent_walkthrough.py --url http://127.0.0.1:8080/mcp   # a running server
     ... --trace                                             # every frame, as the capture showed
     ... --picture capture.html            # the frames drawn as a sequence diagram (examples/capture.py)
+    ... --tour                  # each frame, then the functions of mcp_min.py it ran: examples/tour.py
 
 The agent's thoughts go to stdout; the trace goes to stderr (with --picture, once the walk is over:
 both come from the one trace the client writes).
@@ -43,21 +44,26 @@ async def walk(target, trace, transport="auto"):
     # A named transport is used as named (VS Code's "type": "sse" opens GET /sse at once); a bare
     # URL is probed: Streamable HTTP first, legacy SSE after a 4xx.
     async with Client(target, name="walkthrough-agent", trace=trace, transport=transport) as client:
-        say(f"connected to {client.server_info['name']} (protocol {client.protocol_version})")
-        tools = [t["name"] for t in await client.list_tools()]
-        say(f"I can use: {', '.join(tools)}")
+        await agent(client)
+
+
+async def agent(client):
+    """The task, over a client that is connected."""
+    say(f"connected to {client.server_info['name']} (protocol {client.protocol_version})")
+    tools = [t["name"] for t in await client.list_tools()]
+    say(f"I can use: {', '.join(tools)}")
+    users = names(await client.call_tool("getUsers"))
+    say(f"users now: {', '.join(users)}")
+    if "Carson" not in users:
+        say("Carson is missing, so I add him")
+        result = await client.call_tool("addUser", {"name": "Carson", "email": "carson@gmail.com"})
+        say(result["content"][0]["text"])
         users = names(await client.call_tool("getUsers"))
         say(f"users now: {', '.join(users)}")
-        if "Carson" not in users:
-            say("Carson is missing, so I add him")
-            result = await client.call_tool("addUser", {"name": "Carson", "email": "carson@gmail.com"})
-            say(result["content"][0]["text"])
-            users = names(await client.call_tool("getUsers"))
-            say(f"users now: {', '.join(users)}")
-        assert "Carson" in users, "Carson should be there now"
-        prompt = await client.get_prompt("greet", {"name": "Carson"})
-        say(f"(the server's greet prompt asks me: {prompt['messages'][0]['content']['text']!r})")
-        say("Hello Carson, and welcome to the directory!")
+    assert "Carson" in users, "Carson should be there now"
+    prompt = await client.get_prompt("greet", {"name": "Carson"})
+    say(f"(the server's greet prompt asks me: {prompt['messages'][0]['content']['text']!r})")
+    say("Hello Carson, and welcome to the directory!")
 
 
 def free_port():
@@ -73,7 +79,16 @@ def main():
                                  "names how to reach it)")
     p.add_argument("--trace", action="store_true", help="show every frame on stderr")
     p.add_argument("--picture", metavar="HTML", help="draw every frame into HTML, a sequence diagram")
+    p.add_argument("--tour", action="store_true", help="serve the demo in this process and show, "
+                   "after each frame, the functions of mcp_min.py that ran for it")
     args = p.parse_args()
+    if args.tour:
+        if args.url or args.picture:
+            p.error("--tour serves the demo in this process: no --url, and no --picture")
+        import tour     # examples/tour.py, beside this file
+        transport = args.transport or "stdio"
+        print(tour.render(asyncio.run(tour.play(transport, agent)), transport))
+        return None
     if not args.picture:
         return run(args, "-" if args.trace else None)
     with tempfile.TemporaryDirectory() as tmp:

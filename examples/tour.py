@@ -1,0 +1,590 @@
+"""The tour: the capture played again, each frame followed by the functions of mcp_min.py that
+ran for it, traced from that very run.
+
+    python3 examples/agent_walkthrough.py --transport sse --tour     (or http, or stdio)
+
+The server (the demo's user store) runs in this process, on an event loop in a thread of its own,
+with a profiler (sys.setprofile) that writes down each function of mcp_min.py it calls and who
+called it; the walkthrough's agent, in the main thread, speaks to it as any client would: over a
+socket (sse, http) or a pipe (stdio: a small relay process between the client's pipes and the
+server's FIFOs). The client's trace says where each frame falls among the server's calls.
+
+Which frame a call belongs to. HTTP: a connection's task, and the tasks and threads it starts
+(a context variable goes with them), serves the frame whose request it read (matched by method
+and path; the client traces a request before it connects, and one connection carries one of
+its requests); a `_Connection` method that runs for another connection than its frame's own is
+a POST's answer crossing to the GET stream, marked ``⇢``; the GET stream's end, once the client
+leaves, is the leaving's. stdio: each line the server takes in (`Session.receive`), and what ran
+since its chunk was read. Before the first frame, the server's start; after the client leaves,
+the session's end and the server's. The client's own code runs in the main thread, not traced.
+
+What a frame shows, by rule, so that the map stays short: what every frame ran is shown once,
+at the first (what every POST ran, at the first POST); of a frame's own functions, the tables'
+entries come first (route, method and notification handlers, the server's tools and prompts),
+then where an answer crosses, then the transport's and the session's steps, then the rest, the
+longer first; helpers under MIN_LINES lines (and comprehensions, lambdas) are left out; at most
+MAX_SHOWN, each under the nearest shown caller. The tables a lookup reads (no trace shows one)
+are named beside the function that reads them, or the nearest shown caller. Last, the whole
+path of the first GET and the first request, as the reading guide in mcp_min.py gives them.
+"""
+import ast
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import json
+import os
+import sys
+import tempfile
+import threading
+import typing
+from typing import Any as _Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.append(os.path.join(HERE, ".."))     # a checkout: mcp_min.py is one folder up
+
+import mcp_min  # noqa: E402
+from mcp_min import Client, _capture_text, _Trace  # noqa: E402
+
+FILE = os.path.abspath(mcp_min.__file__)
+CODE_FILE = mcp_min.Server.__init__.__code__.co_filename     # as the code objects spell it
+MIN_LINES = 8       # a function shorter than this is a helper: left out, unless a table names it
+MAX_SHOWN = 6       # entries a frame shows at most
+WIDTH, NOTES = 100, 60  # characters a line, and the column where a note begins if it fits
+# The tables a trace cannot show: a lookup in them is no call. Named where they are read.
+TABLES = ("_ROUTES", "_METHODS", "_NOTIFICATIONS", "_LIFECYCLE", "_TRANSITIONS")
+
+
+class Def(typing.NamedTuple):
+    """A function of mcp_min.py: its def's first and last line, its name as the tour shows it
+    (a method's class before it, an inner function's outer one), the tables its own body reads."""
+    first: int
+    last: int
+    name: str
+    tables: tuple[str, ...]
+    section: str        # the banner it is under ("Core: the session, ...")
+
+    @property
+    def size(self):
+        return self.last - self.first + 1
+
+    def where(self):
+        return f"mcp_min.py:{self.first}-{self.last}"
+
+
+@functools.lru_cache(maxsize=None)
+def read_defs(path=FILE):
+    """Every def of the file, by (its code's first line, its name): a code object's first line is
+    its first decorator's, when it has one (so both lines are keys). One walk of the tree: each
+    name of a table goes to the innermost def around it."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    banners = [(number, line[2:]) for number, line in enumerate(text.split("\n"), 1)
+               if line.startswith(("# Core: ", "# Extension: "))]
+    made, reads = [], {}     # (node, dotted name) in the file's order; node -> tables read
+    stack = [(ast.parse(text), [], None)]      # node, the names around it, the def it is in
+    while stack:
+        node, outer, inside = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            made.append((node, ".".join(outer + [node.name])))
+            outer, inside = outer + [node.name], node
+            reads[node] = set()
+        elif isinstance(node, ast.ClassDef):
+            outer = outer + [node.name]
+        elif isinstance(node, ast.Name) and node.id in TABLES and inside is not None:
+            reads[inside].add(node.id)
+        stack.extend((child, outer, inside) for child in ast.iter_child_nodes(node))
+    found = {}
+    for node, name in made:
+        section = max(((n, title) for n, title in banners if n < node.lineno), default=(0, ""))
+        fn = Def(node.lineno, node.end_lineno, name,
+                 tuple(t for t in TABLES if t in reads[node]), section[1])
+        for line in [node.lineno] + [d.lineno for d in node.decorator_list]:
+            found[(line, node.name)] = fn
+    return found
+
+
+# What an HTTP connection's task serves, set when it begins: [its frame's number, its _Connection,
+# whether its request has been read (and its frame matched)]
+_CONNECTION: contextvars.ContextVar[list] = contextvars.ContextVar("tour_connection")
+
+
+class Call(typing.NamedTuple):
+    frame: int          # the frame it ran for
+    fn: Def
+    caller: Def | None  # the nearest function of mcp_min.py below it on the stack
+    hop: bool           # it writes a POST's answer on the GET stream's connection
+
+
+class Recorder:
+    """The profiler of the server's threads, and the client's trace, in one timeline. A frame the
+    client sends is begun by the server when it takes it in (`anchor`: a connection's task begins,
+    or stdio's one door, Session.receive); a frame of the tour's own when it is marked."""
+
+    def __init__(self, anchor):
+        self.defs = read_defs()
+        names = {fn.name for fn in self.defs.values()}
+        for name in (anchor, _ROUTES_HTTP, _READS_STDIO):
+            if name not in names:
+                raise LookupError(f"mcp_min.py has no {name}: the tour must learn anew where "
+                                  "a frame begins")
+        self.anchor = anchor
+        self.calls: list[Call] = []
+        self.frames: list[dict] = []    # {"mark": str} or a client trace record, with "lines"
+        self.heard = -1     # the frame the client's trace is at
+        self.opened: dict[_Any, int] = {}   # a connection of the client's -> the frame it began
+        self.sure: set[int] = set()     # frames an HTTP request the server read was
+        self.serving = -1   # the frame the server is at
+        self.reading = False    # stdio: a chunk is read, its next line not yet taken in
+        self.server: _Any = None     # the mcp_min.Server served
+
+    def mark(self, text):
+        """A frame of the tour's own (start-up, the client leaving, shutdown): no bytes."""
+        self.frames.append({"mark": text, "lines": []})
+        self.heard = self.serving = len(self.frames) - 1
+
+    def record(self, record):
+        """A frame the client traced: one it sends begins a frame; one it hears joins the frame
+        of the request it answers, else the one that opened its connection, else the last."""
+        line = _capture_text(record, None, None, None).split("\n")[0]
+        if record["dir"] == "C→S":
+            self.frames.append({**record, "lines": [line]})
+            self.heard = len(self.frames) - 1
+            self.opened[record.get("conn")] = self.heard
+            return
+        joins = self.heard
+        if record.get("kind") == "response":
+            joins = next((n for n, frame in enumerate(self.frames) if frame.get("kind") == "request"
+                          and frame.get("id") == record.get("id")), joins)
+        elif record.get("conn") in self.opened and not record["head"].startswith("("):
+            joins = self.opened[record["conn"]]
+        self.frames[joins]["lines"].append(line)
+
+    def begin(self):
+        """The server takes in the next frame the client sent."""
+        self.serving = self.next(self.serving)
+
+    def next(self, number):
+        """The frame the client sent after frame `number` (`number` if none)."""
+        for after in range(number + 1, len(self.frames)):
+            if "dir" in self.frames[after]:
+                return after
+        return number
+
+    def profile(self, frame, event, arg):
+        if event != "call" or frame.f_code.co_filename != CODE_FILE:
+            return
+        code = frame.f_code
+        fn = self.defs.get((code.co_firstlineno, code.co_name))
+        if fn is None:      # a lambda, a comprehension
+            return
+        caller = None
+        back = frame.f_back
+        while back is not None:
+            if back.f_code.co_filename == CODE_FILE:
+                caller = self.defs.get((back.f_code.co_firstlineno, back.f_code.co_name))
+                if caller is not None:
+                    break
+            back = back.f_back
+        connection = _CONNECTION.get(None)
+        if fn.name == _READS_STDIO:   # a chunk of lines: what runs before each is the next's
+            self.reading = True
+        if fn.name == self.anchor:
+            if self.anchor != _BEGINS_HTTP:
+                self.begin()
+                self.reading = False
+            elif connection is None:    # a connection's task begins (not a resumption)
+                self.begin()
+                connection = [self.serving, None, False]
+                _CONNECTION.set(connection)
+        if fn.name == _ROUTES_HTTP and connection is not None and not connection[2]:
+            # Its request is read: the frame that sent it (connections opened at once, a GET
+            # stream's and a POST's, may be taken in in either order)
+            connection[2] = True
+            request = frame.f_locals["conn"].request
+            connection[0] = self.claim(f"{request.method} {request.path}", connection[0])
+        own, hop = self.serving, False
+        if self.reading:
+            own = self.next(own)
+        if connection is not None:
+            # A connection's work is its request's, but for a stream's end when the client leaves
+            opened = connection[0]
+            if not (self.frames[opened].get("head", "").startswith("GET")
+                    and "mark" in self.frames[own]):
+                own = opened
+            if fn.name.startswith("_Connection."):     # its writer, or another connection's?
+                conn = frame.f_locals.get("self")
+                if connection[1] is None:
+                    connection[1] = conn
+                hop = conn is not connection[1] and self.sends(own)
+        self.calls.append(Call(own, fn, caller, hop))
+
+    def claim(self, head, guessed):
+        """The first frame the client sent as `head` ("POST /mcp") that no request read so far
+        was, in place of the one `guessed` when its connection began; `guessed` if none is."""
+        for number, frame in enumerate(self.frames):
+            if frame.get("head", "").split("?")[0] == head and number not in self.sure:
+                self.sure.add(number)
+                return number
+        return guessed
+
+    def sends(self, number):
+        """Whether frame `number` is a message the client sent (its answer may cross)."""
+        return self.frames[number].get("kind") in ("request", "notification")
+
+
+# Where the server begins a frame: a connection's task (HTTP), the one door (stdio: a line; what
+# runs once a chunk is read and before its line goes in is that line's)
+_BEGINS_HTTP, _BEGINS_STDIO, _READS_STDIO = ("HttpServer._connection", "Session.receive",
+                                             "serve_stdio.readable")
+_ROUTES_HTTP = "HttpServer._respond"   # a connection's request is read: which frame it is
+
+
+class _TraceFile:
+    """What the client's trace writes to: each record (JSON Lines) to the recorder."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+
+    def write(self, text):
+        for line in text.splitlines():
+            self.recorder.record(json.loads(line))
+
+    def flush(self):
+        pass
+
+
+class ServerThread:
+    """An event loop in a thread of its own, and its threads (sync tools run there), profiled."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.loop = asyncio.new_event_loop()
+        self.pool = concurrent.futures.ThreadPoolExecutor(
+            thread_name_prefix="tour-server", initializer=sys.setprofile,
+            initargs=(recorder.profile,))
+        self.loop.set_default_executor(self.pool)
+        self.thread = threading.Thread(target=self._run, name="tour-server", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        sys.setprofile(self.recorder.profile)
+        try:
+            self.loop.run_forever()
+        finally:
+            sys.setprofile(None)
+
+    def run(self, coroutine):
+        """`coroutine` run on the server's loop, awaited from ours."""
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
+
+    def stop(self):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.pool.shutdown()
+        self.loop.close()
+
+
+async def _start_http():
+    return await mcp_min.start_http(mcp_min.demo_server(), port=0)
+
+
+async def _idle(http):
+    """Until the server holds no connection and no session: the client's leaving is over."""
+    while http.connections or http.sessions:
+        await asyncio.sleep(0.005)
+
+
+# stdio: the client's pipes, relayed to two FIFOs that serve_stdio, in this process, reads and
+# writes. The relay opens them in the order the server does (a FIFO's open waits for its other end).
+RELAY = """import os, sys, threading
+def copy(source, to):
+    while True:
+        data = os.read(source, 65536)
+        if not data:
+            break
+        os.write(to, data)
+    os.close(to)
+to_server = os.open(sys.argv[1], os.O_WRONLY)
+from_server = os.open(sys.argv[2], os.O_RDONLY)
+threading.Thread(target=copy, args=(0, to_server)).start()
+copy(from_server, 1)
+"""
+
+
+async def _serve_fifos(server, to_server, from_server):
+    loop = asyncio.get_running_loop()
+    stdin = await loop.run_in_executor(None, os.open, to_server, os.O_RDONLY)
+    stdout = await loop.run_in_executor(None, os.open, from_server, os.O_WRONLY)
+    try:
+        return await mcp_min.serve_stdio(server, stdin, stdout)
+    finally:
+        os.close(stdin)
+        os.close(stdout)    # the relay reads EOF, and ends
+
+
+async def _demo_server():
+    return mcp_min.demo_server()
+
+
+async def play(transport, agent):
+    """The walkthrough's `agent(client)` over `transport`, with the server here, traced: the
+    Recorder."""
+    anchor = _BEGINS_STDIO if transport == "stdio" else _BEGINS_HTTP
+    recorder = Recorder(anchor)
+    trace = _Trace(os.devnull, "client")    # JSON Lines, written to the recorder
+    trace.file.close()
+    trace.file = _TraceFile(recorder)
+    server = ServerThread(recorder)
+    recorder.mark("the server starts")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            if transport == "stdio":
+                if not hasattr(os, "mkfifo"):
+                    raise SystemExit("the tour over stdio needs FIFOs (POSIX): try --transport sse")
+                pipes = os.path.join(tmp, "to-server"), os.path.join(tmp, "from-server")
+                for path in pipes:
+                    os.mkfifo(path)
+                demo = await server.run(_demo_server())
+                served = server.run(_serve_fifos(demo, *pipes))
+                recorder.server = demo
+                target = [sys.executable, "-c", RELAY, *pipes]
+            else:
+                http = await server.run(_start_http())
+                recorder.server = http.server
+                target = f"http://127.0.0.1:{http.port}/{'sse' if transport == 'sse' else 'mcp'}"
+            client = Client(target, name="walkthrough-agent", trace=trace, era="handshake",
+                            transport=transport if transport != "stdio" else "auto")
+            await client.connect()
+            try:
+                await agent(client)
+            finally:
+                recorder.mark("the client leaves")
+                await client.close()
+            if transport == "stdio":
+                await served
+            else:
+                await server.run(_idle(http))
+                recorder.mark("the server stops")
+                await server.run(http.close())
+    finally:
+        server.stop()
+    return recorder
+
+
+# --- What a frame shows ------------------------------------------------------------------------
+
+# The sections whose functions are the transports' and the session's own steps
+STEPS = ("Core: HTTP", "Core: stdio", "Core: the session")
+
+
+def entries(recorder, server):
+    """The functions that the tables name (routes, methods, notifications) and the server's own
+    tools and prompts: each the first thing to show of a frame it ran in."""
+    codes = [route.handler for route in mcp_min._ROUTES.values()]
+    codes += [method.handler for method in mcp_min._METHODS.values()]
+    codes += list(mcp_min._NOTIFICATIONS.values())
+    for kind in (server.tools, server.prompts, server.resources):
+        codes += [item.fn for item in kind.values()]
+    found = set()
+    for fn in codes:
+        code = getattr(fn, "__code__", None)
+        if code is not None and (code.co_firstlineno, code.co_name) in recorder.defs:
+            found.add(recorder.defs[(code.co_firstlineno, code.co_name)])
+    return found
+
+
+def tree(calls):
+    """The functions of `calls`, each once, in the order they first ran, with the caller of that
+    first run and whether it carried a POST's answer across (its callers' crossing counts too)."""
+    first, hops = {}, set()
+    for call in calls:
+        if call.fn not in first:
+            first[call.fn] = call.caller
+        if call.hop or call.caller in hops:
+            hops.add(call.fn)
+    return first, hops
+
+
+def choose(first, hops, handlers, most=MAX_SHOWN):
+    """The functions worth showing, by rule: a table's entry first, then where an answer crossed
+    to the GET stream, then the transports' and the session's steps, then the rest, the longer
+    first; helpers under MIN_LINES lines only if nothing else ran."""
+    def rank(fn):
+        crossing = fn in hops and first[fn] not in hops     # where the crossing begins
+        kind = 3
+        if fn in handlers:
+            kind = 0
+        elif crossing:
+            kind = 1
+        elif fn.section.startswith(STEPS):
+            kind = 2
+        return kind, -fn.size
+    fit = [fn for fn in first if fn in handlers or fn.size >= MIN_LINES
+           or (fn in hops and first[fn] not in hops)]
+    if not fit:
+        fit = list(first)
+    return set(sorted(fit, key=rank)[:most])
+
+
+def show(first, hops, shown, indent="    "):
+    """The chosen functions as lines, each under its nearest chosen caller, in the order they
+    first ran; beside each, the tables it reads, and those its hidden callees read."""
+    def nearest(fn):
+        caller, seen = first.get(fn), set()
+        while caller is not None and caller not in shown and caller not in seen:
+            seen.add(caller)
+            caller = first.get(caller)
+        return caller if caller in shown else None
+    reads: dict[Def, dict[str, list[str]]] = {fn: {} for fn in shown}    # table -> where
+    for fn in first:
+        owner = fn if fn in shown else nearest(fn)
+        if owner is not None:
+            for table in fn.tables:
+                reads[owner].setdefault(table, []).append("" if owner is fn else fn.name)
+    depth: dict[Def, int] = {}
+    lines = []
+    for fn in first:
+        if fn not in shown:
+            continue
+        parent = nearest(fn)
+        depth[fn] = depth[parent] + 1 if parent in depth else 0
+        mark = "⇢ " if fn in hops and (parent is None or parent not in hops) else ""
+        line = f"{indent}{'  ' * depth[fn]}{mark}{fn.where()}  {fn.name}"
+        notes = []
+        if reads[fn]:
+            notes.append("reads " + ", ".join(_where(table, where)
+                                              for table, where in reads[fn].items()))
+        if mark:
+            notes.append("written on the GET stream's connection")
+        note = f"[{'; '.join(notes)}]"
+        if notes and len(line) <= NOTES and NOTES + 2 + len(note) <= WIDTH:
+            line = f"{line:<{NOTES}}  {note}"
+        elif notes:     # on a line of its own, below
+            lines.append(line)
+            line = f"{indent}{'  ' * depth[fn]}    {note}"
+        lines.append(line)
+    return lines
+
+
+def chain(recorder, number, handlers):
+    """The path the server took for frame `number`: its callers from the first down to the last
+    table entry that ran (a route's handler, a method's), then on to where its answer crossed to
+    the GET stream, if it did."""
+    calls = [call for call in recorder.calls if call.frame == number]
+    first, hops = tree(calls)
+
+    def path(fn):
+        names = []
+        while fn is not None and fn.name not in names:
+            names.insert(0, fn.name)
+            fn = first.get(fn)
+        return names
+    ran = [fn for fn in first if fn in handlers and fn.section.startswith("Core")]
+    to = path(ran[-1]) if ran else []
+    crossed = [fn for fn in first if fn in hops and first[fn] not in hops]
+    answer = []
+    if crossed:
+        answer = path(crossed[0])
+        common = 0
+        while common < min(len(to), len(answer)) and to[common] == answer[common]:
+            common += 1
+        answer = answer[common - 1:]    # from where it leaves the request's path
+    return to, answer
+
+
+def _where(table, readers):
+    """A table, and which hidden callees read it ("" is the function shown)."""
+    others = ", ".join(dict.fromkeys(name for name in readers if name))
+    if not others:
+        return table
+    return f"{table} ({'also ' if '' in readers else ''}in {others})"
+
+
+def wrapped(head, names, width=WIDTH):
+    """A path as lines of `width` at most, each line after the first going on with "->" (as the
+    reading guide writes them)."""
+    lines, line = [], head + names[0]
+    for name in names[1:]:
+        if len(line) + len(name) + 4 > width:
+            lines.append(line)
+            line = "      ->"
+        line += f" -> {name}" if not line.endswith("->") else f" {name}"
+    return lines + [line]
+
+
+def guided(recorder):
+    """The frames whose paths the reading guide gives: the first GET, the first request."""
+    found = {}
+    for n, frame in enumerate(recorder.frames):
+        if frame.get("head", "").startswith("GET"):
+            found.setdefault("GET", n)
+        elif frame.get("kind") == "request":
+            found.setdefault("request", n)
+    return sorted(found.values())
+
+
+def about(frame):
+    """A frame as the reading guide names it: "GET /sse", "POST /messages initialize"."""
+    words = [frame["head"].split("?")[0]]
+    if frame.get("method"):
+        words.append(frame["method"])
+    return " ".join(words)
+
+
+def render(recorder, transport):
+    """The tour's text: the server's start, what every request runs, then frame by frame."""
+    by_frame: dict[int, list[Call]] = {}
+    for call in recorder.calls:
+        by_frame.setdefault(call.frame, []).append(call)
+    handlers = entries(recorder, recorder.server)
+    sent = [n for n, frame in enumerate(recorder.frames) if "dir" in frame]
+
+    def ran(numbers):
+        return set.intersection(*({call.fn for call in by_frame.get(n, [])} for n in numbers))
+    every = ran(sent)
+    kinds: dict[str, list[int]] = {}       # "POST" -> its frames: what each also runs, once
+    for n in sent:
+        kinds.setdefault(recorder.frames[n]["head"].split()[0], []).append(n)
+    also = {numbers[0]: (kind, ran(numbers) - every) for kind, numbers in kinds.items()
+            if len(numbers) > 1 and len(numbers) < len(sent)}
+    out = [f"The tour over {transport}: each frame as the client's trace shows it, then the "
+           "functions of\nmcp_min.py that ran for it (file:first-last line of the def), each "
+           "under the nearest one shown\nthat called it. ⇢: where an answer crosses to the GET "
+           "stream's connection."]
+    shared = set()
+    for n, frame in enumerate(recorder.frames):
+        calls = by_frame.get(n, [])
+        if "mark" in frame:
+            out.append(f"\n({frame['mark']})")
+            out += [f"          {line.strip()}" for line in frame["lines"]]
+        else:
+            out.append("")
+            out += frame["lines"]
+        blocks = []
+        if n == sent[0]:    # before the first frame's own: what every request runs
+            blocks.append(("every request runs", every))
+        if n in also:
+            blocks.append((f"every {also[n][0]} also runs", also[n][1]))
+        for title, block in blocks:
+            first, hops = tree([call for call in calls if call.fn in block])
+            out.append(f"  {title} (shown once, here):")
+            out += show(first, hops, choose(first, hops, handlers, 8))
+            shared |= block
+        if blocks:
+            out.append("  and this one:")
+        own = [call for call in calls if n < sent[0] or call.fn not in shared]
+        first, hops = tree(own)
+        if first:
+            out += show(first, hops, choose(first, hops, handlers))
+        if frame.get("kind") == "notification" and not any(
+                "response" in line for line in frame["lines"][1:]):
+            out.append("    (no answer, so no event: a notification gets none, not even an error)")
+    out.append("\nThe paths, whole (the reading guide in mcp_min.py's docstring gives them):")
+    for n in guided(recorder):
+        to, answer = chain(recorder, n, handlers)
+        out += wrapped(f"  {about(recorder.frames[n])}: ", to)
+        if answer:
+            out += wrapped("  its answer: ", answer)
+    return "\n".join(out)
