@@ -86,6 +86,32 @@ tools/call -> the stream closes. Its sections, in the file's order:
 10. The client: the same conversation from the other end (`Client`).
 11. Running a server: `Server.run()`, over stdio or HTTP (--port).
 
+The capture's path through the code, as the tour finds it (``python3
+examples/agent_walkthrough.py --transport sse --tour`` prints each frame with
+the functions that ran for it). Each request comes in at the front door
+(section 8), which reads its head and picks its endpoint from `_ROUTES`:
+
+    GET /sse: HttpServer._connection -> HttpServer._respond -> HttpServer._route
+        -> _sse_get
+
+`_sse_get` makes the session, writes the `endpoint` event, and stays in
+`_Connection.hold`, writing what the stream is given until the client leaves.
+Every POST comes in the same way, is answered 202, and goes in at the
+session's one door:
+
+    POST /messages initialize: HttpServer._connection -> HttpServer._respond
+        -> HttpServer._route -> _sse_post -> Session.receive -> Session._take
+        -> Session._handle -> Session._start -> _without_waiting
+        -> Session._serve -> _initialize
+
+`Session._refusal` asks whether the lifecycle allows the method (`_LIFECYCLE`)
+and the server offers it (`_METHODS`); initialize then runs at once, any other
+request in a task of its own (`_start_task`); `Session._serve` calls the
+method's handler. The answer crosses to the GET stream's connection:
+
+    its answer: Session._serve -> Session._finished -> Session._answer
+        -> _HttpSession.send -> _Stream.put -> _Connection.hold.direct
+
 Below the core, each extension is a banner marked "Extension", to skip on a
 first reading; each ends by plugging itself into the core's tables (methods,
 routes, tool options, eras ...): the JSON Schema keywords type hints do not
