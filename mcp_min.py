@@ -116,20 +116,19 @@ Below the core, each extension is a banner marked "Extension", to skip on a
 first reading; each ends by plugging itself into the core's tables (methods,
 routes, tool options, eras ...): the JSON Schema keywords type hints do not
 make; the 2026-07-28 era (requests that stand alone); resumable streams; tasks;
-skills; MCP Apps; OAuth, the resource server and the client; the trace (--trace); and,
-last, the command line, the demo and the options of a deployment. The file cut
-at the first banner is a complete server and client of the handshake era.
+skills; MCP Apps; OAuth, the resource server and the client; the trace
+(--trace); and, last, the command line, the demo and the options of a
+deployment. The file cut at the first banner is a complete server and client of
+the handshake era.
 
-On the capture's path the extensions run no code, but for one at start-up:
-the 2026-07-28 era's `_prepare_server` gives each new Server its key and its
-caching hints. The core reads what decides the rest as data: a request is the
-2026-07-28 era's only if its _meta names that era's `key` (`Session._era`); a
-stream is the resumable streams' only if it is numbered (legacy /sse's are
-not); tasks and skills come into play when a server uses them (a tool with
-task=, `Server.skills`), and tools/call is the core's `_call_tool` until then.
-The capture's tools are defined like any others: examples/user_store.py (or
-`demo_server`, in the command line's section, the last) holds getUsers and
-addUser.
+On the capture's path the extensions run no code. The core reads what decides
+it as data: a request is the 2026-07-28 era's only if its _meta names that
+era's `key` (`Session._era`); a stream is the resumable streams' only if it is
+numbered (legacy /sse's are not); tasks and skills come into play when a
+server uses them (a tool with task=, `Server.skills`), and tools/call is the
+core's `_call_tool` until then. The capture's tools are defined like any
+others: examples/user_store.py (or `demo_server`, in the command line's
+section, the last) holds getUsers and addUser.
 
 Where the line falls: the client's side of resumable streams (a GET with
 Last-Event-ID after a stream broke) is core, since a 2025-11-25 server may end
@@ -2438,7 +2437,9 @@ class Server:
     """An MCP server: register tools, resources and prompts, then `run()`. Its capabilities
     follow from what is registered; a change while clients are connected sends them list_changed.
     `state_key` and `tasks` are the options of two extensions: 2026-07-28's multi round-trip
-    requests (the key that seals a requestState) and tasks (the TaskStore they are kept in)."""
+    requests (the key that seals a requestState: by default MCP_MIN_STATE_KEY, which the
+    processes that share it need alike, else a random key, this process's alone) and tasks (the
+    TaskStore they are kept in)."""
 
     def __init__(self, name: str, version: str = "0.1.0", instructions: str | None = None,
                  title: str | None = None, timeout: float | None = None,
@@ -2467,11 +2468,17 @@ class Server:
         # the bytes held for its clients (each client's account, kept while something holds it)
         self.memory = _Account(SERVER_BYTES, name="the server")
         self.accounts: weakref.WeakValueDictionary[str, _Account] = weakref.WeakValueDictionary()
-        self.state_key, self.task_store = state_key, tasks      # the extensions' (see above)
-        # each extension's own state for this server, by name
+        # The extensions' options (see above), made here: a bad key fails now, not at a request.
+        key = state_key or os.environ.get("MCP_MIN_STATE_KEY") or os.urandom(32)
+        self.state_key = key.encode() if isinstance(key, str) else bytes(key)
+        if len(self.state_key) < 16:    # 128 bits at least: a short key can be guessed, then forged
+            raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
+        self.task_store = tasks
+        # how 2026-07-28's lists and reads may be cached (PROTOCOL.md 4.6): stale at once (ttlMs 0),
+        # and private, as results may differ by user; a server may say otherwise
+        self.cache: _Json = {"ttlMs": 0, "cacheScope": "private"}
+        # each extension's own state for this server, by name, made when first needed (`_state`)
         self.extensions: dict[str, _Any] = {}
-        for prepare in _ON_SERVER:
-            prepare(self)
         atexit.unregister(_core_alone)      # a program with a server of its own: not the CLI
 
     def account(self, client: str) -> _Account:
@@ -2684,9 +2691,8 @@ class Server:
         return code
 
 
-# What the extensions prepare on each new Server (their state in server.extensions), what they
-# add to its capabilities' "extensions" (by the name of its state, there while in use).
-_ON_SERVER: list[typing.Callable[[Server], None]] = []
+# What the extensions add to a server's capabilities' "extensions" (by the name of its state,
+# there while in use).
 _EXTENSION_CAPABILITIES: dict[str, typing.Callable[[Server], _Json]] = {}
 # Public methods whose work an extension does ("Server.skills" ...): name -> the function
 _PROVIDED: dict[str, typing.Callable[..., _Any]] = {}
@@ -7169,27 +7175,14 @@ _MODERN_STATUS: dict[_Any, int] = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVAL
 def _complete_result(server, method, result):
     """A 2026-07-28 result: its `resultType`, the server's identity, and for what may be cached,
     how (`Server.cache`)."""
-    meta = server.meta      # serverInfo: on every result (PROTOCOL.md 4.2, SHOULD)
+    meta = {_MODERN + "serverInfo": server.info}    # on every result (PROTOCOL.md 4.2, SHOULD)
     if "_meta" in result:
-        meta = {**result["_meta"], **server.meta}
+        meta = {**result["_meta"], **meta}
     # every result has a resultType (PROTOCOL.md 4.4); a handler's own (a task's "task") wins
     result = {"resultType": "complete", **result, "_meta": meta}
     if method in _CACHEABLE:
         return {**server.cache, **result}   # ttlMs, cacheScope (PROTOCOL.md 4.6)
     return result
-
-
-def _prepare_server(server):
-    """A server's 2026-07-28 parts: its identity on results, its caching hints (ttlMs 0: stale at
-    once; change `server.cache`), and the key that seals requestState: the processes that
-    share it (MCP_MIN_STATE_KEY) each continue what another began."""
-    server.cache = {"ttlMs": 0, "cacheScope": "private"}   # private: results may differ by user
-    server.meta = {_MODERN + "serverInfo": server.info}
-    # none given: a random key, this process's alone (its rounds in flight end with it)
-    key = server.state_key or os.environ.get("MCP_MIN_STATE_KEY") or os.urandom(32)
-    server.state_key = key.encode() if isinstance(key, str) else bytes(key)
-    if len(server.state_key) < 16:  # 128 bits at least: a short key can be guessed, then forged
-        raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
 
 
 async def _discover(session, params, ctx):
@@ -7680,7 +7673,6 @@ _ERAS.append(_Stateless())
 _CLIENT_ERAS["2026-07-28"] = _StatelessClient()
 _METHODS["server/discover"] = _Method(_discover, era="2026-07-28")
 _METHODS["subscriptions/listen"] = _Method(_listen, era="2026-07-28", endless=True)
-_ON_SERVER.append(_prepare_server)
 _TOOL_CHECKS["x-mcp-header"] = _check_header_marks
 _PROVIDED["Client.listen"] = _client_listen
 _CORS_HEADERS.extend(("Mcp-Method", "Mcp-Name"))

@@ -11922,8 +11922,9 @@ class ReadmeFirstScreenTest(unittest.TestCase):
         first = readme.lower().index("the capture")
         self.assertIn("packet capture", readme[max(0, first - 200):first])
         self.assertIn("print()", readme[:readme.index("## Run the tests")])     # goes to stderr
-        for ours in ("sandbox", "this project's 2-core machine", " here loads"):
+        for ours in ("this project's 2-core machine", " here loads"):
             self.assertNotIn(ours, readme)
+        self.assertNotRegex(readme, r"\bsandbox\b")    # ours; a host's "sandboxed iframe" is fine
 
     def test_the_bench_says_what_its_ratios_are(self):
         # Issue 40 (10): "cold 0.279 of SDK (<=0.125)" said nothing of what it is, or whether a
