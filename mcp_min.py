@@ -125,8 +125,8 @@ On the capture's path the extensions run no code. The core reads what decides
 it as data: a request is the 2026-07-28 era's only if its _meta names that
 era's `key` (`Session._era`); a stream is the resumable streams' only if it is
 numbered (legacy /sse's are not); tasks and skills come into play when a
-server uses them (a tool with task=, `Server.skills`), and tools/call is the
-core's `_call_tool` until then. The capture's tools are defined like any
+server uses them (a tool with task=, `Server.skills`), and a tool's call is the
+core's `_call_tool` unless its options give it to an extension (`Tool.serve`). The capture's tools are defined like any
 others: examples/user_store.py (or `demo_server`, in the command line's
 section, the last) holds getUsers and addUser.
 
@@ -1687,15 +1687,20 @@ class _Unwind(BaseException):
     A BaseException, so that a handler's ``except Exception`` lets it through."""
 
 
-async def _call_tool(session, params, ctx):
+async def _call_tool(session, params, ctx, tool=None):
     """tools/call: the capture's getUsers and addUser. The arguments are checked against the
     tool's inputSchema first; what goes wrong inside the tool is an isError result the model
-    reads (2025-11-25 server/tools), never a JSON-RPC error."""
+    reads (2025-11-25 server/tools), never a JSON-RPC error. A tool an extension serves its own
+    way (`Tool.serve`: task=) is handed to it, which calls back here with the `tool` for a plain
+    call."""
     name = _name(params)
-    tool = session.server.tools.get(name)
-    if tool is None:    # -32602, not -32601: tools/call itself exists
-        raise McpError(INVALID_PARAMS,
-                       f"Unknown tool {name[:100]!r}: call tools/list for the tools there are")
+    if tool is None:
+        tool = session.server.tools.get(name)
+        if tool is None:    # -32602, not -32601: tools/call itself exists
+            raise McpError(INVALID_PARAMS,
+                           f"Unknown tool {name[:100]!r}: call tools/list for the tools there are")
+        if tool.serve is not None:
+            return await tool.serve(session, tool, params, ctx)
     arguments = _arguments_of(params)
     # 2025-11-25: bad argument values are a tool error the model can read and fix.
     problem = tool.check_input(arguments, "")
@@ -1860,9 +1865,8 @@ class _Method(typing.NamedTuple):
     endless: bool = False
 
 
-# Every method the server answers; the extensions add theirs (tasks/get ...) and wrap some:
-# once a tool with task= is added, tools/call is served by the tasks extension's
-# `_call_tool_or_task`, which may make a call a task and hands every other to `_call_tool`.
+# Every method the server answers; the extensions add theirs (tasks/get ...). A tool with task=
+# is served by the tasks extension (`Tool.serve`), which may make a call a task.
 _METHODS = {
     "initialize": _Method(_initialize),
     "ping": _Method(_ping),
@@ -2166,6 +2170,9 @@ class Tool(_Handler):
         self.shown = title, annotations, icons, meta    # an option may add to its meta
         self.options = {}       # what the extensions' options said (`_TOOL_OPTIONS`)
         self.extensions: dict[str, _Any] = {}   # each extension's own state for this tool
+        # how an extension serves its calls, if an option asks it to (task=), else None: the
+        # core's `_call_tool`
+        self.serve: typing.Callable[..., typing.Awaitable[_Any]] | None = None
         for option, value in options.items():
             if option not in _TOOL_OPTIONS:
                 raise TypeError(f"tool {self.name!r}: unknown option {option!r}")
@@ -8211,10 +8218,9 @@ def _works(server):
 
 
 def _use_tasks(server):
-    """A tool with task= is added: the extension comes into play on this server, and tools/call
-    becomes `_call_tool_or_task` (a plain tool's call goes on to the core's `_call_tool`)."""
+    """A tool with task= is added: the extension comes into play on this server (its calls are
+    the extension's: `_task_option`)."""
     _tasks(server)
-    _METHODS["tools/call"] = _METHODS["tools/call"]._replace(handler=_call_tool_or_task)
 
 
 def _task_option(tool, value):
@@ -8222,6 +8228,8 @@ def _task_option(tool, value):
     "required" (only as a task)."""
     if value not in (None, "optional", "required"):
         raise ValueError(f"tool {tool.name!r}: task must be None, 'optional' or 'required'")
+    if value:
+        tool.serve = _tasked
     return value
 
 
@@ -8278,16 +8286,6 @@ def _task_client(session):
     return hashlib.sha256(f"client|{who}".encode()).hexdigest()
 
 
-def _call_tool_or_task(session, params, ctx):
-    """tools/call, where a tool with task= may become a task (in place of the core's `_call_tool`):
-    the coroutine that serves it (a plain function, so that a plain call costs no extra layer)."""
-    name = params.get("name")
-    tool = session.server.tools.get(name) if type(name) is str else None
-    if tool is None or not tool.options.get("task"):
-        return _call_tool(session, params, ctx)
-    return _tasked(session, tool, params, ctx)
-
-
 async def _tasked(session, tool, params, ctx):
     """tools/call of a tool with task=: if it has not ended within TASK_AFTER s, or it calls
     `ctx.detach()`, the client gets a task at once, and the work goes on without the request."""
@@ -8295,7 +8293,7 @@ async def _tasked(session, tool, params, ctx):
     if tool.options["task"] == "required":     # only a task: -32021 if the request cannot take one
         needed_by = f"Tool '{tool.name}'"
     if not _tasks_on(ctx, needed_by):  # undeclared: never a task (SEP-2663), a plain call
-        return await _call_tool(session, params, ctx)
+        return await _call_tool(session, params, ctx, tool)
     server, owner, client = session.server, _task_owner(session), _task_client(session)
     if server.task_store is None:
         server.task_store = TaskStore()
@@ -8311,7 +8309,7 @@ async def _tasked(session, tool, params, ctx):
                     made.set_result(answer)
         return made.done()
     ctx.extensions["detach"] = detach
-    work = asyncio.ensure_future(_call_tool(session, params, ctx))     # may outlive the request
+    work = asyncio.ensure_future(_call_tool(session, params, ctx, tool))   # may outlive the request
 
     # ctx and detach refer to each other: that cycle must not keep the result
     def forget_detach(_):
