@@ -269,6 +269,9 @@ def _finite(text):
 
 _decoder = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant,
                             parse_float=_finite)
+# (text, index) -> (value, its end), or StopIteration: what JSONDecoder.decode calls, less the two
+# patterns it skips whitespace with (a twentieth of parsing a request)
+_scan = vars(_decoder)["scan_once"]     # set on each decoder: typeshed does not know it
 
 
 def decode(data):
@@ -283,11 +286,16 @@ def decode(data):
     try:
         if not isinstance(data, str):
             data = bytes(data).decode("utf-8")
-        return _decoder.decode(data)
+        data = data.strip(" \t\n\r")     # JSON's whitespace, around the one value
+        value, end = _scan(data, 0)
+        if end == len(data):
+            return value
     except _DuplicateKey:
         raise McpError(INVALID_REQUEST, "Invalid request: duplicate key") from None
-    except (ValueError, RecursionError):  # bad UTF-8, NaN, 4300+ digit integers, nesting too deep
-        raise McpError(PARSE_ERROR, "Parse error") from None
+    # bad UTF-8, no value, NaN, 4300+ digit integers, nesting too deep
+    except (ValueError, StopIteration, RecursionError):
+        pass
+    raise McpError(PARSE_ERROR, "Parse error")      # or more after the value
 
 
 # Made once: json.dumps() with options builds a new encoder on every call.
@@ -295,30 +303,36 @@ _wire_encoder = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 _text_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
-def _fast(encoder):
-    """`encoder.encode`, by json's C encoder made once: JSONEncoder.encode makes one at every call
-    (a twentieth of a stdio call's work, for its two encodings). Without the C module, or should
-    its interface (json.encoder.c_make_encoder, the same from 3.10 to 3.13) ever change, the plain
-    one. Its one difference: a value that holds itself is a RecursionError, not a ValueError."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    try:
-        made = make(None, encoder.default, json.encoder.encode_basestring_ascii if
-                    encoder.ensure_ascii else json.encoder.encode_basestring, None,
-                    encoder.key_separator, encoder.item_separator, False, False, False)
-        if "".join(made({"a": [1, "\u00e9"]}, 0)) != encoder.encode({"a": [1, "\u00e9"]}):
-            return encoder.encode
-    except Exception:   # None, or another interface
-        return encoder.encode
-    return lambda value: "".join(made(value, 0))
+def _chunks(encoder):
+    """(value, 0) -> the pieces of its JSON text as `encoder` writes it, by json's C encoder made
+    once: JSONEncoder.encode makes one at every call (a tenth of a stdio call's work, for its two
+    encodings). Without the C module, or should its interface (json.encoder.c_make_encoder, the
+    same from 3.10 to 3.13) ever change, the plain encoder. Its one difference: a value that
+    holds itself is a RecursionError, not a ValueError."""
+    make, made = getattr(json.encoder, "c_make_encoder", None), None
+    if make is not None:
+        try:
+            made = make(None, encoder.default, json.encoder.encode_basestring_ascii if
+                        encoder.ensure_ascii else json.encoder.encode_basestring, None,
+                        encoder.key_separator, encoder.item_separator, False, False, False)
+            works = "".join(made({"a": [1, "\u00e9"]}, 0)) == encoder.encode({"a": [1, "\u00e9"]})
+        except Exception:   # noqa: BLE001 — another interface
+            works = False
+        if works and made is not None:
+            return made
+
+    def plain(value, _):
+        return (encoder.encode(value),)
+    return plain
 
 
-_wire_json, _text_json = _fast(_wire_encoder), _fast(_text_encoder)
+_wire_chunks, _text_chunks = _chunks(_wire_encoder), _chunks(_text_encoder)
 
 
 def encode(message):
     """One message as compact JSON bytes, no newline; ASCII, so a lone surrogate cannot break the
     wire."""
-    return _wire_json(message).encode("ascii")
+    return "".join(_wire_chunks(message, 0)).encode("ascii")
 
 
 # JSON objects and arrays in one frame, outside its strings: more -> -32600 (HTTP 400), before
@@ -505,7 +519,10 @@ async def _sse_get(http, conn):
 
 async def _sse_post(http, conn):
     """POST /messages?sessionId=...: 202 at once, empty; the answer goes to the session's stream."""
-    ids = _SESSION_IDS.findall(conn.request.query)
+    name, _, sid = conn.request.query.partition("=")
+    ids = [sid]     # the one parameter, as clients send it; else each one named so
+    if "&" in sid or name not in ("sessionId", "session_id"):
+        ids = _SESSION_IDS.findall(conn.request.query)
     # Our ids are [node.]hex: anything else (escapes, CR/LF, a second id) is refused as it is.
     if len(ids) != 1 or not (len(ids[0]) <= MAX_SESSION_ID and ids[0].isascii()
                              and ids[0].replace(".", "", 1).isalnum()):
@@ -686,20 +703,25 @@ class _Timer:
 
     def __init__(self, loop):
         self.loop = loop
+        # the loop's clock: asyncio's own loops read time.monotonic (called here, a call less)
+        self.clock = loop.time
+        if type(loop).time is asyncio.BaseEventLoop.time:
+            self.clock = time.monotonic
         self.when: float | None = None
         self.action: _Any = None
         self.handle: asyncio.TimerHandle | None = None
+        self.armed = math.inf   # when the loop's timer fires (no call of handle.when() to ask)
 
     def set(self, seconds, action):
-        when = self.loop.time() + seconds
+        when = self.clock() + seconds
         self.when, self.action = when, action
-        if self.handle is None or self.handle.when() > when:
+        if self.armed > when:
             self._arm()
 
     def by(self, when, action):
         if self.when is None or when < self.when:
             self.when, self.action = when, action
-            if self.handle is None or self.handle.when() > when:
+            if self.armed > when:
                 self._arm()
 
     def clear(self):
@@ -711,18 +733,18 @@ class _Timer:
         self.when = self.action = None
         if self.handle is not None:
             self.handle.cancel()
-            self.handle = None
+            self.handle, self.armed = None, math.inf
 
     def _arm(self):
         if self.handle is not None:
             self.handle.cancel()
-        self.handle = self.loop.call_at(self.when, self._fire)
+        self.handle, self.armed = self.loop.call_at(self.when, self._fire), self.when
 
     def _fire(self):
-        self.handle = None
+        self.handle, self.armed = None, math.inf
         if self.when is None:
             return
-        if self.loop.time() < self.when:    # moved later meanwhile
+        if self.clock() < self.when:    # moved later meanwhile
             self._arm()
             return
         self.when = None
@@ -1320,6 +1342,8 @@ if sys.version_info >= (3, 12):
         next message is read, with no turn of the event loop (about a tenth of a stdio call)."""
         return asyncio.Task(coroutine, loop=loop, eager_start=True)
 else:
+    _current_tasks = vars(asyncio.tasks)["_current_tasks"]     # loop -> the task it runs now
+
     def _start_task(coroutine, loop):
         """3.10 and 3.11 have no eager tasks, so one is made as 3.12 makes it: the task's first
         step, which creating it put last in the loop's queue, is taken out and run now, with the
@@ -1331,11 +1355,11 @@ else:
         if not queue or getattr(queue[-1]._callback, "__self__", None) is not task:
             return task
         step = queue.pop()
-        caller = asyncio.current_task(loop)
+        caller = _current_tasks.get(loop)
         if caller is not None:
             asyncio.tasks._leave_task(loop, caller)
         try:
-            step._run()
+            step._context.run(step._callback)   # the task's step, which handles what it raises
         finally:
             if caller is not None:
                 asyncio.tasks._enter_task(loop, caller)
@@ -2270,7 +2294,7 @@ class Tool(_Handler):
         if isinstance(value, str) and not self.output_schema:
             return {"content": [text(value)]}
         data = _to_json(value)
-        body = _text_json(data)
+        body = "".join(_text_chunks(data, 0))
         structured = {"result": data} if self.wrap or type(data) is not dict else data
         problem = self.check_output(structured, "structuredContent")
         if problem:     # the author's bug: the detail to the log, a constant text to the client
@@ -3478,7 +3502,6 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")     # a method, a header na
 # Every header line at once: "token:value CRLF", no control byte but tab in the value (RFC 9110
 # 5.5: CR, LF or NUL in a value is dangerous), no space before the colon (RFC 9112 5.1: 400).
 _HEADER_LINES = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*")
-_BAD_TARGET = re.compile(r"[\x00-\x20\x7f-\xff]")   # no URI holds one (RFC 3986)
 
 
 class _HttpError(Exception):
@@ -3507,7 +3530,9 @@ def _parse_head(head):
     if len(line) > MAX_REQUEST_LINE:
         raise _HttpError(414, "Request line too long")
     parts, authority = line.split(" "), None
-    if len(parts) == 3 and _BAD_TARGET.search(parts[1]):     # the authority too (absolute-form)
+    # No URI holds a control byte or one past ASCII (RFC 3986), nor a space (split at them): the
+    # authority too (absolute-form). str's own tests, not a pattern: a twentieth of a request.
+    if len(parts) == 3 and not (parts[1].isascii() and parts[1].isprintable()):
         raise _HttpError(400, "Bad request line")
     if len(parts) == 3 and parts[1][:1] != "/" and parts[1][:8].lower().startswith(("http://",
                                                                                     "https://")):
@@ -3515,8 +3540,7 @@ def _parse_head(head):
         rest = parts[1].partition("//")[2]
         authority = re.split(r"[/?]", rest, maxsplit=1)[0]
         parts[1] = "/" + rest[len(authority):].lstrip("/")
-    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith("/") \
-            or _BAD_TARGET.search(parts[1]):
+    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1].startswith("/"):
         raise _HttpError(400, "Bad request line")
     if parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
         if parts[2].startswith("HTTP/"):   # another version of HTTP: 505; no version: 400
@@ -3853,8 +3877,10 @@ class _Connection:
 
     def event(self, message, stream):
         """A message as an SSE event of `stream`'s, as the trace shows it too."""
-        streams = _STREAMS if stream.number else _CORE_STREAMS
-        event = streams.event(self, stream, message)
+        if stream.number:   # the resumable streams' (`_STREAMS`): numbered, and kept
+            event = _STREAMS.event(self, stream, message)
+        else:
+            event = _sse_event(message)
         if event and self.trace:
             if stream.number:
                 self.trace.event("out", {"id": f"{stream.number}-{stream.seq}", "event": "message",
@@ -3899,11 +3925,13 @@ class _Connection:
         self.watcher.add_done_callback(client_left)
         stream.attached, stream.parting = True, False
 
+        transport = writer.transport    # written to as the writer would, a call less a message
+
         def direct(message):
-            busy = writer.transport.get_write_buffer_size() > WRITE_BUFFER
-            if message is _FINISHED or writer.is_closing() or busy or self.auth_due():
+            busy = transport.get_write_buffer_size() > WRITE_BUFFER
+            if message is _FINISHED or transport.is_closing() or busy or self.auth_due():
                 return False    # a slow reader, a token to check again: the task below
-            writer.write(frame(self.event(message, stream)))
+            transport.write(frame(self.event(message, stream)))
             return True
         message = None
         try:
