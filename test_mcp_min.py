@@ -9291,6 +9291,333 @@ class TaskStoreFileTest(unittest.TestCase):
 
 
 ##############################################################################
+# Extension: tasks in Redis (issue 42)
+##############################################################################
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """A real redis-server (Debian's package) on a free port of 127.0.0.1, its files in a
+    temporary folder, with a password and AOF: stopped and started again on the same port, it
+    has what it had."""
+
+    PASSWORD = "s3cr*t:@/"      # URL metacharacters: the URL carries it %-encoded
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp()
+        self.port = _free_port()
+        self.proc = None
+        self.start()
+
+    @property
+    def url(self):
+        from urllib.parse import quote
+        return f"redis://:{quote(self.PASSWORD, safe='')}@127.0.0.1:{self.port}/2"
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir,
+             "--requirepass", self.PASSWORD, "--logfile", os.path.join(self.dir, "log")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), 1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(100).startswith((b"+PONG", b"-NOAUTH")):
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError("redis-server did not start")
+            time.sleep(0.05)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(TIMEOUT)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(TIMEOUT)
+        shutil.rmtree(self.dir, True)
+
+
+needs_redis = unittest.skipUnless(shutil.which("redis-server"),
+                                  "needs redis-server (Debian: apt-get install redis-server)")
+
+_REDIS_PROCESS = _TASK_PROCESS + '''
+@server.resource("note://board")
+def board() -> str:
+    return "the board"
+
+@server.tool()
+def touch(uri: str) -> str:
+    server.resource_updated(uri)
+    return "touched"
+
+server.run()
+'''
+
+
+def _task_record(task_id, client="c", expires_in=60.0, **fields):
+    now = time.time()
+    return {"taskId": task_id, "status": "working", "createdAt": mcp_min._iso(now),
+            "lastUpdatedAt": mcp_min._iso(now), "ttlMs": 60000, "pollIntervalMs": 500,
+            "owner": "o", "client": client, "runner": "r1", "expires": now + expires_in,
+            "answers": {}, **fields}
+
+
+@needs_tasks
+@needs_redis
+class RedisStoreTest(unittest.IsolatedAsyncioTestCase):
+    """--task-store redis://...: TaskStore's six methods in a real redis-server, and several
+    processes sharing it (tasks, liveness, changes, Redis stopped and started again)."""
+
+    def setUp(self):
+        self.redis = RedisServer()
+        self.addCleanup(self.redis.close)
+
+    def store(self):
+        store = mcp_min.RedisTaskStore(self.redis.url)
+        self.addCleanup(store.close)
+        return store
+
+    def test_the_six_methods_with_ids_and_clients_that_hold_redis_metacharacters(self):
+        store = self.store()
+        hostile = "id\r\n*1\r\n$8\r\nFLUSHALL\r\n \"' {x}*?"
+        client = "client\r\nDEL mcp_min:total\x00"
+        record = _task_record(hostile, client)
+        self.assertTrue(store.add(record))
+        self.assertEqual(store.get(hostile), record)
+        size = len(json.dumps(record).encode())
+        self.assertEqual(store.usage(client), (1, size))
+        self.assertEqual(store.usage(), (1, size))
+        ended = store.change(hostile, lambda r: {**r, "status": "completed", "result": {"x": "y" * 100}})
+        self.assertEqual(store.get(hostile)["status"], "completed")
+        self.assertEqual(store.usage(client)[1], len(json.dumps(ended).encode()))
+        self.assertEqual(store.change(hostile, lambda r: None), ended)     # no change: as it is
+        self.assertIsNone(store.change("nobody's", lambda r: {**r, "status": "failed"}))
+        self.assertIsNone(store.get("nobody's"))
+        # RESP bulk strings: the id was data, never a command (FLUSHALL) and no key of its own
+        self.assertTrue(store.add(_task_record("second")))
+        self.assertEqual(store.usage(), (2, size + (store.usage()[1] - size)))
+        store.beat("runner\r\nX")
+        self.assertTrue(store.alive("runner\r\nX"))
+        self.assertTrue(store.add(_task_record("brief", expires_in=0.3)))
+        deadline = time.monotonic() + TIMEOUT
+        while store.get("brief") is not None:     # Redis frees it (PXAT); the sweep, its counts
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.assertEqual(store.usage()[0], 2)
+
+    def test_the_bounds_and_a_status_moving_once_hold_across_stores(self):
+        stores = [self.store() for _ in range(4)]
+        with mock.patch.object(mcp_min, "MAX_TASKS", 5):
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                added = list(pool.map(lambda i: stores[i % 4].add(_task_record(f"t{i}", "one")), range(20)))
+        self.assertEqual(added.count(True), 5)      # counted and added at once, whoever adds
+        self.assertEqual(stores[0].usage("one")[0], 5)
+        winners = []
+
+        def end(i):
+            def finish(record):
+                if record["status"] in mcp_min._TERMINAL:
+                    return None
+                return {**record, "status": "completed", "by": i}
+            winners.append(stores[i].change(f"t{added.index(True)}", finish)["by"])
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            list(pool.map(end, range(4)))
+        self.assertEqual(len(set(winners)), 1, winners)     # each saw the one end that was written
+
+    def test_a_wrong_password_is_refused_at_start_without_saying_it(self):
+        wrong = self.redis.url.replace("s3cr", "guess")
+        with self.assertRaises(ValueError) as refused:
+            mcp_min.RedisTaskStore(wrong)
+        self.assertIn(f"redis://127.0.0.1:{self.redis.port}/2", str(refused.exception))
+        self.assertIn("WRONGPASS", str(refused.exception))
+        self.assertNotIn("guess", str(refused.exception))
+
+    def process(self, script, *extra, **env):
+        process = ServerProcess("--task-store", self.redis.url, *extra, script=script, **env)
+        self.addCleanup(process.close)
+        return process
+
+    async def call(self, process, id_, method, params):
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+        if "name" in params or "taskId" in params:
+            headers["Mcp-Name"] = params.get("name", params.get("taskId"))
+        return (await process.client.post(modern(id_, method, params, WITH_TASKS), headers=headers)).json()
+
+    async def status(self, process, task_id, *statuses):
+        deadline = time.monotonic() + TIMEOUT
+        while (task := (await self.call(process, 9, "tasks/get", {"taskId": task_id}))["result"])[
+                "status"] not in statuses:
+            self.assertLess(time.monotonic(), deadline, task)
+            await asyncio.sleep(0.05)
+        return task
+
+    async def test_processes_share_tasks_liveness_and_changes_and_outlive_redis_stopping(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        script = os.path.join(tmp, "shared.py")
+        with open(script, "w") as f:
+            f.write(_REDIS_PROCESS)
+        n1, n2, n3 = (self.process(script, "--node", f"n{i}") for i in (1, 2, 3))
+        # A task made on n1 is working on n2 (durable before n1 answered), completed on n3.
+        made = (await self.call(n1, 1, "tools/call", {"name": "wait", "arguments": {"seconds": 0.8}}))["result"]
+        self.assertEqual(made["resultType"], "task")
+        self.assertEqual((await self.call(n2, 2, "tasks/get", {"taskId": made["taskId"]}))["result"]["status"],
+                         "working")
+        done = await self.status(n3, made["taskId"], "completed")
+        self.assertEqual(done["result"]["content"][0]["text"], f"waited 0.8 s in {n1.proc.pid}")
+        # A listen on n2 (2026-07-28) and a subscription on n1 (2025-11-25) hear of a resource a
+        # tool on n3 updated: once each.
+        body = json.dumps(modern(1, "subscriptions/listen", {"notifications": {
+            "resourceSubscriptions": ["note://board", "note://end"]}}))
+        reader, writer, ack = await open_listen(n2.port, body=body)
+        self.addCleanup(writer.close)
+        self.assertEqual(ack["params"]["notifications"], {"resourceSubscriptions": ["note://board", "note://end"]})
+        subscribed = asyncio.Queue()
+        subscriber = mcp_min.Client(f"http://127.0.0.1:{n1.port}/mcp", era="handshake",
+                                    on_notification=lambda method, params: subscribed.put_nowait((method, params)))
+        await subscriber.connect()
+        self.addAsyncCleanup(subscriber.close)
+        await subscriber.subscribe("note://board")
+        await subscriber.subscribe("note://end")
+        await self.call(n3, 3, "tools/call", {"name": "touch", "arguments": {"uri": "note://board"}})
+        heard = json.loads((await read_event(reader))["data"])
+        self.assertEqual((heard["method"], heard["params"]["uri"]), ("notifications/resources/updated", "note://board"))
+        self.assertEqual(await asyncio.wait_for(subscribed.get(), TIMEOUT),
+                         ("notifications/resources/updated", {"uri": "note://board"}))
+        # Once each, in order per process: n3 updates note://other, note://board, and last
+        # note://end; n2 updates note://board between. Each hears the two boards, then the end.
+        await self.call(n3, 4, "tools/call", {"name": "touch", "arguments": {"uri": "note://other"}})
+        await self.call(n3, 5, "tools/call", {"name": "touch", "arguments": {"uri": "note://board"}})
+        await self.call(n2, 12, "tools/call", {"name": "touch", "arguments": {"uri": "note://board"}})
+        await self.call(n3, 13, "tools/call", {"name": "touch", "arguments": {"uri": "note://end"}})
+        uris = [json.loads((await read_event(reader))["data"])["params"]["uri"] for _ in range(3)]
+        self.assertEqual(uris, ["note://board", "note://board", "note://end"])
+        uris = [(await asyncio.wait_for(subscribed.get(), TIMEOUT))[1]["uri"] for _ in range(3)]
+        self.assertEqual(uris, ["note://board", "note://board", "note://end"])
+        # n1 killed mid-task: n2 says failed (TASK_STALE is 1 s in the script).
+        orphan = (await self.call(n1, 6, "tools/call", {"name": "wait", "arguments": {"seconds": 60}}))["result"]
+        os.kill(n1.proc.pid, signal.SIGKILL)
+        n1.proc.wait(TIMEOUT)
+        failed = await self.status(n2, orphan["taskId"], "failed")
+        self.assertEqual(failed["error"]["message"], "The server process running this task stopped")
+        # Redis stopped: a clear error naming the store (not its password); n2 serves the rest.
+        self.redis.stop()
+        lost = await self.call(n2, 7, "tasks/get", {"taskId": made["taskId"]})
+        self.assertEqual(lost["error"]["code"], mcp_min.INTERNAL_ERROR)
+        self.assertIn(f"The task store redis://127.0.0.1:{self.redis.port}/2 is unreachable",
+                      lost["error"]["message"])
+        self.assertNotIn("s3cr", json.dumps(lost))
+        call = await self.call(n2, 8, "tools/call", {"name": "wait", "arguments": {"seconds": 5}})
+        self.assertIn("The task store", call["error"]["message"])
+        self.assertEqual((await self.call(n2, 10, "tools/call", {"name": "touch", "arguments": {"uri": "x"}}))
+                         ["result"]["content"][0]["text"], "touched")
+        # Started again (AOF): the first task is still there, and n2 goes on without a restart.
+        self.redis.start()
+        deadline = time.monotonic() + TIMEOUT   # (the store is not asked for a second after a failure)
+        while "error" in (again := await self.call(n2, 11, "tasks/get", {"taskId": made["taskId"]})):
+            self.assertLess(time.monotonic(), deadline, again)
+            await asyncio.sleep(0.1)
+        self.assertEqual(again["result"]["status"], "completed", again)
+        self.assertEqual(again["result"]["result"], done["result"])
+
+
+class _FakeRedis:
+    """A server socket that answers every command with `answer` (after `delay` s), or nothing."""
+
+    def __init__(self, answer, delay=0.0):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.answer, self.delay, self.conns = answer, delay, []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            with contextlib.suppress(OSError):
+                while conn.recv(65536):
+                    time.sleep(self.delay)
+                    if self.answer is not None:
+                        conn.sendall(self.answer)
+
+    def close(self):
+        self.sock.close()
+        for conn in self.conns:
+            conn.close()
+
+
+@needs_tasks
+class RedisGarbledTest(unittest.TestCase):
+    """A Redis that answers garbage, too much, or too slowly (a fake server socket, no
+    redis-server): a clear error naming the store, never its password, within REDIS_TIMEOUT."""
+
+    def fake(self, answer, delay=0.0):
+        fake = _FakeRedis(answer, delay)
+        self.addCleanup(fake.close)
+        return f"redis://:hunter2@127.0.0.1:{fake.port}/0"
+
+    def refused(self, url):
+        with self.assertLogs("mcp_min", "WARNING") as said:
+            store = mcp_min.RedisTaskStore(url)     # out of reach at start: said, and served on
+        self.addCleanup(store.close)
+        store.retry_at = 0.0
+        with self.assertRaises(McpError) as failed:
+            store.get("x")
+        self.assertEqual(failed.exception.code, mcp_min.INTERNAL_ERROR)
+        for text in (failed.exception.message, *said.output):
+            self.assertNotIn("hunter2", text)
+        return failed.exception.message
+
+    def test_garbage(self):
+        message = self.refused(self.fake(b"HTTP/1.1 400 Bad Request\r\n\r\n"))
+        self.assertRegex(message, r"^The task store redis://127\.0\.0\.1:\d+/0 is unreachable or failing "
+                                  r"\(it answered something that is not RESP\)")
+
+    def test_an_answer_past_the_bound(self):
+        message = self.refused(self.fake(b"$%d\r\n" % (mcp_min.MAX_REDIS_REPLY + 1)))
+        self.assertIn("not RESP, or too much", message)
+
+    def test_a_slow_answer(self):
+        with mock.patch.object(mcp_min, "REDIS_TIMEOUT", 0.3):
+            started = time.monotonic()
+            message = self.refused(self.fake(None))     # it reads, and never answers
+            self.assertLess(time.monotonic() - started, 3.0)
+        self.assertIn("(no answer within 0.3 s)", message)
+
+    def test_nobody_listening(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.assertIn("(connection refused)", self.refused(f"redis://:hunter2@127.0.0.1:{port}/0"))
+
+    def test_urls(self):
+        where = mcp_min._RedisUrl("rediss://user:p%40ss@cache.example:6380/3")
+        self.assertEqual((where.tls, where.host, where.port, where.db, where.user, where.password),
+                         (True, "cache.example", 6380, 3, "user", "p@ss"))
+        self.assertEqual(where.name, "rediss://cache.example:6380/3")
+        self.assertEqual(mcp_min._RedisUrl("redis://secret@h").password, "secret")
+        for bad in ("http://h", "redis://h/zero", "redis://:pw@h:99999/0"):
+            with self.assertRaises(ValueError) as refused:
+                mcp_min._RedisUrl(bad)
+            self.assertNotIn("pw", str(refused.exception))
+
+
+##############################################################################
 # Extension: skills (SEP-2640)
 ##############################################################################
 
