@@ -9356,6 +9356,10 @@ _REDIS_PROCESS = _TASK_PROCESS + '''
 def board() -> str:
     return "the board"
 
+@server.resource("note://end")
+def end() -> str:
+    return "the end"
+
 @server.tool()
 def touch(uri: str) -> str:
     server.resource_updated(uri)
