@@ -8873,13 +8873,12 @@ class _Resp:
 
     def wait(self, seconds: float) -> bool:
         """Whether something came within `seconds` (pub/sub: a message may come at any time)."""
-        import socket
         if self.buffer:
             return True
         self.sock.settimeout(seconds)
         try:
             data = self.sock.recv(1 << 16)
-        except socket.timeout:
+        except TimeoutError:
             return False
         if not data:
             raise ConnectionError("Redis closed the connection")
@@ -8928,10 +8927,9 @@ class _Resp:
         return data
 
     def _fill(self, deadline):
-        import socket
         left = deadline - time.monotonic()
         if left <= 0:
-            raise socket.timeout("timed out")
+            raise TimeoutError("timed out")
         self.sock.settimeout(left)
         data = self.sock.recv(1 << 20)
         if not data:
@@ -8948,8 +8946,7 @@ class _Resp:
 
 def _redis_trouble(name, e):
     """McpError for the peer: what is wrong with the store, named (never its password)."""
-    import socket
-    if isinstance(e, socket.timeout):
+    if isinstance(e, TimeoutError):
         why = f"no answer within {REDIS_TIMEOUT:g} s"
     elif isinstance(e, (_Garbled, _RedisError)):
         why = str(e)
