@@ -9352,6 +9352,9 @@ needs_redis = unittest.skipUnless(shutil.which("redis-server"),
                                   "needs redis-server (Debian: apt-get install redis-server)")
 
 _REDIS_PROCESS = _TASK_PROCESS + '''
+# Redis started again forgets the signs of life: each process gives one within a second or so, so
+# for TASK_STALE s after Redis starts nobody is taken for dead (1 s, as above, is too close).
+mcp_min.TASK_STALE = 3.0
 @server.resource("note://board")
 def board() -> str:
     return "the board"
@@ -9516,6 +9519,8 @@ class RedisStoreTest(unittest.IsolatedAsyncioTestCase):
         failed = await self.status(n2, orphan["taskId"], "failed")
         self.assertEqual(failed["error"]["message"], "The server process running this task stopped")
         # Redis stopped: a clear error naming the store (not its password); n2 serves the rest.
+        # A task on n3 ends while it is down: its end is written once Redis is back.
+        across = (await self.call(n3, 14, "tools/call", {"name": "wait", "arguments": {"seconds": 1.5}}))["result"]
         self.redis.stop()
         lost = await self.call(n2, 7, "tasks/get", {"taskId": made["taskId"]})
         self.assertEqual(lost["error"]["code"], mcp_min.INTERNAL_ERROR)
@@ -9534,6 +9539,15 @@ class RedisStoreTest(unittest.IsolatedAsyncioTestCase):
             await asyncio.sleep(0.1)
         self.assertEqual(again["result"]["status"], "completed", again)
         self.assertEqual(again["result"]["result"], done["result"])
+        ended = await self.status(n2, across["taskId"], "completed")
+        self.assertEqual(ended["result"]["content"][0]["text"], f"waited 1.5 s in {n3.proc.pid}")
+        # The relays subscribe again (n2 and n3: n1 is gone), and n2's listen hears n3 once more.
+        redis = mcp_min._Resp(mcp_min._RedisUrl(self.redis.url))
+        self.addCleanup(redis.close)
+        await until(lambda: redis.call("PUBSUB", "NUMSUB", "mcp_min:changes")[1] == 2,
+                    "both relays subscribed again")
+        await self.call(n3, 15, "tools/call", {"name": "touch", "arguments": {"uri": "note://end"}})
+        self.assertEqual(json.loads((await read_event(reader))["data"])["params"]["uri"], "note://end")
 
 
 class _FakeRedis:
