@@ -8760,6 +8760,10 @@ MAX_REDIS_REPLY = MAX_TASK_BYTES + (1 << 20)    # bytes of one answer from Redis
 MAX_RELAYED = 10_000    # changes waiting to go out to the other processes: more -> dropped, logged
 _REDIS_TRIES = 100      # times a change is tried again after another process wrote between
 _REDIS_PREFIX = "mcp_min:"
+# what one process tells the others (`_RedisRelay`): the changes `Server._tell` and tasks say
+_RELAYED = ("notifications/resources/updated", "notifications/tools/list_changed",
+            "notifications/prompts/list_changed", "notifications/resources/list_changed",
+            "notifications/tasks")
 
 # The expired go, with their share of the counts (ARGV: the prefix, now in ms).
 _SWEEP_LUA = """
@@ -8987,7 +8991,7 @@ class RedisTaskStore:
             _logger.warning("%s", e.message)
 
     def _connection(self):
-        """The connection, made if none (with AUTH and SELECT); McpError if Redis is out of reach."""
+        """The connection, made if none (AUTH, SELECT); McpError if Redis is out of reach."""
         if self.conn is not None:
             return self.conn
         if time.monotonic() < self.retry_at:
@@ -9073,10 +9077,12 @@ class RedisTaskStore:
                     return False
                 done = conn.pipeline(
                     ["MULTI"], ["SET", self._key(task_id), data, "PXAT", expires],
-                    ["ZADD", p + "expires", expires, task_id], ["HSET", p + "client", task_id, client],
+                    ["ZADD", p + "expires", expires, task_id],
+                    ["HSET", p + "client", task_id, client],
                     ["HSET", p + "size", task_id, len(data)], ["HINCRBY", p + "count", client, 1],
                     ["HINCRBY", p + "bytes", client, len(data)],
-                    ["HINCRBY", p + "total", "count", 1], ["HINCRBY", p + "total", "bytes", len(data)],
+                    ["HINCRBY", p + "total", "count", 1],
+                    ["HINCRBY", p + "total", "bytes", len(data)],
                     ["EXEC"])
                 if done[-1] is not None:
                     return True
@@ -9239,8 +9245,8 @@ class _RedisRelay:
             method, params = message["method"], message["params"]
         except (ValueError, KeyError, TypeError):
             return
-        if message.get("from") == self.me or type(method) is not str or type(params) is not dict:
-            return
+        if message.get("from") == self.me or method not in _RELAYED or type(params) is not dict:
+            return      # its own, or not a change (whoever writes to Redis is no client of ours)
         for _ in range(3):
             try:    # (the loop adds and removes sessions meanwhile)
                 loop = next((session.loop for session in list(self.server.sessions)), None)
