@@ -9483,6 +9483,16 @@ class RedisStoreTest(unittest.IsolatedAsyncioTestCase):
                          "working")
         done = await self.status(n3, made["taskId"], "completed")
         self.assertEqual(done["result"]["content"][0]["text"], f"waited 0.8 s in {n1.proc.pid}")
+        # A listen on n2 following a task on n1 hears it end (n1's change, relayed).
+        followed = (await self.call(n1, 16, "tools/call", {"name": "wait", "arguments": {"seconds": 1.0}}))["result"]
+        body = json.dumps(modern(2, "subscriptions/listen", {"notifications": {"taskIds": [followed["taskId"]]}},
+                                 WITH_TASKS))
+        task_reader, task_writer, ack = await open_listen(n2.port, body=body)
+        self.addCleanup(task_writer.close)
+        self.assertEqual(ack["params"]["notifications"], {"taskIds": [followed["taskId"]]})
+        told = json.loads((await read_event(task_reader))["data"])
+        self.assertEqual((told["method"], told["params"]["taskId"], told["params"]["status"]),
+                         ("notifications/tasks", followed["taskId"], "completed"))
         # A listen on n2 (2026-07-28) and a subscription on n1 (2025-11-25) hear of a resource a
         # tool on n3 updated: once each.
         body = json.dumps(modern(1, "subscriptions/listen", {"notifications": {
