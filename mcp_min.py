@@ -8954,8 +8954,10 @@ def _redis_trouble(name, e):
         why = f"no answer within {REDIS_TIMEOUT:g} s"
     elif isinstance(e, (_Garbled, _RedisError)):
         why = str(e)
+    elif isinstance(e, OSError) and type(e).__module__ != "ssl":
+        why = (e.strerror or type(e).__name__).lower()     # "connection refused"
     elif isinstance(e, OSError):
-        why = (e.strerror or type(e).__name__).lower()
+        why = getattr(e, "reason", None) or type(e).__name__    # CERTIFICATE_VERIFY_FAILED
     else:
         why = type(e).__name__
     return McpError(INTERNAL_ERROR, f"The task store {name} is unreachable or failing ({why}): "
@@ -9176,7 +9178,7 @@ class _RedisRelay:
     def __init__(self, server, store):
         self.server, self.store = server, store
         self.me = os.urandom(8).hex()   # this process, whose own messages it skips
-        self.relaying = False   # on the loop: a change heard from another process is being told
+        self.relaying = 0   # the thread telling a change heard from another (the loop's), or 0
         self.waiting = 0        # published, not sent yet (MAX_RELAYED)
         self.count_lock = threading.Lock()
         self.stopped = threading.Event()
@@ -9187,8 +9189,9 @@ class _RedisRelay:
         self.thread.start()
 
     def hear(self, server, method, params):
-        """A change here (on the loop): to the others, in order (the store's one thread)."""
-        if self.relaying:
+        """A change here (on the loop, or a sync tool's thread): to the others, in order (the
+        store's one thread); not one that came from them."""
+        if self.relaying == threading.get_ident():
             return
         with self.count_lock:
             if self.waiting >= MAX_RELAYED:
@@ -9266,11 +9269,11 @@ class _RedisRelay:
             if wake is not None and not wake.done():
                 wake.set_result(None)
             return
-        self.relaying = True
+        self.relaying = threading.get_ident()
         try:
             self.server._tell(method, params)
         finally:
-            self.relaying = False
+            self.relaying = 0
 
     def stop(self):
         self.stopped.set()

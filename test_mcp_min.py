@@ -9450,6 +9450,50 @@ class RedisStoreTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn("WRONGPASS", str(refused.exception))
         self.assertNotIn("guess", str(refused.exception))
 
+    @unittest.skipUnless(shutil.which("openssl"), "needs openssl to make a certificate")
+    def test_rediss_speaks_tls_and_checks_the_certificate(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+
+        def openssl(*args):
+            subprocess.run(["openssl", *args], cwd=tmp, check=True, capture_output=True, timeout=TIMEOUT)
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+                "-days", "2", "-subj", "/CN=test-ca")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+                "-subj", "/CN=localhost")
+        with open(os.path.join(tmp, "ext"), "w") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", "server.crt", "-days", "2", "-extfile", "ext")
+        port = _free_port()
+        tls = subprocess.Popen(["redis-server", "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1",
+                                "--tls-cert-file", "server.crt", "--tls-key-file", "server.key",
+                                "--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no", "--save", "",
+                                "--requirepass", "pw", "--dir", tmp, "--logfile", "log"],
+                               cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.addCleanup(tls.wait, TIMEOUT)
+        self.addCleanup(tls.kill)
+        url = f"rediss://:pw@localhost:{port}/1"
+        with mock.patch.dict(os.environ, {"SSL_CERT_FILE": os.path.join(tmp, "ca.crt")}):
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                try:
+                    with self.assertNoLogs("mcp_min", "WARNING"):
+                        store = mcp_min.RedisTaskStore(url)
+                    break
+                except AssertionError:      # not listening yet
+                    self.assertLess(time.monotonic(), deadline)
+                    time.sleep(0.05)
+            self.addCleanup(store.close)
+            self.assertTrue(store.add(_task_record("over-tls")))
+            self.assertEqual(store.get("over-tls")["taskId"], "over-tls")
+            self.assertEqual(store.conn.sock.version()[:4], "TLSv")
+        with self.assertLogs("mcp_min", "WARNING") as said:     # a certificate no CA of ours signed
+            refused = mcp_min.RedisTaskStore(url)
+        self.addCleanup(refused.close)
+        self.assertIn(f"The task store rediss://localhost:{port}/1 is unreachable or failing "
+                      "(CERTIFICATE_VERIFY_FAILED)", said.output[0])
+
     def process(self, script, *extra, **env):
         process = ServerProcess("--task-store", self.redis.url, *extra, script=script, **env)
         self.addCleanup(process.close)
