@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import doctest
 import enum
+import functools
 import hmac
 import importlib.util
 import inspect
@@ -8449,8 +8450,10 @@ async def close_task_store(server):
     await asyncio.sleep(0)      # their last words (`_finish`) start
     if mcp_min._WRITES:
         await asyncio.wait(list(mcp_min._WRITES))
-    if server.task_store:
+    if isinstance(server.task_store, mcp_min.TaskStore):
         mcp_min._close_store(server.task_store)
+    elif server.task_store:     # RedisTaskStore
+        server.task_store.close()
 
 
 def task_call(id_, name, arguments=None, capabilities=WITH_TASKS):
@@ -9602,6 +9605,46 @@ class RedisStoreTest(unittest.IsolatedAsyncioTestCase):
                     "both relays subscribed again")
         await self.call(n3, 15, "tools/call", {"name": "touch", "arguments": {"uri": "note://end"}})
         self.assertEqual(json.loads((await read_event(reader))["data"])["params"]["uri"], "note://end")
+
+
+@needs_tasks
+@needs_redis
+class RedisResultBoundTest(TaskResultBoundTest):
+    """TaskResultBoundTest's bounds (a huge result, a client's share, everyone's), the tasks kept
+    in a real redis-server."""
+
+    async def asyncSetUp(self):
+        redis = RedisServer()
+        self.addCleanup(redis.close)    # the very last: the works' last words are written first
+        await super().asyncSetUp()
+        self.server.task_store = mcp_min.RedisTaskStore(redis.url)
+        self.addCleanup(self.server.task_store.close)
+
+
+@needs_tasks
+@needs_redis
+class RedisTasksTest(TasksTest):
+    """TasksTest whole (a call becomes a task; tasks/get, update, cancel; the listens that follow
+    tasks), the tasks kept in a real redis-server: the same guarantees as SQLite's."""
+
+    async def asyncSetUp(self):
+        redis = RedisServer()
+        self.addCleanup(redis.close)    # the very last: the works' last words are written first
+        await super().asyncSetUp()
+        self.server.task_store = mcp_min.RedisTaskStore(redis.url)
+        # what TasksTest reads of SQLite's rows (who owns a task): all that Redis holds
+        self.server.task_store._rows = functools.partial(_redis_holds, self.server.task_store)
+
+
+def _redis_holds(store, *_):
+    """Every key the store holds in Redis, with its value: [(key, value)]."""
+    conn = store._connection()
+    held = []
+    for key in conn.call("KEYS", "*"):
+        kind = conn.call("TYPE", key)
+        read = {"string": ["GET"], "hash": ["HGETALL"], "zset": ["ZRANGE", 0, -1, "WITHSCORES"]}[kind]
+        held.append((key, conn.call(read[0], key, *read[1:])))
+    return held
 
 
 class _FakeRedis:
