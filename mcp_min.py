@@ -8371,7 +8371,7 @@ async def _tasked(session, tool, params, ctx):
             return made.result()
         # a quick call stays a plain one (an input_required round too), all past MAX_TASKS
         return await work
-    except asyncio.CancelledError:
+    except BaseException:   # cancelled, or the store failed as the call became a task
         work.cancel()
         raise
 
@@ -8484,7 +8484,19 @@ async def _finish(server, task_id, work):
             return outcome
         return _failed(McpError(INTERNAL_ERROR, f"The task's result ({size} bytes) is more than "
                                                 f"the server keeps ({bound})"))
-    await _change_task(server, task_id, settled)
+    # a store out of reach (Redis down) takes it once it is back: an acknowledged task is not lost
+    give_up = time.monotonic() + TASK_TTL
+    while True:
+        try:
+            await _stored(store, "beat", _tasks(server).runner)     # still alive, to the others
+            await _change_task(server, task_id, settled)
+            return
+        except McpError as e:
+            if time.monotonic() > give_up:
+                raise
+            _logger.warning("task %s: its end is not written yet (%s): trying again", task_id,
+                            e.message)
+        await asyncio.sleep(_SWEEP_EVERY)
 
 
 async def _change_task(server, task_id, change):
@@ -8509,8 +8521,11 @@ async def _change_task(server, task_id, change):
     wake = _WAKE.pop(task_id, None)
     if wake is not None and not wake.done():
         wake.set_result(None)
-    if changed:
-        _publish(server, "notifications/tasks", _task_view(changed[0]))
+    if changed:     # the last try is what was written (a shared store may try again)
+        _publish(server, "notifications/tasks", _task_view(changed[-1]))
+        relay = getattr(server.task_store, "relay", None)   # other processes' listens (Redis)
+        if relay is not None:
+            relay.hear(server, "notifications/tasks", _task_view(changed[-1]))
     return record
 
 
@@ -8646,19 +8661,31 @@ async def _stop_tasks(server):
         await asyncio.wait(list(_WRITES), timeout=3 * TASK_STORE_WAIT)
     if isinstance(server.task_store, TaskStore):
         _close_store(server.task_store)
+    elif hasattr(server.task_store, "close"):   # another kind of store (RedisTaskStore)
+        server.task_store.close()
+
+
+# --task-store URL: the stores other than a SQLite file, by the URL's scheme (redis://, below)
+_TASK_STORES: dict[str, typing.Callable[[str], _Any]] = {}
 
 
 class _TaskStoreOption(_ServeOptions):
-    """serve --task-store FILE."""
+    """serve --task-store FILE (or URL: redis://...)."""
 
     def add(self, parser):
-        parser.add_argument("--task-store", metavar="FILE",
+        parser.add_argument("--task-store", metavar="FILE|URL",
                             help="keep tasks in this SQLite file, which other "
-                            "processes serving the same tools may share (default: in memory)")
+                            "processes serving the same tools may share (default: in memory); "
+                            "or in Redis, shared across machines: "
+                            "redis://[:PASSWORD@]HOST:PORT/DB (rediss:// for TLS)")
 
     def configure(self, server, args, options):
         if args.task_store:
-            server.task_store = TaskStore(args.task_store)
+            scheme = args.task_store.partition("://")[0] if "://" in args.task_store else ""
+            server.task_store = _TASK_STORES.get(scheme, TaskStore)(args.task_store)
+        attach = getattr(server.task_store, "attach", None)    # a store that relays changes
+        if attach is not None:
+            attach(server)
 
 
 # The client's side: a task is polled until it ends.
@@ -8794,6 +8821,558 @@ _STATELESS_CAPABILITIES.append(_polls_tasks)
 _SYNCED.append(TaskHandle)
 _PROVIDED["Client.call_tool task"] = _client_task
 __all__ += ["TaskHandle", "TaskStore"]
+
+
+##############################################################################
+# Extension: tasks in Redis, shared across machines (issue 42; skip on a first reading)
+##############################################################################
+# `--task-store redis://[:PASSWORD@]HOST:PORT/DB` (rediss:// for TLS): the processes of a server,
+# on any number of machines, keep their tasks in one Redis (or Valkey), as processes of one
+# machine share a SQLite file. mcp_min speaks Redis's protocol (RESP2) itself, over a socket of
+# the store's thread; each exchange has REDIS_TIMEOUT s. What the store holds, under "mcp_min:":
+#
+#   task:ID         the record (JSON), expiring with the task (PXAT its `expires`)
+#   expires         sorted set: task id, by when it expires (the sweep finds the expired there)
+#   client, size    hashes: task id -> whose share it counts against, and its bytes
+#   count, bytes    hashes: client -> its tasks, and their bytes; total: {count, bytes} of all
+#   alive:RUNNER    a process's sign of life, renewed each second, gone TASK_STALE s after it stops
+#   changes         the channel on which each process says what changed (`_RedisRelay`)
+#
+# A change is atomic: WATCH, read, MULTI ... EXEC, tried again if another process wrote between;
+# the expired are swept by a Lua script (EVAL), which Redis runs alone. One Redis primary (Sentinel
+# or a managed service for failover); cluster mode is not supported.
+
+REDIS_TIMEOUT = 5.0     # seconds an exchange with Redis may take (connecting too): then the call
+                        # fails, naming the store, and the store is not tried again for a second
+MAX_REDIS_REPLY = MAX_TASK_BYTES + (1 << 20)    # bytes of one answer from Redis: more -> garbled
+MAX_RELAYED = 10_000    # changes waiting to go out to the other processes: more -> dropped, logged
+_REDIS_TRIES = 100      # times a change is tried again after another process wrote between
+_REDIS_PREFIX = "mcp_min:"
+# what one process tells the others (`_RedisRelay`): the changes `Server._tell` and tasks say
+_RELAYED = ("notifications/resources/updated", "notifications/tools/list_changed",
+            "notifications/prompts/list_changed", "notifications/resources/list_changed",
+            "notifications/tasks")
+
+# The expired go, with their share of the counts (ARGV: the prefix, now in ms).
+_SWEEP_LUA = """
+local p = ARGV[1]
+local gone = redis.call('ZRANGEBYSCORE', p .. 'expires', '-inf', '(' .. ARGV[2], 'LIMIT', 0, 1000)
+for _, id in ipairs(gone) do
+  local client = redis.call('HGET', p .. 'client', id)
+  local size = tonumber(redis.call('HGET', p .. 'size', id) or '0')
+  if client then
+    if redis.call('HINCRBY', p .. 'count', client, -1) <= 0 then
+      redis.call('HDEL', p .. 'count', client)
+      redis.call('HDEL', p .. 'bytes', client)
+    else
+      redis.call('HINCRBY', p .. 'bytes', client, -size)
+    end
+    redis.call('HINCRBY', p .. 'total', 'count', -1)
+    redis.call('HINCRBY', p .. 'total', 'bytes', -size)
+  end
+  redis.call('HDEL', p .. 'client', id)
+  redis.call('HDEL', p .. 'size', id)
+  redis.call('ZREM', p .. 'expires', id)
+  redis.call('DEL', p .. 'task:' .. id)
+end
+return #gone
+"""
+
+
+class _Garbled(Exception):
+    """Redis answered something that is not RESP, or more than MAX_REDIS_REPLY."""
+
+
+class _RedisError(Exception):
+    """Redis answered an error (-ERR ...)."""
+
+
+class _RedisUrl:
+    """redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// for TLS. `name` says where, for logs
+    and errors: never the password."""
+
+    def __init__(self, url):
+        from urllib.parse import unquote, urlsplit
+        parts = urlsplit(url)
+        if parts.scheme not in ("redis", "rediss"):
+            raise ValueError("a Redis task store's URL starts with redis:// or rediss://")
+        self.tls = parts.scheme == "rediss"
+        self.host = parts.hostname or "localhost"
+        try:
+            self.port = parts.port or 6379
+            self.db = int(parts.path.strip("/") or 0)
+        except ValueError:
+            raise ValueError(f"a Redis task store's URL is {parts.scheme}://HOST:PORT/DB, DB a "
+                             "number") from None
+        # redis://:secret@host and redis://secret@host are both the password alone
+        self.user = None
+        self.password = unquote(parts.password) if parts.password is not None else None
+        if self.password is None and parts.username:
+            self.password = unquote(parts.username)
+        elif parts.username:
+            self.user = unquote(parts.username)
+        self.name = f"{parts.scheme}://{self.host}:{self.port}/{self.db}"
+
+
+class _Resp:
+    """One connection to Redis, in RESP2: commands out as arrays of bulk strings (whatever bytes a
+    task id holds, Redis reads them as data), answers parsed within REDIS_TIMEOUT s each."""
+
+    def __init__(self, where: _RedisUrl) -> None:
+        import socket
+        self.buffer = b""
+        self.sock: _Any = socket.create_connection((where.host, where.port), REDIS_TIMEOUT)
+        try:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if where.tls:
+                import ssl
+                self.sock = ssl.create_default_context().wrap_socket(self.sock,
+                                                                     server_hostname=where.host)
+            if where.password is not None:
+                auth = ["AUTH", where.password]
+                if where.user is not None:
+                    auth = ["AUTH", where.user, where.password]
+                self.call(*auth)
+            if where.db:
+                self.call("SELECT", where.db)
+        except BaseException:
+            self.close()
+            raise
+
+    def send(self, *commands: list[_Any]) -> None:
+        out = []
+        for command in commands:
+            out.append(b"*%d\r\n" % len(command))
+            for arg in command:
+                data = arg if type(arg) is bytes else str(arg).encode()
+                out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+        self.sock.settimeout(REDIS_TIMEOUT)
+        self.sock.sendall(b"".join(out))
+
+    def pipeline(self, *commands: list[_Any]) -> list[_Any]:
+        """Each command's answer, sent together (one round trip); an error answer raises
+        _RedisError once all are read."""
+        self.send(*commands)
+        deadline = time.monotonic() + REDIS_TIMEOUT
+        replies = [self.read(deadline) for _ in commands]
+        for reply in replies:
+            if isinstance(reply, _RedisError):
+                raise reply
+        return replies
+
+    def call(self, *command: _Any) -> _Any:
+        return self.pipeline(list(command))[0]
+
+    def wait(self, seconds: float) -> bool:
+        """Whether something came within `seconds` (pub/sub: a message may come at any time)."""
+        if self.buffer:
+            return True
+        self.sock.settimeout(seconds)
+        try:
+            data = self.sock.recv(1 << 16)
+        except TimeoutError:
+            return False
+        if not data:
+            raise ConnectionError("Redis closed the connection")
+        self.buffer = data
+        return True
+
+    def read(self, deadline: float, depth: int = 0) -> _Any:
+        """One answer: str (+), _RedisError (-), int (:), bytes or None ($), list or None (*)."""
+        line = self._line(deadline)
+        kind, rest = line[:1], line[1:]
+        try:
+            if kind == b"+":
+                return rest.decode()
+            if kind == b"-":
+                return _RedisError(rest.decode(errors="replace")[:500])
+            if kind == b":":
+                return int(rest)
+            size = int(rest)
+        except ValueError:
+            raise _Garbled("it answered something that is not RESP") from None
+        if kind == b"$" and -1 <= size <= MAX_REDIS_REPLY:
+            if size == -1:
+                return None
+            data = self._take(size + 2, deadline)
+            if data[-2:] != b"\r\n":
+                raise _Garbled("it answered something that is not RESP")
+            return data[:-2]
+        if kind == b"*" and -1 <= size <= 1 << 20 and depth < 4:
+            if size == -1:
+                return None
+            return [self.read(deadline, depth + 1) for _ in range(size)]
+        raise _Garbled("it answered something that is not RESP, or too much")
+
+    def _line(self, deadline):
+        while b"\r\n" not in self.buffer:
+            if len(self.buffer) > 1 << 16:
+                raise _Garbled("it answered something that is not RESP")
+            self._fill(deadline)
+        line, _, self.buffer = self.buffer.partition(b"\r\n")
+        return line
+
+    def _take(self, size, deadline):
+        while len(self.buffer) < size:
+            self._fill(deadline)
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+    def _fill(self, deadline):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        self.sock.settimeout(left)
+        data = self.sock.recv(1 << 20)
+        if not data:
+            raise ConnectionError("Redis closed the connection")
+        self.buffer += data
+
+    def close(self) -> None:
+        import socket
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+def _redis_trouble(name, e):
+    """McpError for the peer: what is wrong with the store, named (never its password)."""
+    if isinstance(e, TimeoutError):
+        why = f"no answer within {REDIS_TIMEOUT:g} s"
+    elif isinstance(e, (_Garbled, _RedisError)):
+        why = str(e)
+    elif isinstance(e, OSError) and type(e).__module__ != "ssl":
+        why = (e.strerror or type(e).__name__).lower()     # "connection refused"
+    elif isinstance(e, OSError):
+        why = getattr(e, "reason", None) or type(e).__name__    # CERTIFICATE_VERIFY_FAILED
+    else:
+        why = type(e).__name__
+    return McpError(INTERNAL_ERROR, f"The task store {name} is unreachable or failing ({why}): "
+                                    "try again later")
+
+
+class RedisTaskStore:
+    """Tasks in Redis (or Valkey) at `url`, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (rediss://
+    for TLS): TaskStore's six methods, with its guarantees, for processes on many machines. A
+    process's liveness is a key that expires TASK_STALE s after its last sign (`beat`). Changes
+    made by any process (Server.resource_updated, list changes, a task's status) reach every
+    other's subscribers and listens (`attach`, `_RedisRelay`). Redis out of reach: each call fails
+    with an McpError naming the store (not its password), and it is tried again on the next."""
+
+    shared = True
+
+    def __init__(self, url: str) -> None:
+        self.where = _RedisUrl(url)
+        self.name = self.where.name
+        self.lock = threading.RLock()
+        self.conn: _Resp | None = None
+        self.executor: _Any = None      # the store's own thread (`_stored`)
+        self.relay: _RedisRelay | None = None
+        self.up_since = 0.0     # when Redis last started (time.monotonic()), for `alive`
+        self.retry_at = 0.0     # after a failure: no new connection before then
+        self.scripts: dict[str, str] = {}   # Lua source -> its SHA-1, as EVALSHA names it
+        try:
+            self._connection()
+        except McpError as e:
+            if "WRONGPASS" in e.message or "NOAUTH" in e.message or "NOPERM" in e.message:
+                raise ValueError(e.message) from None
+            # down now: each call tries again (the process serves what needs no store meanwhile)
+            _logger.warning("%s", e.message)
+
+    def _connection(self):
+        """The connection, made if none (AUTH, SELECT); McpError if Redis is out of reach."""
+        if self.conn is not None:
+            return self.conn
+        if time.monotonic() < self.retry_at:
+            raise McpError(INTERNAL_ERROR, f"The task store {self.name} is unreachable: try again "
+                                           "later")
+        try:
+            self.conn = _Resp(self.where)
+            info = self.conn.call("INFO", "server")
+            if type(info) is not bytes:
+                raise _Garbled("it answered INFO with no text")
+            uptime = re.search(rb"uptime_in_seconds:(\d+)", info)
+            self.up_since = time.monotonic() - int(uptime.group(1) if uptime else 1 << 30)
+        except (OSError, _Garbled, _RedisError) as e:
+            self._drop()
+            raise _redis_trouble(self.name, e) from None
+        return self.conn
+
+    def _drop(self):
+        if self.conn is not None:
+            self.conn.close()
+        self.conn, self.retry_at = None, time.monotonic() + 1.0
+
+    def _run(self, operation):
+        """`operation(conn)` under the lock; a connection that failed is dropped, and a reused one
+        (Redis restarted meanwhile) is tried once more on a new one. Each operation is safe to run
+        again: `add` finds its task if it was added, `change` reads again."""
+        with self.lock:
+            for attempt in range(2):
+                fresh = self.conn is None
+                conn = self._connection()
+                try:
+                    return operation(conn)
+                except _RedisError as e:
+                    if e.args[0].startswith(("LOADING", "READONLY", "MASTERDOWN")):
+                        self._drop()    # restarting, or failing over: a new connection, soon
+                    raise _redis_trouble(self.name, e) from None
+                except (OSError, _Garbled, ValueError) as e:
+                    self._drop()
+                    if fresh or attempt:
+                        raise _redis_trouble(self.name, e) from None
+                    self.retry_at = 0.0
+        raise AssertionError("unreachable")
+
+    def _key(self, task_id):
+        return f"{_REDIS_PREFIX}task:{task_id}"
+
+    def _sweep(self, conn, now):
+        """The expired go (_SWEEP_LUA): Redis has freed their records; this frees their counts."""
+        sha = self.scripts.get(_SWEEP_LUA)
+        if sha is None:
+            import hashlib
+            sha = self.scripts[_SWEEP_LUA] = hashlib.sha1(_SWEEP_LUA.encode()).hexdigest()
+        try:
+            conn.call("EVALSHA", sha, 0, _REDIS_PREFIX, now)
+        except _RedisError as e:
+            if not e.args[0].startswith("NOSCRIPT"):
+                raise
+            conn.call("EVAL", _SWEEP_LUA, 0, _REDIS_PREFIX, now)
+
+    def _usage(self, conn, client):
+        if client is None:
+            found = conn.call("HMGET", _REDIS_PREFIX + "total", "count", "bytes")
+        else:
+            found = conn.pipeline(["HGET", _REDIS_PREFIX + "count", client],
+                                  ["HGET", _REDIS_PREFIX + "bytes", client])
+        return int(found[0] or 0), int(found[1] or 0)
+
+    def add(self, record: _Json) -> bool:
+        """TaskStore.add: counted (`_room`) and added in one transaction, durable (as Redis is:
+        see the README's recipe) before it returns."""
+        p, task_id, client = _REDIS_PREFIX, record["taskId"], record["client"]
+        data = json.dumps(record).encode()
+        expires = int(record["expires"] * 1000)
+
+        def add(conn):
+            for _ in range(_REDIS_TRIES):
+                if conn.call("EXISTS", self._key(task_id)):
+                    return True     # tried again after its answer was lost: it was added
+                self._sweep(conn, int(time.time() * 1000))
+                conn.call("WATCH", p + "total")     # every change of a count writes the total
+                if not _room(self._usage(conn, client), self._usage(conn, None)):
+                    conn.call("UNWATCH")
+                    return False
+                done = conn.pipeline(
+                    ["MULTI"], ["SET", self._key(task_id), data, "PXAT", expires],
+                    ["ZADD", p + "expires", expires, task_id],
+                    ["HSET", p + "client", task_id, client],
+                    ["HSET", p + "size", task_id, len(data)], ["HINCRBY", p + "count", client, 1],
+                    ["HINCRBY", p + "bytes", client, len(data)],
+                    ["HINCRBY", p + "total", "count", 1],
+                    ["HINCRBY", p + "total", "bytes", len(data)],
+                    ["EXEC"])
+                if done[-1] is not None:
+                    return True
+            raise McpError(INTERNAL_ERROR, f"The task store {self.name} is busy: try again later")
+        return self._run(add)
+
+    def get(self, task_id: str) -> _Json | None:
+        """TaskStore.get: the record (a copy), or None."""
+        data = self._run(lambda conn: conn.call("GET", self._key(task_id)))
+        if data is None:
+            return None
+        record = json.loads(data)
+        return record if record["expires"] >= time.time() else None
+
+    def change(self, task_id: str, change: typing.Callable[[_Json], _Json | None]) -> _Json | None:
+        """TaskStore.change: atomically (WATCH ... EXEC; `change` is called again if another
+        process wrote the task between)."""
+        p, key = _REDIS_PREFIX, self._key(task_id)
+
+        def attempt(conn):
+            for _ in range(_REDIS_TRIES):
+                old = conn.pipeline(["WATCH", key], ["GET", key])[1]
+                if old is None:
+                    conn.call("UNWATCH")
+                    return None
+                record = json.loads(old)
+                new = change(record)
+                if new is None:
+                    conn.call("UNWATCH")
+                    return record
+                data, grown = json.dumps(new).encode(), len(json.dumps(new).encode()) - len(old)
+                done = conn.pipeline(
+                    ["MULTI"], ["SET", key, data, "XX", "PXAT", int(new["expires"] * 1000)],
+                    ["HSET", p + "size", task_id, len(data)],
+                    ["HINCRBY", p + "bytes", new["client"], grown],
+                    ["HINCRBY", p + "total", "bytes", grown], ["EXEC"])
+                if done[-1] is not None:
+                    return new
+            raise McpError(INTERNAL_ERROR, f"The task store {self.name} is busy: try again later")
+        return self._run(attempt)
+
+    def usage(self, client: str | None = None) -> tuple[int, int]:
+        """TaskStore.usage: unexpired tasks of `client` (or all), and their bytes."""
+        def usage(conn):
+            self._sweep(conn, int(time.time() * 1000))
+            return self._usage(conn, client)
+        return self._run(usage)
+
+    def beat(self, runner: str) -> None:
+        """TaskStore.beat: process `runner` is alive for TASK_STALE s more (a key that expires)."""
+        self._run(lambda conn: conn.call("SET", f"{_REDIS_PREFIX}alive:{runner}", 1, "PX",
+                                         int(TASK_STALE * 1000)))
+
+    def alive(self, runner: str) -> bool:
+        """TaskStore.alive: its key is there; or Redis started less than TASK_STALE s ago (keys
+        that expired while it was down say nothing of the processes)."""
+        if self._run(lambda conn: conn.call("EXISTS", f"{_REDIS_PREFIX}alive:{runner}")):
+            return True
+        return time.monotonic() - self.up_since < TASK_STALE
+
+    def publish(self, message: bytes) -> None:
+        """A change, to the other processes (`_RedisRelay`)."""
+        self._run(lambda conn: conn.call("PUBLISH", _REDIS_PREFIX + "changes", message))
+
+    def attach(self, server: "Server") -> None:
+        """Serving starts: changes go to and come from the other processes (`_RedisRelay`)."""
+        if self.relay is None:
+            self.relay = _RedisRelay(server, self)
+
+    def close(self) -> None:
+        """Serving ends: the relay stops, the store's thread ends, the connection closes."""
+        if self.relay is not None:
+            self.relay.stop()
+            self.relay = None
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
+            self.executor = None
+        with self.lock:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+
+
+class _RedisRelay:
+    """What changes in one process (Server._tell: resources/updated, list_changed; a task's
+    status), published on the store's thread in the order it happened, and heard by every other
+    process on a connection of its own (SUBSCRIBE): their sessions subscribed to it and their
+    listens hear it once, as if it had happened there. Redis's pub/sub keeps nothing: what is said
+    while a process is cut off from Redis, that process does not hear."""
+
+    def __init__(self, server, store):
+        self.server, self.store = server, store
+        self.me = os.urandom(8).hex()   # this process, whose own messages it skips
+        self.relaying = 0   # the thread telling a change heard from another (the loop's), or 0
+        self.waiting = 0        # published, not sent yet (MAX_RELAYED)
+        self.count_lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.conn: _Resp | None = None
+        server.hearing.append(self.hear)
+        self.thread = threading.Thread(target=self._listen, name="mcp-task-store-relay",
+                                       daemon=True)
+        self.thread.start()
+
+    def hear(self, server, method, params):
+        """A change here (on the loop, or a sync tool's thread): to the others, in order (the
+        store's one thread); not one that came from them."""
+        if self.relaying == threading.get_ident():
+            return
+        with self.count_lock:
+            if self.waiting >= MAX_RELAYED:
+                _logger.warning("%s: %s not relayed (MAX_RELAYED changes wait)", self.store.name,
+                                method)
+                return
+            self.waiting += 1
+        if self.store.executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self.store.executor = ThreadPoolExecutor(1, "mcp-task-store")
+        message = json.dumps({"from": self.me, "method": method, "params": params}).encode()
+        self.store.executor.submit(self._send, message)
+
+    def _send(self, message):
+        with self.count_lock:
+            self.waiting -= 1
+        try:
+            self.store.publish(message)
+        except McpError as e:
+            _logger.warning("a change was not relayed: %s", e.message)
+
+    def _listen(self):
+        """The relay's thread: subscribed, and subscribed again after a failure, each second."""
+        lost = False
+        while not self.stopped.is_set():
+            try:
+                self.conn = _Resp(self.store.where)
+                self.conn.call("SUBSCRIBE", _REDIS_PREFIX + "changes")
+                if lost:
+                    _logger.info("%s: hearing the other processes' changes again", self.store.name)
+                lost, pinged = False, False
+                while not self.stopped.is_set():
+                    if not self.conn.wait(REDIS_TIMEOUT if pinged else KEEPALIVE_INTERVAL):
+                        if pinged:      # no answer to a PING: Redis (or the way to it) is gone
+                            raise TimeoutError("timed out")
+                        self.conn.send(["PING"])    # quiet: is Redis still there?
+                        pinged = True
+                        continue
+                    message, pinged = self.conn.read(time.monotonic() + REDIS_TIMEOUT), False
+                    if type(message) is list and message[:1] == [b"message"] and len(message) == 3:
+                        self._heard(message[2])
+            except (OSError, _Garbled, _RedisError, ValueError) as e:
+                if not lost and not self.stopped.is_set():
+                    _logger.warning("%s", _redis_trouble(self.store.name, e).message)
+                lost = True
+            if self.conn is not None:
+                self.conn.close()
+            self.stopped.wait(1.0)
+
+    def _heard(self, data):
+        """A message on the channel, in the relay's thread: to the loop, if it is another's."""
+        try:
+            message = json.loads(data)
+            method, params = message["method"], message["params"]
+        except (ValueError, KeyError, TypeError):
+            return
+        if message.get("from") == self.me or method not in _RELAYED or type(params) is not dict:
+            return      # its own, or not a change (whoever writes to Redis is no client of ours)
+        for _ in range(3):
+            try:    # (the loop adds and removes sessions meanwhile)
+                loop = next((session.loop for session in list(self.server.sessions)), None)
+                break
+            except RuntimeError:
+                continue
+        else:
+            loop = None
+        if loop is not None:    # nobody connected: nobody to tell
+            loop.call_soon_threadsafe(self._tell, method, params)
+
+    def _tell(self, method, params):
+        """On the loop: a change another process made, told here as if made here."""
+        if method == "notifications/tasks":
+            _publish(self.server, method, params)
+            wake = _WAKE.pop(params.get("taskId"), None)    # an ask here waits for an answer
+            if wake is not None and not wake.done():
+                wake.set_result(None)
+            return
+        self.relaying = threading.get_ident()
+        try:
+            self.server._tell(method, params)
+        finally:
+            self.relaying = 0
+
+    def stop(self):
+        self.stopped.set()
+        if self.conn is not None:
+            self.conn.close()
+        self.thread.join(REDIS_TIMEOUT)
+
+
+# The store plugs in: --task-store redis://... and rediss://..., and its public name.
+_TASK_STORES.update(redis=RedisTaskStore, rediss=RedisTaskStore)
+__all__ += ["RedisTaskStore"]
 
 
 ##############################################################################

@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import doctest
 import enum
+import functools
 import hmac
 import importlib.util
 import inspect
@@ -8450,8 +8451,10 @@ async def close_task_store(server):
     await asyncio.sleep(0)      # their last words (`_finish`) start
     if mcp_min._WRITES:
         await asyncio.wait(list(mcp_min._WRITES))
-    if server.task_store:
+    if isinstance(server.task_store, mcp_min.TaskStore):
         mcp_min._close_store(server.task_store)
+    elif server.task_store:     # RedisTaskStore
+        server.task_store.close()
 
 
 def task_call(id_, name, arguments=None, capabilities=WITH_TASKS):
@@ -9289,6 +9292,445 @@ class TaskStoreFileTest(unittest.TestCase):
         self.assertEqual(code, 2, said)
         self.assertEqual(said.count("\n"), 1, said)       # one line, saying why
         self.assertTrue(said.startswith(f"mcp_min: {path}-wal belongs to another user"), said)
+
+
+##############################################################################
+# Extension: tasks in Redis (issue 42)
+##############################################################################
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """A real redis-server (Debian's package) on a free port of 127.0.0.1, its files in a
+    temporary folder, with a password and AOF: stopped and started again on the same port, it
+    has what it had."""
+
+    PASSWORD = "s3cr*t:@/"      # URL metacharacters: the URL carries it %-encoded
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp()
+        self.port = _free_port()
+        self.proc = None
+        self.start()
+
+    @property
+    def url(self):
+        from urllib.parse import quote
+        return f"redis://:{quote(self.PASSWORD, safe='')}@127.0.0.1:{self.port}/2"
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir,
+             "--requirepass", self.PASSWORD, "--logfile", os.path.join(self.dir, "log")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), 1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(100).startswith((b"+PONG", b"-NOAUTH")):
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError("redis-server did not start")
+            time.sleep(0.05)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(TIMEOUT)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(TIMEOUT)
+        shutil.rmtree(self.dir, True)
+
+
+needs_redis = unittest.skipUnless(shutil.which("redis-server"),
+                                  "needs redis-server (Debian: apt-get install redis-server)")
+
+_REDIS_PROCESS = _TASK_PROCESS + '''
+# Redis started again forgets the signs of life: each process gives one within a second or so, so
+# for TASK_STALE s after Redis starts nobody is taken for dead (1 s, as above, is too close).
+mcp_min.TASK_STALE = 3.0
+@server.resource("note://board")
+def board() -> str:
+    return "the board"
+
+@server.resource("note://end")
+def end() -> str:
+    return "the end"
+
+@server.tool()
+def touch(uri: str) -> str:
+    server.resource_updated(uri)
+    return "touched"
+
+server.run()
+'''
+
+
+def _task_record(task_id, client="c", expires_in=60.0, **fields):
+    now = time.time()
+    return {"taskId": task_id, "status": "working", "createdAt": mcp_min._iso(now),
+            "lastUpdatedAt": mcp_min._iso(now), "ttlMs": 60000, "pollIntervalMs": 500,
+            "owner": "o", "client": client, "runner": "r1", "expires": now + expires_in,
+            "answers": {}, **fields}
+
+
+@needs_tasks
+@needs_redis
+class RedisStoreTest(unittest.IsolatedAsyncioTestCase):
+    """--task-store redis://...: TaskStore's six methods in a real redis-server, and several
+    processes sharing it (tasks, liveness, changes, Redis stopped and started again)."""
+
+    def setUp(self):
+        self.redis = RedisServer()
+        self.addCleanup(self.redis.close)
+
+    def store(self):
+        store = mcp_min.RedisTaskStore(self.redis.url)
+        self.addCleanup(store.close)
+        return store
+
+    def test_the_six_methods_with_ids_and_clients_that_hold_redis_metacharacters(self):
+        store = self.store()
+        hostile = "id\r\n*1\r\n$8\r\nFLUSHALL\r\n \"' {x}*?"
+        client = "client\r\nDEL mcp_min:total\x00"
+        record = _task_record(hostile, client)
+        self.assertTrue(store.add(record))
+        self.assertEqual(store.get(hostile), record)
+        size = len(json.dumps(record).encode())
+        self.assertEqual(store.usage(client), (1, size))
+        self.assertEqual(store.usage(), (1, size))
+        ended = store.change(hostile, lambda r: {**r, "status": "completed", "result": {"x": "y" * 100}})
+        self.assertEqual(store.get(hostile)["status"], "completed")
+        self.assertEqual(store.usage(client)[1], len(json.dumps(ended).encode()))
+        self.assertEqual(store.change(hostile, lambda r: None), ended)     # no change: as it is
+        self.assertIsNone(store.change("nobody's", lambda r: {**r, "status": "failed"}))
+        self.assertIsNone(store.get("nobody's"))
+        # RESP bulk strings: the id was data, never a command (FLUSHALL) and no key of its own
+        self.assertTrue(store.add(_task_record("second")))
+        self.assertEqual(store.usage(), (2, size + (store.usage()[1] - size)))
+        store.beat("runner\r\nX")
+        self.assertTrue(store.alive("runner\r\nX"))
+        self.assertTrue(store.add(_task_record("brief", expires_in=0.3)))
+        deadline = time.monotonic() + TIMEOUT
+        while store.get("brief") is not None:     # Redis frees it (PXAT); the sweep, its counts
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.assertEqual(store.usage()[0], 2)
+
+    def test_the_bounds_and_a_status_moving_once_hold_across_stores(self):
+        stores = [self.store() for _ in range(4)]
+        with mock.patch.object(mcp_min, "MAX_TASKS", 5):
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                added = list(pool.map(lambda i: stores[i % 4].add(_task_record(f"t{i}", "one")), range(20)))
+        self.assertEqual(added.count(True), 5)      # counted and added at once, whoever adds
+        self.assertEqual(stores[0].usage("one")[0], 5)
+        winners = []
+
+        def end(i):
+            def finish(record):
+                if record["status"] in mcp_min._TERMINAL:
+                    return None
+                return {**record, "status": "completed", "by": i}
+            winners.append(stores[i].change(f"t{added.index(True)}", finish)["by"])
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            list(pool.map(end, range(4)))
+        self.assertEqual(len(set(winners)), 1, winners)     # each saw the one end that was written
+
+    def test_a_wrong_password_is_refused_at_start_without_saying_it(self):
+        wrong = self.redis.url.replace("s3cr", "guess")
+        with self.assertRaises(ValueError) as refused:
+            mcp_min.RedisTaskStore(wrong)
+        self.assertIn(f"redis://127.0.0.1:{self.redis.port}/2", str(refused.exception))
+        self.assertIn("WRONGPASS", str(refused.exception))
+        self.assertNotIn("guess", str(refused.exception))
+
+    @unittest.skipUnless(shutil.which("openssl"), "needs openssl to make a certificate")
+    def test_rediss_speaks_tls_and_checks_the_certificate(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+
+        def openssl(*args):
+            subprocess.run(["openssl", *args], cwd=tmp, check=True, capture_output=True, timeout=TIMEOUT)
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+                "-days", "2", "-subj", "/CN=test-ca")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+                "-subj", "/CN=localhost")
+        with open(os.path.join(tmp, "ext"), "w") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", "server.crt", "-days", "2", "-extfile", "ext")
+        port = _free_port()
+        tls = subprocess.Popen(["redis-server", "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1",
+                                "--tls-cert-file", "server.crt", "--tls-key-file", "server.key",
+                                "--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no", "--save", "",
+                                "--requirepass", "pw", "--dir", tmp, "--logfile", "log"],
+                               cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.addCleanup(tls.wait, TIMEOUT)
+        self.addCleanup(tls.kill)
+        url = f"rediss://:pw@localhost:{port}/1"
+        with mock.patch.dict(os.environ, {"SSL_CERT_FILE": os.path.join(tmp, "ca.crt")}):
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                try:
+                    with self.assertNoLogs("mcp_min", "WARNING"):
+                        store = mcp_min.RedisTaskStore(url)
+                    break
+                except AssertionError:      # not listening yet
+                    self.assertLess(time.monotonic(), deadline)
+                    time.sleep(0.05)
+            self.addCleanup(store.close)
+            self.assertTrue(store.add(_task_record("over-tls")))
+            self.assertEqual(store.get("over-tls")["taskId"], "over-tls")
+            self.assertEqual(store.conn.sock.version()[:4], "TLSv")
+        with self.assertLogs("mcp_min", "WARNING") as said:     # a certificate no CA of ours signed
+            refused = mcp_min.RedisTaskStore(url)
+        self.addCleanup(refused.close)
+        self.assertIn(f"The task store rediss://localhost:{port}/1 is unreachable or failing "
+                      "(CERTIFICATE_VERIFY_FAILED)", said.output[0])
+
+    def process(self, script, *extra, **env):
+        process = ServerProcess("--task-store", self.redis.url, *extra, script=script, **env)
+        self.addCleanup(process.close)
+        return process
+
+    async def call(self, process, id_, method, params):
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+        if "name" in params or "taskId" in params:
+            headers["Mcp-Name"] = params.get("name", params.get("taskId"))
+        return (await process.client.post(modern(id_, method, params, WITH_TASKS), headers=headers)).json()
+
+    async def status(self, process, task_id, *statuses):
+        deadline = time.monotonic() + TIMEOUT
+        while (task := (await self.call(process, 9, "tasks/get", {"taskId": task_id}))["result"])[
+                "status"] not in statuses:
+            self.assertLess(time.monotonic(), deadline, task)
+            await asyncio.sleep(0.05)
+        return task
+
+    async def test_processes_share_tasks_liveness_and_changes_and_outlive_redis_stopping(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        script = os.path.join(tmp, "shared.py")
+        with open(script, "w") as f:
+            f.write(_REDIS_PROCESS)
+        n1, n2, n3 = (self.process(script, "--node", f"n{i}") for i in (1, 2, 3))
+        # A task made on n1 is working on n2 (durable before n1 answered), completed on n3.
+        made = (await self.call(n1, 1, "tools/call", {"name": "wait", "arguments": {"seconds": 0.8}}))["result"]
+        self.assertEqual(made["resultType"], "task")
+        self.assertEqual((await self.call(n2, 2, "tasks/get", {"taskId": made["taskId"]}))["result"]["status"],
+                         "working")
+        done = await self.status(n3, made["taskId"], "completed")
+        self.assertEqual(done["result"]["content"][0]["text"], f"waited 0.8 s in {n1.proc.pid}")
+        # A listen on n2 following a task on n1 hears it end (n1's change, relayed).
+        followed = (await self.call(n1, 16, "tools/call", {"name": "wait", "arguments": {"seconds": 1.0}}))["result"]
+        body = json.dumps(modern(2, "subscriptions/listen", {"notifications": {"taskIds": [followed["taskId"]]}},
+                                 WITH_TASKS))
+        task_reader, task_writer, ack = await open_listen(n2.port, body=body)
+        self.addCleanup(task_writer.close)
+        self.assertEqual(ack["params"]["notifications"], {"taskIds": [followed["taskId"]]})
+        told = json.loads((await read_event(task_reader))["data"])
+        self.assertEqual((told["method"], told["params"]["taskId"], told["params"]["status"]),
+                         ("notifications/tasks", followed["taskId"], "completed"))
+        # A listen on n2 (2026-07-28) and a subscription on n1 (2025-11-25) hear of a resource a
+        # tool on n3 updated: once each.
+        body = json.dumps(modern(1, "subscriptions/listen", {"notifications": {
+            "resourceSubscriptions": ["note://board", "note://end"]}}))
+        reader, writer, ack = await open_listen(n2.port, body=body)
+        self.addCleanup(writer.close)
+        self.assertEqual(ack["params"]["notifications"], {"resourceSubscriptions": ["note://board", "note://end"]})
+        subscribed = asyncio.Queue()
+        subscriber = mcp_min.Client(f"http://127.0.0.1:{n1.port}/mcp", era="handshake",
+                                    on_notification=lambda method, params: subscribed.put_nowait((method, params)))
+        await subscriber.connect()
+        self.addAsyncCleanup(subscriber.close)
+        await subscriber.subscribe("note://board")
+        await subscriber.subscribe("note://end")
+        await self.call(n3, 3, "tools/call", {"name": "touch", "arguments": {"uri": "note://board"}})
+        heard = json.loads((await read_event(reader))["data"])
+        self.assertEqual((heard["method"], heard["params"]["uri"]), ("notifications/resources/updated", "note://board"))
+        self.assertEqual(await asyncio.wait_for(subscribed.get(), TIMEOUT),
+                         ("notifications/resources/updated", {"uri": "note://board"}))
+        # Once each, in order per process: n3 updates note://other, note://board, and last
+        # note://end; n2 updates note://board between. Each hears the two boards, then the end.
+        await self.call(n3, 4, "tools/call", {"name": "touch", "arguments": {"uri": "note://other"}})
+        await self.call(n3, 5, "tools/call", {"name": "touch", "arguments": {"uri": "note://board"}})
+        await self.call(n2, 12, "tools/call", {"name": "touch", "arguments": {"uri": "note://board"}})
+        await self.call(n3, 13, "tools/call", {"name": "touch", "arguments": {"uri": "note://end"}})
+        uris = [json.loads((await read_event(reader))["data"])["params"]["uri"] for _ in range(3)]
+        self.assertEqual(uris, ["note://board", "note://board", "note://end"])
+        uris = [(await asyncio.wait_for(subscribed.get(), TIMEOUT))[1]["uri"] for _ in range(3)]
+        self.assertEqual(uris, ["note://board", "note://board", "note://end"])
+        # n1 killed mid-task: n2 says failed (TASK_STALE is 1 s in the script).
+        orphan = (await self.call(n1, 6, "tools/call", {"name": "wait", "arguments": {"seconds": 60}}))["result"]
+        os.kill(n1.proc.pid, signal.SIGKILL)
+        n1.proc.wait(TIMEOUT)
+        failed = await self.status(n2, orphan["taskId"], "failed")
+        self.assertEqual(failed["error"]["message"], "The server process running this task stopped")
+        # Redis stopped: a clear error naming the store (not its password); n2 serves the rest.
+        # A task on n3 ends while it is down: its end is written once Redis is back.
+        across = (await self.call(n3, 14, "tools/call", {"name": "wait", "arguments": {"seconds": 1.5}}))["result"]
+        self.redis.stop()
+        lost = await self.call(n2, 7, "tasks/get", {"taskId": made["taskId"]})
+        self.assertEqual(lost["error"]["code"], mcp_min.INTERNAL_ERROR)
+        self.assertIn(f"The task store redis://127.0.0.1:{self.redis.port}/2 is unreachable",
+                      lost["error"]["message"])
+        self.assertNotIn("s3cr", json.dumps(lost))
+        call = await self.call(n2, 8, "tools/call", {"name": "wait", "arguments": {"seconds": 5}})
+        self.assertIn("The task store", call["error"]["message"])
+        self.assertEqual((await self.call(n2, 10, "tools/call", {"name": "touch", "arguments": {"uri": "x"}}))
+                         ["result"]["content"][0]["text"], "touched")
+        # Started again (AOF): the first task is still there, and n2 goes on without a restart.
+        self.redis.start()
+        deadline = time.monotonic() + TIMEOUT   # (the store is not asked for a second after a failure)
+        while "error" in (again := await self.call(n2, 11, "tasks/get", {"taskId": made["taskId"]})):
+            self.assertLess(time.monotonic(), deadline, again)
+            await asyncio.sleep(0.1)
+        self.assertEqual(again["result"]["status"], "completed", again)
+        self.assertEqual(again["result"]["result"], done["result"])
+        ended = await self.status(n2, across["taskId"], "completed")
+        self.assertEqual(ended["result"]["content"][0]["text"], f"waited 1.5 s in {n3.proc.pid}")
+        # The relays subscribe again (n2 and n3: n1 is gone), and n2's listen hears n3 once more.
+        redis = mcp_min._Resp(mcp_min._RedisUrl(self.redis.url))
+        self.addCleanup(redis.close)
+        await until(lambda: redis.call("PUBSUB", "NUMSUB", "mcp_min:changes")[1] == 2,
+                    "both relays subscribed again")
+        await self.call(n3, 15, "tools/call", {"name": "touch", "arguments": {"uri": "note://end"}})
+        self.assertEqual(json.loads((await read_event(reader))["data"])["params"]["uri"], "note://end")
+
+
+@needs_tasks
+@needs_redis
+class RedisResultBoundTest(TaskResultBoundTest):
+    """TaskResultBoundTest's bounds (a huge result, a client's share, everyone's), the tasks kept
+    in a real redis-server."""
+
+    async def asyncSetUp(self):
+        redis = RedisServer()
+        self.addCleanup(redis.close)    # the very last: the works' last words are written first
+        await super().asyncSetUp()
+        self.server.task_store = mcp_min.RedisTaskStore(redis.url)
+        self.addCleanup(self.server.task_store.close)
+
+
+@needs_tasks
+@needs_redis
+class RedisTasksTest(TasksTest):
+    """TasksTest whole (a call becomes a task; tasks/get, update, cancel; the listens that follow
+    tasks), the tasks kept in a real redis-server: the same guarantees as SQLite's."""
+
+    async def asyncSetUp(self):
+        redis = RedisServer()
+        self.addCleanup(redis.close)    # the very last: the works' last words are written first
+        await super().asyncSetUp()
+        self.server.task_store = mcp_min.RedisTaskStore(redis.url)
+        # what TasksTest reads of SQLite's rows (who owns a task): all that Redis holds
+        self.server.task_store._rows = functools.partial(_redis_holds, self.server.task_store)
+
+
+def _redis_holds(store, *_):
+    """Every key the store holds in Redis, with its value: [(key, value)]."""
+    conn = store._connection()
+    held = []
+    for key in conn.call("KEYS", "*"):
+        kind = conn.call("TYPE", key)
+        read = {"string": ["GET"], "hash": ["HGETALL"], "zset": ["ZRANGE", 0, -1, "WITHSCORES"]}[kind]
+        held.append((key, conn.call(read[0], key, *read[1:])))
+    return held
+
+
+class _FakeRedis:
+    """A server socket that answers every command with `answer` (after `delay` s), or nothing."""
+
+    def __init__(self, answer, delay=0.0):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.answer, self.delay, self.conns = answer, delay, []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            with contextlib.suppress(OSError):
+                while conn.recv(65536):
+                    time.sleep(self.delay)
+                    if self.answer is not None:
+                        conn.sendall(self.answer)
+
+    def close(self):
+        self.sock.close()
+        for conn in self.conns:
+            conn.close()
+
+
+@needs_tasks
+class RedisGarbledTest(unittest.TestCase):
+    """A Redis that answers garbage, too much, or too slowly (a fake server socket, no
+    redis-server): a clear error naming the store, never its password, within REDIS_TIMEOUT."""
+
+    def fake(self, answer, delay=0.0):
+        fake = _FakeRedis(answer, delay)
+        self.addCleanup(fake.close)
+        return f"redis://:hunter2@127.0.0.1:{fake.port}/0"
+
+    def refused(self, url):
+        with self.assertLogs("mcp_min", "WARNING") as said:
+            store = mcp_min.RedisTaskStore(url)     # out of reach at start: said, and served on
+        self.addCleanup(store.close)
+        store.retry_at = 0.0
+        with self.assertRaises(McpError) as failed:
+            store.get("x")
+        self.assertEqual(failed.exception.code, mcp_min.INTERNAL_ERROR)
+        for text in (failed.exception.message, *said.output):
+            self.assertNotIn("hunter2", text)
+        return failed.exception.message
+
+    def test_garbage(self):
+        message = self.refused(self.fake(b"HTTP/1.1 400 Bad Request\r\n\r\n"))
+        self.assertRegex(message, r"^The task store redis://127\.0\.0\.1:\d+/0 is unreachable or failing "
+                                  r"\(it answered something that is not RESP\)")
+
+    def test_an_answer_past_the_bound(self):
+        message = self.refused(self.fake(b"$%d\r\n" % (mcp_min.MAX_REDIS_REPLY + 1)))
+        self.assertIn("not RESP, or too much", message)
+
+    def test_a_slow_answer(self):
+        with mock.patch.object(mcp_min, "REDIS_TIMEOUT", 0.3):
+            started = time.monotonic()
+            message = self.refused(self.fake(None))     # it reads, and never answers
+            self.assertLess(time.monotonic() - started, 3.0)
+        self.assertIn("(no answer within 0.3 s)", message)
+
+    def test_nobody_listening(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.assertIn("(connection refused)", self.refused(f"redis://:hunter2@127.0.0.1:{port}/0"))
+
+    def test_urls(self):
+        where = mcp_min._RedisUrl("rediss://user:p%40ss@cache.example:6380/3")
+        self.assertEqual((where.tls, where.host, where.port, where.db, where.user, where.password),
+                         (True, "cache.example", 6380, 3, "user", "p@ss"))
+        self.assertEqual(where.name, "rediss://cache.example:6380/3")
+        self.assertEqual(mcp_min._RedisUrl("redis://secret@h").password, "secret")
+        for bad in ("http://h", "redis://h/zero", "redis://:pw@h:99999/0"):
+            with self.assertRaises(ValueError) as refused:
+                mcp_min._RedisUrl(bad)
+            self.assertNotIn("pw", str(refused.exception))
 
 
 ##############################################################################

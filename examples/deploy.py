@@ -14,6 +14,14 @@ with {node} in them replaced by its name:
     python3 examples/deploy.py --port 8080 --processes 2 -- --stateless
     python3 examples/deploy.py --port 8080 --server examples/everything.py -- --trace={node}.jsonl
 
+With --task-store the processes keep their tasks there: a SQLite file shares them on this machine;
+redis://[:PASSWORD@]HOST:PORT/DB (rediss:// for TLS) across machines, and through it each process
+hears the others' changes (a resource updated on one reaches the listens and subscriptions held on
+every other). Redis is the recipe for several machines (see examples/nginx.conf and the README):
+
+    python3 examples/deploy.py --port 8080 --server examples/everything.py \
+        --task-store redis://127.0.0.1:6379/0
+
 Needs nginx (Debian: apt-get install nginx); --nginx PATH if it is not in PATH or /usr/sbin.
 """
 import argparse
@@ -130,11 +138,16 @@ def main(argv=None):
                    help="what each process serves, as `mcp_min.py serve TARGET` takes it "
                         "(default examples/user_store.py)")
     p.add_argument("--nginx", metavar="PATH", help="the nginx binary (default: from PATH, or /usr/sbin)")
+    p.add_argument("--task-store", metavar="FILE|URL",
+                   help="where every process keeps its tasks: a SQLite file, or redis://... (default: "
+                        "each its own, in memory)")
     p.add_argument("extra", nargs="*", metavar="-- SERVE_OPTIONS", help="passed to every process")
     args = p.parse_args(argv)
     if not 1 <= args.processes <= 64:
         p.error("--processes: 1 to 64")
     nginx = find_nginx(args.nginx)
+    if args.task_store:     # each process gets it, as serve's option
+        args.extra = ["--task-store", args.task_store, *args.extra]
 
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
