@@ -66,11 +66,12 @@ WIDTH, NOTES = 100, 60  # characters a line, and the column where a note begins 
 TABLES = ("_ROUTES", "_METHODS", "_NOTIFICATIONS", "_LIFECYCLE", "_TRANSITIONS")
 # The landmarks of a frame's path: where its bytes are read, its message is classified, a session
 # made or ended, a stream waits for what it carries or ends, and an answer's bytes are made and
-# written; at the start, where a tool's schema and check are made, and where the server listens. Every function on the way to one (or to a table's entry, or to a function that reads a
-# table) is shown, whatever its size.
+# written; at the start, where a tool's schema and check are made, and where the server listens;
+# at the stop, where it closes. Every function on the way to one (or to a table's entry, or to a
+# function that reads a table) is shown, whatever its size.
 LANDMARKS = ("_parse_head", "HttpServer._read_body", "_Lines.feed", "classify",
              "Session.__init__", "Session.close", "_Stream.get", "_Stream.close",
-             "Tool._made", "_checker", "HttpServer.start", "HttpServer.close",   # start, stop
+             "Tool._made", "_checker", "HttpServer.start", "HttpServer.close",
              "_Connection.write", "_Connection.send", "_Connection.fields", "_sse_event",
              "_Output.write")
 WRITES = ("_Connection.write", "_Connection.send", "_Output.write")   # bytes onto a socket, a pipe
