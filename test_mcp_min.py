@@ -11439,16 +11439,17 @@ class TourTest(unittest.TestCase):
 
     def test_the_readmes_excerpt_names_defs_at_their_lines(self):
         # STYLE.md 10: the README's excerpt of the sse tour cannot rot (after mcp_min.py's lines
-        # move, paste the tour's output again)
+        # move, paste the tour's output again: agent_walkthrough.py --transport sse --tour --readme)
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
             readme = f.read()
         command = "python3 examples/agent_walkthrough.py --transport sse --tour"
         excerpt = readme.split(command + "\n```\n\n```text\n", 1)[1].split("```", 1)[0]
         found = self.LINE.findall(excerpt)
         self.assertGreaterEqual(len(found), 20)
+        again = f"paste the tour's excerpt again: {command} --readme"
         for first, last, name in found:
             self.assertEqual(self.defs.get(int(first), (None, None)), (int(last), name),
-                             f"README: mcp_min.py:{first}-{last} {name}")
+                             f"README: mcp_min.py:{first}-{last} {name} ({again})")
 
     def test_each_frame_shows_what_handled_it(self):
         shown = {t: {name for _, _, name in self.LINE.findall(text)}

@@ -10,6 +10,7 @@
     ... --trace                                             # every frame, as the capture showed
     ... --picture capture.html            # the frames drawn as a sequence diagram (examples/capture.py)
     ... --tour                  # each frame, then the functions of mcp_min.py it ran: examples/tour.py
+    ... --transport sse --tour --readme     # and paste its excerpt into README.md again
 
 The agent's thoughts go to stdout; the trace goes to stderr (with --picture, once the walk is over:
 both come from the one trace the client writes).
@@ -81,13 +82,21 @@ def main():
     p.add_argument("--picture", metavar="HTML", help="draw every frame into HTML, a sequence diagram")
     p.add_argument("--tour", action="store_true", help="serve the demo in this process and show, "
                    "after each frame, the functions of mcp_min.py that ran for it")
+    p.add_argument("--readme", action="store_true", help="with --transport sse --tour: paste the "
+                   "tour's excerpt into README.md again (after mcp_min.py's lines move)")
     args = p.parse_args()
+    if args.readme and not (args.tour and args.transport == "sse"):
+        p.error("--readme pastes the sse tour's excerpt: --transport sse --tour --readme")
     if args.tour:
         if args.url or args.picture:
             p.error("--tour serves the demo in this process: no --url, and no --picture")
         import tour     # examples/tour.py, beside this file
         transport = args.transport or "stdio"
-        print(tour.render(asyncio.run(tour.play(transport, agent)), transport))
+        text = tour.render(asyncio.run(tour.play(transport, agent)), transport)
+        print(text)
+        if args.readme:
+            tour.paste(text)
+            print(f"(README.md: its excerpt of the tour pasted again, {tour.README})")
         return None
     if not args.picture:
         return run(args, "-" if args.trace else None)

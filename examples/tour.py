@@ -18,14 +18,23 @@ leaves, is the leaving's. stdio: each line the server takes in (`Session.receive
 since its chunk was read. Before the first frame, the server's start; after the client leaves,
 the session's end and the server's. The client's own code runs in the main thread, not traced.
 
-What a frame shows, by rule, so that the map stays short: what every frame ran is shown once,
-at the first (what every POST ran, at the first POST); of a frame's own functions, the tables'
-entries come first (route, method and notification handlers, the server's tools and prompts),
-then where an answer crosses, then the transport's and the session's steps, then the rest, the
-longer first; helpers under MIN_LINES lines (and comprehensions, lambdas) are left out; at most
-MAX_SHOWN, each under the nearest shown caller. The tables a lookup reads (no trace shows one)
-are named beside the function that reads them, or the nearest shown caller. Last, the whole
-path of the first GET and the first request, as the reading guide in mcp_min.py gives them.
+What a frame shows, by rule. Its path: every function on the way from where the server takes it
+in to its landmarks (LANDMARKS: where its bytes are read, its message classified, a session made
+or ended, a stream waits or ends, an answer's bytes made and written), to the tables' entries
+(route, method and notification handlers, the server's tools and prompts, a tool's check of its
+arguments, shown as `tool.check_input`), to each function that reads a table, and to where an
+answer crosses to the GET stream, whatever their size. Beside the path, what it calls directly
+of MIN_LINES lines or more, but bookkeeping (constructors, timers, accounts): those that read a
+table first, then the transports' and the session's steps, then the longer, up to MAX_SHOWN
+entries (EXTRAS at least). Each is shown under the nearest shown caller, and says who called it
+when that is not the line above. What a group of frames ran, each called by the same function
+(or by functions the same one called), is shown once, at the group's first: every frame the
+client sent, every POST, every request with an id (the one kind answered); a frame whose own
+lines are those of one shown already says so in a line. The tables a lookup reads (no trace
+shows one) are named beside the function that reads them. What the server writes for a frame is
+listed in the order it wrote it (a POST's 202, on its connection, and its answer, on the GET
+stream's, race to the client). Last, the whole path of the first GET and the first request, as
+the reading guide in mcp_min.py gives them.
 """
 import ast
 import asyncio
@@ -34,6 +43,7 @@ import contextvars
 import functools
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -48,11 +58,25 @@ from mcp_min import Client, _capture_text, _Trace  # noqa: E402
 
 FILE = os.path.abspath(mcp_min.__file__)
 CODE_FILE = mcp_min.Server.__init__.__code__.co_filename     # as the code objects spell it
-MIN_LINES = 8       # a function shorter than this is a helper: left out, unless a table names it
-MAX_SHOWN = 6       # entries a frame shows at most
+MIN_LINES = 8       # a function shorter than this is a helper: left out, unless on a frame's path
+MAX_SHOWN = 6       # a list's entries off its path come to this, with the path's (at least EXTRAS)
+EXTRAS = 2
 WIDTH, NOTES = 100, 60  # characters a line, and the column where a note begins if it fits
 # The tables a trace cannot show: a lookup in them is no call. Named where they are read.
 TABLES = ("_ROUTES", "_METHODS", "_NOTIFICATIONS", "_LIFECYCLE", "_TRANSITIONS")
+# The landmarks of a frame's path: where its bytes are read, its message is classified, a session
+# made or ended, a stream waits for what it carries or ends, and an answer's bytes are made and
+# written; at the start, where a tool's schema and check are made, and where the server listens;
+# at the stop, where it closes. Every function on the way to one (or to a table's entry, or to a
+# function that reads a table) is shown, whatever its size.
+LANDMARKS = ("_parse_head", "HttpServer._read_body", "_Lines.feed", "classify",
+             "Session.__init__", "Session.close", "_Stream.get", "_Stream.close",
+             "Tool._made", "_checker", "HttpServer.start", "HttpServer.close",
+             "_Connection.write", "_Connection.send", "_Connection.fields", "_sse_event",
+             "_Output.write")
+WRITES = ("_Connection.write", "_Connection.send", "_Output.write")   # bytes onto a socket, a pipe
+# Bookkeeping, never shown off the path: constructors, timers, the accounts of what a client uses
+BOOKKEEPING = (".__init__", "_Timer.", "_Account.", "Server.account")
 
 
 class Def(typing.NamedTuple):
@@ -124,10 +148,10 @@ class Recorder:
     def __init__(self, anchor):
         self.defs = read_defs()
         names = {fn.name for fn in self.defs.values()}
-        for name in (anchor, _ROUTES_HTTP, _READS_STDIO):
+        for name in (anchor, _ROUTES_HTTP, _READS_STDIO, *LANDMARKS):
             if name not in names:
                 raise LookupError(f"mcp_min.py has no {name}: the tour must learn anew where "
-                                  "a frame begins")
+                                  "a frame begins, and its landmarks")
         self.anchor = anchor
         self.calls: list[Call] = []
         self.frames: list[dict] = []    # {"mark": str} or a client trace record, with "lines"
@@ -148,7 +172,7 @@ class Recorder:
         of the request it answers, else the one that opened its connection, else the last."""
         line = _capture_text(record, None, None, None).split("\n")[0]
         if record["dir"] == "C→S":
-            self.frames.append({**record, "lines": [line]})
+            self.frames.append({**record, "lines": [line], "conns": [record.get("conn")]})
             self.heard = len(self.frames) - 1
             self.opened[record.get("conn")] = self.heard
             return
@@ -159,6 +183,7 @@ class Recorder:
         elif record.get("conn") in self.opened and not record["head"].startswith("("):
             joins = self.opened[record["conn"]]
         self.frames[joins]["lines"].append(line)
+        self.frames[joins].setdefault("conns", []).append(record.get("conn"))
 
     def begin(self):
         """The server takes in the next frame the client sent."""
@@ -381,17 +406,29 @@ STEPS = ("Core: HTTP", "Core: stdio", "Core: the session")
 
 def entries(recorder, server):
     """The functions that the tables name (routes, methods, notifications) and the server's own
-    tools and prompts: each the first thing to show of a frame it ran in."""
-    codes = [route.handler for route in mcp_min._ROUTES.values()]
-    codes += [method.handler for method in mcp_min._METHODS.values()]
-    codes += list(mcp_min._NOTIFICATIONS.values())
+    tools and prompts, and each tool's check of its arguments: each on a frame's path."""
+    return set(_entries(recorder, server))
+
+
+def labels(recorder, server):
+    """What a function that ran is called where it is used, when that is not its def's name: a
+    tool's check of its arguments is `tool.check_input`, a function `_checker` made."""
+    return {fn: label for fn, label in _entries(recorder, server).items() if label}
+
+
+def _entries(recorder, server):
+    codes = [(route.handler, "") for route in mcp_min._ROUTES.values()]
+    codes += [(method.handler, "") for method in mcp_min._METHODS.values()]
+    codes += [(fn, "") for fn in mcp_min._NOTIFICATIONS.values()]
     for kind in (server.tools, server.prompts, server.resources):
-        codes += [item.fn for item in kind.values()]
-    found = set()
-    for fn in codes:
+        codes += [(item.fn, "") for item in kind.values()]
+    codes += [(tool.check_input, "tool.check_input, made by _checker")
+              for tool in server.tools.values() if hasattr(tool, "check_input")]
+    found = {}
+    for fn, label in codes:
         code = getattr(fn, "__code__", None)
         if code is not None and (code.co_firstlineno, code.co_name) in recorder.defs:
-            found.add(recorder.defs[(code.co_firstlineno, code.co_name)])
+            found.setdefault(recorder.defs[(code.co_firstlineno, code.co_name)], label)
     return found
 
 
@@ -407,30 +444,55 @@ def tree(calls):
     return first, hops
 
 
-def choose(first, hops, handlers, most=MAX_SHOWN):
-    """The functions worth showing, by rule: a table's entry first, then where an answer crossed
-    to the GET stream, then the transports' and the session's steps, then the rest, the longer
-    first; helpers under MIN_LINES lines only if nothing else ran."""
+def path_of(first, hops, handlers):
+    """A frame's path: every function on the way to a table's entry, a function that reads a
+    table, a landmark, or where an answer crosses to the GET stream (those too), whatever its
+    size."""
+    spine = set()
+    for fn in first:
+        if (fn in handlers or fn.tables or fn.name in LANDMARKS
+                or (fn in hops and first[fn] not in hops)):
+            while fn is not None and fn not in spine:
+                spine.add(fn)
+                fn = first.get(fn)
+    return spine
+
+
+def bookkeeping(fn):
+    return fn.name.endswith(BOOKKEEPING[0]) and fn.name not in LANDMARKS or fn.name.startswith(
+        BOOKKEEPING[1:])
+
+
+def choose(first, hops, handlers, members=None):
+    """The functions worth showing, by rule: the frame's path (`path_of`), among `members` (a
+    shared block's, else all); then, beside it, what the path calls directly of MIN_LINES or
+    more, but bookkeeping: those that read a table first, then the transports' and the session's
+    steps, then the rest, the longer first; as many as make MAX_SHOWN, and EXTRAS at least. A
+    frame with no path (the server's start, its stop): the longer first, MAX_SHOWN."""
+    members = set(first) if members is None else members
+    spine = path_of(first, hops, handlers)
+    shown = spine & members
+    if not spine:
+        return set(sorted((fn for fn in members if fn.size >= MIN_LINES and not bookkeeping(fn)),
+                          key=lambda fn: -fn.size)[:MAX_SHOWN])
+
     def rank(fn):
-        crossing = fn in hops and first[fn] not in hops     # where the crossing begins
-        kind = 3
-        if fn in handlers:
-            kind = 0
-        elif crossing:
-            kind = 1
-        elif fn.section.startswith(STEPS):
-            kind = 2
-        return kind, -fn.size
-    fit = [fn for fn in first if fn in handlers or fn.size >= MIN_LINES
-           or (fn in hops and first[fn] not in hops)]
-    if not fit:
-        fit = list(first)
-    return set(sorted(fit, key=rank)[:most])
+        return not fn.tables, not fn.section.startswith(STEPS), -fn.size
+    beside = sorted((fn for fn in first if fn in members and fn not in spine
+                     and first[fn] in spine and fn.size >= MIN_LINES and not bookkeeping(fn)),
+                    key=rank)
+    return shown | set(beside[:max(EXTRAS, MAX_SHOWN - len(shown))])
 
 
-def show(first, hops, shown, indent="    "):
+def show(first, hops, shown, named=None, callers=None, scope=None, indent="    "):
     """The chosen functions as lines, each under its nearest chosen caller, in the order they
-    first ran; beside each, the tables it reads, and those its hidden callees read."""
+    first ran; beside each, the tables it reads, and those its hidden callees read; what it is
+    called where it is used (`named`), and who called it when that is not the line above it
+    (`callers`: each function's callers, where a shared block's frames differ). The tables
+    named are those read in `scope` (what the list stands for), all if None."""
+    named, callers = named or {}, callers or {}
+    scope = set(first) if scope is None else scope
+
     def nearest(fn):
         caller, seen = first.get(fn), set()
         while caller is not None and caller not in shown and caller not in seen:
@@ -439,6 +501,8 @@ def show(first, hops, shown, indent="    "):
         return caller if caller in shown else None
     reads: dict[Def, dict[str, list[str]]] = {fn: {} for fn in shown}    # table -> where
     for fn in first:
+        if fn not in scope:
+            continue
         owner = fn if fn in shown else nearest(fn)
         if owner is not None:
             for table in fn.tables:
@@ -453,6 +517,11 @@ def show(first, hops, shown, indent="    "):
         mark = "⇢ " if fn in hops and (parent is None or parent not in hops) else ""
         line = f"{indent}{'  ' * depth[fn]}{mark}{fn.where()}  {fn.name}"
         notes = []
+        if fn in named:
+            notes.append(named[fn])
+        by = [c for c in callers.get(fn, [first.get(fn)]) if c is not None]
+        if by and by != [parent]:
+            notes.append("by " + " or ".join(c.name for c in by))
         if reads[fn]:
             notes.append("reads " + ", ".join(_where(table, where)
                                               for table, where in reads[fn].items()))
@@ -466,6 +535,153 @@ def show(first, hops, shown, indent="    "):
             line = f"{indent}{'  ' * depth[fn]}    {note}"
         lines.append(line)
     return lines
+
+
+def shared(firsts):
+    """What each frame of a group ran, called by the same function each time (or by functions
+    that the same one called: initialize's handler runs at once, another's in a task): each such
+    function with its callers, in the order the first frame ran them."""
+    common = set.intersection(*(set(first) for first in firsts))
+    found = {}
+    for fn in firsts[0]:
+        if fn not in common:
+            continue
+        callers = list(dict.fromkeys(first[fn] for first in firsts))
+        if len(callers) == 1 or len({first.get(first[fn]) for first in firsts}) == 1:
+            found[fn] = callers
+    return found
+
+
+def groups(recorder):
+    """The frames that share what they run, each group shown once, at its first frame: every frame
+    the client sent; those of one HTTP method (if not all); the requests among them (messages with
+    an id: a notification has no answer to send)."""
+    sent = [n for n, frame in enumerate(recorder.frames) if "dir" in frame]
+    found = [("every request runs", sent)]
+    kinds: dict[str, list[int]] = {}
+    for n in sent:
+        kinds.setdefault(recorder.frames[n]["head"].split()[0], []).append(n)
+    for kind, numbers in kinds.items():
+        outer = sent
+        if 1 < len(numbers) < len(sent):
+            found.append((f"every {kind} also runs", numbers))
+            outer = numbers
+        asks = [n for n in numbers if recorder.frames[n].get("kind") == "request"]
+        if 1 < len(asks) < len(outer):
+            found.append(("every JSON-RPC request (a message with an id) also runs", asks))
+    return found
+
+
+def in_order(recorder, n, calls):
+    """Frame `n`'s lines, those the server wrote in the order it wrote them: a POST's 202 on its
+    own connection and its answer on the GET stream's race to the client on two sockets."""
+    frame = recorder.frames[n]
+    lines, conns = frame["lines"], frame.get("conns", [])
+    if len(conns) != len(lines) or "conn" not in frame:
+        return lines
+    own = next((i for i, call in calls if call.fn.name in WRITES and not call.hop), None)
+    hop = next((i for i, call in calls if call.hop), None)
+    if own is None or hop is None:
+        return lines
+    written = sorted(range(1, len(lines)), key=lambda k: own if conns[k] == frame["conn"] else hop)
+    return lines[:1] + [lines[k] for k in written]
+
+
+def what(frame):
+    """A frame as the client's trace names its message: "request #3 tools/call getUsers"."""
+    head = frame["lines"][0]
+    for word in (" request #", " notification "):
+        if word in head:
+            return head[head.index(word) + 1:]
+    return head.strip()
+
+
+def render(recorder, transport):
+    """The tour's text: the server's start, what every request runs, then frame by frame."""
+    indexed: dict[int, list[tuple[int, Call]]] = {}
+    for i, call in enumerate(recorder.calls):
+        indexed.setdefault(call.frame, []).append((i, call))
+    trees = {n: tree([call for _, call in indexed.get(n, [])]) for n in range(len(recorder.frames))}
+    handlers = entries(recorder, recorder.server)
+    named = labels(recorder, recorder.server)
+    blocks = []     # (title, its frames, its functions and their callers)
+    for title, numbers in groups(recorder):
+        found = shared([trees[n][0] for n in numbers])
+        for _, outer, taken in blocks:
+            if set(numbers) <= set(outer):
+                found = {fn: callers for fn, callers in found.items() if fn not in taken}
+        blocks.append((title, numbers, found))
+    out = [f"The tour over {transport}: each frame as the client's trace shows it (what the server "
+           "writes, in the\norder it wrote it; the times are when the client read it), then the "
+           "functions of mcp_min.py\nthat ran for it (file:first-last line of the def), each under "
+           "the nearest one shown that\ncalled it. ⇢: where an answer crosses to the GET stream's "
+           "connection."]
+    paths: dict[tuple[str, ...], str] = {}     # a frame's own lines -> the first frame they were
+    for n, frame in enumerate(recorder.frames):
+        first, hops = trees[n]
+        if "mark" in frame:
+            out.append(f"\n({frame['mark']})")
+            out += [f"          {line.strip()}" for line in frame["lines"]]
+        else:
+            out.append("")
+            out += in_order(recorder, n, indexed.get(n, []))
+        mine = [block for block in blocks if n in block[1]]
+        for title, numbers, found in mine:
+            if n == numbers[0]:
+                out.append(f"  {title} (shown once, here):")
+                out += show(first, hops, choose(first, hops, handlers, set(found)), named, found,
+                            set(found))
+        own = set(first) - set().union(*(set(found) for _, _, found in mine))
+        lines = []
+        if own:
+            lines = show(first, hops, choose(first, hops, handlers, own), named, scope=own)
+        if lines and any(n == numbers[0] for _, numbers, _ in mine):
+            out.append("  and this one:")
+        if lines and tuple(lines) in paths:
+            out.append(f"    (the same path as {paths[tuple(lines)]})")
+        else:
+            out += lines
+            if lines and "dir" in frame:
+                paths[tuple(lines)] = what(frame)
+        if frame.get("kind") == "notification" and not any(
+                "response" in line for line in frame["lines"][1:]):
+            out.append("    (no answer, so no event: a notification gets none, not even an error)")
+    out.append("\nThe paths, whole (the reading guide in mcp_min.py's docstring gives them):")
+    for n in guided(recorder):
+        to, answer = chain(recorder, n, handlers)
+        out += wrapped(f"  {about(recorder.frames[n])}: ", to)
+        if answer:
+            out += wrapped("  its answer: ", answer)
+    return "\n".join(out)
+
+
+# --- The README's excerpt ----------------------------------------------------------------------
+
+README = os.path.join(HERE, "..", "README.md")
+COMMAND = "python3 examples/agent_walkthrough.py --transport sse --tour"
+
+
+def excerpt(text):
+    """The README's excerpt of the sse tour: from GET /sse to the frame before the first tool
+    call, then the paths, whole; session ids cut to 8 hex digits."""
+    lines = text.split("\n")
+    start = next(k for k, line in enumerate(lines) if " C→S GET /sse" in line)
+    stop = next(k for k, line in enumerate(lines) if "request #3 tools/call getUsers" in line)
+    paths = next(k for k, line in enumerate(lines) if line.startswith("The paths, whole"))
+    while stop > start and not lines[stop - 1].strip():
+        stop -= 1
+    part = "\n".join(lines[start:stop] + ["", "   ...", ""] + lines[paths:]).rstrip("\n")
+    return re.sub(r"\b([0-9a-f]{8})[0-9a-f]{24}\b", "\\1…", part)
+
+
+def paste(text, path=README):
+    """The README's excerpt replaced with the one of `text` (the sse tour's output)."""
+    with open(path, encoding="utf-8") as f:
+        readme = f.read()
+    before, after = readme.split(COMMAND + "\n```\n\n```text\n", 1)
+    after = after.split("```", 1)[1]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"{before}{COMMAND}\n```\n\n```text\n{excerpt(text)}\n```{after}")
 
 
 def chain(recorder, number, handlers):
@@ -531,60 +747,3 @@ def about(frame):
     if frame.get("method"):
         words.append(frame["method"])
     return " ".join(words)
-
-
-def render(recorder, transport):
-    """The tour's text: the server's start, what every request runs, then frame by frame."""
-    by_frame: dict[int, list[Call]] = {}
-    for call in recorder.calls:
-        by_frame.setdefault(call.frame, []).append(call)
-    handlers = entries(recorder, recorder.server)
-    sent = [n for n, frame in enumerate(recorder.frames) if "dir" in frame]
-
-    def ran(numbers):
-        return set.intersection(*({call.fn for call in by_frame.get(n, [])} for n in numbers))
-    every = ran(sent)
-    kinds: dict[str, list[int]] = {}       # "POST" -> its frames: what each also runs, once
-    for n in sent:
-        kinds.setdefault(recorder.frames[n]["head"].split()[0], []).append(n)
-    also = {numbers[0]: (kind, ran(numbers) - every) for kind, numbers in kinds.items()
-            if len(numbers) > 1 and len(numbers) < len(sent)}
-    out = [f"The tour over {transport}: each frame as the client's trace shows it, then the "
-           "functions of\nmcp_min.py that ran for it (file:first-last line of the def), each "
-           "under the nearest one shown\nthat called it. ⇢: where an answer crosses to the GET "
-           "stream's connection."]
-    shared = set()
-    for n, frame in enumerate(recorder.frames):
-        calls = by_frame.get(n, [])
-        if "mark" in frame:
-            out.append(f"\n({frame['mark']})")
-            out += [f"          {line.strip()}" for line in frame["lines"]]
-        else:
-            out.append("")
-            out += frame["lines"]
-        blocks = []
-        if n == sent[0]:    # before the first frame's own: what every request runs
-            blocks.append(("every request runs", every))
-        if n in also:
-            blocks.append((f"every {also[n][0]} also runs", also[n][1]))
-        for title, block in blocks:
-            first, hops = tree([call for call in calls if call.fn in block])
-            out.append(f"  {title} (shown once, here):")
-            out += show(first, hops, choose(first, hops, handlers, 8))
-            shared |= block
-        if blocks:
-            out.append("  and this one:")
-        own = [call for call in calls if n < sent[0] or call.fn not in shared]
-        first, hops = tree(own)
-        if first:
-            out += show(first, hops, choose(first, hops, handlers))
-        if frame.get("kind") == "notification" and not any(
-                "response" in line for line in frame["lines"][1:]):
-            out.append("    (no answer, so no event: a notification gets none, not even an error)")
-    out.append("\nThe paths, whole (the reading guide in mcp_min.py's docstring gives them):")
-    for n in guided(recorder):
-        to, answer = chain(recorder, n, handlers)
-        out += wrapped(f"  {about(recorder.frames[n])}: ", to)
-        if answer:
-            out += wrapped("  its answer: ", answer)
-    return "\n".join(out)
