@@ -2487,7 +2487,7 @@ class Prompt(_Handler):
 class Server:
     """An MCP server: register tools, resources and prompts, then `run()`. Its capabilities
     follow from what is registered; a change while clients are connected sends them list_changed.
-    `state_key` and `tasks` are the options of two extensions: 2026-07-28's multi round-trip
+    `state_key` and `task_store` are the options of two extensions: 2026-07-28's multi round-trip
     requests (the key that seals a requestState: by default MCP_MIN_STATE_KEY, which the
     processes that share it need alike, else a random key, this process's alone) and tasks (the
     TaskStore they are kept in)."""
@@ -2495,7 +2495,7 @@ class Server:
     def __init__(self, name: str, version: str = "0.1.0", instructions: str | None = None,
                  title: str | None = None, timeout: float | None = None,
                  state_key: str | bytes | None = None,
-                 tasks: _Any = None, **info: _Any) -> None:
+                 task_store: _Any = None, **info: _Any) -> None:
         self.info = {"name": name, "version": version}
         if title:
             self.info["title"] = title
@@ -2524,7 +2524,7 @@ class Server:
         self.state_key = key.encode() if isinstance(key, str) else bytes(key)
         if len(self.state_key) < 16:    # 128 bits at least: a short key can be guessed, then forged
             raise ValueError("state_key (MCP_MIN_STATE_KEY) must be at least 16 bytes")
-        self.task_store = tasks
+        self.task_store = task_store
         # how 2026-07-28's lists and reads may be cached (PROTOCOL.md 4.6): stale at once (ttlMs 0),
         # and private, as results may differ by user; a server may say otherwise
         self.cache: _Json = {"ttlMs": 0, "cacheScope": "private"}
