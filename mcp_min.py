@@ -11850,8 +11850,50 @@ def _client_options(client):
 
 __all__ += ["demo_server", "main"]     # the CLI itself stays private: `main` is its door
 
+# What the process below runs: this file as -m runs it, from DIR (the script's, as sys.path[0])
+_AS_MODULE = ("import runpy, sys; sys.argv.pop(0); sys.path[0] = sys.argv.pop(0); "
+              "runpy.run_module(sys.argv.pop(0), run_name='__main__', alter_sys=True)")
+
+
+def _serve_from_bytecode():
+    """`python3 mcp_min.py serve ...` goes on as `python3 -m mcp_min serve ...` would, from the
+    cached bytecode: the process execs itself (the same pid, stdin, stdout, signals and
+    interpreter options). CPython keeps a script's parse tree until the script ends, and this
+    file's is 25 MB: a server that runs for hours would hold twice the memory of -m. A command
+    that ends at once (client, --help) stays as it is, as does a copy whose bytecode cannot be
+    cached, or that would not be found again (-I, -P), and any system but POSIX."""
+    name = os.path.splitext(os.path.basename(__file__))[0]
+    skip = len(sys.orig_argv) - len(sys.argv)   # the interpreter and its options
+    if os.name != "posix" or sys.argv[1:2] != ["serve"] or not sys.executable \
+            or not name.isidentifier() or sys.flags.isolated or getattr(sys.flags, "safe_path", 0) \
+            or sys.orig_argv[skip + 1:] != sys.argv[1:] or not sys.path or not sys.path[0]:
+        return
+    import importlib.util  # binds importlib too
+    try:
+        cache = importlib.util.cache_from_source(__file__)
+    except NotImplementedError:     # no cache_tag: bytecode is never cached
+        return
+    # Bytecode of this very file (its source's time and size in its head: PEP 552), or a folder
+    # the next process can write it to (the first run then compiles twice)
+    head, source = b"", os.stat(__file__)
+    with contextlib.suppress(OSError), open(cache, "rb") as f:
+        head = f.read(16)
+    fresh = head[:8] == importlib.util.MAGIC_NUMBER + bytes(4) and head[8:] == b"".join(
+        (int(n) & 0xFFFFFFFF).to_bytes(4, "little") for n in (source.st_mtime, source.st_size))
+    folder = os.path.dirname(cache)
+    writable = not sys.flags.dont_write_bytecode and os.access(
+        folder if os.path.isdir(folder) else os.path.dirname(folder), os.W_OK)
+    if not (fresh or writable):
+        return
+    with contextlib.suppress(OSError):      # else it goes on here
+        os.execv(sys.executable, [*sys.orig_argv[:skip], "-c", _AS_MODULE, sys.path[0], name,
+                                  *sys.argv])
+
+
 if __name__ == "__main__":
     atexit.unregister(_core_alone)      # the command line is here (see `_core_alone`)
+    if __spec__ is None:    # run as a script, not with -m
+        _serve_from_bytecode()
     # Make `import mcp_min` (in a TARGET file) find this very module, not a second copy.
     sys.modules.setdefault("mcp_min", sys.modules[__name__])
     sys.exit(main())

@@ -1715,6 +1715,49 @@ class NewcomerTest(unittest.IsolatedAsyncioTestCase):
 
 
 @runs_beside
+@unittest.skipUnless(sys.platform == "linux", "reads /proc")
+class ScriptFormTest(unittest.TestCase):
+    """Issue 41 (5): `python3 mcp_min.py serve` runs on from the cached bytecode, as -m does (a
+    script's parse tree stays in memory until it ends: 25 MB, twice -m's RSS), keeping the
+    interpreter's options; where no bytecode can be cached, it stays the script it was."""
+
+    def serve(self, folder, **env):
+        env = {k: v for k, v in _clean_env(**env).items() if k != "PYTHONPATH"}
+        process = subprocess.Popen([*PYTHON, "-X", "utf8", os.path.join(folder, "mcp_min.py"),
+                                    "serve", "--stdio"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.addCleanup(process.wait, TIMEOUT)
+        self.addCleanup(process.stdin.close)
+        process.stdin.write(json.dumps(rpc(1, "ping")).encode() + b"\n")
+        process.stdin.flush()
+        self.assertEqual(json.loads(process.stdout.readline()), {"jsonrpc": "2.0", "id": 1,
+                                                                 "result": {}})
+        with open(f"/proc/{process.pid}/cmdline", "rb") as f:   # what it runs now
+            return f.read().split(b"\0")[:-1]
+
+    def test_serve_goes_on_from_the_bytecode_with_its_options(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(MCP_MIN, tmp)
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            with mock.patch.dict(os.environ, env, clear=True):
+                first = self.serve(tmp)     # writes the bytecode, as -m would
+                second = self.serve(tmp)
+            self.assertTrue(os.listdir(os.path.join(tmp, "__pycache__")))
+        for argv in (first, second):
+            self.assertIn(b"-c", argv)
+            self.assertEqual(argv[1:4], [b"-S", b"-X", b"utf8"])   # the interpreter's options
+            self.assertEqual(argv[-3:], [os.path.join(tmp, "mcp_min.py").encode(), b"serve",
+                                         b"--stdio"])
+
+    def test_with_no_bytecode_to_read_it_stays_a_script(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(MCP_MIN, tmp)
+            argv = self.serve(tmp, PYTHONDONTWRITEBYTECODE="1")
+        self.assertNotIn(b"-c", argv)
+        self.assertEqual(argv[-3:], [os.path.join(tmp, "mcp_min.py").encode(), b"serve",
+                                     b"--stdio"])
+
+
 class NewcomerProcessTest(unittest.TestCase):
     """Issue 40, in real processes: the core alone as a script, and a tool's child process."""
 
