@@ -115,20 +115,21 @@ method's handler. The answer crosses to the GET stream's connection:
 Below the core, each extension is a banner marked "Extension", to skip on a
 first reading; each ends by plugging itself into the core's tables (methods,
 routes, tool options, eras ...): the JSON Schema keywords type hints do not
-make; the 2026-07-28 era (requests that stand alone); resumable streams; tasks;
-skills; MCP Apps; OAuth, the resource server and the client; the trace
-(--trace); and, last, the command line, the demo and the options of a
-deployment. The file cut at the first banner is a complete server and client of
-the handshake era.
+make; the 2026-07-28 era (requests that stand alone); resumable streams;
+tasks, and their store in Redis; skills; MCP Apps; OAuth, the resource server
+and the client; the trace (--trace); and, last, the command line, the demo and
+the options of a deployment. The file cut at the first banner is a complete
+server and client of the handshake era.
 
 On the capture's path the extensions run no code. The core reads what decides
 it as data: a request is the 2026-07-28 era's only if its _meta names that
 era's `key` (`Session._era`); a stream is the resumable streams' only if it is
 numbered (legacy /sse's are not); tasks and skills come into play when a
-server uses them (a tool with task=, `Server.skills`), and a tool's call is the
-core's `_call_tool` unless its options give it to an extension (`Tool.serve`). The capture's tools are defined like any
-others: examples/user_store.py (or `demo_server`, in the command line's
-section, the last) holds getUsers and addUser.
+server uses them (a tool with task=, `Server.skills`), and a tool's call is
+the core's `_call_tool` unless its options give it to an extension
+(`Tool.serve`). The capture's tools are defined like any others:
+examples/user_store.py (or `demo_server`, in the command line's section, the
+last) holds getUsers and addUser.
 
 Where the line falls: the client's side of resumable streams (a GET with
 Last-Event-ID after a stream broke) is core, since a 2025-11-25 server may end
