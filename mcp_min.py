@@ -706,7 +706,7 @@ class _Timer:
         self.loop = loop
         # the loop's clock: asyncio's own loops read time.monotonic (called here, a call less)
         self.clock = loop.time
-        if type(loop).time is asyncio.BaseEventLoop.time:
+        if getattr(loop.time, "__func__", None) is asyncio.BaseEventLoop.time:
             self.clock = time.monotonic
         self.when: float | None = None
         self.action: _Any = None
@@ -776,7 +776,7 @@ class _Peer:
             message["params"] = params
         try:
             encode(message)     # fail here, in the caller, rather than on the wire
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, RecursionError) as e:    # the last: a value holds itself
             raise McpError(INVALID_PARAMS, f"{method}: parameters are not JSON ({e})") from None
         future = self._pending[id_] = asyncio.get_running_loop().create_future()
 
@@ -1353,7 +1353,8 @@ else:
         gets a plain task, its first step on the loop's next turn."""
         task = loop.create_task(coroutine)
         queue = getattr(loop, "_ready", None)
-        if not queue or getattr(queue[-1]._callback, "__self__", None) is not task:
+        if not queue or getattr(queue[-1]._callback, "__self__", None) is not task \
+                or _running_loop() is not loop:     # as 3.12: eager only on the running loop
             return task
         step = queue.pop()
         caller = _current_tasks.get(loop)
@@ -11851,9 +11852,29 @@ def _client_options(client):
 
 __all__ += ["demo_server", "main"]     # the CLI itself stays private: `main` is its door
 
-# What the process below runs: this file as -m runs it, from DIR (the script's, as sys.path[0])
-_AS_MODULE = ("import runpy, sys; sys.argv.pop(0); sys.path[0] = sys.argv.pop(0); "
-              "runpy.run_module(sys.argv.pop(0), run_name='__main__', alter_sys=True)")
+# What the process below runs: this very file (by its path, as sys.argv[1]), as -m runs a
+# module, its bytecode read from the cache; sys.path[0] as the script had it (sys.argv[0])
+_AS_MODULE = """import importlib.util, sys
+sys.argv.pop(0)
+sys.path[0], path = sys.argv.pop(0), sys.argv.pop(0)
+spec = importlib.util.spec_from_file_location("__main__", path)
+main = sys.modules["__main__"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(main)"""
+# the interpreter's options that take a value as the next word (`-X dev`)
+_OPTION_VALUES = ("-W", "-X", "--check-hash-based-pycs")
+
+
+def _interpreter_options(words):
+    """Whether `words`, before a script's path on the command line, are the interpreter's own
+    options (`-S`, `-X dev`, `-Werror`), not a launcher's file and arguments (coverage run ...)."""
+    value = False
+    for word in words:
+        if value or word in _OPTION_VALUES:
+            value = not value
+        elif not (word.startswith(("-W", "-X", "--check-hash-based-pycs="))
+                  or word[:1] == "-" and len(word) > 1 and set(word[1:]) <= set("bBdEiOqsSuvx")):
+            return False
+    return not value
 
 
 def _serve_from_bytecode():
@@ -11862,21 +11883,22 @@ def _serve_from_bytecode():
     interpreter options). CPython keeps a script's parse tree until the script ends, and this
     file's is 25 MB: a server that runs for hours would hold twice the memory of -m. A command
     that ends at once (client, --help) stays as it is, as does a copy whose bytecode cannot be
-    cached, or that would not be found again (-I, -P), and any system but POSIX."""
-    name = os.path.splitext(os.path.basename(__file__))[0]
+    cached, one run by a launcher (coverage run ...), -I and -P, and any system but POSIX."""
+    path = os.path.realpath(__file__)
     skip = len(sys.orig_argv) - len(sys.argv)   # the interpreter and its options
     if os.name != "posix" or sys.argv[1:2] != ["serve"] or not sys.executable \
-            or not name.isidentifier() or sys.flags.isolated or getattr(sys.flags, "safe_path", 0) \
-            or sys.orig_argv[skip + 1:] != sys.argv[1:] or not sys.path or not sys.path[0]:
+            or not path.endswith(".py") or not os.path.isfile(path) \
+            or sys.flags.isolated or getattr(sys.flags, "safe_path", 0) or not sys.path \
+            or sys.orig_argv[skip:] != sys.argv or not _interpreter_options(sys.orig_argv[1:skip]):
         return
     import importlib.util  # binds importlib too
     try:
-        cache = importlib.util.cache_from_source(__file__)
+        cache = importlib.util.cache_from_source(path)
     except NotImplementedError:     # no cache_tag: bytecode is never cached
         return
     # Bytecode of this very file (its source's time and size in its head: PEP 552), or a folder
     # the next process can write it to (the first run then compiles twice)
-    head, source = b"", os.stat(__file__)
+    head, source = b"", os.stat(path)
     with contextlib.suppress(OSError), open(cache, "rb") as f:
         head = f.read(16)
     fresh = head[:8] == importlib.util.MAGIC_NUMBER + bytes(4) and head[8:] == b"".join(
@@ -11887,7 +11909,7 @@ def _serve_from_bytecode():
     if not (fresh or writable):
         return
     with contextlib.suppress(OSError):      # else it goes on here
-        os.execv(sys.executable, [*sys.orig_argv[:skip], "-c", _AS_MODULE, sys.path[0], name,
+        os.execv(sys.executable, [*sys.orig_argv[:skip], "-c", _AS_MODULE, sys.path[0], path,
                                   *sys.argv])
 
 

@@ -6216,7 +6216,8 @@ class ClientBigAnswerTest(unittest.IsolatedAsyncioTestCase):
                 started = time.perf_counter()
                 with self.assertRaises(McpError, msg=(name, era)) as caught:
                     await client.call_tool("big", {"n": 2 << 20, "stream": stream})
-                self.assertLess(time.perf_counter() - started, 1.0, (name, era))   # not at its timeout
+                # not at its timeout (TIMEOUT): at once, however busy the machine (1 s was not)
+                self.assertLess(time.perf_counter() - started, TIMEOUT / 3, (name, era))
                 self.assertEqual(caught.exception.code, INTERNAL_ERROR, (name, era))
                 self.assertIn(f"over {1 << 20} bytes", caught.exception.message)
                 self.assertIn("Client(max_message_bytes=...)", caught.exception.message)
@@ -8931,13 +8932,8 @@ async def wait(seconds: float, mark: str = "") -> str:
 @runs_beside
 @needs_tasks
 @needs_cli
-class TaskProcessTest(unittest.IsolatedAsyncioTestCase):
-    """Tasks that outlive a process: several `serve --port` sharing a --task-store FILE."""
-
-    def process(self, tmp, store):
-        process = ServerProcess(os.path.join(tmp, "shared.py"), "--task-store", store)
-        self.addCleanup(process.close)
-        return process
+class _ModernCalls(unittest.IsolatedAsyncioTestCase):
+    """2026-07-28 requests to a `ServerProcess` over HTTP, the tasks extension declared."""
 
     async def call(self, process, id_, method, params):
         headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
@@ -8952,6 +8948,15 @@ class TaskProcessTest(unittest.IsolatedAsyncioTestCase):
             self.assertLess(time.monotonic(), deadline, task)
             await asyncio.sleep(0.05)
         return task
+
+
+class TaskProcessTest(_ModernCalls):
+    """Tasks that outlive a process: several `serve --port` sharing a --task-store FILE."""
+
+    def process(self, tmp, store):
+        process = ServerProcess(os.path.join(tmp, "shared.py"), "--task-store", store)
+        self.addCleanup(process.close)
+        return process
 
     async def test_a_task_read_and_cancelled_from_another_process_and_its_end(self):
         tmp = tempfile.mkdtemp()
@@ -9429,7 +9434,7 @@ def _task_record(task_id, client="c", expires_in=60.0, **fields):
 
 @needs_tasks
 @needs_redis
-class RedisStoreTest(unittest.IsolatedAsyncioTestCase):
+class RedisStoreTest(_ModernCalls):
     """--task-store redis://...: TaskStore's six methods in a real redis-server, and several
     processes sharing it (tasks, liveness, changes, Redis stopped and started again)."""
 
@@ -9545,20 +9550,6 @@ class RedisStoreTest(unittest.IsolatedAsyncioTestCase):
         process = ServerProcess("--task-store", self.redis.url, *extra, script=script, **env)
         self.addCleanup(process.close)
         return process
-
-    async def call(self, process, id_, method, params):
-        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
-        if "name" in params or "taskId" in params:
-            headers["Mcp-Name"] = params.get("name", params.get("taskId"))
-        return (await process.client.post(modern(id_, method, params, WITH_TASKS), headers=headers)).json()
-
-    async def status(self, process, task_id, *statuses):
-        deadline = time.monotonic() + TIMEOUT
-        while (task := (await self.call(process, 9, "tasks/get", {"taskId": task_id}))["result"])[
-                "status"] not in statuses:
-            self.assertLess(time.monotonic(), deadline, task)
-            await asyncio.sleep(0.05)
-        return task
 
     async def test_processes_share_tasks_liveness_and_changes_and_outlive_redis_stopping(self):
         tmp = tempfile.mkdtemp()
@@ -9681,13 +9672,17 @@ class RedisTasksTest(TasksTest):
 
 
 def _redis_holds(store, *_):
-    """Every key the store holds in Redis, with its value: [(key, value)]."""
-    conn = store._connection()
+    """Every key the store holds in Redis, with its value: [(key, value)]. Under the store's lock:
+    its own thread may be using the connection (a sign of life, a task's end), and two users of one
+    connection read each other's replies."""
     held = []
-    for key in conn.call("KEYS", "*"):
-        kind = conn.call("TYPE", key)
-        read = {"string": ["GET"], "hash": ["HGETALL"], "zset": ["ZRANGE", 0, -1, "WITHSCORES"]}[kind]
-        held.append((key, conn.call(read[0], key, *read[1:])))
+    with store.lock:
+        conn = store._connection()
+        for key in conn.call("KEYS", "*"):
+            kind = conn.call("TYPE", key)
+            read = {"string": ["GET"], "hash": ["HGETALL"],
+                    "zset": ["ZRANGE", 0, -1, "WITHSCORES"]}[kind]
+            held.append((key, conn.call(read[0], key, *read[1:])))
     return held
 
 
