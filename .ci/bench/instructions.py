@@ -6,8 +6,10 @@ the cost of one call.
     python3 .ci/bench/instructions.py stdio|http|sse|stdio-2026|http-2026 [SERVER_FILE] [N1 N2]
 The -2026 kinds make 2026-07-28 calls: no initialize, each call with its _meta (and on HTTP
 its MCP-Protocol-Version, Mcp-Method and Mcp-Name headers).
-SERVER_FILE defaults to mcp_min.py (run as `SERVER_FILE serve ...`). FLOOR=1 counts the stdlib
-floor instead (run as `SERVER_FILE` on stdio, `SERVER_FILE --port P` on HTTP), by default
+SERVER_FILE defaults to mcp_min.py (run as `SERVER_FILE serve ...`, which execs itself to run
+from its bytecode: valgrind follows it); -m runs `python -m mcp_min serve ...` (quicker: no parse
+under valgrind; the same count). GOAL=1 fails a count over issue 41's goal (GOALS, on
+Python 3.11). FLOOR=1 counts the stdlib floor instead (run as `SERVER_FILE` on stdio, `SERVER_FILE --port P` on HTTP), by default
 .ci/bench/floor_stdio.py for stdio and .ci/bench/floor_http.py for HTTP:
     FLOOR=1 python3 .ci/bench/instructions.py http .ci/bench/floor_http.py
 Needs valgrind (Debian, Ubuntu: apt-get install valgrind).
@@ -20,6 +22,10 @@ MODERN = {"jsonrpc": "2.0", "method": "tools/call", "params": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}}}
+
+
+# issue 41's goals, k instructions per tools/call on Python 3.11 (GOAL=1 checks them)
+GOALS = {"stdio": 195, "http": 400, "sse": 335}
 
 
 def init(version):
@@ -86,8 +92,9 @@ def run(kind, server, n):
         else ["serve", "--port", str(port)]
     if kind == "stdio" and os.environ.get("FLOOR"):
         args = []
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p", os.path.realpath(sys.executable),
-           server] + args
+    start = ["-m", "mcp_min"] if server == "-m" else [server]    # -m: no script to parse under valgrind
+    cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={out}/cg.%p",
+           os.path.realpath(sys.executable)] + start + args
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE if kind == "stdio" else subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     if kind == "stdio":
@@ -133,8 +140,13 @@ if __name__ == "__main__":
     server = rest.pop(0) if rest and not rest[0].isdigit() else floor if os.environ.get("FLOOR") else "mcp_min.py"
     if not shutil.which("valgrind"):
         fail("valgrind is missing: install it (Debian, Ubuntu: apt-get install valgrind)")
-    if not os.path.exists(server):
+    if server != "-m" and not os.path.exists(server):
         fail(f"{server} is missing (run from the repository's root)")
     n1, n2 = (int(x) for x in rest[:2]) if len(rest) > 1 else (200, 1200)
     per_call = (run(kind, server, n2) - run(kind, server, n1)) / (n2 - n1)
     print(f"{server} {kind}: {per_call / 1000:.1f} k instructions per call")
+    # GOAL=1: over issue 41's goal for this kind (on Python 3.11, where they were set) fails
+    if os.environ.get("GOAL") and kind in GOALS and sys.version_info[:2] == (3, 11):
+        if per_call > GOALS[kind] * 1000:
+            fail(f"{kind}: {per_call / 1000:.1f} k instructions a call, over the goal of {GOALS[kind]} k")
+        print(f"{kind}: within the goal of {GOALS[kind]} k (issue 41, Python 3.11)")
