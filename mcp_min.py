@@ -8826,7 +8826,7 @@ __all__ += ["TaskHandle", "TaskStore"]
 
 
 ##############################################################################
-# Extension: tasks in Redis, shared across machines (issue 42; skip on a first reading)
+# Extension: tasks in Redis, shared across machines (skip on a first reading)
 ##############################################################################
 # `--task-store redis://[:PASSWORD@]HOST:PORT/DB` (rediss:// for TLS): the processes of a server,
 # on any number of machines, keep their tasks in one Redis (or Valkey), as processes of one

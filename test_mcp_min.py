@@ -11507,6 +11507,21 @@ class TourTest(unittest.TestCase):
         # What every request runs is shown once, not in each frame
         self.assertEqual(sse.count("  HttpServer._parse_head") + sse.count("  _parse_head"), 1)
 
+    def test_no_extension_runs_for_the_capture(self):
+        # Issue 41 (1): on 122d6f1 17 functions of the extensions ran on the capture's path (the
+        # tasks' tools/call for everyone, the 2026-07-28 era's claims ...), on 67feda8 one (the
+        # era's _prepare_server, at start-up); the demo's own tools and
+        # what they call excepted (they live in the command line's section), none may. (On /mcp
+        # the streams are numbered, so resumable: that extension serves them there.)
+        def demo(fn):
+            return fn is not None and fn.name.startswith("demo_")
+        for transport in ("sse", "stdio"):
+            recorder = self.played[transport][0]
+            ran = {call.fn.name for call in recorder.calls     # start-up and shutdown too
+                   if call.fn.section.startswith("Extension")
+                   and not (demo(call.fn) or demo(call.caller))}
+            self.assertEqual(ran, set(), transport)
+
     def test_the_reading_guide_gives_the_paths_the_tour_finds(self):
         recorder, _ = self.played["sse"]
         handlers = self.tour.entries(recorder, recorder.server)
