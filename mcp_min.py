@@ -11430,6 +11430,9 @@ def _client_usage(args):
         return (words[0], *_cli_arguments(words[1:]))
     if method in _CLI_NEEDS or method in _LISTS_OF:     # a URI or a level; a list takes none
         name = words[0] if words else None
+        # uri=users://John, as tools/call's k=v: the URI (no scheme holds "=")
+        if name and name.lower().startswith(_CLI_NEEDS.get(method, "-").lower() + "="):
+            name = name.partition("=")[2]
         return name, None, None
     if not words:
         return None, None, None

@@ -13,6 +13,7 @@ Run: ``python -m unittest`` from the directory holding mcp_min.py.
 """
 
 import ast
+import argparse
 import asyncio
 import atexit
 import base64
@@ -405,6 +406,7 @@ class TypingTest(unittest.TestCase):
     .ci/typecheck-tools puts them; without them, the class is skipped."""
 
     USER = '''\
+import argparse
 import asyncio
 
 from mcp_min import Client, Context, Server
@@ -1716,6 +1718,7 @@ class NewcomerTest(unittest.IsolatedAsyncioTestCase):
 
 @runs_beside
 @unittest.skipUnless(sys.platform == "linux", "reads /proc")
+@needs_cli
 class ScriptFormTest(unittest.TestCase):
     """Issue 41 (5): `python3 mcp_min.py serve` runs on from the cached bytecode, as -m does (a
     script's parse tree stays in memory until it ends: 25 MB, twice -m's RSS), keeping the
@@ -9509,12 +9512,17 @@ class RedisStoreTest(_ModernCalls):
 
         def openssl(*args):
             subprocess.run(["openssl", *args], cwd=tmp, check=True, capture_output=True, timeout=TIMEOUT)
+        # the extensions 3.13's strict checking wants (VERIFY_X509_STRICT): a CA marked so, a leaf
+        # naming its issuer's key
         openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-                "-days", "2", "-subj", "/CN=test-ca")
+                "-days", "2", "-subj", "/CN=test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,keyCertSign,cRLSign")
         openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
                 "-subj", "/CN=localhost")
         with open(os.path.join(tmp, "ext"), "w") as f:
-            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+                    "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+                    "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n")
         openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
                 "-out", "server.crt", "-days", "2", "-extfile", "ext")
         port = _free_port()
@@ -12210,6 +12218,14 @@ class CliTest(unittest.TestCase):
         for (args, says), done in zip(cases, side_by_side(self.run_cli, *[args for args, _ in cases])):
             with self.subTest(args=args):
                 self.assert_one_line(done, 2, says)
+
+    def test_a_uri_or_a_level_may_be_written_as_tools_call_writes_its_arguments(self):
+        # `resources/read uri=users://John` read the URI "uri=users://John": Resource not found
+        for method, words, name in (("resources/read", ["uri=users://John"], "users://John"),
+                                    ("resources/read", ["users://John"], "users://John"),
+                                    ("logging/setLevel", ["level=debug"], "debug")):
+            args = argparse.Namespace(target="http://127.0.0.1:9/mcp", method=method, args=words)
+            self.assertEqual(mcp_min._client_usage(args)[0], name)
 
     def test_a_trace_file_that_cannot_be_written(self):
         done = self.run_cli("serve", "--trace=/nonexistent/dir/x.jsonl", "--stdio")
