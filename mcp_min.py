@@ -531,7 +531,7 @@ async def _sse_post(http, conn):
     entry = http.find(conn, ids[0], legacy=True)
     message, size = _parsed_body(conn)
     # The 202 first: the answer goes to the stream, on another connection, and may be written
-    # before `receive` returns (initialize is answered at once; on 3.12+ so is a quick call).
+    # before `receive` returns (initialize is answered at once, and so is a quick call).
     conn.write(202, conn.cors, b"")
     entry.session.receive(message, size=size)
     return True
@@ -1032,11 +1032,11 @@ class Session(_Peer):
             _without_waiting(self._serve(id_, method, params, done, era))
         else:   # a task: the handler may wait, and needs a task to (asyncio.timeout, an ask)
             task = _start_task(self._serve(id_, method, params, done, era), self.loop)
-            if not task.done():     # it waits (before 3.12: has yet to begin)
+            if not task.done():     # it waits (or, on a loop of another kind, has yet to begin)
                 self.running[id_] = task
                 # The timer that ends what runs past its time limit (`_sweep`), due by this
                 # request's end at the latest. Only a request that waits needs one: one answered
-                # in its first step (3.12+) costs no timer, and a timer in the event loop makes
+                # in its first step costs no timer, and a timer in the event loop makes
                 # each of its turns dearer.
                 if not _METHODS[method].endless:
                     if self._timer is None:
