@@ -6230,7 +6230,8 @@ class ClientBigAnswerTest(unittest.IsolatedAsyncioTestCase):
 
     def test_sse_reading_is_linear_in_the_event_size(self):
         # Regression (issue 30): each 64 KiB piece re-split the whole buffer: 14 MiB took 8.4 s.
-        # 4 times the size costs under 6 times the CPU (it was 16 times: quadratic).
+        # 4 times the size costs under 8 times the CPU (it was 16 times: quadratic; linear is 4, and
+        # the bigger one's page faults, counted as the thread's time, took it to 6.4 once in CI).
         def event(size):    # one event of `size` bytes of data, as read: in READ_CHUNK pieces
             data = b"data: " + b"x" * size + b"\n\n"
             return size, [data[i:i + mcp_min.READ_CHUNK] for i in range(0, len(data), mcp_min.READ_CHUNK)]
@@ -6245,7 +6246,7 @@ class ClientBigAnswerTest(unittest.IsolatedAsyncioTestCase):
         events = event(7 << 19), event(14 << 20)    # 3.5 MiB, 14 MiB
         # the least of four each, taken in turns: a pause or a busy neighbour can only add
         small, large = map(min, zip(*[[cost(*e) for e in events] for _ in range(4)]))
-        self.assertLess(large, 6 * small, f"CPU seconds: 3.5 MiB {small:.3f}, 14 MiB {large:.3f}")
+        self.assertLess(large, 8 * small, f"CPU seconds: 3.5 MiB {small:.3f}, 14 MiB {large:.3f}")
 
 
 # A stdio server that asks for what the client never said it takes: a form or a URL
