@@ -5217,8 +5217,10 @@ class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
         self.buffer = b""
 
     async def asyncTearDown(self):
+        # Each end once: `finish` closed two already, and closing a number twice may close what
+        # another test's thread opened since under that number.
         for fd in (self.to_server, self.to_client, self.from_server, self.from_client):
-            with contextlib.suppress(OSError):
+            if fd is not None:
                 os.close(fd)
 
     def serve(self):
@@ -5254,8 +5256,10 @@ class StdioInProcessTest(unittest.IsolatedAsyncioTestCase):
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
         os.close(self.from_client)
+        self.from_client = None
         self.assertEqual(await asyncio.wait_for(serving, TIMEOUT), 0)
         os.close(self.from_server)
+        self.from_server = None
         reader.join(TIMEOUT)
         return [json.loads(line) for line in (self.buffer + b"".join(rest)).splitlines()]
 
