@@ -8894,8 +8894,7 @@ class _RedisUrl:
     and errors: never the password."""
 
     def __init__(self, url):
-        from urllib.parse import unquote, urlsplit
-        parts = urlsplit(url)
+        parts, unquote = urllib.parse.urlsplit(url), urllib.parse.unquote
         if parts.scheme not in ("redis", "rediss"):
             raise ValueError("a Redis task store's URL starts with redis:// or rediss://")
         self.tls = parts.scheme == "rediss"
