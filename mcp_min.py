@@ -793,6 +793,8 @@ class _Peer:
             raise
         finally:
             self._pending.pop(id_, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # the connection ended as the send failed: one error is told
 
     def _settle(self, message):
         """A response arrived: its waiter gets the result, or McpError."""
