@@ -631,20 +631,20 @@ class _Account:
             account = account.parent
         return True
 
-    def hold(self, size):
-        """Charge `size` bytes that cannot be refused (the rest of a line begun on the wire): the
-        account may pass its limit by that much."""
-        account = self
-        while account is not None:
-            account.used += size
-            account = account.parent
-
     def give(self, size):
         account = self
         while account is not None:
             account.used -= size
             if account.over and account.used * 2 <= account.limit:
                 account.over = False
+            account = account.parent
+
+    def hold(self, size):
+        """Charge `size` bytes that cannot be refused (the rest of a line begun on the wire): the
+        account may pass its limit by that much."""
+        account = self
+        while account is not None:
+            account.used += size
             account = account.parent
 
     def refusal(self, size, part=1):
@@ -764,6 +764,13 @@ class _Peer:
         self._ids = itertools.count(1)      # ids of the requests we send
         self._gone: str | None = None       # why the connection ended, once it has
 
+    def _closed(self, reason):
+        """The connection is gone: every waiting request fails now, and later ones at once."""
+        self._gone = reason
+        for id_ in list(self._pending):
+            self._fail(id_, McpError(CONNECTION_CLOSED, reason))
+
+    # Asking the other side: the client's requests, and a server's own (not in the capture)
     def _abandon(self, id_, method, reason, related):
         """Tell the other side a request of ours is abandoned (`reason`: timeout or cancelled)."""
 
@@ -814,11 +821,71 @@ class _Peer:
         if future is not None and not future.done():
             future.set_exception(error)
 
-    def _closed(self, reason):
-        """The connection is gone: every waiting request fails now, and later ones at once."""
-        self._gone = reason
-        for id_ in list(self._pending):
-            self._fail(id_, McpError(CONNECTION_CLOSED, reason))
+
+def _without_waiting(coroutine):
+    """Run a coroutine that never waits (initialize's) to its end, here and now: with no event
+    loop too (a synchronous caller), and before the next message is read."""
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    coroutine.close()
+    raise RuntimeError("a handler that must not wait waited")
+
+
+if sys.version_info >= (3, 12):
+    def _start_task(coroutine, loop):
+        """A request's handler as a task of its own, its first step taken now (an eager task,
+        3.12+): a request that never waits (ping, a list, most tool calls) is answered before the
+        next message is read, with no turn of the event loop (about a tenth of a stdio call)."""
+        return asyncio.Task(coroutine, loop=loop, eager_start=True)
+else:
+    _current_tasks = vars(asyncio.tasks)["_current_tasks"]     # loop -> the task it runs now
+
+    def _start_task(coroutine, loop):
+        """3.10 and 3.11 have no eager tasks, so one is made as 3.12 makes it: the task's first
+        step, which creating it put last in the loop's queue, is taken out and run now, with the
+        task the caller runs in (an HTTP connection's) set aside meanwhile. These versions change
+        no more, so their private names are safe here; another loop (no `_ready`, a task factory)
+        gets a plain task, its first step on the loop's next turn."""
+        task = loop.create_task(coroutine)
+        queue = getattr(loop, "_ready", None)
+        if not queue or getattr(queue[-1]._callback, "__self__", None) is not task \
+                or _running_loop() is not loop:     # as 3.12: eager only on the running loop
+            return task
+        step = queue.pop()
+        caller = _current_tasks.get(loop)
+        if caller is not None:
+            asyncio.tasks._leave_task(loop, caller)
+        try:
+            step._context.run(step._callback)   # the task's step, which handles what it raises
+        finally:
+            if caller is not None:
+                asyncio.tasks._enter_task(loop, caller)
+        return task
+
+
+class _Handshake:
+    """The handshake era's requests (2024-11-05 ... 2025-11-25): served in the session initialize
+    opened, as its lifecycle allows (`_LIFECYCLE`), each by its method's handler. Another era may
+    claim a request first (`_ERAS`): 2026-07-28's stand alone, each naming its version in its
+    _meta (an extension, below); such an era gives the `key` and `versions` that claim a
+    request (`Session._era`), `refusal(session, method, params)` (its own
+    rules) and `run(session, method, handler, params, ctx)` (how it serves a request), and how
+    its requests travel over HTTP (`claims_http`, `http_entry`, `streams_only`, `http_status`),
+    where the handshake's ways are the core's own, and these two answers."""
+    name = None     # its methods are `_Method`s with no era
+    cancels_when_left = False   # over HTTP, a client that leaves does not cancel: the work finishes
+    watches = False             # ... so a quiet answer is not looked at each second
+
+
+_HANDSHAKE = _Handshake()
+# the eras beside the handshake that may claim a request (`Session._era`)
+_ERAS: list[_Any] = []
+_ID_IN_USE = "Invalid request: id already in use"
+_DROPPABLE = ("notifications/message", "notifications/progress")
+_running_loop = asyncio._get_running_loop   # the running loop, or None (no RuntimeError)
+_now = time.monotonic
 
 
 class Session(_Peer):
@@ -927,14 +994,6 @@ class Session(_Peer):
         seen = set()    # a batch's ids: one twice in it is refused, answered or not
         return sum([self._take(item, one_done, reply, seen) for item in message])
 
-    def _batch_refused(self, batch):
-        """Why a batch is not taken, or None: it is taken whole, or not at all."""
-        if not batch:
-            return "empty batch"
-        if self.protocol_version not in BATCH_VERSIONS:
-            return "batches are not accepted"
-        return None
-
     def _given(self, account, charge, done):
         """A frame's work is over: its charge goes back to the account it was taken from (HTTP's
         initialize changes it: `own`), reading may go on, then `done`. (Bound with
@@ -944,14 +1003,6 @@ class Session(_Peer):
             self.on_ready()
         if done:
             done()
-
-    @property
-    def accepting(self):
-        """Whether a transport should read on: while half the client's account is free (the rest
-        is for what the requests taken make: their answers), and while the client owes us an
-        answer, which must get in (requests beyond are then refused if they do not fit);
-        `on_ready` says when to go on."""
-        return self.account.used * 2 <= self.account.limit or bool(self._pending)
 
     def _admit(self, message, batched):
         """What a message is (`classify`), or McpError: a request may not reuse a live id (nor
@@ -1130,6 +1181,68 @@ class Session(_Peer):
             return self.server.timeout
         return TOOL_TIMEOUT
 
+    def _finished(self, id_, response, done):
+        # Done here, not in a done callback: that would cost a turn of the loop per request.
+        self.running.pop(id_, None)     # before the answer: the client may reuse the id at once
+        if response is None or id_ in self._cancelled:
+            self._cancelled.discard(id_)
+            self._answer(None, id_)     # cancelled: no response, even if the handler finished
+        elif self.state != "closed":
+            self._answer(response, id_)
+        if self.waiting:    # the next starts on the next turn: one answered at once would recurse
+            self.loop.call_soon(self._start_waiting)
+        if done:
+            done()
+
+    def _answer(self, message, related, reply=None):
+        """Every outgoing message passes here: to the reply of its request's frame if any, else
+        `send`."""
+        if reply is None and related is not None:
+            reply = self.replies.get(related)
+        if reply is None:
+            self._send(message, related)
+        elif message is None or "method" not in message:    # the answer: that request is over
+            self.replies.pop(related, None)
+            reply(message)
+        elif not reply(message):
+            self._send(message, related)
+
+    def _closing(self):
+        for end in list(self.on_close):
+            end()
+
+    def close(self, cancel=False):
+        """End the session: fail our pending requests; cancel running ones if asked
+        (a vanished connection is not a cancel: by default the work finishes)."""
+        self.state = "closed"
+        self._closing()
+        self.server.sessions.discard(self)
+        self._send, self.on_ready = _nowhere, None     # no cycle through the transport
+        if self._timer is not None and not self._running:
+            self._timer.cancel()
+        self._closed("Connection closed")
+        if cancel:
+            for id_ in list(self.running) + list(self.waiting):
+                self.cancel(id_)
+
+    # The rest of a session, which the capture never needs: batches, back-pressure (`accepting`),
+    # time limits, stopping, the waiting queue, cancellation, the server's own messages.
+    def _batch_refused(self, batch):
+        """Why a batch is not taken, or None: it is taken whole, or not at all."""
+        if not batch:
+            return "empty batch"
+        if self.protocol_version not in BATCH_VERSIONS:
+            return "batches are not accepted"
+        return None
+
+    @property
+    def accepting(self):
+        """Whether a transport should read on: while half the client's account is free (the rest
+        is for what the requests taken make: their answers), and while the client owes us an
+        answer, which must get in (requests beyond are then refused if they do not fit);
+        `on_ready` says when to go on."""
+        return self.account.used * 2 <= self.account.limit or bool(self._pending)
+
     def _sweep(self):
         """The time limit of a running request is up: those past theirs end, answered; the timer
         is set for the next one's."""
@@ -1177,19 +1290,6 @@ class Session(_Peer):
                 if id_ not in self._cancelled and id_ in self.running:
                     self._end(id_, _error(id_, INTERNAL_ERROR, reason))
 
-    def _finished(self, id_, response, done):
-        # Done here, not in a done callback: that would cost a turn of the loop per request.
-        self.running.pop(id_, None)     # before the answer: the client may reuse the id at once
-        if response is None or id_ in self._cancelled:
-            self._cancelled.discard(id_)
-            self._answer(None, id_)     # cancelled: no response, even if the handler finished
-        elif self.state != "closed":
-            self._answer(response, id_)
-        if self.waiting:    # the next starts on the next turn: one answered at once would recurse
-            self.loop.call_soon(self._start_waiting)
-        if done:
-            done()
-
     def _start_waiting(self):
         while self.waiting and len(self.running) < MAX_IN_FLIGHT and self.state != "closed":
             id_ = next(iter(self.waiting))
@@ -1230,19 +1330,6 @@ class Session(_Peer):
                                    return_when=asyncio.FIRST_COMPLETED)
             else:
                 await asyncio.sleep(0)      # a waiting request starts on the next turn
-
-    def _answer(self, message, related, reply=None):
-        """Every outgoing message passes here: to the reply of its request's frame if any, else
-        `send`."""
-        if reply is None and related is not None:
-            reply = self.replies.get(related)
-        if reply is None:
-            self._send(message, related)
-        elif message is None or "method" not in message:    # the answer: that request is over
-            self.replies.pop(related, None)
-            reply(message)
-        elif not reply(message):
-            self._send(message, related)
 
     def _over(self, message, related, done, reply=None):
         """The last word on a message: answer it, and tell its transport its work is done."""
@@ -1304,93 +1391,9 @@ class Session(_Peer):
                        McpError(CONNECTION_CLOSED, "Invalid response from the client"))
         return True
 
-    def _closing(self):
-        for end in list(self.on_close):
-            end()
-
-    def close(self, cancel=False):
-        """End the session: fail our pending requests; cancel running ones if asked
-        (a vanished connection is not a cancel: by default the work finishes)."""
-        self.state = "closed"
-        self._closing()
-        self.server.sessions.discard(self)
-        self._send, self.on_ready = _nowhere, None     # no cycle through the transport
-        if self._timer is not None and not self._running:
-            self._timer.cancel()
-        self._closed("Connection closed")
-        if cancel:
-            for id_ in list(self.running) + list(self.waiting):
-                self.cancel(id_)
-
 
 def _nowhere(*args):
     """Where a closed session's messages go."""
-
-
-def _without_waiting(coroutine):
-    """Run a coroutine that never waits (initialize's) to its end, here and now: with no event
-    loop too (a synchronous caller), and before the next message is read."""
-    try:
-        coroutine.send(None)
-    except StopIteration:
-        return
-    coroutine.close()
-    raise RuntimeError("a handler that must not wait waited")
-
-
-if sys.version_info >= (3, 12):
-    def _start_task(coroutine, loop):
-        """A request's handler as a task of its own, its first step taken now (an eager task,
-        3.12+): a request that never waits (ping, a list, most tool calls) is answered before the
-        next message is read, with no turn of the event loop (about a tenth of a stdio call)."""
-        return asyncio.Task(coroutine, loop=loop, eager_start=True)
-else:
-    _current_tasks = vars(asyncio.tasks)["_current_tasks"]     # loop -> the task it runs now
-
-    def _start_task(coroutine, loop):
-        """3.10 and 3.11 have no eager tasks, so one is made as 3.12 makes it: the task's first
-        step, which creating it put last in the loop's queue, is taken out and run now, with the
-        task the caller runs in (an HTTP connection's) set aside meanwhile. These versions change
-        no more, so their private names are safe here; another loop (no `_ready`, a task factory)
-        gets a plain task, its first step on the loop's next turn."""
-        task = loop.create_task(coroutine)
-        queue = getattr(loop, "_ready", None)
-        if not queue or getattr(queue[-1]._callback, "__self__", None) is not task \
-                or _running_loop() is not loop:     # as 3.12: eager only on the running loop
-            return task
-        step = queue.pop()
-        caller = _current_tasks.get(loop)
-        if caller is not None:
-            asyncio.tasks._leave_task(loop, caller)
-        try:
-            step._context.run(step._callback)   # the task's step, which handles what it raises
-        finally:
-            if caller is not None:
-                asyncio.tasks._enter_task(loop, caller)
-        return task
-
-
-class _Handshake:
-    """The handshake era's requests (2024-11-05 ... 2025-11-25): served in the session initialize
-    opened, as its lifecycle allows (`_LIFECYCLE`), each by its method's handler. Another era may
-    claim a request first (`_ERAS`): 2026-07-28's stand alone, each naming its version in its
-    _meta (an extension, below); such an era gives the `key` and `versions` that claim a
-    request (`Session._era`), `refusal(session, method, params)` (its own
-    rules) and `run(session, method, handler, params, ctx)` (how it serves a request), and how
-    its requests travel over HTTP (`claims_http`, `http_entry`, `streams_only`, `http_status`),
-    where the handshake's ways are the core's own, and these two answers."""
-    name = None     # its methods are `_Method`s with no era
-    cancels_when_left = False   # over HTTP, a client that leaves does not cancel: the work finishes
-    watches = False             # ... so a quiet answer is not looked at each second
-
-
-_HANDSHAKE = _Handshake()
-# the eras beside the handshake that may claim a request (`Session._era`)
-_ERAS: list[_Any] = []
-_ID_IN_USE = "Invalid request: id already in use"
-_DROPPABLE = ("notifications/message", "notifications/progress")
-_running_loop = asyncio._get_running_loop   # the running loop, or None (no RuntimeError)
-_now = time.monotonic
 
 
 class Context:
@@ -2271,19 +2274,6 @@ class Tool(_Handler):
             return {"type": "object", "properties": {"result": schema}, "required": ["result"]}
         return schema
 
-    def _authors_output_schema(self, given):
-        """The author's outputSchema, as given (its $ref and $defs keep their places). One that
-        names a type without "object" is refused now: structuredContent is an object (2025-06-18
-        schema.ts; 2026-07-28 allows any, but a tool serves both eras): no call could meet it."""
-        if type(given) is not dict:
-            raise TypeError(f"tool {self.name!r}: output_schema must be a dict (a JSON Schema)")
-        kinds = given.get("type", "object")
-        if kinds != "object" and not (type(kinds) is list and "object" in kinds):
-            raise ValueError(f"tool {self.name!r}: output_schema must describe an object, as "
-                             f'structuredContent is one: {{"type": "object", "properties": '
-                             f'{{"result": ...}}}} holds any value')
-        return _json_copy(given, f"tool {self.name!r}: output_schema")
-
     def result(self, value):
         """A CallToolResult from whatever the function returned. Data goes out twice: as
         structuredContent, and as its JSON in a text block for clients that read only content
@@ -2306,6 +2296,19 @@ class Tool(_Handler):
                           self.name, problem)
             return _tool_error(f"Tool '{self.name}' returned malformed output.")
         return {"content": [text(body)], "structuredContent": structured}
+
+    def _authors_output_schema(self, given):
+        """The author's outputSchema, as given (its $ref and $defs keep their places). One that
+        names a type without "object" is refused now: structuredContent is an object (2025-06-18
+        schema.ts; 2026-07-28 allows any, but a tool serves both eras): no call could meet it."""
+        if type(given) is not dict:
+            raise TypeError(f"tool {self.name!r}: output_schema must be a dict (a JSON Schema)")
+        kinds = given.get("type", "object")
+        if kinds != "object" and not (type(kinds) is list and "object" in kinds):
+            raise ValueError(f"tool {self.name!r}: output_schema must describe an object, as "
+                             f'structuredContent is one: {{"type": "object", "properties": '
+                             f'{{"result": ...}}}} holds any value')
+        return _json_copy(given, f"tool {self.name!r}: output_schema")
 
 
 # Return hints that make no structured output: text, or nothing known
@@ -2551,6 +2554,7 @@ class Server:
     # Each decorator returns the function unchanged, so it can still be called (and tested).
     @typing.overload
     def tool(self, name: _F, /) -> _F: ...
+
     @typing.overload
     def tool(self, name: str | None = None, **options: _Any) -> typing.Callable[[_F], _F]: ...
 
@@ -2586,6 +2590,7 @@ class Server:
 
     @typing.overload
     def prompt(self, name: _F, /) -> _F: ...
+
     @typing.overload
     def prompt(self, name: str | None = None, **options: _Any) -> typing.Callable[[_F], _F]: ...
 
@@ -2632,10 +2637,6 @@ class Server:
             else:
                 self.waiting.append(handler)
 
-    def _unwait(self, handler):
-        if handler in self.waiting:     # removed or replaced: its hints are no longer needed
-            self.waiting.remove(handler)
-
     def resolve(self) -> None:
         """Read the type hints that waited for names defined later (see `_Handler._resolve`),
         now that the module is whole: serving starts by it, and each session (`Session`), so
@@ -2644,6 +2645,55 @@ class Server:
             self.waiting[0]._resolve()
             del self.waiting[0]
         self.serving = True
+
+    def offers(self, capability: _Any) -> bool:
+        """Whether the server declares `capability` (a name, or an extension's test of the server;
+        None: what every server does)."""
+        if capability is None:
+            return True
+        if callable(capability):
+            return bool(capability(self))
+        return capability == "logging" or bool(getattr(self, capability))
+
+    def capabilities(self) -> _Json:
+        """What initialize says the server can do: what is registered (2025-11-25 lifecycle).
+        A server MUST declare what it offers, and a method of a capability it did not declare
+        is -32601 (`_METHODS`); listChanged is true, as the registry may change while serving."""
+        caps: _Json = {"logging": {}}   # any handler may log (Context.log): always offered
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.resources:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.completions:
+            caps["completions"] = {}    # the flag is 2025-03-26's (the method is older)
+        extensions = {}
+        for name, offered in _EXTENSION_CAPABILITIES.items():
+            if name in self.extensions:     # in use on this server (its state is there)
+                extensions.update(offered(self))
+        if extensions:
+            caps["extensions"] = extensions
+        return caps
+
+    def _changed(self, kind):
+        """notifications/<kind>/list_changed: the client lists again (`Session.notify` sends it
+        only once the client has said notifications/initialized)."""
+        self._tell(f"notifications/{kind}/list_changed", {})
+
+    def _tell(self, method, params):
+        """A change, to the sessions that want it (resources/updated: those subscribed to it),
+        and to what the extensions keep listening (2026-07-28: subscriptions/listen)."""
+        for session in list(self.sessions):
+            subscribed = params.get("uri") in session.subscriptions
+            if method != "notifications/resources/updated" or subscribed:
+                session.notify(method, params or None)
+        for hear in self.hearing:
+            hear(self, method, params)
+
+    def _unwait(self, handler):
+        if handler in self.waiting:     # removed or replaced: its hints are no longer needed
+            self.waiting.remove(handler)
 
     def _remove(self, kind, key):
         item = getattr(self, kind).pop(key, None)
@@ -2681,54 +2731,9 @@ class Server:
         prefers_border."""
         return _provided("Server.app")(self, uri, html, **options)
 
-    def offers(self, capability: _Any) -> bool:
-        """Whether the server declares `capability` (a name, or an extension's test of the server;
-        None: what every server does)."""
-        if capability is None:
-            return True
-        if callable(capability):
-            return bool(capability(self))
-        return capability == "logging" or bool(getattr(self, capability))
-
-    def capabilities(self) -> _Json:
-        """What initialize says the server can do: what is registered (2025-11-25 lifecycle).
-        A server MUST declare what it offers, and a method of a capability it did not declare
-        is -32601 (`_METHODS`); listChanged is true, as the registry may change while serving."""
-        caps: _Json = {"logging": {}}   # any handler may log (Context.log): always offered
-        if self.tools:
-            caps["tools"] = {"listChanged": True}
-        if self.resources:
-            caps["resources"] = {"subscribe": True, "listChanged": True}
-        if self.prompts:
-            caps["prompts"] = {"listChanged": True}
-        if self.completions:
-            caps["completions"] = {}    # the flag is 2025-03-26's (the method is older)
-        extensions = {}
-        for name, offered in _EXTENSION_CAPABILITIES.items():
-            if name in self.extensions:     # in use on this server (its state is there)
-                extensions.update(offered(self))
-        if extensions:
-            caps["extensions"] = extensions
-        return caps
-
-    def _changed(self, kind):
-        """notifications/<kind>/list_changed: the client lists again (`Session.notify` sends it
-        only once the client has said notifications/initialized)."""
-        self._tell(f"notifications/{kind}/list_changed", {})
-
     def resource_updated(self, uri: str) -> None:
         """Tell subscribed clients that the resource at `uri` changed."""
         self._tell("notifications/resources/updated", {"uri": uri})
-
-    def _tell(self, method, params):
-        """A change, to the sessions that want it (resources/updated: those subscribed to it),
-        and to what the extensions keep listening (2026-07-28: subscriptions/listen)."""
-        for session in list(self.sessions):
-            subscribed = params.get("uri") in session.subscriptions
-            if method != "notifications/resources/updated" or subscribed:
-                session.notify(method, params or None)
-        for hear in self.hearing:
-            hear(self, method, params)
 
     def run(self, argv: list[str] | None = None, exit: bool = True) -> int:
         """Serve over stdio, or HTTP with ``--port``: the same options as
@@ -2797,6 +2802,12 @@ def _decorator(name: _Any, add: typing.Callable[[_Any, _Any], object]) -> _Any:
 # (earlier revisions named none): hence prefixItems, 2020-12's keyword for a tuple's items.
 
 
+# The JSON types of the simplest hints (JSON Schema 2020-12 validation 6.1.1)
+_SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
+                 type(None): "null",
+                 None: "null"}      # list[None]'s argument is None, not NoneType
+
+
 def _hint(tp, depth=0):
     """A type hint as data: its JSON Schema, and the loader that turns JSON the schema accepted into
     what the hint asks for (a date, a dataclass ...), or None where the JSON already is that. Built
@@ -2821,27 +2832,6 @@ def _hint(tp, depth=0):
         if found is not None:
             return found
     return _container_hint(tp, origin, args, depth)
-
-
-def _literal(args, depth=0):
-    """Literal["a", "b"]: an enum, and its "type" when one JSON type holds every option
-    (redundant for a validator; a client building a form from the schema reads "type")."""
-    # Literal[Color.RED]: the member travels as its value, and arrives as the member again
-    values = [arg.value if isinstance(arg, enum.Enum) else arg for arg in args]
-    schema: _Json = {"enum": values}
-    kinds = {_SIMPLE_TYPES.get(type(value)) for value in values}
-    if len(kinds) == 1 and None not in kinds:   # one JSON type: say which
-        schema["type"] = kinds.pop()
-    members = [arg for arg in args if isinstance(arg, enum.Enum)]
-    if not members:
-        return schema, None
-
-    def load(value):
-        for member in members:
-            if _same(member.value, value):
-                return member
-        return value
-    return schema, load
 
 
 def _annotated(args, depth):
@@ -2912,103 +2902,6 @@ def _container_hint(tp, origin, args, depth):
     return schema, load_all
 
 
-def _mapping_hint(args, depth):
-    """dict[K, T]: an object whose members are all T. JSON's keys are strings: K is str, or int
-    (each key made an int), or a type that travels as a string (an Enum, a date, a UUID ...),
-    each key made one; a key that is not one is refused (-32602). Other keys: a TypeError."""
-    key, value = args if len(args) == 2 else (str, typing.Any)
-    item, load = _hint(value, depth + 1)
-    schema: _Json = {"type": "object"}
-    if item:
-        schema["additionalProperties"] = item
-    load_key, names = _key_hint(key, depth)
-    if names:
-        schema["propertyNames"] = names     # for the client: the core checks keys by loading
-    if load is None and load_key is None:
-        return schema, None
-
-    def load_members(value):
-        if type(value) is not dict:
-            return value
-        loaded = {_load(load_key, key): _load(load, member) for key, member in value.items()}
-        if len(loaded) < len(value):    # "1" and "01": one int key, and a value lost
-            raise ValueError("two keys name the same one")
-        return loaded
-    return schema, load_members
-
-
-def _key_hint(key, depth):
-    """A mapping's key type: (its loader or None, its propertyNames schema or None)."""
-    if key is str or key is typing.Any or key is object:
-        return None, None
-    schema, load = _hint(key, depth + 1)
-    options = schema.get("enum")
-    if schema.get("type") == "integer":     # int, an IntEnum, Literal[1, 2]: "1" made 1 first
-        number, schema = True, {"pattern": "^-?[0-9]+$"}
-    elif schema.get("type") == "string":
-        number = False
-    else:
-        raise TypeError(f"dict keys are strings in JSON: {_hint_name(key)} keys cannot be "
-                        "sent; use str, int, or a type that travels as a string")
-
-    def load_key(name):
-        key: _Any = name
-        if number:
-            if not re.fullmatch(r"-?[0-9]+", name):
-                raise ValueError(f"key {name[:50]!r} is not an integer")
-            key = int(name)
-        if options is not None and key not in options:
-            raise ValueError(f"key {name[:50]!r} is not one of {options}")
-        return _load(load, key)
-    return load_key, schema
-
-
-def _tuple_hint(args, depth, make):
-    """tuple[int, str] or a NamedTuple: an array with one schema per place (prefixItems), its
-    length pinned by minItems and maxItems; `make` builds the tuple from the loaded items."""
-    items = [_hint(arg, depth + 1) for arg in args]
-    schema = {"type": "array", "prefixItems": [schema for schema, _ in items],
-              "minItems": len(items), "maxItems": len(items)}
-
-    def load(value):
-        if type(value) is not list:
-            return value
-        return make(*(_load(item_load, item) for (_, item_load), item in zip(items, value)))
-    return schema, load
-
-
-def _load(load, value):
-    """`value` through a loader, if there is one: None stays None (an Optional's null)."""
-    if load is None or value is None:
-        return value
-    return load(value)
-
-
-def _union(args, depth):
-    """anyOf the options; the loader uses the first that validates and loads."""
-    options = [_hint(arg, depth) for arg in args]
-    any_of = {"anyOf": [schema for schema, _ in options]}
-    if not any(load for _, load in options):   # plain JSON whichever matches: nothing to load
-        return any_of, None
-    checks = {}     # compiled when first needed: recursive hints register fast
-
-    def first_that_loads(value):
-        failed = None
-        for i, (schema, load) in enumerate(options):
-            if i not in checks:
-                checks[i] = _checker(schema)
-            if checks[i](value, "") is not None:
-                continue
-            try:
-                return _load(load, value)
-            except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
-                failed = e
-        if failed:      # a schema matched, no loader took it: the first failure says why
-            raise failed
-        return value    # no option matched (input no schema checked): left as it came
-    return any_of, first_that_loads
-
-
 def _record(tp, depth):
     """A dataclass or TypedDict: an object of fields, arriving as the dataclass or a dict."""
     hints, required, make, takes = _record_fields(tp)
@@ -3067,110 +2960,6 @@ def _record_fields(tp):
     return hints, required, dict, None
 
 
-def _convert(value, tp):
-    """JSON that `tp`'s schema accepted, as what `tp` asks for (built afresh: handlers keep theirs).
-    """
-    return _load(_hint(tp)[1], value)
-
-
-def _to_int(value):
-    return int(value) if type(value) is float else value
-
-
-def _to_float(value):
-    return float(value) if type(value) is int else value
-
-
-_SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
-                 type(None): "null",
-                 None: "null"}      # list[None]'s argument is None, not NoneType
-# JSON's 2.0 is a valid integer, and 2 a valid number: each arrives as the hint's type
-# (JSON Schema 2020-12 validation 6.1.1: an integer is any number with a zero fractional part).
-_SIMPLE_LOADS = {int: _to_int, float: _to_float}
-# typing's markers this Python has: Required and NotRequired are 3.11+, ReadOnly 3.13+
-_REQUIRED, _NOT_REQUIRED = getattr(typing, "Required", None), getattr(typing, "NotRequired", None)
-_MARKERS = tuple(filter(None, (_REQUIRED, _NOT_REQUIRED, getattr(typing, "ReadOnly", None))))
-_UNIONS = (typing.Union, type(int | str))     # Optional[X], X | Y
-
-
-def _marked(args, depth):
-    """Required[T], NotRequired[T], ReadOnly[T]: T (a record tells which fields it requires)."""
-    return _hint(args[0], depth)
-
-
-_ORIGINS = {typing.Annotated: _annotated, typing.Literal: _literal,
-            **dict.fromkeys(_UNIONS, _union),
-            **dict.fromkeys(_MARKERS, _marked)}
-
-
-def _hint_name(tp):
-    """A hint as an error message names it to the author or the client: `date`, `list[int]`."""
-    if isinstance(tp, type):
-        return tp.__qualname__
-    return repr(tp).replace("typing.", "")
-
-
-def _from_iso(tp, value):
-    # 3.10's fromisoformat takes no "Z"; RFC 3339 date-times (JSON Schema's format) often end in
-    # one.
-    if value.endswith(("Z", "z")):
-        value = value[:-1] + "+00:00"
-    return tp.fromisoformat(value)
-
-
-def _isoformat(value):
-    return value.isoformat()
-
-
-def _made_from(tp, value):
-    return tp(value)
-
-
-def _from_base64(tp, value):
-    # validate=True: a character outside the alphabet is an error, not silently skipped.
-    return tp(base64.b64decode(value, validate=True))
-
-
-def _decimal_from(tp, value):
-    # A number or a string in (a float's shortest repr: 0.1 stays 0.1); a string out, exact.
-    return _decimal(tp(str(value)))
-
-
-# Standard-library types that travel as JSON strings: (schema, from JSON given the hint's
-# class, to JSON). Keyed by name, so that none of their modules is imported for the table.
-# The formats are JSON Schema's (RFC 3339 dates and times, RFC 4122 UUIDs), "path" is ours;
-# 2020-12 checks no format by default: a bad date is caught by its loader (`_Handler.convert`).
-# A Decimal may come as a string too: a string keeps the digits a float would round.
-_STRING_TYPES = {
-    "datetime.datetime": ({"type": "string", "format": "date-time"}, _from_iso, _isoformat),
-    "datetime.date": ({"type": "string", "format": "date"}, _from_iso, _isoformat),
-    "datetime.time": ({"type": "string", "format": "time"}, _from_iso, _isoformat),
-    "uuid.UUID": ({"type": "string", "format": "uuid"}, _made_from, str),
-    "pathlib.PurePath": ({"type": "string", "format": "path"}, _made_from, str),
-    "decimal.Decimal": ({"type": ["number", "string"]}, _decimal_from, str),
-    "builtins.bytes": ({"type": "string", "contentEncoding": "base64"}, _from_base64, _b64),
-    "builtins.bytearray": ({"type": "string", "contentEncoding": "base64"}, _from_base64, _b64),
-}
-
-
-def _decimal(number):
-    # NaN, Infinity or 1e999999999 would reach the tool as a trap (Overflow, a 1 GB string).
-    if not number.is_finite() or abs(number.adjusted()) > 1000:
-        raise ValueError("a finite number below 1e1000 is expected")
-    return number
-
-
-@functools.cache      # a class's answer never changes; _to_json asks per value
-def _string_type(cls):
-    """The _STRING_TYPES entry for a class or its nearest base (datetime before date)."""
-    for klass in cls.__mro__:
-        # The top module only: 3.13's pathlib classes live in pathlib._local.
-        name = f"{klass.__module__.partition('.')[0]}.{klass.__qualname__}"
-        if name in _STRING_TYPES:
-            return _STRING_TYPES[name]
-    return None
-
-
 def _first_paragraph(doc):
     """A docstring's first paragraph on one line: the description a tool, prompt, resource or
     record shows the model (what follows is for the code's reader)."""
@@ -3208,6 +2997,15 @@ def _to_json(value):
     return value    # no JSON form: encoding it fails, and the call is answered an error
 
 
+@functools.cache      # a class's answer never changes; _to_json asks per value
+def _string_type(cls):
+    """The _STRING_TYPES entry for a class or its nearest base (datetime before date)."""
+    for klass in cls.__mro__:
+        # The top module only: 3.13's pathlib classes live in pathlib._local.
+        name = f"{klass.__module__.partition('.')[0]}.{klass.__qualname__}"
+        if name in _STRING_TYPES:
+            return _STRING_TYPES[name]
+    return None
 
 
 # Checking JSON against a schema. A tool's arguments are checked against its inputSchema before
@@ -3311,59 +3109,6 @@ def _type(schema, root, depth):
     return check
 
 
-def _enum(schema, root, depth):
-    """enum (2020-12 validation 6.1.2): one of the values, as JSON compares them (`_same`):
-    Python's == has True == 1, so enum [1] would take true."""
-    options = schema["enum"]
-    if type(options) is not list:
-        return None
-
-    def check(value, path):
-        if any(_same(value, option) for option in options):
-            return None
-        return f"{_where(path)}: must be one of {json.dumps(options)}"
-    return check
-
-
-def _same(a, b):
-    """JSON equality (2020-12 core 4.2.2): 1 is 1.0 but true is not 1, in objects and arrays too."""
-    if type(a) is dict and type(b) is dict:
-        if len(a) != len(b):    # the same names in any order: JSON objects are unordered
-            return False
-        return all(key in b and _same(value, b[key]) for key, value in a.items())
-    if type(a) is list and type(b) is list:
-        return len(a) == len(b) and all(map(_same, a, b))
-    if type(a) in _NUMBERS and type(b) in _NUMBERS:     # bool is not among them: type() is exact
-        return a == b
-    return type(a) is type(b) and a == b
-
-
-def _bounds(schema, root, depth):
-    """The bounds `_BOUNDS` knows, each a number, checked in the schema's order. A bound says
-    nothing of a value of another type: minItems passes a string (2020-12 core 7.6.1)."""
-    bounds = [(key, bound, *_BOUNDS[key]) for key, bound in schema.items()
-              if key in _BOUNDS and type(bound) in _NUMBERS]    # another bound is ignored
-    if not bounds:
-        return None
-
-    def check(value, path):
-        for key, bound, kinds, past in bounds:
-            if type(value) not in kinds:
-                continue
-            measured = value if kinds is _NUMBERS else len(value)
-            if past(measured, bound):
-                return f"{_where(path)}: {key} is {bound}"
-        return None
-    return check
-
-
-# keyword: (the JSON types it measures, whether a measure is past it); a tuple hint gives the
-# item bounds, and the extension adds those of strings and numbers
-_BOUNDS: dict[str, tuple[tuple[type, ...], typing.Callable[[_Any, _Any], bool]]] = {
-    "minItems": ((list,), lambda n, bound: n < bound), "maxItems": ((list,),
-                                                                    lambda n, bound: n > bound)}
-
-
 def _members(schema, root, depth):
     """properties, required, additionalProperties (an object's members), or prefixItems and items
     (an array's): each member checked by its own schema, else the rest's (false: none may be).
@@ -3426,6 +3171,273 @@ def _members(schema, root, depth):
     if prefix or rest is not True:
         checks.append(check_array)
     return _all(checks)
+
+
+# Below: the rest of the section, which the capture's tools do not use: hints (Literal, mappings,
+# tuples, unions, typed dicts' fields), the standard-library types that travel as JSON strings,
+# and the keywords that only those hints make.
+
+
+def _literal(args, depth=0):
+    """Literal["a", "b"]: an enum, and its "type" when one JSON type holds every option
+    (redundant for a validator; a client building a form from the schema reads "type")."""
+    # Literal[Color.RED]: the member travels as its value, and arrives as the member again
+    values = [arg.value if isinstance(arg, enum.Enum) else arg for arg in args]
+    schema: _Json = {"enum": values}
+    kinds = {_SIMPLE_TYPES.get(type(value)) for value in values}
+    if len(kinds) == 1 and None not in kinds:   # one JSON type: say which
+        schema["type"] = kinds.pop()
+    members = [arg for arg in args if isinstance(arg, enum.Enum)]
+    if not members:
+        return schema, None
+
+    def load(value):
+        for member in members:
+            if _same(member.value, value):
+                return member
+        return value
+    return schema, load
+
+
+def _mapping_hint(args, depth):
+    """dict[K, T]: an object whose members are all T. JSON's keys are strings: K is str, or int
+    (each key made an int), or a type that travels as a string (an Enum, a date, a UUID ...),
+    each key made one; a key that is not one is refused (-32602). Other keys: a TypeError."""
+    key, value = args if len(args) == 2 else (str, typing.Any)
+    item, load = _hint(value, depth + 1)
+    schema: _Json = {"type": "object"}
+    if item:
+        schema["additionalProperties"] = item
+    load_key, names = _key_hint(key, depth)
+    if names:
+        schema["propertyNames"] = names     # for the client: the core checks keys by loading
+    if load is None and load_key is None:
+        return schema, None
+
+    def load_members(value):
+        if type(value) is not dict:
+            return value
+        loaded = {_load(load_key, key): _load(load, member) for key, member in value.items()}
+        if len(loaded) < len(value):    # "1" and "01": one int key, and a value lost
+            raise ValueError("two keys name the same one")
+        return loaded
+    return schema, load_members
+
+
+def _key_hint(key, depth):
+    """A mapping's key type: (its loader or None, its propertyNames schema or None)."""
+    if key is str or key is typing.Any or key is object:
+        return None, None
+    schema, load = _hint(key, depth + 1)
+    options = schema.get("enum")
+    if schema.get("type") == "integer":     # int, an IntEnum, Literal[1, 2]: "1" made 1 first
+        number, schema = True, {"pattern": "^-?[0-9]+$"}
+    elif schema.get("type") == "string":
+        number = False
+    else:
+        raise TypeError(f"dict keys are strings in JSON: {_hint_name(key)} keys cannot be "
+                        "sent; use str, int, or a type that travels as a string")
+
+    def load_key(name):
+        key: _Any = name
+        if number:
+            if not re.fullmatch(r"-?[0-9]+", name):
+                raise ValueError(f"key {name[:50]!r} is not an integer")
+            key = int(name)
+        if options is not None and key not in options:
+            raise ValueError(f"key {name[:50]!r} is not one of {options}")
+        return _load(load, key)
+    return load_key, schema
+
+
+def _tuple_hint(args, depth, make):
+    """tuple[int, str] or a NamedTuple: an array with one schema per place (prefixItems), its
+    length pinned by minItems and maxItems; `make` builds the tuple from the loaded items."""
+    items = [_hint(arg, depth + 1) for arg in args]
+    schema = {"type": "array", "prefixItems": [schema for schema, _ in items],
+              "minItems": len(items), "maxItems": len(items)}
+
+    def load(value):
+        if type(value) is not list:
+            return value
+        return make(*(_load(item_load, item) for (_, item_load), item in zip(items, value)))
+    return schema, load
+
+
+def _load(load, value):
+    """`value` through a loader, if there is one: None stays None (an Optional's null)."""
+    if load is None or value is None:
+        return value
+    return load(value)
+
+
+def _union(args, depth):
+    """anyOf the options; the loader uses the first that validates and loads."""
+    options = [_hint(arg, depth) for arg in args]
+    any_of = {"anyOf": [schema for schema, _ in options]}
+    if not any(load for _, load in options):   # plain JSON whichever matches: nothing to load
+        return any_of, None
+    checks = {}     # compiled when first needed: recursive hints register fast
+
+    def first_that_loads(value):
+        failed = None
+        for i, (schema, load) in enumerate(options):
+            if i not in checks:
+                checks[i] = _checker(schema)
+            if checks[i](value, "") is not None:
+                continue
+            try:
+                return _load(load, value)
+            except _BAD_VALUE as e:     # "tomorrow" is no date | str's date, but its str
+                failed = e
+        if failed:      # a schema matched, no loader took it: the first failure says why
+            raise failed
+        return value    # no option matched (input no schema checked): left as it came
+    return any_of, first_that_loads
+
+
+def _convert(value, tp):
+    """JSON that `tp`'s schema accepted, as what `tp` asks for (built afresh: handlers keep theirs).
+    """
+    return _load(_hint(tp)[1], value)
+
+
+def _to_int(value):
+    return int(value) if type(value) is float else value
+
+
+def _to_float(value):
+    return float(value) if type(value) is int else value
+
+
+# JSON's 2.0 is a valid integer, and 2 a valid number: each arrives as the hint's type
+# (JSON Schema 2020-12 validation 6.1.1: an integer is any number with a zero fractional part).
+_SIMPLE_LOADS = {int: _to_int, float: _to_float}
+# typing's markers this Python has: Required and NotRequired are 3.11+, ReadOnly 3.13+
+_REQUIRED, _NOT_REQUIRED = getattr(typing, "Required", None), getattr(typing, "NotRequired", None)
+_MARKERS = tuple(filter(None, (_REQUIRED, _NOT_REQUIRED, getattr(typing, "ReadOnly", None))))
+_UNIONS = (typing.Union, type(int | str))     # Optional[X], X | Y
+
+
+def _marked(args, depth):
+    """Required[T], NotRequired[T], ReadOnly[T]: T (a record tells which fields it requires)."""
+    return _hint(args[0], depth)
+
+
+_ORIGINS = {typing.Annotated: _annotated, typing.Literal: _literal,
+            **dict.fromkeys(_UNIONS, _union),
+            **dict.fromkeys(_MARKERS, _marked)}
+
+
+def _hint_name(tp):
+    """A hint as an error message names it to the author or the client: `date`, `list[int]`."""
+    if isinstance(tp, type):
+        return tp.__qualname__
+    return repr(tp).replace("typing.", "")
+
+
+def _from_iso(tp, value):
+    # 3.10's fromisoformat takes no "Z"; RFC 3339 date-times (JSON Schema's format) often end in
+    # one.
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    return tp.fromisoformat(value)
+
+
+def _isoformat(value):
+    return value.isoformat()
+
+
+def _made_from(tp, value):
+    return tp(value)
+
+
+def _from_base64(tp, value):
+    # validate=True: a character outside the alphabet is an error, not silently skipped.
+    return tp(base64.b64decode(value, validate=True))
+
+
+def _decimal_from(tp, value):
+    # A number or a string in (a float's shortest repr: 0.1 stays 0.1); a string out, exact.
+    return _decimal(tp(str(value)))
+
+
+# Standard-library types that travel as JSON strings: (schema, from JSON given the hint's
+# class, to JSON). Keyed by name, so that none of their modules is imported for the table.
+# The formats are JSON Schema's (RFC 3339 dates and times, RFC 4122 UUIDs), "path" is ours;
+# 2020-12 checks no format by default: a bad date is caught by its loader (`_Handler.convert`).
+# A Decimal may come as a string too: a string keeps the digits a float would round.
+_STRING_TYPES = {
+    "datetime.datetime": ({"type": "string", "format": "date-time"}, _from_iso, _isoformat),
+    "datetime.date": ({"type": "string", "format": "date"}, _from_iso, _isoformat),
+    "datetime.time": ({"type": "string", "format": "time"}, _from_iso, _isoformat),
+    "uuid.UUID": ({"type": "string", "format": "uuid"}, _made_from, str),
+    "pathlib.PurePath": ({"type": "string", "format": "path"}, _made_from, str),
+    "decimal.Decimal": ({"type": ["number", "string"]}, _decimal_from, str),
+    "builtins.bytes": ({"type": "string", "contentEncoding": "base64"}, _from_base64, _b64),
+    "builtins.bytearray": ({"type": "string", "contentEncoding": "base64"}, _from_base64, _b64),
+}
+
+
+def _decimal(number):
+    # NaN, Infinity or 1e999999999 would reach the tool as a trap (Overflow, a 1 GB string).
+    if not number.is_finite() or abs(number.adjusted()) > 1000:
+        raise ValueError("a finite number below 1e1000 is expected")
+    return number
+
+
+# The keywords of those hints: enum (Literal, Enum), minItems and maxItems (tuples), anyOf.
+def _enum(schema, root, depth):
+    """enum (2020-12 validation 6.1.2): one of the values, as JSON compares them (`_same`):
+    Python's == has True == 1, so enum [1] would take true."""
+    options = schema["enum"]
+    if type(options) is not list:
+        return None
+
+    def check(value, path):
+        if any(_same(value, option) for option in options):
+            return None
+        return f"{_where(path)}: must be one of {json.dumps(options)}"
+    return check
+
+
+def _same(a, b):
+    """JSON equality (2020-12 core 4.2.2): 1 is 1.0 but true is not 1, in objects and arrays too."""
+    if type(a) is dict and type(b) is dict:
+        if len(a) != len(b):    # the same names in any order: JSON objects are unordered
+            return False
+        return all(key in b and _same(value, b[key]) for key, value in a.items())
+    if type(a) is list and type(b) is list:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if type(a) in _NUMBERS and type(b) in _NUMBERS:     # bool is not among them: type() is exact
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _bounds(schema, root, depth):
+    """The bounds `_BOUNDS` knows, each a number, checked in the schema's order. A bound says
+    nothing of a value of another type: minItems passes a string (2020-12 core 7.6.1)."""
+    bounds = [(key, bound, *_BOUNDS[key]) for key, bound in schema.items()
+              if key in _BOUNDS and type(bound) in _NUMBERS]    # another bound is ignored
+    if not bounds:
+        return None
+
+    def check(value, path):
+        for key, bound, kinds, past in bounds:
+            if type(value) not in kinds:
+                continue
+            measured = value if kinds is _NUMBERS else len(value)
+            if past(measured, bound):
+                return f"{_where(path)}: {key} is {bound}"
+        return None
+    return check
+
+
+# keyword: (the JSON types it measures, whether a measure is past it); a tuple hint gives the
+# item bounds, and the extension adds those of strings and numbers
+_BOUNDS: dict[str, tuple[tuple[type, ...], typing.Callable[[_Any, _Any], bool]]] = {
+    "minItems": ((list,), lambda n, bound: n < bound), "maxItems": ((list,),
+                                                                    lambda n, bound: n > bound)}
 
 
 def _any_of(schema, root, depth):
@@ -3653,6 +3665,39 @@ class _Stream:
         self.wake.set()
         return True
 
+    def clear(self):
+        """What is queued goes now (the memory too, and its charge), not when the client does."""
+        if self.size:
+            self.account.give(self.size)
+        self.items, self.sizes, self.size = [], [], 0
+
+    def close(self):
+        self.closed = True
+        if self.json_only:  # what its answer held was written, or never will be
+            self.clear()
+        self.wake.set()
+
+    async def get(self):
+        """Next message; None when closed; _KEEPALIVE when poked; _PART when parting."""
+        if not self.items and not self.closed and not self.poked and not self.parting:
+            self.wake.clear()
+            await self.wake.wait()
+        if self.parting and not self.closed:
+            self.parting = False
+            return _PART
+        if self.items:
+            size = self.sizes.pop(0)
+            if size and not self.json_only:     # written now (a JSON answer's: at `close`)
+                self.size -= size
+                self.account.give(size)
+            self.ended = self.items[0] is _FINISHED
+            return self.items.pop(0)
+        if self.closed:
+            return None
+        self.poked = False
+        return _KEEPALIVE
+
+    # Below: what a full queue does (the capture never fills one), parting, keepalives.
     def _over(self, message, size):
         """`message` does not fit the client's account: what takes its place, and its charge (None:
         nothing). The notifications queued go first; then a notification is dropped, a response
@@ -3686,18 +3731,6 @@ class _Stream:
             self.abort()
         return None, 0
 
-    def clear(self):
-        """What is queued goes now (the memory too, and its charge), not when the client does."""
-        if self.size:
-            self.account.give(self.size)
-        self.items, self.sizes, self.size = [], [], 0
-
-    def close(self):
-        self.closed = True
-        if self.json_only:  # what its answer held was written, or never will be
-            self.clear()
-        self.wake.set()
-
     def part(self):
         """Leave the connection, keep the stream (a client resumes it): `get` returns _PART."""
         self.parting = True
@@ -3707,26 +3740,6 @@ class _Stream:
         """The stream was quiet too long: have `get` return a keepalive."""
         self.poked = True
         self.wake.set()
-
-    async def get(self):
-        """Next message; None when closed; _KEEPALIVE when poked; _PART when parting."""
-        if not self.items and not self.closed and not self.poked and not self.parting:
-            self.wake.clear()
-            await self.wake.wait()
-        if self.parting and not self.closed:
-            self.parting = False
-            return _PART
-        if self.items:
-            size = self.sizes.pop(0)
-            if size and not self.json_only:     # written now (a JSON answer's: at `close`)
-                self.size -= size
-                self.account.give(size)
-            self.ended = self.items[0] is _FINISHED
-            return self.items.pop(0)
-        if self.closed:
-            return None
-        self.poked = False
-        return _KEEPALIVE
 
 
 _KEEPALIVE, _PART = object(), object()
@@ -3815,13 +3828,6 @@ class _Connection:
             self.watcher = asyncio.ensure_future(self.reader.read(1))
         return self.watcher.done() or self.reader.at_eof() or self.writer.transport.is_closing()
 
-    async def authorized(self):
-        """Whether a long answer's token is still good (the authorization extension checks it again
-        at its expiry): False, and the client comes back for a new one."""
-        if self.auth is None:
-            return True
-        return await self.http.auth.still_good(self)
-
     def write(self, status, headers=(), body: bytes | list[bytes] | None = b"", close=False):
         """A response head, and `body` unless it is None (a stream follows) or a list: parts the
         caller sends after the head (`send`), one at a time."""
@@ -3847,24 +3853,6 @@ class _Connection:
             self.writer.write(body)
         else:
             self.writer.write(head + body)
-
-    def error(self, e, close=False):
-        """`e` as the answer: its status, and as body a JSON-RPC error with id null: it refuses the
-        HTTP request, not one message (2025-11-25 basic/transports allows that body)."""
-        body, headers = b"", list(e.headers)
-        if e.message and e.status not in (408, 413, 414, 431):     # these need no explaining
-            code = e.code or INVALID_REQUEST
-            if e.status == 503:     # the server's state, not the request's fault
-                code = INTERNAL_ERROR
-            body = encode(_error(None, code, e.message))
-            headers.append(("Content-Type", "application/json"))
-        self.write(e.status, headers, body, close)
-
-    def timeout(self):
-        """A request came too slowly: 408, and close (a pending read then ends at EOF)."""
-        if not self.writer.is_closing():
-            self.error(_HttpError(408, "Request timeout"), close=True)
-        self.writer.close()
 
     async def send(self, data):
         writer = self.writer
@@ -3982,6 +3970,31 @@ class _Connection:
             stream.sizes.insert(0, 0)
         return None
 
+    async def authorized(self):
+        """Whether a long answer's token is still good (the authorization extension checks it again
+        at its expiry): False, and the client comes back for a new one."""
+        if self.auth is None:
+            return True
+        return await self.http.auth.still_good(self)
+
+    def error(self, e, close=False):
+        """`e` as the answer: its status, and as body a JSON-RPC error with id null: it refuses the
+        HTTP request, not one message (2025-11-25 basic/transports allows that body)."""
+        body, headers = b"", list(e.headers)
+        if e.message and e.status not in (408, 413, 414, 431):     # these need no explaining
+            code = e.code or INVALID_REQUEST
+            if e.status == 503:     # the server's state, not the request's fault
+                code = INTERNAL_ERROR
+            body = encode(_error(None, code, e.message))
+            headers.append(("Content-Type", "application/json"))
+        self.write(e.status, headers, body, close)
+
+    def timeout(self):
+        """A request came too slowly: 408, and close (a pending read then ends at EOF)."""
+        if not self.writer.is_closing():
+            self.error(_HttpError(408, "Request timeout"), close=True)
+        self.writer.close()
+
 
 class _Route(typing.NamedTuple):
     """What serves a method and path: an async function (HttpServer, _Connection) -> whether the
@@ -4076,19 +4089,6 @@ class HttpServer:
     def _reaping(self):
         """Seconds between looks for sessions idle too long."""
         return min(60.0, max(0.05, min(self.session_idle, HANDSHAKE_IDLE) / 4))
-
-    def _expire(self):
-        """End each quiet session idle too long; one with work running never (SECURITY.md R14)."""
-        now = _now()
-        for sid, entry in list(self.sessions.items()):
-            idle = self.session_idle
-            if entry.session.state != "operating":     # never past notifications/initialized
-                idle = min(idle, HANDSHAKE_IDLE)
-            if entry.last_active < now - idle and entry.quiet():
-                del self.sessions[sid]
-                entry.close(cancel=True)
-        if self._reaper is not None:
-            self._reaper.set(self._reaping(), self._expire)
 
     async def _connection(self, reader, writer):
         """One connection's requests, one at a time. An _HttpError is answered, then the
@@ -4198,19 +4198,6 @@ class HttpServer:
             self.forwarded.apply(conn.request, conn)
         return True
 
-    @staticmethod
-    def _trace(conn):
-        request = conn.request
-        if not conn.trace or request.traced:
-            return
-        request.traced = True
-        head = f"{request.method} {request.path}"
-        if request.query:
-            head += f"?{request.query}"
-        if request.client:
-            head += f"  (from {request.client})"
-        conn.trace.http("in", head, request.headers, request.body)
-
     async def _route(self, conn):
         """Serve one request (`_ROUTES`). Returns False when the connection must close."""
         request, path = conn.request, conn.request.path
@@ -4260,23 +4247,6 @@ class HttpServer:
             raise _HttpError(400, "Unsupported MCP-Protocol-Version")
         return route
 
-    def _preflight(self, conn):
-        """A browser asks (CORS) whether it may: which methods, and which headers."""
-        self._no_body(conn.request)                # else its body would be read as a request
-        asked = conn.request.header("access-control-request-headers").split(",")
-        allowed = ("Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, "
-                   "Last-Event-ID")
-        for header in _CORS_HEADERS:   # and the extensions' (2026-07-28: Mcp-Method, Mcp-Name)
-            allowed += ", " + header
-        for name in asked:      # and those of the extensions' families (2026-07-28: Mcp-Param-*)
-            name = name.strip()
-            if name.lower().startswith(tuple(_CORS_PREFIXES)) and _TOKEN.fullmatch(name):
-                allowed += ", " + name
-        conn.write(204, conn.cors + [                 # browsers send no Authorization here
-            ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
-            ("Access-Control-Allow-Headers", allowed), ("Access-Control-Max-Age", "600")], b"")
-        return True
-
     def _check_peer(self, request, known=None):
         """The request's Host (if it is not `known`, found good before) and Origin checked; its
         Host."""
@@ -4303,22 +4273,6 @@ class HttpServer:
             if not local or _host_name(rest) not in _LOOPBACK:
                 raise _HttpError(403, "Origin not allowed")
         return host
-
-    def _cors(self, request):
-        """CORS headers for an Origin listed with --allow-origin: echoed, never "*" (SECURITY.md
-        R2); exposed, the session id a page's script must read and send back."""
-        origin = request.header("origin")
-        if origin and origin in self.allow_origins:
-            return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-                    ("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")]
-        return []
-
-    @staticmethod
-    def _no_body(request):
-        """400 for a body where none is read: left unread, its bytes would be taken for the next
-        request on the connection (one smuggled past what checked this one)."""
-        if request.header("content-length", "0") != "0" or request.header("transfer-encoding"):
-            raise _HttpError(400, "Unexpected request body")
 
     async def _read_body(self, conn):
         """A POST's body into `request.body`, refused before a byte of it is read: no length
@@ -4424,6 +4378,66 @@ class HttpServer:
 
     def _not_theirs(self, entry, conn):
         return conn.auth is not None and entry.session.principal != self.auth.who(conn)[0]
+
+    @staticmethod
+    def _no_body(request):
+        """400 for a body where none is read: left unread, its bytes would be taken for the next
+        request on the connection (one smuggled past what checked this one)."""
+        if request.header("content-length", "0") != "0" or request.header("transfer-encoding"):
+            raise _HttpError(400, "Unexpected request body")
+
+    # Below: what the capture's requests never meet: idle sessions expiring, the trace, CORS.
+    def _expire(self):
+        """End each quiet session idle too long; one with work running never (SECURITY.md R14)."""
+        now = _now()
+        for sid, entry in list(self.sessions.items()):
+            idle = self.session_idle
+            if entry.session.state != "operating":     # never past notifications/initialized
+                idle = min(idle, HANDSHAKE_IDLE)
+            if entry.last_active < now - idle and entry.quiet():
+                del self.sessions[sid]
+                entry.close(cancel=True)
+        if self._reaper is not None:
+            self._reaper.set(self._reaping(), self._expire)
+
+    @staticmethod
+    def _trace(conn):
+        request = conn.request
+        if not conn.trace or request.traced:
+            return
+        request.traced = True
+        head = f"{request.method} {request.path}"
+        if request.query:
+            head += f"?{request.query}"
+        if request.client:
+            head += f"  (from {request.client})"
+        conn.trace.http("in", head, request.headers, request.body)
+
+    def _preflight(self, conn):
+        """A browser asks (CORS) whether it may: which methods, and which headers."""
+        self._no_body(conn.request)                # else its body would be read as a request
+        asked = conn.request.header("access-control-request-headers").split(",")
+        allowed = ("Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, "
+                   "Last-Event-ID")
+        for header in _CORS_HEADERS:   # and the extensions' (2026-07-28: Mcp-Method, Mcp-Name)
+            allowed += ", " + header
+        for name in asked:      # and those of the extensions' families (2026-07-28: Mcp-Param-*)
+            name = name.strip()
+            if name.lower().startswith(tuple(_CORS_PREFIXES)) and _TOKEN.fullmatch(name):
+                allowed += ", " + name
+        conn.write(204, conn.cors + [                 # browsers send no Authorization here
+            ("Access-Control-Allow-Methods", "GET, POST, DELETE"),
+            ("Access-Control-Allow-Headers", allowed), ("Access-Control-Max-Age", "600")], b"")
+        return True
+
+    def _cors(self, request):
+        """CORS headers for an Origin listed with --allow-origin: echoed, never "*" (SECURITY.md
+        R2); exposed, the session id a page's script must read and send back."""
+        origin = request.header("origin")
+        if origin and origin in self.allow_origins:
+            return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                    ("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")]
+        return []
 
 
 def _guard(server, host, token, auth, insecure, proxied):
