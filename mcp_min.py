@@ -86,6 +86,10 @@ tools/call -> the stream closes. Its sections, in the file's order:
 10. The client: the same conversation from the other end (`Client`).
 11. Running a server: `Server.run()`, over stdio or HTTP (--port).
 
+Within a section and a class, what the capture runs comes first; a comment
+that begins "Below:" opens the rest (batches, time limits, CORS ...), to skip
+on a first reading.
+
 The capture's path through the code, as the tour finds it (``python3
 examples/agent_walkthrough.py --transport sse --tour`` prints each frame with
 the functions that ran for it). Each request comes in at the front door
@@ -770,7 +774,7 @@ class _Peer:
         for id_ in list(self._pending):
             self._fail(id_, McpError(CONNECTION_CLOSED, reason))
 
-    # Asking the other side: the client's requests, and a server's own (not in the capture)
+    # Below: asking the other side (the client's requests, a server's own): not in the capture.
     def _abandon(self, id_, method, reason, related):
         """Tell the other side a request of ours is abandoned (`reason`: timeout or cancelled)."""
 
@@ -1225,8 +1229,9 @@ class Session(_Peer):
             for id_ in list(self.running) + list(self.waiting):
                 self.cancel(id_)
 
-    # The rest of a session, which the capture never needs: batches, back-pressure (`accepting`),
-    # time limits, stopping, the waiting queue, cancellation, the server's own messages.
+    # Below: the rest of a session, which the capture never needs: batches, back-pressure
+    # (`accepting`), time limits, stopping, the waiting queue, cancellation, the server's own
+    # messages.
     def _batch_refused(self, batch):
         """Why a batch is not taken, or None: it is taken whole, or not at all."""
         if not batch:
@@ -2902,6 +2907,57 @@ def _container_hint(tp, origin, args, depth):
     return schema, load_all
 
 
+def _mapping_hint(args, depth):
+    """dict[K, T]: an object whose members are all T. JSON's keys are strings: K is str, or int
+    (each key made an int), or a type that travels as a string (an Enum, a date, a UUID ...),
+    each key made one; a key that is not one is refused (-32602). Other keys: a TypeError."""
+    key, value = args if len(args) == 2 else (str, typing.Any)
+    item, load = _hint(value, depth + 1)
+    schema: _Json = {"type": "object"}
+    if item:
+        schema["additionalProperties"] = item
+    load_key, names = _key_hint(key, depth)
+    if names:
+        schema["propertyNames"] = names     # for the client: the core checks keys by loading
+    if load is None and load_key is None:
+        return schema, None
+
+    def load_members(value):
+        if type(value) is not dict:
+            return value
+        loaded = {_load(load_key, key): _load(load, member) for key, member in value.items()}
+        if len(loaded) < len(value):    # "1" and "01": one int key, and a value lost
+            raise ValueError("two keys name the same one")
+        return loaded
+    return schema, load_members
+
+
+def _key_hint(key, depth):
+    """A mapping's key type: (its loader or None, its propertyNames schema or None)."""
+    if key is str or key is typing.Any or key is object:
+        return None, None
+    schema, load = _hint(key, depth + 1)
+    options = schema.get("enum")
+    if schema.get("type") == "integer":     # int, an IntEnum, Literal[1, 2]: "1" made 1 first
+        number, schema = True, {"pattern": "^-?[0-9]+$"}
+    elif schema.get("type") == "string":
+        number = False
+    else:
+        raise TypeError(f"dict keys are strings in JSON: {_hint_name(key)} keys cannot be "
+                        "sent; use str, int, or a type that travels as a string")
+
+    def load_key(name):
+        key: _Any = name
+        if number:
+            if not re.fullmatch(r"-?[0-9]+", name):
+                raise ValueError(f"key {name[:50]!r} is not an integer")
+            key = int(name)
+        if options is not None and key not in options:
+            raise ValueError(f"key {name[:50]!r} is not one of {options}")
+        return _load(load, key)
+    return load_key, schema
+
+
 def _record(tp, depth):
     """A dataclass or TypedDict: an object of fields, arriving as the dataclass or a dict."""
     hints, required, make, takes = _record_fields(tp)
@@ -3173,9 +3229,9 @@ def _members(schema, root, depth):
     return _all(checks)
 
 
-# Below: the rest of the section, which the capture's tools do not use: hints (Literal, mappings,
-# tuples, unions, typed dicts' fields), the standard-library types that travel as JSON strings,
-# and the keywords that only those hints make.
+# Below: the rest of the section, which the capture's tools do not use: hints (Literal, tuples,
+# unions, typed dicts' fields), the standard-library types that travel as JSON strings, and the
+# keywords that only those hints make.
 
 
 def _literal(args, depth=0):
@@ -3197,57 +3253,6 @@ def _literal(args, depth=0):
                 return member
         return value
     return schema, load
-
-
-def _mapping_hint(args, depth):
-    """dict[K, T]: an object whose members are all T. JSON's keys are strings: K is str, or int
-    (each key made an int), or a type that travels as a string (an Enum, a date, a UUID ...),
-    each key made one; a key that is not one is refused (-32602). Other keys: a TypeError."""
-    key, value = args if len(args) == 2 else (str, typing.Any)
-    item, load = _hint(value, depth + 1)
-    schema: _Json = {"type": "object"}
-    if item:
-        schema["additionalProperties"] = item
-    load_key, names = _key_hint(key, depth)
-    if names:
-        schema["propertyNames"] = names     # for the client: the core checks keys by loading
-    if load is None and load_key is None:
-        return schema, None
-
-    def load_members(value):
-        if type(value) is not dict:
-            return value
-        loaded = {_load(load_key, key): _load(load, member) for key, member in value.items()}
-        if len(loaded) < len(value):    # "1" and "01": one int key, and a value lost
-            raise ValueError("two keys name the same one")
-        return loaded
-    return schema, load_members
-
-
-def _key_hint(key, depth):
-    """A mapping's key type: (its loader or None, its propertyNames schema or None)."""
-    if key is str or key is typing.Any or key is object:
-        return None, None
-    schema, load = _hint(key, depth + 1)
-    options = schema.get("enum")
-    if schema.get("type") == "integer":     # int, an IntEnum, Literal[1, 2]: "1" made 1 first
-        number, schema = True, {"pattern": "^-?[0-9]+$"}
-    elif schema.get("type") == "string":
-        number = False
-    else:
-        raise TypeError(f"dict keys are strings in JSON: {_hint_name(key)} keys cannot be "
-                        "sent; use str, int, or a type that travels as a string")
-
-    def load_key(name):
-        key: _Any = name
-        if number:
-            if not re.fullmatch(r"-?[0-9]+", name):
-                raise ValueError(f"key {name[:50]!r} is not an integer")
-            key = int(name)
-        if options is not None and key not in options:
-            raise ValueError(f"key {name[:50]!r} is not one of {options}")
-        return _load(load, key)
-    return load_key, schema
 
 
 def _tuple_hint(args, depth, make):

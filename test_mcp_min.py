@@ -11541,6 +11541,29 @@ class TourTest(unittest.TestCase):
                    and not (demo(call.fn) or demo(call.caller))}
             self.assertEqual(ran, set(), transport)
 
+    def test_what_the_capture_runs_comes_before_the_rest(self):
+        # Issue 41 (3): in a class or section on the capture's path, a "# Below:" line opens what
+        # the capture never runs (batches, time limits, CORS ...): nothing it runs lies under one.
+        with open(MCP_MIN, encoding="utf-8") as f:
+            source = f.read()
+        lines = source.splitlines()
+        classes = [(node.lineno, node.end_lineno) for node in ast.walk(ast.parse(source))
+                   if isinstance(node, ast.ClassDef)]
+        banners = [n for n, line in enumerate(lines, 1) if line.startswith("# Core:")
+                   or line.startswith("# Extension:")]
+        marks = [n for n, line in enumerate(lines, 1) if line.strip().startswith("# Below:")]
+        self.assertGreaterEqual(len(marks), 5)
+        recorder = self.played["sse"][0]
+        ran = {call.fn.first: call.fn.name for call in recorder.calls
+               if recorder.frames[call.frame].get("mark") != "the server stops"}
+        for mark in marks:
+            if lines[mark - 1].startswith(" "):     # a class's: to its end
+                end = min(last for first, last in classes if first < mark <= last)
+            else:                                   # a section's: to the next banner
+                end = min(n for n in banners if n > mark)
+            under = {name for first, name in ran.items() if mark < first <= end}
+            self.assertEqual(under, set(), f"run by the capture, below line {mark}")
+
     def test_the_reading_guide_gives_the_paths_the_tour_finds(self):
         recorder, _ = self.played["sse"]
         handlers = self.tour.entries(recorder, recorder.server)
