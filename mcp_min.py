@@ -512,7 +512,7 @@ async def _sse_get(http, conn):
     entry = http.sessions[sid] = http.own(_HttpSession(http.server, sid, legacy=True), conn)
     entry.standalone = _Stream(entry.session.account)
     conn.start_sse(conn.cors)
-    endpoint = conn.fields({"id": sid, "event": "endpoint", "data": f"/messages?sessionId={sid}"})
+    endpoint = conn.fields({"event": "endpoint", "data": f"/messages?sessionId={sid}"})
     try:
         await conn.hold(entry.standalone, endpoint,
                         "(the GET /sse stream closed: the session ends with it)")

@@ -11314,13 +11314,14 @@ class TraceTest(unittest.IsolatedAsyncioTestCase):
         records = [json.loads(line) for line in text.splitlines()]
         self.assertNotIn("s3cret", text)                        # the token is masked
         self.assertEqual(records[0]["headers"]["authorization"], "Bearer ***")
-        sid = records[2]["head"].split()[1]
+        sid = records[2]["data"].partition("=")[2]
         self.assertEqual(records[2]["data"], f"/messages?sessionId={sid}")   # as on the wire
+        self.assertRegex(sid, "^[0-9a-f]{32}$")
         post = f"POST /messages?sessionId={sid}"
         self.assertEqual([(r["dir"], r["head"], mcp_min._summary(r) if "kind" in r else "") for r in records], [
             ("C→S", "GET /sse", ""),
             ("S→C", "200 OK  (an SSE stream opens)", ""),
-            ("S→C", f"id: {sid} event: endpoint", ""),
+            ("S→C", "event: endpoint", ""),
             ("C→S", post, "request #1 initialize"),
             ("S→C", "202 Accepted", ""),
             ("S→C", "event: message", "response #1 (initialize) ok"),
