@@ -11449,27 +11449,41 @@ def trace_headers(stderr):
 @needs_trace
 @needs_cli
 class TourTest(unittest.TestCase):
-    """Issue 41: examples/tour.py (agent_walkthrough.py --tour) plays the capture with the demo
-    served in the test's process: each `mcp_min.py:FIRST-LAST name` it prints is a def of that
-    name there, on each transport; and the reading guide's paths are the ones the tour finds."""
+    """Issue 41: examples/tour.py (agent_walkthrough.py --tour) replays the seed capture with the
+    demo served in the test's process: each `mcp_min.py:FIRST-LAST name` it prints is a def of
+    that name there, on each transport; the reading guide's paths are the ones the tour finds;
+    the reading list adds up."""
 
     EXAMPLES = os.path.join(HERE, "examples")
     LINE = re.compile(r"mcp_min\.py:(\d+)(?:-(\d+))?\s+([\w.]+)")
+    # The seed capture's messages (VS Code 1.99, legacy HTTP+SSE, 2024-11-05), as the README
+    # gives them: the tour plays these and no other, on every transport
+    CAPTURE = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05", "capabilities": {},
+            "clientInfo": {"name": "Visual Studio Code", "version": "1.99"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "getUsers", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "addUser", "arguments": {"name": "Carson", "email": "carson@gmail.com"}}},
+    ]
 
     @classmethod
     def setUpClass(cls):
         sys.path.insert(0, cls.EXAMPLES)
         try:
-            import agent_walkthrough
             import tour
         finally:
             sys.path.remove(cls.EXAMPLES)
-        cls.tour, cls.agent = tour, agent_walkthrough.agent
+        cls.tour = tour
         cls.played = {}
-        with contextlib.redirect_stdout(io.StringIO()):     # the agent's thoughts
-            for transport in ("sse", "http", "stdio"):
-                recorder = asyncio.run(tour.play(transport, cls.agent))
-                cls.played[transport] = recorder, tour.render(recorder, transport)
+        for transport in ("sse", "http", "stdio"):
+            recorder = asyncio.run(tour.play(transport))
+            cls.played[transport] = recorder, tour.render(recorder, transport)
+        # --startup: the server's start and stop listed, not a line each
+        cls.startup = tour.render(cls.played["sse"][0], "sse", startup=True)
         # Every def of mcp_min.py, read here: its first line -> (last line, dotted name)
         cls.defs = {}
 
@@ -11486,7 +11500,8 @@ class TourTest(unittest.TestCase):
             visit(ast.parse(f.read()), [])
 
     def test_every_line_names_a_def_at_that_line(self):
-        for transport, (_, text) in self.played.items():
+        texts = {transport: text for transport, (_, text) in self.played.items()}
+        for transport, text in [*texts.items(), ("sse --startup", self.startup)]:
             with self.subTest(transport=transport):
                 found = self.LINE.findall(text)
                 self.assertGreaterEqual(len(found), 30, text)
@@ -11523,9 +11538,109 @@ class TourTest(unittest.TestCase):
                       .split("C→S")[0])
         for table in ("_ROUTES", "_METHODS", "_LIFECYCLE", "_NOTIFICATIONS"):
             self.assertRegex(sse, rf"reads [^\]]*{table}")
-        self.assertIn("(the server starts)", sse)
-        # What every request runs is shown once, not in each frame
-        self.assertEqual(sse.count("  HttpServer._parse_head") + sse.count("  _parse_head"), 1)
+        # The server's start and stop: apart, after the frames, a line each (--startup lists them)
+        frames, apart = sse.split("\nApart, optional reading")
+        apart = apart.split("\nThe paths, whole")[0]
+        self.assertIn("(the client leaves)", frames)
+        self.assertNotIn("(the server starts", frames)
+        self.assertRegex(apart, r"\(the server starts, before the first frame: \d+ defs ran, "
+                                r"\d+ lines\)")
+        self.assertRegex(apart, r"\(the server stops, after the client left: \d+ defs ran")
+        self.assertNotIn("mcp_min.py:", apart)
+        listed = self.startup.split("\nApart, optional reading")[1].split("\nThe paths, whole")[0]
+        self.assertLessEqual({"demo_server", "Tool._made", "HttpServer.start", "HttpServer.close"},
+                             {name for _, _, name in self.LINE.findall(listed)})
+        # What every request runs is shown once, not in each frame (the reading list names
+        # every def once more, after the frames)
+        self.assertEqual(frames.count("  HttpServer._parse_head") + frames.count("  _parse_head"),
+                         1)
+
+    def test_the_tour_replays_the_capture(self):
+        # Issue 41 (2nd reader, 1): the capture's frames and no others, on every transport
+        for transport, (recorder, text) in self.played.items():
+            with self.subTest(transport=transport):
+                sent = [frame for frame in recorder.frames if "dir" in frame]
+                self.assertEqual([frame["message"] for frame in sent if "message" in frame],
+                                 self.CAPTURE)
+                # each server speaks the capture's version: none needed an other one
+                self.assertEqual(recorder.version, "2024-11-05")
+                heard = [record for frame in recorder.frames for record in frame["records"]
+                         if record.get("kind") == "response"]
+                self.assertEqual([record["id"] for record in heard], [0, 1, 2, 3])
+                self.assertNotIn("error", json.dumps([r["message"] for r in heard]))
+                marks = [frame["mark"] for frame in recorder.frames if "mark" in frame]
+                self.assertEqual(marks[:2], ["the server starts", "the client leaves"])
+        recorder, text = self.played["sse"]
+        sent = [frame for frame in recorder.frames if "dir" in frame]
+        self.assertEqual([frame["head"].split("?")[0] for frame in sent],
+                         ["GET /sse"] + ["POST /messages"] * 5)
+        # every answer an `event: message` on the GET stream's connection, none on a POST's
+        heard = [record for frame in recorder.frames for record in frame["records"]
+                 if record.get("kind") == "response"]
+        self.assertEqual({(r["head"], r["conn"]) for r in heard}, {("event: message",
+                                                                   sent[0]["conn"])})
+        self.assertEqual(heard[0]["message"]["result"]["protocolVersion"], "2024-11-05")
+        order = ["request #0 initialize", "notification notifications/initialized",
+                 "request #1 tools/list", "request #2 tools/call getUsers",
+                 "request #3 tools/call addUser", "(the client leaves)"]
+        self.assertEqual(sorted(order, key=text.index), order)
+        self.assertNotIn("prompts/get", text)
+
+    def test_what_the_server_wrote_shows_in_its_order(self):
+        # Issue 41 (2nd reader, 4): a POST's 202 and its answer (on the GET stream) race to the
+        # client, which may read the answer first: shown in the order, and at the times, the
+        # server wrote them
+        time_of = re.compile(r"^\s*(\d+\.\d+)s S→C ")
+        for transport, (recorder, _) in self.played.items():
+            for n, frame in enumerate(recorder.frames):
+                if "dir" not in frame:
+                    continue
+                calls = [(i, call) for i, call in enumerate(recorder.calls) if call.frame == n]
+                lines = self.tour.in_order(recorder, n, calls)
+                times = [float(time_of.match(line)[1]) for line in lines if time_of.match(line)]
+                with self.subTest(transport=transport, frame=lines[0]):
+                    self.assertEqual(times, sorted(times))
+                    if transport == "sse" and frame.get("kind") == "request":
+                        self.assertIn("202 Accepted", lines[1])
+                        self.assertIn("event: message", lines[2])
+
+    def test_the_reading_list_adds_up(self):
+        # Issue 41 (2nd reader, 3): every def the capture's frames ran, once, in the file's order,
+        # as "read" or "skim"; each total the sum of its entries' lines
+        for transport, (recorder, text) in self.played.items():
+            with self.subTest(transport=transport):
+                tail = text.split("\nThe reading list: ")[1]
+                defs, total = map(int, re.search(r"(\d+) defs, (\d+) lines in all", tail).groups())
+                parts = re.split(r"\n  (read|skim): (\d+) defs, (\d+) lines", tail)[1:]
+                self.assertEqual(parts[0::4], ["read", "skim"])
+                listed = {}
+                for title, count, lines, body in zip(*[iter(parts)] * 4):
+                    entries = self.LINE.findall(body)
+                    for first, last, name in entries:
+                        self.assertEqual(self.defs.get(int(first)), (int(last), name))
+                    spans = [(int(first), int(last)) for first, last, _ in entries]
+                    self.assertEqual(spans, sorted(spans))      # the file's order
+                    self.assertEqual(len(entries), int(count))
+                    self.assertEqual(sum(last - first + 1 for first, last in spans), int(lines))
+                    listed[title] = {name for _, _, name in entries}
+                self.assertEqual(len(listed["read"]) + len(listed["skim"]), defs)
+                self.assertEqual(total, sum(int(n) for n in parts[2::4]))
+                self.assertEqual(listed["read"] & listed["skim"], set())
+                # every def the frames ran is listed, or lies in one listed (an inner def)
+                spans = [(first, self.defs[first][0]) for first in
+                         {int(f) for f, _, _ in self.LINE.findall(tail)}]
+                apart = {"the server starts", "the server stops"}
+                for call in recorder.calls:
+                    if recorder.frames[call.frame].get("mark") not in apart:
+                        self.assertTrue(any(first <= call.fn.first and call.fn.last <= last
+                                            for first, last in spans), call.fn.name)
+        read, skim = self.tour.reading_list(self.played["sse"][0])
+        read, skim = {fn.name for fn in read}, {fn.name for fn in skim}
+        self.assertLessEqual({"_sse_get", "_sse_post", "Session.receive", "Session._serve",
+                              "_initialize", "_call_tool", "_Handler.call", "Tool.result",
+                              "_Stream.put", "_Connection.hold"}, read)
+        self.assertLessEqual({"HttpServer._connection", "_parse_head", "HttpServer._check_peer",
+                              "HttpServer._read_body", "_Timer.set", "_Account.take"}, skim)
 
     def test_no_extension_runs_for_the_capture(self):
         # Issue 41 (1): on 122d6f1 17 functions of the extensions ran on the capture's path (the

@@ -9,7 +9,9 @@
     python examples/agent_walkthrough.py --url http://127.0.0.1:8080/mcp   # a running server
     ... --trace                                             # every frame, as the capture showed
     ... --picture capture.html            # the frames drawn as a sequence diagram (examples/capture.py)
-    ... --tour                  # each frame, then the functions of mcp_min.py it ran: examples/tour.py
+    ... --tour          # the seed capture replayed exactly (not this agent's task), each frame
+                        # then the functions of mcp_min.py it ran: examples/tour.py
+    ... --tour --startup                    # the server's start-up and stop listed too
     ... --transport sse --tour --readme     # and paste its excerpt into README.md again
 
 The agent's thoughts go to stdout; the trace goes to stderr (with --picture, once the walk is over:
@@ -80,19 +82,24 @@ def main():
                                  "names how to reach it)")
     p.add_argument("--trace", action="store_true", help="show every frame on stderr")
     p.add_argument("--picture", metavar="HTML", help="draw every frame into HTML, a sequence diagram")
-    p.add_argument("--tour", action="store_true", help="serve the demo in this process and show, "
-                   "after each frame, the functions of mcp_min.py that ran for it")
+    p.add_argument("--tour", action="store_true", help="replay the seed capture (not the agent's "
+                   "task) against the demo served in this process and show, after each frame, "
+                   "the functions of mcp_min.py that ran for it")
+    p.add_argument("--startup", action="store_true", help="with --tour: list what the server runs "
+                   "before the first frame and after the client left (optional reading)")
     p.add_argument("--readme", action="store_true", help="with --transport sse --tour: paste the "
                    "tour's excerpt into README.md again (after mcp_min.py's lines move)")
     args = p.parse_args()
     if args.readme and not (args.tour and args.transport == "sse"):
         p.error("--readme pastes the sse tour's excerpt: --transport sse --tour --readme")
+    if args.startup and not args.tour:
+        p.error("--startup lists the tour's start-up: --tour --startup")
     if args.tour:
         if args.url or args.picture:
             p.error("--tour serves the demo in this process: no --url, and no --picture")
         import tour     # examples/tour.py, beside this file
         transport = args.transport or "stdio"
-        text = tour.render(asyncio.run(tour.play(transport, agent)), transport)
+        text = tour.render(asyncio.run(tour.play(transport)), transport, args.startup)
         print(text)
         if args.readme:
             tour.paste(text)

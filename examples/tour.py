@@ -1,11 +1,17 @@
-"""The tour: the capture played again, each frame followed by the functions of mcp_min.py that
-ran for it, traced from that very run.
+"""The tour: the seed capture played again, exactly, each frame followed by the functions of
+mcp_min.py that ran for it, traced from that very run.
 
     python3 examples/agent_walkthrough.py --transport sse --tour     (or http, or stdio)
+    ... --tour --startup        the server's start-up and stop listed too (optional reading)
+
+What is played (`replay`): the capture's own frames, VS Code 1.99 over legacy HTTP+SSE with
+protocol 2024-11-05: GET /sse, initialize (id 0), notifications/initialized, tools/list (1),
+tools/call getUsers (2), tools/call addUser Carson (3), then the client closes the stream. Over
+http and stdio the same messages (their servers accept 2024-11-05 too), so the three compare.
 
 The server (the demo's user store) runs in this process, on an event loop in a thread of its own,
-with a profiler (sys.setprofile) that writes down each function of mcp_min.py it calls and who
-called it; the walkthrough's agent, in the main thread, speaks to it as any client would: over a
+with a profiler (sys.setprofile) that writes down each function of mcp_min.py it calls, who
+called it and when; the client, in the main thread, speaks to it as any client would: over a
 socket (sse, http) or a pipe (stdio: a small relay process between the client's pipes and the
 server's FIFOs). The client's trace says where each frame falls among the server's calls.
 
@@ -16,7 +22,8 @@ its requests); a `_Connection` method that runs for another connection than its 
 a POST's answer crossing to the GET stream, marked ``⇢``; the GET stream's end, once the client
 leaves, is the leaving's. stdio: each line the server takes in (`Session.receive`), and what ran
 since its chunk was read. Before the first frame, the server's start; after the client leaves,
-the session's end and the server's. The client's own code runs in the main thread, not traced.
+the session's end and the server's: both shown apart, after the frames, as one line each
+(`--startup` lists them). The client's own code runs in the main thread, not traced.
 
 What a frame shows, by rule. Its path: every function on the way from where the server takes it
 in to its landmarks (LANDMARKS: where its bytes are read, its message classified, a session made
@@ -32,21 +39,26 @@ when that is not the line above. What a group of frames ran, each called by the 
 client sent, every POST, every request with an id (the one kind answered); a frame whose own
 lines are those of one shown already says so in a line. The tables a lookup reads (no trace
 shows one) are named beside the function that reads them. What the server writes for a frame is
-listed in the order it wrote it (a POST's 202, on its connection, and its answer, on the GET
-stream's, race to the client). Last, the whole path of the first GET and the first request, as
-the reading guide in mcp_min.py gives them.
+listed in the order it wrote it, at the time it wrote it (a POST's 202, on its connection, and
+its answer, on the GET stream's, race to the client: it may read the answer first). Then the
+whole path of the first GET and the first request, as the reading guide in mcp_min.py gives
+them; last, the reading list: every def the frames ran, once, in the file's order, as "read"
+(below the door where a transport hands a frame to its own code) or "skim" (the front door
+above it, and bookkeeping), with their lines counted.
 """
 import ast
 import asyncio
 import concurrent.futures
 import contextvars
 import functools
+import itertools
 import json
 import os
 import re
 import sys
 import tempfile
 import threading
+import time
 import typing
 from typing import Any as _Any
 
@@ -75,6 +87,7 @@ LANDMARKS = ("_parse_head", "HttpServer._read_body", "_Lines.feed", "classify",
              "_Connection.write", "_Connection.send", "_Connection.fields", "_sse_event",
              "_Output.write")
 WRITES = ("_Connection.write", "_Connection.send", "_Output.write")   # bytes onto a socket, a pipe
+CROSSES = "_Connection.event"   # an answer made an SSE event: on the GET stream's, written at once
 # Bookkeeping, never shown off the path: constructors, timers, the accounts of what a client uses
 BOOKKEEPING = (".__init__", "_Timer.", "_Account.", "Server.account")
 
@@ -138,6 +151,7 @@ class Call(typing.NamedTuple):
     fn: Def
     caller: Def | None  # the nearest function of mcp_min.py below it on the stack
     hop: bool           # it writes a POST's answer on the GET stream's connection
+    t: float            # when it began (time.monotonic: the client trace's clock, one process)
 
 
 class Recorder:
@@ -154,17 +168,21 @@ class Recorder:
                                   "a frame begins, and its landmarks")
         self.anchor = anchor
         self.calls: list[Call] = []
-        self.frames: list[dict] = []    # {"mark": str} or a client trace record, with "lines"
+        # {"mark": str} or a client trace record, with "lines" (as the client's trace shows each
+        # record it joins) and "records" (those records)
+        self.frames: list[dict] = []
         self.heard = -1     # the frame the client's trace is at
         self.opened: dict[_Any, int] = {}   # a connection of the client's -> the frame it began
         self.sure: set[int] = set()     # frames an HTTP request the server read was
         self.serving = -1   # the frame the server is at
         self.reading = False    # stdio: a chunk is read, its next line not yet taken in
         self.server: _Any = None     # the mcp_min.Server served
+        self.start = time.monotonic()   # the client trace's start (its times count from it)
+        self.version = None     # the protocol version the server answered initialize with
 
     def mark(self, text):
         """A frame of the tour's own (start-up, the client leaving, shutdown): no bytes."""
-        self.frames.append({"mark": text, "lines": []})
+        self.frames.append({"mark": text, "lines": [], "records": []})
         self.heard = self.serving = len(self.frames) - 1
 
     def record(self, record):
@@ -172,7 +190,7 @@ class Recorder:
         of the request it answers, else the one that opened its connection, else the last."""
         line = _capture_text(record, None, None, None).split("\n")[0]
         if record["dir"] == "C→S":
-            self.frames.append({**record, "lines": [line], "conns": [record.get("conn")]})
+            self.frames.append({**record, "lines": [line], "records": [record]})
             self.heard = len(self.frames) - 1
             self.opened[record.get("conn")] = self.heard
             return
@@ -183,7 +201,7 @@ class Recorder:
         elif record.get("conn") in self.opened and not record["head"].startswith("("):
             joins = self.opened[record["conn"]]
         self.frames[joins]["lines"].append(line)
-        self.frames[joins].setdefault("conns", []).append(record.get("conn"))
+        self.frames[joins]["records"].append(record)
 
     def begin(self):
         """The server takes in the next frame the client sent."""
@@ -242,7 +260,7 @@ class Recorder:
                 if connection[1] is None:
                     connection[1] = conn
                 hop = conn is not connection[1] and self.sends(own)
-        self.calls.append(Call(own, fn, caller, hop))
+        self.calls.append(Call(own, fn, caller, hop, time.monotonic()))
 
     def claim(self, head, guessed):
         """The first frame the client sent as `head` ("POST /mcp") that no request read so far
@@ -353,14 +371,43 @@ async def _demo_server():
     return mcp_min.demo_server()
 
 
-async def play(transport, agent):
-    """The walkthrough's `agent(client)` over `transport`, with the server here, traced: the
+# The seed capture, as the tour plays it: VS Code 1.99 over legacy HTTP+SSE, protocol 2024-11-05,
+# its requests numbered from 0. Over http and stdio the same messages: both servers accept
+# 2024-11-05 too (TourTest checks that each answered it), so nothing there is played otherwise.
+CAPTURE_VERSION = "2024-11-05"
+CAPTURE_CLIENT = {"name": "Visual Studio Code", "version": "1.99"}
+CAPTURE_CALLS = (("getUsers", {}), ("addUser", {"name": "Carson", "email": "carson@gmail.com"}))
+
+
+async def replay(client):
+    """The capture's frames after the handshake (initialize, id 0, and notifications/initialized
+    are the client's `connect`): tools/list (id 1), then tools/call getUsers (2) and addUser (3).
+    The stream closes when `play` closes the client."""
+    await client.list_tools()
+    for name, arguments in CAPTURE_CALLS:
+        await client.call_tool(name, arguments)
+
+
+def capture_client(target, trace, transport):
+    """A client that says what the capture's says: VS Code's clientInfo, protocol 2024-11-05, no
+    capabilities (it is given no handlers), its requests numbered from 0."""
+    client = Client(target, trace=trace, era="handshake", protocol_version=CAPTURE_VERSION,
+                    transport=transport if transport != "stdio" else "auto")
+    # Client(name=...) would send mcp_min's own version beside the name: the capture's, whole
+    client.client_info = dict(CAPTURE_CLIENT)
+    client._ids = itertools.count(0)   # VS Code numbers its requests from 0, mcp_min's from 1
+    return client
+
+
+async def play(transport):
+    """The capture replayed over `transport` (`replay`), with the server here, traced: the
     Recorder."""
     anchor = _BEGINS_STDIO if transport == "stdio" else _BEGINS_HTTP
     recorder = Recorder(anchor)
     trace = _Trace(os.devnull, "client")    # JSON Lines, written to the recorder
     trace.file.close()
     trace.file = _TraceFile(recorder)
+    recorder.start = trace.start    # the server's writes are shown on the trace's clock
     server = ServerThread(recorder)
     recorder.mark("the server starts")
     try:
@@ -379,11 +426,11 @@ async def play(transport, agent):
                 http = await server.run(_start_http())
                 recorder.server = http.server
                 target = f"http://127.0.0.1:{http.port}/{'sse' if transport == 'sse' else 'mcp'}"
-            client = Client(target, name="walkthrough-agent", trace=trace, era="handshake",
-                            transport=transport if transport != "stdio" else "auto")
+            client = capture_client(target, trace, transport)
             await client.connect()
+            recorder.version = client.protocol_version
             try:
-                await agent(client)
+                await replay(client)
             finally:
                 recorder.mark("the client leaves")
                 await client.close()
@@ -573,18 +620,33 @@ def groups(recorder):
 
 
 def in_order(recorder, n, calls):
-    """Frame `n`'s lines, those the server wrote in the order it wrote them: a POST's 202 on its
-    own connection and its answer on the GET stream's race to the client on two sockets."""
+    """Frame `n`'s lines, what the server wrote in the order it wrote it and at the time it did:
+    a POST's 202 (on its own connection) and its answer (on the GET stream's) race to the client
+    on two sockets, and the client may read the answer first. On each connection, in turn, a line
+    the client read is one of the server's writes there: WRITES on the frame's own connection,
+    an answer made into an event (CROSSES) on the GET stream's; the profiler's clock is the
+    trace's (one process). A frame whose lines and writes do not pair up so is shown as the
+    client read it, and says why when its lines came on two connections."""
     frame = recorder.frames[n]
-    lines, conns = frame["lines"], frame.get("conns", [])
-    if len(conns) != len(lines) or "conn" not in frame:
-        return lines
-    own = next((i for i, call in calls if call.fn.name in WRITES and not call.hop), None)
-    hop = next((i for i, call in calls if call.hop), None)
-    if own is None or hop is None:
-        return lines
-    written = sorted(range(1, len(lines)), key=lambda k: own if conns[k] == frame["conn"] else hop)
-    return lines[:1] + [lines[k] for k in written]
+    heard = frame["records"][1:]
+    if "dir" not in frame or not heard:
+        return frame["lines"]
+    mine = [record for record in heard if record.get("conn") == frame.get("conn")]
+    crossed = [record for record in heard if record.get("conn") != frame.get("conn")]
+    writes = [call.t for _, call in calls if call.fn.name in WRITES and not call.hop]
+    crossings = [call.t for _, call in calls if call.fn.name == CROSSES and call.hop]
+    if len(mine) != len(writes) or len(crossed) != len(crossings):
+        if not crossed:
+            return frame["lines"]
+        # One line: the times are the client's, and two sockets may be read in either order
+        return frame["lines"] + ["          (as the client read them, off two connections: the "
+                                 "server may have written them otherwise)"]
+    timed = sorted(zip(writes + crossings, mine + crossed), key=lambda pair: pair[0])
+    lines = frame["lines"][:1]
+    for t, record in timed:
+        written = {**record, "t": round(t - recorder.start, 6)}
+        lines.append(_capture_text(written, None, None, None).split("\n")[0])
+    return lines
 
 
 def what(frame):
@@ -596,8 +658,9 @@ def what(frame):
     return head.strip()
 
 
-def render(recorder, transport):
-    """The tour's text: the server's start, what every request runs, then frame by frame."""
+def render(recorder, transport, startup=False):
+    """The tour's text: frame by frame (what every request runs shown once, at the first), the
+    server's start and stop apart (listed with `startup`), the paths whole, the reading list."""
     indexed: dict[int, list[tuple[int, Call]]] = {}
     for i, call in enumerate(recorder.calls):
         indexed.setdefault(call.frame, []).append((i, call))
@@ -611,14 +674,19 @@ def render(recorder, transport):
             if set(numbers) <= set(outer):
                 found = {fn: callers for fn, callers in found.items() if fn not in taken}
         blocks.append((title, numbers, found))
-    out = [f"The tour over {transport}: each frame as the client's trace shows it (what the server "
-           "writes, in the\norder it wrote it; the times are when the client read it), then the "
-           "functions of mcp_min.py\nthat ran for it (file:first-last line of the def), each under "
-           "the nearest one shown that\ncalled it. ⇢: where an answer crosses to the GET stream's "
-           "connection."]
+    out = [f"The tour over {transport}: the seed capture replayed (protocol {CAPTURE_VERSION}), "
+           "each frame as the client's\ntrace shows it, what the server writes in the order and at "
+           "the time it wrote it (seconds\nsince the client began: one process, one clock), then "
+           "the functions of mcp_min.py that ran\nfor it (file:first-last line of the def), each "
+           "under the nearest one shown that called it.\n⇢: where an answer crosses to the GET "
+           "stream's connection."]
+    if recorder.version != CAPTURE_VERSION:     # the server would not speak the capture's
+        out.append(f"(the server answered protocol {recorder.version}, not {CAPTURE_VERSION})")
     paths: dict[tuple[str, ...], str] = {}     # a frame's own lines -> the first frame they were
     for n, frame in enumerate(recorder.frames):
         first, hops = trees[n]
+        if frame.get("mark") in APART:     # the server's start and stop: after the frames
+            continue
         if "mark" in frame:
             out.append(f"\n({frame['mark']})")
             out += [f"          {line.strip()}" for line in frame["lines"]]
@@ -646,13 +714,154 @@ def render(recorder, transport):
         if frame.get("kind") == "notification" and not any(
                 "response" in line for line in frame["lines"][1:]):
             out.append("    (no answer, so no event: a notification gets none, not even an error)")
+    out += apart(recorder, trees, handlers, named, startup)
     out.append("\nThe paths, whole (the reading guide in mcp_min.py's docstring gives them):")
     for n in guided(recorder):
         to, answer = chain(recorder, n, handlers)
         out += wrapped(f"  {about(recorder.frames[n])}: ", to)
         if answer:
             out += wrapped("  its answer: ", answer)
+    out += reading(recorder)
     return "\n".join(out)
+
+
+# --- Apart: the server's start and stop --------------------------------------------------------
+
+STARTS, STOPS = "the server starts", "the server stops"
+APART = (STARTS, STOPS)     # marks of no frame of the capture's: shown after the frames
+
+
+def apart(recorder, trees, handlers, named, listed):
+    """The server's start (before the first frame) and stop (after the client left), apart from
+    the frames and optional reading: a line each, how many defs ran and their lines (counted as
+    the reading list counts them); with `listed` (--startup), their functions too, chosen as a
+    frame's are."""
+    out = ["", "Apart, optional reading (no frame of the capture's runs it; --startup lists it):"]
+    for n, frame in enumerate(recorder.frames):
+        if frame.get("mark") not in APART:
+            continue
+        first, hops = trees[n]
+        folded = fold(set(first))
+        lines = sum(fn.size for fn in folded)
+        when = "before the first frame" if frame["mark"] == STARTS else "after the client left"
+        out.append(f"({frame['mark']}, {when}: {len(folded)} defs ran, {lines} lines)")
+        if listed:
+            out += show(first, hops, choose(first, hops, handlers), named)
+    return out
+
+
+# --- The reading list --------------------------------------------------------------------------
+
+def doors(recorder):
+    """Where a frame is handed to the code that is its own: a route's handler (HTTP: above it is
+    the front door, the same for every request), or the session's one door, `Session.receive`
+    (stdio: what reads the lines before it is its front door; one chunk read may hold two).
+    Not the "every request runs" block: over stdio, that is the session's own path."""
+    found = {fn for fn in recorder.defs.values() if fn.name == _BEGINS_STDIO}
+    for route in mcp_min._ROUTES.values():
+        code = route.handler.__code__
+        found.add(recorder.defs[(code.co_firstlineno, code.co_name)])
+    return found
+
+
+def below_doors(recorder, numbers, entered):
+    """The defs that ran, in frames `numbers`, at a door (`entered`) or below one (called by one,
+    or by what one called). A closure the event loop calls (no caller of mcp_min's) runs for its
+    outer def: the GET stream's end (`_Connection.hold.client_left`) is `_Connection.hold`'s."""
+    outer = enclosing()
+    found = set()
+    for n in numbers:
+        callees: dict[Def | None, set[Def]] = {}     # in this frame: a caller -> what it called
+        for call in recorder.calls:
+            if call.frame == n:
+                callees.setdefault(call.caller, set()).add(call.fn)
+        for fn in list(callees.get(None, ())):
+            if outer.get(fn) is not None:
+                callees.setdefault(outer[fn], set()).add(fn)
+        seen = set()    # each frame walked on its own: a def's callees differ from frame to frame
+        stack = [fn for called in callees.values() for fn in called if fn in entered]
+        while stack:
+            fn = stack.pop()
+            if fn not in seen:
+                seen.add(fn)
+                stack.extend(callees.get(fn, ()))
+        found |= seen
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def enclosing(path=FILE):
+    """Each def of the file -> the innermost def its lines lie in (None: at a module's or a class's
+    level). Defs nest, so one pass in the file's order, with the defs still open, finds it."""
+    around: dict[Def, Def | None] = {}
+    still_open: list[Def] = []
+    for fn in sorted(set(read_defs(path).values()), key=lambda fn: (fn.first, -fn.last)):
+        while still_open and still_open[-1].last < fn.first:
+            still_open.pop()
+        around[fn] = still_open[-1] if still_open else None
+        still_open.append(fn)
+    return around
+
+
+def fold(fns):
+    """`fns` in the file's order, an inner def within its outer one when that is among them too
+    (its lines are the outer's): each listed def -> those folded into it."""
+    outer = enclosing()
+    found: dict[Def, list[Def]] = {}
+    for fn in sorted(fns):
+        top = fn
+        while outer.get(top) in fns:
+            top = outer[top]
+        found.setdefault(top, [])
+        if top is not fn:
+            found[top].append(fn)
+    return found
+
+
+def reading_list(recorder):
+    """The defs the capture's frames ran (the server's start and stop apart), each once, in the
+    file's order, an inner def within its outer one, split in two, each def -> what it folds:
+    "read", what the frames themselves do: what ran at a door or below it (`doors`: the legacy
+    handlers, the session's path, the method handlers, the registry's call and result, the answer
+    crossing to the GET stream); "skim", the plumbing: what ran above a door (HTTP's front door:
+    its connection loop, head parsing, peer checks, body reading), and bookkeeping anywhere
+    (constructors, timers, accounts: `bookkeeping`). An outer def is read if one it folds is,
+    and then what it calls itself is read too (stdio: `serve_stdio`, read for its `send`, ends
+    the session when the client leaves)."""
+    numbers = [n for n, frame in enumerate(recorder.frames) if frame.get("mark") not in APART]
+    ran = {call.fn for call in recorder.calls if call.frame in numbers}
+    folded = fold(ran)
+
+    def split(entered):
+        below = below_doors(recorder, numbers, entered)
+        read = {fn: inner for fn, inner in folded.items()
+                if any(one in below and not bookkeeping(one) for one in [fn, *inner])}
+        return read, {fn: inner for fn, inner in folded.items() if fn not in read}
+    read, _ = split(doors(recorder))
+    # Once more, each def read a door too: what an outer def read whole calls itself is read
+    return split(doors(recorder) | set(read))
+
+
+def reading(recorder):
+    """The reading list as lines: "read", then "skim", each def with its lines, and the totals."""
+    read, skim = reading_list(recorder)
+    total = sum(fn.size for fn in [*read, *skim])
+    out = ["", f"The reading list: every def the capture's frames ran, once, in the file's order "
+               f"(an inner def\nwith its outer one): {len(read) + len(skim)} defs, {total} lines "
+               "in all."]
+    for title, listed, why in (
+            ("read", read, "what the frames do (from the door where a frame is handed to its\n"
+                           "  own code, a route's handler or Session.receive, down)"),
+            ("skim", skim, "the plumbing (above that door: the front door, the lines read; and\n"
+                           "  bookkeeping anywhere: constructors, timers, accounts)")):
+        lines = sum(fn.size for fn in listed)
+        out.append(f"  {title}: {len(listed)} defs, {lines} lines, {why}")
+        for fn, inner in listed.items():
+            line = f"    {fn.where()}  {fn.name}"
+            if inner:   # "_Connection.hold  [with its client_left, direct]"
+                line += f"  [with its {', '.join(one.name[len(fn.name) + 1:] for one in inner)}]"
+            out.append(line)
+    return out
 
 
 # --- The README's excerpt ----------------------------------------------------------------------
@@ -663,14 +872,18 @@ COMMAND = "python3 examples/agent_walkthrough.py --transport sse --tour"
 
 def excerpt(text):
     """The README's excerpt of the sse tour: from GET /sse to the frame before the first tool
-    call, then the paths, whole; session ids cut to 8 hex digits."""
+    call, then the paths, whole, and the reading list's totals; session ids cut to 8 hex digits."""
     lines = text.split("\n")
     start = next(k for k, line in enumerate(lines) if " C→S GET /sse" in line)
-    stop = next(k for k, line in enumerate(lines) if "request #3 tools/call getUsers" in line)
+    stop = next(k for k, line in enumerate(lines) if " C→S " in line and "tools/call" in line)
     paths = next(k for k, line in enumerate(lines) if line.startswith("The paths, whole"))
     while stop > start and not lines[stop - 1].strip():
         stop -= 1
-    part = "\n".join(lines[start:stop] + ["", "   ...", ""] + lines[paths:]).rstrip("\n")
+    # The reading list by its totals alone: its hundred lines of defs are the command's to print
+    listed = next(k for k, line in enumerate(lines) if line.startswith("The reading list"))
+    totals = [line for line in lines[listed:] if not line.startswith("    mcp_min.py:")]
+    part = "\n".join(lines[start:stop] + ["", "   ...", ""] + lines[paths:listed] + totals
+                     + ["  (each def of both, with its lines: the command above)"]).rstrip("\n")
     return re.sub(r"\b([0-9a-f]{8})[0-9a-f]{24}\b", "\\1…", part)
 
 
