@@ -600,161 +600,6 @@ MAX_QUEUED = 1000       # log and progress notifications from sync tools' thread
                         # loop is held up: the client does not read); more are dropped
 REPLY_TIMEOUT = 60.0    # seconds to wait for the answer to a request we send -> -32001
 
-# Memory runs out by bytes, not by messages: one small frame can ask for answers a thousand times
-# its size. So what the server holds on a client's behalf (a frame taken in until its work is
-# over, answers not yet written, a stream's backlog and replay, a connection's buffers) is
-# charged to that client's account, and all of it to the server's. A charge past either is
-# refused, and the client is told which bound it met; every other client is served as before.
-# "A client" is `Session.owner`: the OAuth user, else the address; on stdio, the session.
-CLIENT_BYTES = 64 << 20     # bytes held for one client
-SERVER_BYTES = 512 << 20    # ... and for all of them together
-MESSAGE_COST = 1024         # bytes charged per message besides its own: what parsing it makes
-
-
-class _Account:
-    """Bytes held for one client within `limit`, and within its `parent`'s (the server's): `take`
-    charges if both have room, `give` returns. The client's `Client` keeps one too, of what its
-    server makes it hold."""
-
-    def __init__(self, limit, parent=None, name="this client"):
-        self.used, self.limit, self.parent, self.name = 0, limit, parent, name
-        self.drops = 0      # messages dropped for want of room (`dropped`)
-        self.over = False   # one was, and half of the limit is not free again since (`flooded`)
-
-    def take(self, size, part=1):
-        """Charge `size` bytes: False, and nothing charged, if they do not fit (in the first
-        1/`part` of each limit: see `Session.receive`)."""
-        account = self     # a loop, not a call per account: this is paid on every request
-        while account is not None:
-            if account.used + size > account.limit // part:
-                return False
-            account = account.parent
-        account = self
-        while account is not None:
-            account.used += size
-            account = account.parent
-        return True
-
-    def give(self, size):
-        account = self
-        while account is not None:
-            account.used -= size
-            if account.over and account.used * 2 <= account.limit:
-                account.over = False
-            account = account.parent
-
-    def hold(self, size):
-        """Charge `size` bytes that cannot be refused (the rest of a line begun on the wire): the
-        account may pass its limit by that much."""
-        account = self
-        while account is not None:
-            account.used += size
-            account = account.parent
-
-    def refusal(self, size, part=1):
-        """Why `size` bytes were refused, in one line naming the bound."""
-        return self._refusing(size, part).why(part)
-
-    def _refusing(self, size, part=1):
-        """The account that has no room for `size` more bytes: this one, else the server's."""
-        if self.parent is not None and self.used + size <= self.limit // part:
-            return self.parent
-        return self
-
-    def why(self, part=1):
-        bound = f"{self.limit} bytes"
-        if part > 1:
-            bound = f"{self.limit // part} bytes of its {self.limit} for requests"
-        return (f"Over the memory {self.name} may hold ({bound}, {self.used} held now); try "
-                "again once earlier answers are read")
-
-    def flooded(self):
-        """The account (this one, or the server's) that dropped a message for want of room, and
-        has not had half of it free since, else None. What runs meanwhile would be dropped too:
-        a request is then refused before it runs."""
-        if self.over:
-            return self
-        if self.parent is not None and self.parent.over:
-            return self.parent
-        return None
-
-    def dropped(self, size):
-        """Count a message of `size` bytes dropped for want of room: the refusal, logged at the
-        1st, 2nd, 4th, 8th... drop (a client that floods us does not flood the log too)."""
-        account = self._refusing(size)
-        account.over = True
-        refusal = account.why()
-        self.drops += 1
-        if self.drops & (self.drops - 1) == 0:
-            _logger.warning("%d messages dropped in all for %s, the last of %d bytes: %s",
-                            self.drops, self.name, size, refusal)
-        return refusal
-
-
-def _dropped(account, response, size):
-    """The error that goes out in place of `response` (`size` bytes), dropped whole for want of
-    room in the client's `account`."""
-    refusal = account.dropped(size)
-    return _error(response["id"], INTERNAL_ERROR, "The answer was dropped: " + refusal)
-
-
-class _Timer:
-    """A timer of the event loop's, moved cheaply: ``set(seconds, action)`` calls `action` then,
-    unless set again or cleared first; ``by(when, action)``: at `when` (the loop's time) at the
-    latest, so it only ever brings it nearer.
-    Moving it later is an attribute write: the loop's own timer is armed again only when it
-    would fire too late (a call_later per read or per request cost a fifth of a request's work:
-    cancelled handles pile up in the loop's heap). One mechanism for every timeout here."""
-
-    def __init__(self, loop):
-        self.loop = loop
-        # the loop's clock: asyncio's own loops read time.monotonic (called here, a call less)
-        self.clock = loop.time
-        if getattr(loop.time, "__func__", None) is asyncio.BaseEventLoop.time:
-            self.clock = time.monotonic
-        self.when: float | None = None
-        self.action: _Any = None
-        self.handle: asyncio.TimerHandle | None = None
-        self.armed = math.inf   # when the loop's timer fires (no call of handle.when() to ask)
-
-    def set(self, seconds, action):
-        when = self.clock() + seconds
-        self.when, self.action = when, action
-        if self.armed > when:
-            self._arm()
-
-    def by(self, when, action):
-        if self.when is None or when < self.when:
-            self.when, self.action = when, action
-            if self.armed > when:
-                self._arm()
-
-    def clear(self):
-        self.when = None
-
-    def cancel(self):
-        """Its owner is over: the loop's timer goes too, and the action (no reference cycle
-        through it keeps its owner alive)."""
-        self.when = self.action = None
-        if self.handle is not None:
-            self.handle.cancel()
-            self.handle, self.armed = None, math.inf
-
-    def _arm(self):
-        if self.handle is not None:
-            self.handle.cancel()
-        self.handle, self.armed = self.loop.call_at(self.when, self._fire), self.when
-
-    def _fire(self):
-        self.handle, self.armed = None, math.inf
-        if self.when is None:
-            return
-        if self.clock() < self.when:    # moved later meanwhile
-            self._arm()
-            return
-        self.when = None
-        self.action()
-
 
 class _Peer:
     """What `Session` and `Client` do alike as JSON-RPC peers: number the requests they send,
@@ -1400,6 +1245,162 @@ class Session(_Peer):
             self._fail(message["id"],
                        McpError(CONNECTION_CLOSED, "Invalid response from the client"))
         return True
+
+
+# Memory runs out by bytes, not by messages: one small frame can ask for answers a thousand times
+# its size. So what the server holds on a client's behalf (a frame taken in until its work is
+# over, answers not yet written, a stream's backlog and replay, a connection's buffers) is
+# charged to that client's account, and all of it to the server's. A charge past either is
+# refused, and the client is told which bound it met; every other client is served as before.
+# "A client" is `Session.owner`: the OAuth user, else the address; on stdio, the session.
+CLIENT_BYTES = 64 << 20     # bytes held for one client
+SERVER_BYTES = 512 << 20    # ... and for all of them together
+MESSAGE_COST = 1024         # bytes charged per message besides its own: what parsing it makes
+
+
+class _Account:
+    """Bytes held for one client within `limit`, and within its `parent`'s (the server's): `take`
+    charges if both have room, `give` returns. The client's `Client` keeps one too, of what its
+    server makes it hold."""
+
+    def __init__(self, limit, parent=None, name="this client"):
+        self.used, self.limit, self.parent, self.name = 0, limit, parent, name
+        self.drops = 0      # messages dropped for want of room (`dropped`)
+        self.over = False   # one was, and half of the limit is not free again since (`flooded`)
+
+    def take(self, size, part=1):
+        """Charge `size` bytes: False, and nothing charged, if they do not fit (in the first
+        1/`part` of each limit: see `Session.receive`)."""
+        account = self     # a loop, not a call per account: this is paid on every request
+        while account is not None:
+            if account.used + size > account.limit // part:
+                return False
+            account = account.parent
+        account = self
+        while account is not None:
+            account.used += size
+            account = account.parent
+        return True
+
+    def give(self, size):
+        account = self
+        while account is not None:
+            account.used -= size
+            if account.over and account.used * 2 <= account.limit:
+                account.over = False
+            account = account.parent
+
+    def hold(self, size):
+        """Charge `size` bytes that cannot be refused (the rest of a line begun on the wire): the
+        account may pass its limit by that much."""
+        account = self
+        while account is not None:
+            account.used += size
+            account = account.parent
+
+    def refusal(self, size, part=1):
+        """Why `size` bytes were refused, in one line naming the bound."""
+        return self._refusing(size, part).why(part)
+
+    def _refusing(self, size, part=1):
+        """The account that has no room for `size` more bytes: this one, else the server's."""
+        if self.parent is not None and self.used + size <= self.limit // part:
+            return self.parent
+        return self
+
+    def why(self, part=1):
+        bound = f"{self.limit} bytes"
+        if part > 1:
+            bound = f"{self.limit // part} bytes of its {self.limit} for requests"
+        return (f"Over the memory {self.name} may hold ({bound}, {self.used} held now); try "
+                "again once earlier answers are read")
+
+    def flooded(self):
+        """The account (this one, or the server's) that dropped a message for want of room, and
+        has not had half of it free since, else None. What runs meanwhile would be dropped too:
+        a request is then refused before it runs."""
+        if self.over:
+            return self
+        if self.parent is not None and self.parent.over:
+            return self.parent
+        return None
+
+    def dropped(self, size):
+        """Count a message of `size` bytes dropped for want of room: the refusal, logged at the
+        1st, 2nd, 4th, 8th... drop (a client that floods us does not flood the log too)."""
+        account = self._refusing(size)
+        account.over = True
+        refusal = account.why()
+        self.drops += 1
+        if self.drops & (self.drops - 1) == 0:
+            _logger.warning("%d messages dropped in all for %s, the last of %d bytes: %s",
+                            self.drops, self.name, size, refusal)
+        return refusal
+
+
+def _dropped(account, response, size):
+    """The error that goes out in place of `response` (`size` bytes), dropped whole for want of
+    room in the client's `account`."""
+    refusal = account.dropped(size)
+    return _error(response["id"], INTERNAL_ERROR, "The answer was dropped: " + refusal)
+
+
+class _Timer:
+    """A timer of the event loop's, moved cheaply: ``set(seconds, action)`` calls `action` then,
+    unless set again or cleared first; ``by(when, action)``: at `when` (the loop's time) at the
+    latest, so it only ever brings it nearer.
+    Moving it later is an attribute write: the loop's own timer is armed again only when it
+    would fire too late (a call_later per read or per request cost a fifth of a request's work:
+    cancelled handles pile up in the loop's heap). One mechanism for every timeout here."""
+
+    def __init__(self, loop):
+        self.loop = loop
+        # the loop's clock: asyncio's own loops read time.monotonic (called here, a call less)
+        self.clock = loop.time
+        if getattr(loop.time, "__func__", None) is asyncio.BaseEventLoop.time:
+            self.clock = time.monotonic
+        self.when: float | None = None
+        self.action: _Any = None
+        self.handle: asyncio.TimerHandle | None = None
+        self.armed = math.inf   # when the loop's timer fires (no call of handle.when() to ask)
+
+    def set(self, seconds, action):
+        when = self.clock() + seconds
+        self.when, self.action = when, action
+        if self.armed > when:
+            self._arm()
+
+    def by(self, when, action):
+        if self.when is None or when < self.when:
+            self.when, self.action = when, action
+            if self.armed > when:
+                self._arm()
+
+    def clear(self):
+        self.when = None
+
+    def cancel(self):
+        """Its owner is over: the loop's timer goes too, and the action (no reference cycle
+        through it keeps its owner alive)."""
+        self.when = self.action = None
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle, self.armed = None, math.inf
+
+    def _arm(self):
+        if self.handle is not None:
+            self.handle.cancel()
+        self.handle, self.armed = self.loop.call_at(self.when, self._fire), self.when
+
+    def _fire(self):
+        self.handle, self.armed = None, math.inf
+        if self.when is None:
+            return
+        if self.clock() < self.when:    # moved later meanwhile
+            self._arm()
+            return
+        self.when = None
+        self.action()
 
 
 def _nowhere(*args):
@@ -2080,6 +2081,36 @@ class _Handler:
                 raise TypeError(f"{self._named()}: *{p.name} can never be given: arguments "
                                 f"arrive by name; take a list ({p.name}: list[...]) instead")
 
+    async def call(self, arguments, context):
+        """Call the function with the arguments it takes, each made what its hint asks for."""
+        kwargs = {}
+        for name, value in arguments.items():
+            if name in self.loads:
+                kwargs[name] = self.convert(name, value)
+            elif self.var_keyword or name in self.names:
+                kwargs[name] = value
+            # else dropped (a hand-written schema let it in): passed on, it would be a TypeError
+        if self.context_param:
+            kwargs[self.context_param] = context
+        if self.is_async:
+            return await self.fn(**kwargs)
+        # off the loop: a slow tool stalls no other (SECURITY.md R32: sync tools off the loop)
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+    def convert(self, name, value):
+        """An argument the schema passed, loaded (a date from "2024-01-31"); a value the loader
+        refuses is -32602, which tools/call turns into an isError result the model can read.
+        Only a ValueError's text is shown, capped: it says what is wrong with the value (the
+        client's input, or the author's words); others' is Python's (SECURITY.md R22)."""
+        try:
+            return _load(self.loads[name], value)
+        except _BAD_VALUE as e:     # "2024-13-01" for a date
+            why = f" ({str(e)[:200]})" if isinstance(e, ValueError) else ""
+            wanted = _hint_name(_strip(self.hints.get(name)))
+            message = f"Invalid arguments: {name}: not a valid {wanted}{why}"
+            raise McpError(INVALID_PARAMS, message) from None
+
+    # What registration runs, once per tool (the server's start-up): its hints read, its schema made
     def _named(self):
         return f"{getattr(self.fn, '__qualname__', self.fn)}()"
 
@@ -2161,35 +2192,6 @@ class _Handler:
             schema["additionalProperties"] = False
         return schema
 
-    async def call(self, arguments, context):
-        """Call the function with the arguments it takes, each made what its hint asks for."""
-        kwargs = {}
-        for name, value in arguments.items():
-            if name in self.loads:
-                kwargs[name] = self.convert(name, value)
-            elif self.var_keyword or name in self.names:
-                kwargs[name] = value
-            # else dropped (a hand-written schema let it in): passed on, it would be a TypeError
-        if self.context_param:
-            kwargs[self.context_param] = context
-        if self.is_async:
-            return await self.fn(**kwargs)
-        # off the loop: a slow tool stalls no other (SECURITY.md R32: sync tools off the loop)
-        return await asyncio.to_thread(self.fn, **kwargs)
-
-    def convert(self, name, value):
-        """An argument the schema passed, loaded (a date from "2024-01-31"); a value the loader
-        refuses is -32602, which tools/call turns into an isError result the model can read.
-        Only a ValueError's text is shown, capped: it says what is wrong with the value (the
-        client's input, or the author's words); others' is Python's (SECURITY.md R22)."""
-        try:
-            return _load(self.loads[name], value)
-        except _BAD_VALUE as e:     # "2024-13-01" for a date
-            why = f" ({str(e)[:200]})" if isinstance(e, ValueError) else ""
-            wanted = _hint_name(_strip(self.hints.get(name)))
-            message = f"Invalid arguments: {name}: not a valid {wanted}{why}"
-            raise McpError(INVALID_PARAMS, message) from None
-
 
 # What converting JSON a schema passed may still raise: the value, not the server, is wrong.
 _BAD_VALUE = (ValueError, TypeError, ArithmeticError, RecursionError)
@@ -2245,9 +2247,30 @@ class Tool(_Handler):
                       output_schema and self._authors_output_schema(output_schema))
         self._resolve(later=True)
 
-    def _schema_given(self) -> bool:
-        return bool(self.given[0])
+    def result(self, value):
+        """A CallToolResult from whatever the function returned. Data goes out twice: as
+        structuredContent, and as its JSON in a text block for clients that read only content
+        (2025-06-18 server/tools: such a result SHOULD carry both)."""
+        if isinstance(value, Content):
+            return {"content": [value]}
+        blocks = isinstance(value, (list, tuple)) and value
+        if blocks and all(isinstance(item, Content) for item in value):
+            return {"content": list(value)}
+        if value is None and not self.output_schema:
+            return {"content": []}      # content is required, and may be empty
+        if isinstance(value, str) and not self.output_schema:
+            return {"content": [text(value)]}
+        data = _to_json(value)
+        body = "".join(_text_chunks(data, 0))
+        structured = {"result": data} if self.wrap or type(data) is not dict else data
+        problem = self.check_output(structured, "structuredContent")
+        if problem:     # the author's bug: the detail to the log, a constant text to the client
+            _logger.error("tool %s returned a value that does not match its outputSchema: %s",
+                          self.name, problem)
+            return _tool_error(f"Tool '{self.name}' returned malformed output.")
+        return {"content": [text(body)], "structuredContent": structured}
 
+    # What registration runs, once per tool: its schemas, and how its result is shaped (wrap)
     def _made(self):
         """The schemas, from the hints unless the author gave them, and the definition."""
         input_schema, output_schema = self.given
@@ -2284,28 +2307,8 @@ class Tool(_Handler):
             return {"type": "object", "properties": {"result": schema}, "required": ["result"]}
         return schema
 
-    def result(self, value):
-        """A CallToolResult from whatever the function returned. Data goes out twice: as
-        structuredContent, and as its JSON in a text block for clients that read only content
-        (2025-06-18 server/tools: such a result SHOULD carry both)."""
-        if isinstance(value, Content):
-            return {"content": [value]}
-        blocks = isinstance(value, (list, tuple)) and value
-        if blocks and all(isinstance(item, Content) for item in value):
-            return {"content": list(value)}
-        if value is None and not self.output_schema:
-            return {"content": []}      # content is required, and may be empty
-        if isinstance(value, str) and not self.output_schema:
-            return {"content": [text(value)]}
-        data = _to_json(value)
-        body = "".join(_text_chunks(data, 0))
-        structured = {"result": data} if self.wrap or type(data) is not dict else data
-        problem = self.check_output(structured, "structuredContent")
-        if problem:     # the author's bug: the detail to the log, a constant text to the client
-            _logger.error("tool %s returned a value that does not match its outputSchema: %s",
-                          self.name, problem)
-            return _tool_error(f"Tool '{self.name}' returned malformed output.")
-        return {"content": [text(body)], "structuredContent": structured}
+    def _schema_given(self) -> bool:
+        return bool(self.given[0])
 
     def _authors_output_schema(self, given):
         """The author's outputSchema, as given (its $ref and $defs keep their places). One that
@@ -4051,55 +4054,6 @@ class HttpServer:
         self._reaper: _Timer | None = None      # ends the sessions idle too long
         self.closing = self.stopping = False    # /healthz says 503; then every request does
 
-    async def start(self):
-        """Listen (port 0: any free one). A head line past MAX_HEAD_BYTES stops readuntil: 414
-        or 431. An OAuth guard with no `resource` gets this URL: its tokens' audience (RFC 8707)."""
-        self._listener = await asyncio.start_server(self._connection, self.host, self.port,
-                                                    limit=MAX_HEAD_BYTES)
-        self.port = self._listener.sockets[0].getsockname()[1]
-        if self.auth and not self.auth.resource:
-            host = "[::1]" if self.host == "::1" else self.host
-            self.auth.resource = f"http://{host}:{self.port}/mcp"
-        self._reaper = _Timer(asyncio.get_running_loop())
-        self._reaper.set(self._reaping(), self._expire)
-        return self
-
-    async def close(self, grace: float = 0.0) -> None:
-        """Stop serving: no new connection, and /healthz says 503; for DRAIN_LINGER s (of
-        `grace`) what comes on a connection still open is served (with Connection: close); then
-        every request gets 503, what runs gets the rest of `grace`, then -32603; the answers go
-        out, every stream closes."""
-        loop = asyncio.get_running_loop()
-        end, self.closing = loop.time() + grace, True
-        if self._reaper is not None:
-            self._reaper.cancel()
-        self._listener.close()
-        linger = loop.time() + min(grace, DRAIN_LINGER)
-        while loop.time() < linger and any(conn.request is None for conn in self.writers.values()):
-            await asyncio.sleep(0.01)   # under load a proxy reuses (so ends) its idle ones at once
-        self.stopping = True
-        for conn in self.writers.values():
-            if conn.request is None:       # between requests: nothing to finish
-                conn.writer.close()
-        entries = list(self.sessions.values()) + list(self.stateless_entries)
-        left = max(0.0, end - loop.time())
-        await asyncio.gather(*(entry.session.stop(left) for entry in entries))
-        for entry in entries:
-            entry.close(cancel=True)
-        self.sessions.clear()
-        for tick in range(200):     # the answers are written, then each connection ends
-            if not self.connections:
-                break
-            if tick == 100:         # a second on: cut off (from 3.12 wait_closed() waits for all)
-                for writer in list(self.writers):
-                    writer.transport.abort()
-            await asyncio.sleep(0.01)
-        await self._listener.wait_closed()
-
-    def _reaping(self):
-        """Seconds between looks for sessions idle too long."""
-        return min(60.0, max(0.05, min(self.session_idle, HANDSHAKE_IDLE) / 4))
-
     async def _connection(self, reader, writer):
         """One connection's requests, one at a time. An _HttpError is answered, then the
         connection closes: the bytes after a refused request cannot be trusted to begin the
@@ -4395,6 +4349,56 @@ class HttpServer:
         request on the connection (one smuggled past what checked this one)."""
         if request.header("content-length", "0") != "0" or request.header("transfer-encoding"):
             raise _HttpError(400, "Unexpected request body")
+
+    # The server's own start and stop, before the capture's first frame and after its last
+    async def start(self):
+        """Listen (port 0: any free one). A head line past MAX_HEAD_BYTES stops readuntil: 414
+        or 431. An OAuth guard with no `resource` gets this URL: its tokens' audience (RFC 8707)."""
+        self._listener = await asyncio.start_server(self._connection, self.host, self.port,
+                                                    limit=MAX_HEAD_BYTES)
+        self.port = self._listener.sockets[0].getsockname()[1]
+        if self.auth and not self.auth.resource:
+            host = "[::1]" if self.host == "::1" else self.host
+            self.auth.resource = f"http://{host}:{self.port}/mcp"
+        self._reaper = _Timer(asyncio.get_running_loop())
+        self._reaper.set(self._reaping(), self._expire)
+        return self
+
+    async def close(self, grace: float = 0.0) -> None:
+        """Stop serving: no new connection, and /healthz says 503; for DRAIN_LINGER s (of
+        `grace`) what comes on a connection still open is served (with Connection: close); then
+        every request gets 503, what runs gets the rest of `grace`, then -32603; the answers go
+        out, every stream closes."""
+        loop = asyncio.get_running_loop()
+        end, self.closing = loop.time() + grace, True
+        if self._reaper is not None:
+            self._reaper.cancel()
+        self._listener.close()
+        linger = loop.time() + min(grace, DRAIN_LINGER)
+        while loop.time() < linger and any(conn.request is None for conn in self.writers.values()):
+            await asyncio.sleep(0.01)   # under load a proxy reuses (so ends) its idle ones at once
+        self.stopping = True
+        for conn in self.writers.values():
+            if conn.request is None:       # between requests: nothing to finish
+                conn.writer.close()
+        entries = list(self.sessions.values()) + list(self.stateless_entries)
+        left = max(0.0, end - loop.time())
+        await asyncio.gather(*(entry.session.stop(left) for entry in entries))
+        for entry in entries:
+            entry.close(cancel=True)
+        self.sessions.clear()
+        for tick in range(200):     # the answers are written, then each connection ends
+            if not self.connections:
+                break
+            if tick == 100:         # a second on: cut off (from 3.12 wait_closed() waits for all)
+                for writer in list(self.writers):
+                    writer.transport.abort()
+            await asyncio.sleep(0.01)
+        await self._listener.wait_closed()
+
+    def _reaping(self):
+        """Seconds between looks for sessions idle too long."""
+        return min(60.0, max(0.05, min(self.session_idle, HANDSHAKE_IDLE) / 4))
 
     # Below: what the capture's requests never meet: idle sessions expiring, the trace, CORS.
     def _expire(self):
