@@ -2330,7 +2330,7 @@ _UNSTRUCTURED = (str, typing.Any, type(None), typing.NoReturn, getattr(typing, "
 _TOOL_OPTIONS: dict[str, typing.Callable[[Tool, _Any], _Any]] = {}
 # ... -> what the extension does on a server when a tool with that option is added to it (its
 # state made, its handlers put in place: what a server that uses none of it never runs)
-_ON_TOOL_OPTION: dict[str, typing.Callable[[_Any], None]] = {}
+_ON_TOOL_OPTION: dict[str, typing.Callable[[_Any, _Any], None]] = {}
 # A schema keyword of an extension's -> what it checks of a tool whose input schema uses it (a
 # warning, say), once the tool is made
 _TOOL_CHECKS: dict[str, typing.Callable[[Tool], None]] = {}
@@ -2627,17 +2627,19 @@ class Server:
         items = getattr(self, kind)
         # Replaced, as a server that updates a tool does, but said: most often it is a copied
         # function whose name was left as it was, and the first would vanish unseen.
+        self._wait(item)
+        if kind == "tools":
+            # An extension comes into play when a tool uses it; it may refuse the tool, before
+            # the tool replaces one of the same name
+            for option in item.options:
+                used = _ON_TOOL_OPTION.get(option)
+                if used:
+                    used(self, item)
         if key in items:
             _logger.warning("%s %r registered again: this one replaces the first (remove_%s() "
                             "first says it is meant)", kind[:-1], key, kind[:-1])
             self._unwait(items[key])
-        self._wait(item)
         items[key] = item
-        if kind == "tools":
-            for option in item.options:     # an extension comes into play when a tool uses it
-                used = _ON_TOOL_OPTION.get(option)
-                if used:
-                    used(self)
         self._changed(kind)
         return item
 
@@ -8297,7 +8299,7 @@ def _works(server):
     return _tasks(server).works
 
 
-def _use_tasks(server):
+def _use_tasks(server, tool):
     """A tool with task= is added: the extension comes into play on this server (its calls are
     the extension's: `_task_option`)."""
     _tasks(server)
@@ -9901,19 +9903,21 @@ class _Apps:
 
     def _resolve(self):
         """Every tool's page is declared, or a ValueError naming the first URI that is not."""
-        missing = self.unlinked()
+        missing = self.unlinked(self.server.tools.values())
         self.resolved = not missing
         if missing:
             raise _no_page(missing[0])
 
-    def unlinked(self):
-        """The tools not checked yet whose ui= names no resource of this server (the spec: it
-        MUST exist); the others are marked checked (a page removed later is not their fault)."""
+    def unlinked(self, tools):
+        """Those of `tools` not checked yet whose ui= names no app page of this server (the
+        spec: it MUST exist, its mimeType the spec's); the others are marked checked (a page
+        removed later is not their fault)."""
         missing = []
-        for tool in self.server.tools.values():
+        for tool in tools:
             uri = tool.options.get("ui")
             if uri and "apps" not in tool.extensions:
-                if uri in self.server.resources:
+                page = self.server.resources.get(uri)
+                if page is not None and page.mime_type == _APP_MIME:
                     tool.extensions["apps"] = "linked"
                 else:
                     missing.append(tool)
@@ -9922,7 +9926,7 @@ class _Apps:
 
 def _no_page(tool):
     uri = tool.options["ui"]
-    return ValueError(f"tool {tool.name!r}: ui={uri!r} names no page; declare it with "
+    return ValueError(f"tool {tool.name!r}: ui={uri!r} names no app page; declare it with "
                       f"server.app({uri!r}, html)")
 
 
@@ -9938,10 +9942,17 @@ def _add_app(server, uri, html=None, name=None, description=None, title=None, cs
     if html is not None and not isinstance(html, str):
         raise TypeError(f"app {uri!r}: the page is a str of HTML (or none, to decorate a "
                         "function that returns it)")
+    if html is not None and "<" not in html:    # "page.html": the page itself is wanted
+        raise ValueError(f"app {uri!r}: the page is its HTML (open(path).read()), not "
+                         f"{html[:60]!r}")
+    if domain is not None and type(domain) is not str:
+        raise TypeError(f"app {uri!r}: domain is a str, not {type(domain).__name__}")
+    if prefers_border is not None and type(prefers_border) is not bool:
+        raise TypeError(f"app {uri!r}: prefers_border is True or False, not {prefers_border!r}")
     ui = _defined(csp=_app_domains(uri, csp), permissions=_app_permissions(uri, permissions),
                   domain=domain)
     if prefers_border is not None:
-        ui["prefersBorder"] = bool(prefers_border)
+        ui["prefersBorder"] = prefers_border
 
     def add(make, _):
         label = name or (uri[len("ui://"):] if html is not None else make.__name__)
@@ -9956,14 +9967,25 @@ def _add_app(server, uri, html=None, name=None, description=None, title=None, cs
 
 
 def _app_domains(uri, csp):
-    """`csp=` as the spec's dict, its lists of origins checked: a typo would be no policy."""
+    """`csp=` as the spec's dict, its lists of origins checked: a typo would be no policy, and a
+    host that joins them into its CSP header would take "x; script-src *" as a directive."""
     if csp is None:
         return None
     if type(csp) is not dict or not set(csp) <= set(_APP_CSP) or not all(
-            isinstance(v, (list, tuple)) and all(type(o) is str for o in v) for v in csp.values()):
+            isinstance(v, (list, tuple)) for v in csp.values()):
         raise ValueError(f"app {uri!r}: csp is a dict of lists of origins, its keys among "
                          f"{', '.join(_APP_CSP)}")
+    for origins in csp.values():
+        for origin in origins:
+            if type(origin) is not str or not _ORIGIN.fullmatch(origin):
+                raise ValueError(f"app {uri!r}: csp: {origin!r} is not an origin, as "
+                                 "https://api.example.com or https://*.example.com")
     return {key: list(value) for key, value in csp.items()}
+
+
+# An origin as a CSP source names one: a scheme, a host (its first label may be *), a port
+_ORIGIN = re.compile(r"(?:https?|wss?)://(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?"
+                     r"(?::[0-9]{1,5})?", re.ASCII)
 
 
 def _app_permissions(uri, permissions):
@@ -10004,18 +10026,21 @@ def _app_page(uri, make, ui):
 
 def _ui_option(tool, uri):
     """A tool's `ui=`: the ui:// URI of the page that shows its results (checked: `_Apps`)."""
-    if type(uri) is not str or not uri.startswith("ui://"):
-        raise ValueError(f"tool {tool.name!r}: ui must be a page's ui:// URI, not {uri!r}")
+    if type(uri) is not str or not uri.startswith("ui://") or "{" in uri:
+        raise ValueError(f"tool {tool.name!r}: ui must be a page's ui:// URI (no {{variables}}), "
+                         f"not {uri!r}")
     _tool_ui(tool, "resourceUri", uri)
     return uri
 
 
 def _visibility_option(tool, seen):
     """A tool's `visibility=`: who may see and call it, "model" and/or "app"."""
-    seen = [seen] if isinstance(seen, str) else list(seen)
-    if not seen or not set(seen) <= set(_APP_VISIBILITY):
+    names = [seen] if isinstance(seen, str) else seen
+    if not isinstance(names, (list, tuple, set, frozenset)) or not names \
+            or not all(name in _APP_VISIBILITY for name in names):
         raise ValueError(f"tool {tool.name!r}: visibility is a list of 'model' and/or 'app', "
                          f"not {seen!r}")
+    seen = [name for name in _APP_VISIBILITY if name in names]  # each once
     _tool_ui(tool, "visibility", seen)
     return seen
 
@@ -10024,29 +10049,33 @@ def _tool_ui(tool, key, value):
     """`value` at the tool's _meta.ui[key], beside the author's own meta (a copy: theirs stays)."""
     title, annotations, icons, meta = tool.shown
     meta = dict(meta or {})
+    if not isinstance(meta.get("ui") or {}, dict):
+        raise TypeError(f"tool {tool.name!r}: meta['ui'] is the spec's object (resourceUri, "
+                         f"visibility), not {meta['ui']!r}")
     meta["ui"] = {**(meta.get("ui") or {}), key: value}
     if key == "resourceUri":    # the deprecated flat key, for hosts older than the spec
         meta["ui/resourceUri"] = value
     tool.shown = title, annotations, icons, meta
 
 
-def _use_apps(server):
-    """A tool with ui= or visibility= was added: its link is checked when serving starts (a tool
-    may come before its page in a module), or now if it has started (it is then not added)."""
+def _use_apps(server, tool):
+    """A tool with ui= or visibility= is added: its link is checked when serving starts (a tool
+    may come before its page in a module), or now if it has started (it is then not added, and
+    one it would have replaced stays)."""
     apps = _apps(server)
     if server.serving:
-        missing = apps.unlinked()
-        for tool in missing:
-            del server.tools[tool.name]
-        if missing:
-            raise _no_page(missing[0])
+        if apps.unlinked([tool]):
+            raise _no_page(tool)
     elif apps.resolved:
         apps.resolved = False
         server.waiting.append(apps)
 
 
 def _apps_capability(server):
-    """The extension in capabilities.extensions, in the form a host declares it (see above)."""
+    """The extension in capabilities.extensions, in the form a host declares it (see above),
+    while the server has an app page (visibility= alone shows none)."""
+    if not any(page.mime_type == _APP_MIME for page in server.resources.values()):
+        return {}
     return {_APPS: {"mimeTypes": [_APP_MIME]}}
 
 

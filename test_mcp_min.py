@@ -10144,7 +10144,7 @@ class AppsTest(unittest.IsolatedAsyncioTestCase):
     async def test_a_tool_whose_page_is_never_declared_is_refused(self):
         server = Server("apps")
         server.tool("show", ui="ui://users/gone")(lambda: "x")  # not refused yet: the page may follow
-        with self.assertRaisesRegex(ValueError, r"tool 'show': ui='ui://users/gone' names no page"):
+        with self.assertRaisesRegex(ValueError, r"tool 'show': ui='ui://users/gone' names no app page"):
             await mcp_min.Client(server).connect()
         with self.assertRaisesRegex(ValueError, "ui://users/gone"):
             await start_http(server, "127.0.0.1", 0)
@@ -10155,9 +10155,20 @@ class AppsTest(unittest.IsolatedAsyncioTestCase):
             def other() -> str:
                 return "y"
             # once serving, at once; and the tool is not added
-            with self.assertRaisesRegex(ValueError, "tool 'other': ui='ui://nowhere' names no page"):
+            with self.assertRaisesRegex(ValueError, "tool 'other': ui='ui://nowhere' names no app page"):
                 server.tool(ui="ui://nowhere")(other)
             self.assertEqual([t["name"] for t in await client.list_tools()], ["show"])
+            # nor does it replace one of its name: the tool that works stays (hostile read: it
+            # was gone, tools/call then -32601)
+            with self.assertRaisesRegex(ValueError, "names no app page"):
+                server.tool("show", ui="ui://users/typo")(other)
+            self.assertEqual((await client.call_tool("show", {}))["content"][0]["text"], "x")
+            # a resource that is no app page is no page to link (resources/read would give no
+            # mimeType the host renders)
+            server.resource("ui://plain")(lambda: "<p>plain</p>")
+            with self.assertRaisesRegex(ValueError, "tool 'plainly': ui='ui://plain' names no app page"):
+                server.tool("plainly", ui="ui://plain")(other)
+            server.remove_resource("ui://plain")
             # a page removed while serving: its tool stays (the host finds no page: -32002), and
             # the tools added later are checked alone
             server.remove_resource("ui://users/gone")
@@ -10173,18 +10184,34 @@ class AppsTest(unittest.IsolatedAsyncioTestCase):
         fn = lambda: "x"    # noqa: E731
         for options, message in (({"ui": "https://example.com/page"}, "ui:// URI"),
                                  ({"ui": 3}, "ui:// URI"),
+                                 ({"ui": "ui://rows/{id}"}, "no {variables}"),
                                  ({"visibility": ["agent"]}, "'model' and/or 'app'"),
-                                 ({"visibility": []}, "'model' and/or 'app'")):
+                                 ({"visibility": []}, "'model' and/or 'app'"),
+                                 ({"visibility": None}, "'model' and/or 'app'"),
+                                 ({"visibility": [["app"]]}, "'model' and/or 'app'")):
             with self.assertRaisesRegex(ValueError, message, msg=options):
                 server.tool("t", **options)(fn)
+        with self.assertRaisesRegex(TypeError, "the spec's object"):
+            server.tool("t", visibility=["app"], meta={"ui": "x"})(fn)
         for args, options, message in ((("https://x/page", self.PAGE), {}, "ui:// URI"),
                                        (("ui://{id}", self.PAGE), {}, "no {variables}"),
                                        (("ui://p", self.PAGE), {"csp": {"connect": ["x"]}}, "connectDomains"),
                                        (("ui://p", self.PAGE), {"csp": {"connectDomains": "https://x"}},
                                         "lists of origins"),
-                                       (("ui://p", self.PAGE), {"permissions": ["camra"]}, "'camra'")):
+                                       (("ui://p", self.PAGE), {"permissions": ["camra"]}, "'camra'"),
+                                       (("ui://p", "page.html"), {}, "its HTML")):
             with self.assertRaisesRegex(ValueError, message, msg=args):
                 server.app(*args, **options)
+        # csp's entries are origins: what a host joins into its CSP header stays one source each
+        for origin in ("https://api.example.com; script-src *", "'unsafe-eval'", "*", "", "a b",
+                       "https://a.example.com\n", "https://a.example.com/path", 5):
+            with self.assertRaisesRegex(ValueError, "is not an origin", msg=origin):
+                server.app("ui://p", self.PAGE, csp={"connectDomains": ["https://ok.example.com",
+                                                                        origin]})
+        for options, message in (({"prefers_border": "false"}, "True or False"),
+                                 ({"domain": 5}, "domain is a str")):
+            with self.assertRaisesRegex(TypeError, message, msg=options):
+                server.app("ui://p", self.PAGE, **options)
         with self.assertRaisesRegex(TypeError, "a str of HTML"):
             server.app("ui://p", b"<p>bytes</p>")
         self.assertEqual((server.tools, server.resources), ({}, {}))
@@ -10195,6 +10222,16 @@ class AppsTest(unittest.IsolatedAsyncioTestCase):
         async with mcp_min.Client(server) as client:
             self.assertNotIn("extensions", client.server_capabilities)
         self.assertNotIn("apps", server.extensions)
+        # visibility= alone shows no page: no capability either; the origins wildcard and
+        # duplicates read as the spec has them
+        server.tool("hidden", visibility=["app", "app"])(lambda: "x")
+        async with mcp_min.Client(server) as client:
+            self.assertNotIn("extensions", client.server_capabilities)
+            tools = {tool["name"]: tool for tool in await client.list_tools()}
+            self.assertEqual(tools["hidden"]["_meta"], {"ui": {"visibility": ["app"]}})
+        server.app("ui://p", self.PAGE, csp={"resourceDomains": ["https://*.example.com:8443"]})
+        async with mcp_min.Client(server) as client:
+            self.assertIn("io.modelcontextprotocol/ui", client.server_capabilities["extensions"])
 
     async def test_the_example_over_http(self):
         # examples/user_table_app.py, served over Streamable HTTP, to a client of the handshake era
