@@ -8870,7 +8870,7 @@ __all__ += ["TaskHandle", "TaskStore"]
 #   client, size    hashes: task id -> whose share it counts against, and its bytes
 #   count, bytes    hashes: client -> its tasks, and their bytes; total: {count, bytes} of all
 #   alive:RUNNER    a process's sign of life, renewed each second, gone TASK_STALE s after it stops
-#   changes         the channel on which each process says what changed (`_RedisRelay`)
+#   changes:DB      the channel on which each process says what changed (`_RedisRelay`)
 #
 # A change is atomic: WATCH, read, MULTI ... EXEC, tried again if another process wrote between;
 # the expired are swept by a Lua script (EVAL), which Redis runs alone. One Redis primary (Sentinel
@@ -8932,11 +8932,15 @@ class _RedisUrl:
         self.tls = parts.scheme == "rediss"
         self.host = parts.hostname or "localhost"
         try:
-            self.port = parts.port or 6379
+            self.port = parts.port if parts.port is not None else 6379
             self.db = int(parts.path.strip("/") or 0)
-        except ValueError:
+            self.host.encode("idna")    # a label past 63 characters: no host name
+        except ValueError:      # (UnicodeError is one)
             raise ValueError(f"a Redis task store's URL is {parts.scheme}://HOST:PORT/DB, DB a "
                              "number") from None
+        if not 0 < self.port < 65536 or self.db < 0:
+            raise ValueError(f"a Redis task store's URL is {parts.scheme}://HOST:PORT/DB, PORT "
+                             "and DB as Redis has them")
         # redis://:secret@host and redis://secret@host are both the password alone
         self.user = None
         self.password = unquote(parts.password) if parts.password is not None else None
@@ -8944,7 +8948,9 @@ class _RedisUrl:
             self.password = unquote(parts.username)
         elif parts.username:
             self.user = unquote(parts.username)
-        self.name = f"{parts.scheme}://{self.host}:{self.port}/{self.db}"
+        host = f"[{self.host}]" if ":" in self.host else self.host     # IPv6, as a URL writes it
+        self.name = f"{parts.scheme}://{host}:{self.port}/{self.db}"
+        self.channel = f"{_REDIS_PREFIX}changes:{self.db}"  # pub/sub knows no DB: the name does
 
 
 class _Resp:
@@ -8953,7 +8959,8 @@ class _Resp:
 
     def __init__(self, where: _RedisUrl) -> None:
         import socket
-        self.buffer = b""
+        self.buffer, self.at = bytearray(), 0   # what came, and how much of it was read
+        self.left = 0   # bytes the answer being read may still take (MAX_REDIS_REPLY in all)
         self.sock: _Any = socket.create_connection((where.host, where.port), REDIS_TIMEOUT)
         try:
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -8998,7 +9005,7 @@ class _Resp:
 
     def wait(self, seconds: float) -> bool:
         """Whether something came within `seconds` (pub/sub: a message may come at any time)."""
-        if self.buffer:
+        if len(self.buffer) > self.at:
             return True
         self.sock.settimeout(seconds)
         try:
@@ -9007,11 +9014,14 @@ class _Resp:
             return False
         if not data:
             raise ConnectionError("Redis closed the connection")
-        self.buffer = data
+        self.buffer[:], self.at = data, 0
         return True
 
     def read(self, deadline: float, depth: int = 0) -> _Any:
-        """One answer: str (+), _RedisError (-), int (:), bytes or None ($), list or None (*)."""
+        """One answer: str (+), _RedisError (-), int (:), bytes or None ($), list or None (*);
+        within MAX_REDIS_REPLY bytes in all (an array's items count 16 bytes each besides)."""
+        if depth == 0:
+            self.left = MAX_REDIS_REPLY
         line = self._line(deadline)
         kind, rest = line[:1], line[1:]
         try:
@@ -9024,31 +9034,35 @@ class _Resp:
             size = int(rest)
         except ValueError:
             raise _Garbled("it answered something that is not RESP") from None
-        if kind == b"$" and -1 <= size <= MAX_REDIS_REPLY:
+        if kind == b"$" and -1 <= size <= self.left:
             if size == -1:
                 return None
+            self.left -= size
             data = self._take(size + 2, deadline)
             if data[-2:] != b"\r\n":
                 raise _Garbled("it answered something that is not RESP")
             return data[:-2]
-        if kind == b"*" and -1 <= size <= 1 << 20 and depth < 4:
+        if kind == b"*" and -1 <= size <= self.left >> 4 and depth < 4:
             if size == -1:
                 return None
+            self.left -= size << 4
             return [self.read(deadline, depth + 1) for _ in range(size)]
         raise _Garbled("it answered something that is not RESP, or too much")
 
     def _line(self, deadline):
-        while b"\r\n" not in self.buffer:
-            if len(self.buffer) > 1 << 16:
+        end = self.buffer.find(b"\r\n", self.at)
+        while end < 0:
+            if len(self.buffer) - self.at > 1 << 16:
                 raise _Garbled("it answered something that is not RESP")
             self._fill(deadline)
-        line, _, self.buffer = self.buffer.partition(b"\r\n")
+            end = self.buffer.find(b"\r\n", self.at)
+        line, self.at = bytes(self.buffer[self.at:end]), end + 2
         return line
 
     def _take(self, size, deadline):
-        while len(self.buffer) < size:
+        while len(self.buffer) - self.at < size:
             self._fill(deadline)
-        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        data, self.at = bytes(self.buffer[self.at:self.at + size]), self.at + size
         return data
 
     def _fill(self, deadline):
@@ -9059,6 +9073,8 @@ class _Resp:
         data = self.sock.recv(1 << 20)
         if not data:
             raise ConnectionError("Redis closed the connection")
+        del self.buffer[:self.at]   # what was read goes: the buffer holds the unread alone
+        self.at = 0
         self.buffer += data
 
     def close(self) -> None:
@@ -9067,6 +9083,20 @@ class _Resp:
             self.sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self.sock.close()
+
+
+def _string(answer, command):
+    """An answer that is a string or nil (GET's), else garbled."""
+    if answer is not None and type(answer) is not bytes:
+        raise _Garbled(f"it answered {command} with no string")
+    return answer
+
+
+def _executed(answer):
+    """Whether MULTI ... EXEC ran: a list; nil if a key it watched changed (try again)."""
+    if answer is not None and type(answer) is not list:
+        raise _Garbled("it answered EXEC with no list")
+    return answer is not None
 
 
 def _redis_trouble(name, e):
@@ -9108,7 +9138,7 @@ class RedisTaskStore:
         try:
             self._connection()
         except McpError as e:
-            if "WRONGPASS" in e.message or "NOAUTH" in e.message or "NOPERM" in e.message:
+            if any(wrong in e.message for wrong in ("WRONGPASS", "NOAUTH", "NOPERM", "DB index")):
                 raise ValueError(e.message) from None
             # down now: each call tries again (the process serves what needs no store meanwhile)
             _logger.warning("%s", e.message)
@@ -9207,14 +9237,14 @@ class RedisTaskStore:
                     ["HINCRBY", p + "total", "count", 1],
                     ["HINCRBY", p + "total", "bytes", len(data)],
                     ["EXEC"])
-                if done[-1] is not None:
+                if _executed(done[-1]):
                     return True
             raise McpError(INTERNAL_ERROR, f"The task store {self.name} is busy: try again later")
         return self._run(add)
 
     def get(self, task_id: str) -> _Json | None:
         """TaskStore.get: the record (a copy), or None."""
-        data = self._run(lambda conn: conn.call("GET", self._key(task_id)))
+        data = self._run(lambda conn: _string(conn.call("GET", self._key(task_id)), "GET"))
         if data is None:
             return None
         record = json.loads(data)
@@ -9227,7 +9257,7 @@ class RedisTaskStore:
 
         def attempt(conn):
             for _ in range(_REDIS_TRIES):
-                old = conn.pipeline(["WATCH", key], ["GET", key])[1]
+                old = _string(conn.pipeline(["WATCH", key], ["GET", key])[1], "GET")
                 if old is None:
                     conn.call("UNWATCH")
                     return None
@@ -9236,13 +9266,14 @@ class RedisTaskStore:
                 if new is None:
                     conn.call("UNWATCH")
                     return record
-                data, grown = json.dumps(new).encode(), len(json.dumps(new).encode()) - len(old)
+                data = json.dumps(new).encode()
+                grown = len(data) - len(old)
                 done = conn.pipeline(
                     ["MULTI"], ["SET", key, data, "XX", "PXAT", int(new["expires"] * 1000)],
                     ["HSET", p + "size", task_id, len(data)],
                     ["HINCRBY", p + "bytes", new["client"], grown],
                     ["HINCRBY", p + "total", "bytes", grown], ["EXEC"])
-                if done[-1] is not None:
+                if _executed(done[-1]):
                     return new
             raise McpError(INTERNAL_ERROR, f"The task store {self.name} is busy: try again later")
         return self._run(attempt)
@@ -9266,10 +9297,6 @@ class RedisTaskStore:
             return True
         return time.monotonic() - self.up_since < TASK_STALE
 
-    def publish(self, message: bytes) -> None:
-        """A change, to the other processes (`_RedisRelay`)."""
-        self._run(lambda conn: conn.call("PUBLISH", _REDIS_PREFIX + "changes", message))
-
     def attach(self, server: "Server") -> None:
         """Serving starts: changes go to and come from the other processes (`_RedisRelay`)."""
         if self.relay is None:
@@ -9291,48 +9318,73 @@ class RedisTaskStore:
 
 class _RedisRelay:
     """What changes in one process (Server._tell: resources/updated, list_changed; a task's
-    status), published on the store's thread in the order it happened, and heard by every other
-    process on a connection of its own (SUBSCRIBE): their sessions subscribed to it and their
-    listens hear it once, as if it had happened there. Redis's pub/sub keeps nothing: what is said
-    while a process is cut off from Redis, that process does not hear."""
+    status), published in the order it happened, and heard by every other process (SUBSCRIBE):
+    their sessions subscribed to it and their listens hear it once, as if it had happened there.
+    Each way has a thread and a connection of its own: a burst of changes never holds up the
+    store's calls (a process's sign of life among them). Redis's pub/sub keeps nothing: what is
+    said while a process is cut off from Redis, that process does not hear."""
 
     def __init__(self, server, store):
         self.server, self.store = server, store
         self.me = os.urandom(8).hex()   # this process, whose own messages it skips
         self.relaying = 0   # the thread telling a change heard from another (the loop's), or 0
-        self.waiting = 0        # published, not sent yet (MAX_RELAYED)
-        self.count_lock = threading.Lock()
+        self.out: collections.deque[bytes] = collections.deque()    # to publish (MAX_RELAYED)
+        self.ready = threading.Condition()
         self.stopped = threading.Event()
-        self.conn: _Resp | None = None
+        self.conn: _Resp | None = None      # the listener's
         server.hearing.append(self.hear)
-        self.thread = threading.Thread(target=self._listen, name="mcp-task-store-relay",
-                                       daemon=True)
-        self.thread.start()
+        self.threads = [threading.Thread(target=self._listen, name="mcp-task-store-relay",
+                                         daemon=True),
+                        threading.Thread(target=self._publish, name="mcp-task-store-publish",
+                                         daemon=True)]
+        for thread in self.threads:
+            thread.start()
 
     def hear(self, server, method, params):
-        """A change here (on the loop, or a sync tool's thread): to the others, in order (the
-        store's one thread); not one that came from them."""
+        """A change here (on the loop, or a sync tool's thread): to the others, in order; not
+        one that came from them."""
         if self.relaying == threading.get_ident():
             return
-        with self.count_lock:
-            if self.waiting >= MAX_RELAYED:
+        message = json.dumps({"from": self.me, "method": method, "params": params}).encode()
+        with self.ready:
+            if len(self.out) >= MAX_RELAYED:
                 _logger.warning("%s: %s not relayed (MAX_RELAYED changes wait)", self.store.name,
                                 method)
                 return
-            self.waiting += 1
-        if self.store.executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-            self.store.executor = ThreadPoolExecutor(1, "mcp-task-store")
-        message = json.dumps({"from": self.me, "method": method, "params": params}).encode()
-        self.store.executor.submit(self._send, message)
+            self.out.append(message)
+            self.ready.notify()
 
-    def _send(self, message):
-        with self.count_lock:
-            self.waiting -= 1
+    def _publish(self):
+        """The publisher's thread: what waits goes in one round trip (PUBLISH after PUBLISH),
+        each once: one whose round trip failed is not sent again (it may have been heard)."""
+        conn, lost = None, False
         try:
-            self.store.publish(message)
-        except McpError as e:
-            _logger.warning("a change was not relayed: %s", e.message)
+            while True:
+                with self.ready:
+                    while not self.out and not self.stopped.is_set():
+                        self.ready.wait()
+                    if not self.out:    # stopped, and all said
+                        return
+                    batch = [self.out.popleft() for _ in range(min(len(self.out), 1000))]
+                try:
+                    if conn is None:
+                        conn = _Resp(self.store.where)
+                    conn.pipeline(*[["PUBLISH", self.store.where.channel, message]
+                                    for message in batch])
+                    lost = False
+                except (OSError, _Garbled, _RedisError, ValueError) as e:
+                    if conn is not None:
+                        conn.close()
+                        conn = None
+                    if not lost:
+                        _logger.warning("%d changes were not relayed: %s", len(batch),
+                                        _redis_trouble(self.store.name, e).message)
+                    lost = True
+                    if self.stopped.wait(1.0):
+                        return
+        finally:
+            if conn is not None:
+                conn.close()
 
     def _listen(self):
         """The relay's thread: subscribed, and subscribed again after a failure, each second."""
@@ -9340,7 +9392,7 @@ class _RedisRelay:
         while not self.stopped.is_set():
             try:
                 self.conn = _Resp(self.store.where)
-                self.conn.call("SUBSCRIBE", _REDIS_PREFIX + "changes")
+                self.conn.call("SUBSCRIBE", self.store.where.channel)
                 if lost:
                     _logger.info("%s: hearing the other processes' changes again", self.store.name)
                 lost, pinged = False, False
@@ -9397,10 +9449,16 @@ class _RedisRelay:
             self.relaying = 0
 
     def stop(self):
+        """Serving ends: what waits is published (within REDIS_TIMEOUT), and nothing more."""
+        if self.hear in self.server.hearing:
+            self.server.hearing.remove(self.hear)
         self.stopped.set()
+        with self.ready:
+            self.ready.notify()
         if self.conn is not None:
             self.conn.close()
-        self.thread.join(REDIS_TIMEOUT)
+        for thread in self.threads:
+            thread.join(REDIS_TIMEOUT)
 
 
 # The store plugs in: --task-store redis://... and rediss://..., and its public name.

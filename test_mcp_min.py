@@ -9455,6 +9455,18 @@ class RedisStoreTest(_ModernCalls):
         self.addCleanup(store.close)
         return store
 
+    def test_a_db_out_of_range_is_refused_at_start_and_a_relay_ends_with_its_store(self):
+        # A hostile read: SELECT 99's error was a warning, the store then failing each call; a
+        # closed relay still published each change (twice once attached again)
+        with self.assertRaisesRegex(ValueError, "DB index"):
+            mcp_min.RedisTaskStore(self.redis.url.rsplit("/", 1)[0] + "/99")
+        server, store = Server("relayed"), self.store()
+        before = list(server.hearing)
+        store.attach(server)
+        self.assertEqual(len(server.hearing), len(before) + 1)
+        store.close()
+        self.assertEqual(server.hearing, before)
+
     def test_the_six_methods_with_ids_and_clients_that_hold_redis_metacharacters(self):
         store = self.store()
         hostile = "id\r\n*1\r\n$8\r\nFLUSHALL\r\n \"' {x}*?"
@@ -9655,7 +9667,7 @@ class RedisStoreTest(_ModernCalls):
         # The relays subscribe again (n2 and n3: n1 is gone), and n2's listen hears n3 once more.
         redis = mcp_min._Resp(mcp_min._RedisUrl(self.redis.url))
         self.addCleanup(redis.close)
-        await until(lambda: redis.call("PUBSUB", "NUMSUB", "mcp_min:changes")[1] == 2,
+        await until(lambda: redis.call("PUBSUB", "NUMSUB", "mcp_min:changes:2")[1] == 2,
                     "both relays subscribed again")
         await self.call(n3, 15, "tools/call", {"name": "touch", "arguments": {"uri": "note://end"}})
         self.assertEqual(json.loads((await read_event(reader))["data"])["params"]["uri"], "note://end")
@@ -9765,6 +9777,25 @@ class RedisGarbledTest(unittest.TestCase):
         message = self.refused(self.fake(b"$%d\r\n" % (mcp_min.MAX_REDIS_REPLY + 1)))
         self.assertIn("not RESP, or too much", message)
 
+    def test_an_answer_past_the_bound_in_many_parts_or_of_the_wrong_kind(self):
+        # A hostile read: the bound was per string, so an array of strings each under it took
+        # 1.2 GB; GET answered by an array, EXEC by a number, passed (EXEC's as done)
+        def read(data):
+            conn = object.__new__(mcp_min._Resp)    # a connection whose answer has all come
+            conn.buffer, conn.at, conn.left = bytearray(data), 0, 0
+            return conn.read(time.monotonic() + 1)
+        with mock.patch.object(mcp_min, "MAX_REDIS_REPLY", 1000):
+            self.assertEqual(read(b"*2\r\n$400\r\n" + b"x" * 400 + b"\r\n:7\r\n"), [b"x" * 400, 7])
+            for data in (b"*3\r\n" + (b"$400\r\n" + b"x" * 400 + b"\r\n") * 3,   # 1,200 bytes
+                         b"*100\r\n" + b":1\r\n" * 100):                       # 100 items
+                with self.assertRaisesRegex(mcp_min._Garbled, "or too much"):
+                    read(data)
+        with self.assertRaisesRegex(mcp_min._Garbled, "GET with no string"):
+            mcp_min._string([b"x"], "GET")
+        with self.assertRaisesRegex(mcp_min._Garbled, "EXEC with no list"):
+            mcp_min._executed(1)
+        self.assertEqual((mcp_min._executed(None), mcp_min._executed([b"OK"])), (False, True))
+
     def test_a_slow_answer(self):
         with mock.patch.object(mcp_min, "REDIS_TIMEOUT", 0.3):
             started = time.monotonic()
@@ -9783,8 +9814,12 @@ class RedisGarbledTest(unittest.TestCase):
         self.assertEqual((where.tls, where.host, where.port, where.db, where.user, where.password),
                          (True, "cache.example", 6380, 3, "user", "p@ss"))
         self.assertEqual(where.name, "rediss://cache.example:6380/3")
+        # pub/sub knows no DB: a deployment on DB 3 hears nothing of one on DB 2 of that Redis
+        self.assertEqual(where.channel, "mcp_min:changes:3")
         self.assertEqual(mcp_min._RedisUrl("redis://secret@h").password, "secret")
-        for bad in ("http://h", "redis://h/zero", "redis://:pw@h:99999/0"):
+        self.assertEqual(mcp_min._RedisUrl("redis://[::1]:7000/1").name, "redis://[::1]:7000/1")
+        for bad in ("http://h", "redis://h/zero", "redis://:pw@h:99999/0", "redis://:pw@h:0/0",
+                    "redis://:pw@" + "x" * 70 + ".example/0"):
             with self.assertRaises(ValueError) as refused:
                 mcp_min._RedisUrl(bad)
             self.assertNotIn("pw", str(refused.exception))
