@@ -11558,6 +11558,8 @@ class TourTest(unittest.TestCase):
         cls.startup = tour.render(cls.played["sse"][0], "sse", startup=True)
         # Every def of mcp_min.py, read here: its first line -> (last line, dotted name)
         cls.defs = {}
+        with open(MCP_MIN, encoding="utf-8") as f:
+            cls.source = f.read().split("\n")
 
         def visit(node, outer):
             for child in ast.iter_child_nodes(node):
@@ -11681,8 +11683,18 @@ class TourTest(unittest.TestCase):
         # as "read" or "skim"; each total the sum of its entries' lines
         for transport, (recorder, text) in self.played.items():
             with self.subTest(transport=transport):
-                tail = text.split("\nThe reading list: ")[1]
+                tail, tables = text.split("\nThe reading list: ")[1].split("\n  tables: ")
                 defs, total = map(int, re.search(r"(\d+) defs, (\d+) lines in all", tail).groups())
+                # the tables the lookups read, each at the lines where it is made
+                count, lines = map(int, re.match(r"(\d+), (\d+) lines", tables).groups())
+                made = {name: (int(first), int(last)) for name, first, last in
+                        re.findall(r"(\w+)  \(mcp_min\.py:(\d+)-(\d+)\)", tables)}
+                self.assertEqual(len(made), count)
+                self.assertEqual(sum(last - first + 1 for first, last in made.values()), lines)
+                for name, (first, last) in made.items():
+                    self.assertRegex(self.source[first - 1], rf"^{name}\b")
+                    self.assertTrue(self.source[last - 1].strip(), name)
+                self.assertLessEqual({"_LIFECYCLE", "_TRANSITIONS", "_METHODS"}, set(made))
                 parts = re.split(r"\n  (read|skim): (\d+) defs, (\d+) lines", tail)[1:]
                 self.assertEqual(parts[0::4], ["read", "skim"])
                 listed = {}

@@ -141,6 +141,21 @@ def read_defs(path=FILE):
     return found
 
 
+@functools.lru_cache(maxsize=None)
+def read_tables(path=FILE):
+    """Where each of TABLES is made: its name -> Def of the assignment's lines (no def: a table
+    is data, read by the lookups that name it)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    found = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in TABLES and target.id not in found:
+                found[target.id] = Def(node.lineno, node.end_lineno, target.id, (), "")
+    return found
+
+
 # What an HTTP connection's task serves, set when it begins: [its frame's number, its _Connection,
 # whether its request has been read (and its frame matched)]
 _CONNECTION: contextvars.ContextVar[list] = contextvars.ContextVar("tour_connection")
@@ -861,7 +876,20 @@ def reading(recorder):
             if inner:   # "_Connection.hold  [with its client_left, direct]"
                 line += f"  [with its {', '.join(one.name[len(fn.name) + 1:] for one in inner)}]"
             out.append(line)
+    # The tables the frames' lookups read: data no trace shows, each where it is made
+    made = read_tables()
+    tables = sorted({made[name] for fn in folded_defs({**read, **skim}) for name in fn.tables},
+                    key=lambda table: table.first)
+    out.append(f"  tables: {len(tables)}, {sum(t.size for t in tables)} lines, the data the defs "
+               "above look up (named\n  where they read them, in the frames)")
+    # (as "NAME  (mcp_min.py:FIRST-LAST)": a line that names a def begins with its place)
+    out.extend(f"    {table.name}  ({table.where()})" for table in tables)
     return out
+
+
+def folded_defs(listed):
+    """The defs of a reading list's part, each with those it folds."""
+    return [one for fn, inner in listed.items() for one in [fn, *inner]]
 
 
 # --- The README's excerpt ----------------------------------------------------------------------
