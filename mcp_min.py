@@ -114,7 +114,7 @@ request in a task of its own (`_start_task`); `Session._serve` calls the
 method's handler. The answer crosses to the GET stream's connection:
 
     its answer: Session._serve -> Session._finished -> Session._answer
-        -> _HttpSession.send -> _Stream.put -> _Connection.hold.direct
+        -> _HttpSession.send -> _Stream.put -> _Connection.direct
 
 Below the core, each extension is a banner marked "Extension", to skip on a
 first reading; each ends by plugging itself into the core's tables (methods,
@@ -3642,7 +3642,7 @@ class _Stream:
         self.closed = self.poked = self.overflowed = False
         self.dropped = 0
         self.json_only = json_only  # a JSON answer to a POST: it carries responses alone
-        self.direct = None      # writes a message at once if it can (else it is queued)
+        self.direct = None      # writes (self, message) at once if it can (else it is queued)
         self.abort = None       # drops the connection (on overflow)
         self.ended = self.parting = self.attached = False
 
@@ -3661,7 +3661,7 @@ class _Stream:
             return False
         if self.closed:
             return True
-        if not self.items and self.direct and self.direct(message):
+        if not self.items and self.direct and self.direct(self, message):
             return True         # no waking the stream's task for each message
         size = 0
         # What waits behind the first is held for the client, so charged, as are a JSON answer's
@@ -3931,20 +3931,13 @@ class _Connection:
                 stream.close()
         self.watcher.add_done_callback(client_left)
         stream.attached, stream.parting = True, False
-
-        transport = writer.transport    # written to as the writer would, a call less a message
-
-        def direct(message):
-            busy = transport.get_write_buffer_size() > WRITE_BUFFER
-            if message is _FINISHED or transport.is_closing() or busy or self.auth_due():
-                return False    # a slow reader, a token to check again: the task below
-            transport.write(frame(self.event(message, stream)))
-            return True
         message = None
         try:
             if first:
                 await self.send(frame(first))
-            stream.direct, stream.abort = direct, writer.transport.abort
+            stream.direct = self.direct     # what a POST's task puts on it is written at once
+            stream.abort = writer.transport.abort
+            # What the stream did not take at once: written here, in this connection's task
             while True:
                 message = await self._next(stream)
                 if message is None or message is _FINISHED or message is _PART:
@@ -3965,6 +3958,18 @@ class _Connection:
         if self.watcher.done():
             return None
         return message
+
+    def direct(self, stream, message):
+        """Write `stream`'s `message` on this connection at once, if it can take it: called by
+        `_Stream.put` in the task that serves a POST, so a POST's answer is written on the GET
+        stream's connection (the hop). False: `hold` writes it (a slow reader, a token to check
+        again, the stream's end)."""
+        transport = self.writer.transport   # written to as the writer would, a call less
+        if message is _FINISHED or transport.is_closing() or self.auth_due() \
+                or transport.get_write_buffer_size() > WRITE_BUFFER:
+            return False
+        transport.write(self.frame(self.event(message, stream)))
+        return True
 
     def auth_due(self):
         """Whether the token of a long answer is due to be checked again (see `authorized`)."""

@@ -11602,7 +11602,7 @@ class TourTest(unittest.TestCase):
         shown = {t: {name for _, _, name in self.LINE.findall(text)}
                  for t, (_, text) in self.played.items()}
         self.assertLessEqual({"_sse_get", "_sse_post", "Session.receive", "_initialize",
-                              "_call_tool", "_Connection.hold.direct"}, shown["sse"])
+                              "_call_tool", "_Connection.direct"}, shown["sse"])
         self.assertLessEqual({"_mcp_post", "_initialize", "_call_tool"}, shown["http"])
         self.assertLessEqual({"serve_stdio.readable", "Session.receive", "_initialize",
                               "_call_tool"}, shown["stdio"])
