@@ -6127,6 +6127,9 @@ class _StdioClient(_Transport):
         except AttributeError:      # it never started
             raise McpError(CONNECTION_CLOSED, "The server is gone") from None
         except ConnectionError:     # it exited
+            # its stdin's end holds the same error, which 3.10 logs unless someone waits on it
+            with contextlib.suppress(ConnectionError):
+                await self.process.stdin.wait_closed()
             raise McpError(CONNECTION_CLOSED, await self._why("The server is gone")) from None
 
     async def close(self):

@@ -6683,8 +6683,13 @@ class ClientBoundsTest(unittest.IsolatedAsyncioTestCase):
 
     async def http_server(self, answer):
         """A Streamable HTTP server in a few lines: ``await answer(head, message, writer)`` for
-        each request (`message`: its JSON body parsed, or None), on a connection of its own."""
+        each request (`message`: its JSON body parsed, or None), on a connection of its own.
+        Connections still held are closed before the test's loop ends: one cancelled there set
+        off an error in asyncio's own callback on 3.12.1 ("Exception in callback ...")."""
+        handlers = {}
+
         async def handle(reader, writer):
+            handlers[asyncio.current_task()] = writer
             with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
@@ -6694,8 +6699,14 @@ class ClientBoundsTest(unittest.IsolatedAsyncioTestCase):
                 if not writer.is_closing():     # held open: until the client lets go
                     await reader.read()
                 writer.close()
+
+        async def let_go():
+            for writer in handlers.values():
+                writer.close()
+            await asyncio.gather(*handlers, return_exceptions=True)
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         self.addCleanup(server.close)
+        self.addAsyncCleanup(let_go)
         return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
 
     @staticmethod
@@ -9001,14 +9012,15 @@ class TaskProcessTest(_ModernCalls):
 @runs_beside
 @needs_tasks
 class TaskMemoryTest(unittest.TestCase):
-    """Results are kept for their ttlMs, then freed: resident memory stays flat (from /proc)."""
+    """Results are kept for their ttlMs, then freed: what Python holds stays flat (tracemalloc), and
+    so do the store's rows. Not the resident size: the allocator keeps freed pages as it likes (in
+    CI a round's worth stayed, twice, with nothing held)."""
 
-    @unittest.skipUnless(os.path.exists("/proc/self/status"), "needs /proc")
     def test_expired_results_are_freed(self):
         # The store's clock (time.time) is moved on past the tasks' ttlMs after each round: no
         # sleep, and a loaded machine cannot expire a task before its result is read.
         script = textwrap.dedent('''
-            import asyncio, re, sys, time, mcp_min
+            import asyncio, gc, sys, time, tracemalloc, mcp_min
             mcp_min.TASK_AFTER, mcp_min.TASK_POLL = 0.0, 0.05
             mcp_min.MAX_TASK_BYTES = 1 << 30    # what this measures is the freeing, not the bound
             server = mcp_min.Server("big")
@@ -9020,10 +9032,12 @@ class TaskMemoryTest(unittest.TestCase):
                 await asyncio.sleep(0.01)
                 return str(i) * (1 << 20)
 
-            def rss():
-                return int(re.search(r"VmRSS:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) // 1024
+            def held():     # MB
+                gc.collect()
+                return tracemalloc.get_traced_memory()[0] >> 20
 
             async def main():
+                tracemalloc.start()
                 async with mcp_min.Client(server) as client:
                     for round_ in range(6):     # 20 MB of results a round
                         handles = await asyncio.gather(*(client.call_tool("big", {"i": i}, task=True)
@@ -9033,7 +9047,7 @@ class TaskMemoryTest(unittest.TestCase):
                         if mcp_min._WRITES:     # what the store's thread still writes holds results
                             await asyncio.wait(list(mcp_min._WRITES))
                         rows = server.task_store._rows("SELECT COUNT(*) FROM tasks")[0][0]
-                        print(round_, rss(), rows, flush=True)
+                        print(round_, held(), rows, flush=True)
             asyncio.run(main())
         ''')
         run = subprocess.run([*PYTHON, "-c", script], cwd=HERE, capture_output=True, text=True, timeout=60,
@@ -9042,7 +9056,7 @@ class TaskMemoryTest(unittest.TestCase):
         rounds = [[int(word) for word in line.split()] for line in run.stdout.splitlines()]
         self.assertEqual(len(rounds), 6)
         self.assertLessEqual(max(rows for _, _, rows in rounds), 21, rounds)   # a round's, at most
-        self.assertLess(rounds[-1][1] - rounds[1][1], 30, rounds)   # kept: 80 MB more; freed: flat
+        self.assertLess(rounds[-1][1] - rounds[1][1], 10, rounds)   # kept: +30 MB a round; freed: flat
 
 
 @needs_tasks
