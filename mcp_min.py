@@ -10197,6 +10197,10 @@ def _refused(text):
 def _secure(url, what, error=_refused):
     """`url` if https, or plain http to this machine only (OAuth 2.1 1.5): codes and tokens cross
     it."""
+    # an authorization endpoint is printed for a person to open: an escape sequence in it would
+    # be obeyed by their terminal (and no URL has a control character)
+    if isinstance(url, str) and not url.isprintable():
+        raise error(f"refusing the {what} {url[:200]!r}: it has a control character")
     parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
     secure = False
     if parts and parts.hostname:

@@ -11166,6 +11166,9 @@ class OAuthClientTest(unittest.IsolatedAsyncioTestCase):
     async def test_refuses_metadata_that_is_not_what_it_should_be(self):
         cases = [({"metadata_issuer": "https://evil.example"}, {}, "names issuer"),
                  ({"authorize_at": "http://example.com/authorize"}, {}, "https only"),
+                 # printed for a person to open: no escape sequence for their terminal to obey
+                 ({"authorize_at": "https://as.example/authorize\x1b]52;c;aGk=\x07"}, {},
+                  "control character"),
                  ({"resource": "https://evil.example/mcp"}, {}, "is about"),
                  ({"iss": "https://evil.example"}, {}, "iss"),
                  ({"register": False}, {}, "--client-id"),
