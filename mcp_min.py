@@ -11081,7 +11081,10 @@ class _Trace:
                                                                          _shorten(message, None)):
                     if value:
                         record[key] = value
-                text = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+                # JSON escapes C0 itself; a peer's C1 and bidi controls as \u escapes too (the
+                # same strings to a JSON reader): a `tail -f` of the file shows them, never obeys
+                text = _CONTROLS.sub(_json_escaped, json.dumps(record, ensure_ascii=False,
+                                                               default=str)) + "\n"
             else:
                 text = _capture_text(record, headers, data, message)
             try:
@@ -11234,6 +11237,11 @@ def _escaped(control):
     if code > 0xFF:
         return f"\\u{code:04x}"
     return f"\\x{code:02x}"
+
+
+def _json_escaped(control):
+    """A control character in JSON text as JSON's escape (\\u009b): the same string, never obeyed."""
+    return f"\\u{ord(control.group()):04x}"
 
 
 # C0 and C1, which a terminal acts on, and Unicode's bidirectional controls (ALM, LRM, RLM, the

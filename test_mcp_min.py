@@ -12083,7 +12083,7 @@ for line in sys.stdin:
 @needs_trace
 class TraceEscapeTest(unittest.IsolatedAsyncioTestCase):
     """The text trace shows a peer's control characters escaped: never obeyed by a terminal,
-    never a line of its own (the JSON Lines trace escaped them already)."""
+    never a line of its own (the JSON Lines trace: TraceBidiTest)."""
 
     def assertShownNotObeyed(self, text):
         self.assertIsNone(re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), "a raw control character")
@@ -12183,6 +12183,23 @@ class TraceBidiTest(unittest.TestCase):
         self.assertIn("request #id\\u061c\\u200e\\u200f\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066"
                       "\\u2067\\u2068\\u2069 ping", text)
         self.assertIn("request #2 tools/\\u202ellac", text)
+
+    def test_the_json_lines_trace_escapes_c1_and_bidi_controls_and_keeps_the_strings(self):
+        # JSON escapes C0 itself; C1 (\x9b is a CSI to a terminal) and bidi controls went into
+        # the file raw, for a `tail -f` to obey. Now escaped; a JSON reader gets the same strings.
+        method = "\x1b[2J\x9b2J\x85" + _BIDI + "ï"
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.jsonl")
+            done = subprocess.run([*SERVE, "serve", "--stdio", f"--trace={path}"], input="".join(
+                json.dumps(m) + "\n" for m in [rpc(0, "initialize", init_params()), rpc(1, method)]).encode(),
+                                  capture_output=True, timeout=30, cwd=HERE, env=_clean_env())
+            self.assertEqual(len(done.stdout.splitlines()), 2, done.stderr)
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        self.assertIsNone(re.search(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_BIDI}]", text), "a raw control character")
+        self.assertIn("ï", text)     # the rest as it was: not ASCII-escaped
+        asked = [json.loads(line) for line in text.splitlines()][-2]
+        self.assertEqual(asked["message"]["method"], method)
 
 
 ##############################################################################
