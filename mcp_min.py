@@ -11240,7 +11240,7 @@ def _escaped(control):
 
 
 def _json_escaped(control):
-    """A control character in JSON text as JSON's escape (\\u009b): the same string, never obeyed."""
+    """A control character in JSON text as JSON's escape (\\u009b): the same string, not obeyed."""
     return f"\\u{ord(control.group()):04x}"
 
 
